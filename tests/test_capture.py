@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from attnreport.attention import layer_specs
@@ -47,10 +49,8 @@ def test_hooks_are_removed_even_when_the_pass_fails(tiny_model_dirs):
     modules = list(loaded.model.modules())
     capture_attention(loaded.model, specs, ids[0])
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in modules)
-    try:
+    with contextlib.suppress(IndexError, RuntimeError):
         capture_attention(loaded.model, specs, torch.tensor([10_000]))  # out of vocabulary
-    except (IndexError, RuntimeError):
-        pass
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in modules)
 
 
