@@ -1,0 +1,164 @@
+"""Assemble the whole site in memory: ``{relative path: bytes}``, written by ``write``.
+
+Layout (every link relative, so the folder works from ``file://``, GitHub Pages or any
+static host)::
+
+    index.html  404.html  s000-the-cat.html ...     pages
+    assets/vega.js  assets/runtime.js  assets/style.css
+    data/PAGE/KEY/*.js                              chunk files of figure KEY on PAGE
+    figures/PAGE/KEY.svg  figures/PAGE/KEY.png      static images (unless images=False)
+    .nojekyll  .attnreport-site                     GitHub Pages switch, site marker
+
+``vl_convert.javascript_bundle()`` is a classic script (no ``import``/``export``; it ends
+by assigning ``window.vegaEmbed``, ``window.vega`` and ``window.vegaLite``), so it loads
+from ``file://`` where ES modules do not. It is wrapped in a function so its top-level
+``const``s stay private and cannot collide with ``runtime.js``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from attnreport.charts.figure import Figure
+from attnreport.site import pages, render
+from attnreport.site.context import FigureInput, Link, SiteOptions, part
+from attnreport.site.slugs import sentence_filename
+
+MARKER = ".attnreport-site"
+_SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
+_SAFE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    """Where figures come from; defaults to ``attnreport.charts`` (see ``default_charts``)."""
+
+    sentence_figures: Callable[[Any, int], Sequence[Figure]]
+    index_figures: Callable[[Any], Sequence[Figure]]
+    payload: Callable[[Figure], str]  # JSON text for the page's <script> element
+    chunk_files: Callable[[Figure], Mapping[str, bytes | str]]  # file name -> content
+    images: Callable[[Figure], Mapping[str, bytes]]  # "svg"/"png" -> bytes
+    runtime_js: Callable[[], bytes]
+
+
+def default_charts() -> ChartSource:
+    """The chart builders of ``attnreport.charts`` (imported only when a site is built)."""
+    from attnreport import charts
+    from attnreport.charts import embed, images
+
+    return ChartSource(
+        sentence_figures=charts.sentence_figures,
+        index_figures=charts.index_figures,
+        payload=embed.figure_payload,
+        chunk_files=embed.chunk_files,
+        images=images.export_images,
+        runtime_js=lambda: _package_file("charts", "runtime.js"),
+    )
+
+
+def _package_file(*parts: str) -> bytes:
+    import importlib.resources
+
+    import attnreport
+
+    node = importlib.resources.files(attnreport)
+    for p in parts:
+        node = node / p
+    return node.read_bytes()
+
+
+@functools.cache
+def vega_bundle() -> bytes:
+    """Vega, Vega-Lite and vega-embed as one classic script that sets window globals."""
+    import vl_convert
+
+    return ("(function () {\n" + vl_convert.javascript_bundle() + "\n})();\n").encode()
+
+
+def _text(value: bytes | str) -> bytes:
+    return value if isinstance(value, bytes) else value.encode("utf-8")
+
+
+def _figure_files(
+    page: str, fig: Figure, charts: ChartSource, options: SiteOptions, files: dict[str, bytes]
+) -> FigureInput:
+    """Add one figure's chunk and image files to ``files``; return its page inputs."""
+    if not _SAFE_KEY.fullmatch(fig.key):
+        raise ValueError(f"figure key {fig.key!r} must match [a-z0-9-] (page {page})")
+    chunk_dir = None
+    chunks = charts.chunk_files(fig) if fig.chunks else {}
+    if chunks:
+        chunk_dir = f"data/{page}/{fig.key}/"
+        for name, content in sorted(chunks.items()):
+            if not _SAFE_FILE.fullmatch(name) or ".." in name:
+                raise ValueError(f"unsafe chunk file name {name!r} for figure {fig.key}")
+            files[chunk_dir + name] = _text(content)
+    paths: dict[str, str] = {}
+    if options.images:
+        for kind, content in sorted(charts.images(fig).items()):
+            if kind in ("svg", "png"):
+                paths[kind] = f"figures/{page}/{fig.key}.{kind}"
+                files[paths[kind]] = _text(content)
+    return FigureInput(
+        figure=fig,
+        payload=charts.payload(fig),
+        chunk_dir=chunk_dir,
+        svg=paths.get("svg"),
+        png=paths.get("png"),
+    )
+
+
+def _figures(
+    page: str,
+    figs: Sequence[Figure],
+    charts: ChartSource,
+    options: SiteOptions,
+    files: dict[str, bytes],
+) -> list[FigureInput]:
+    keys = [f.key for f in figs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"figure keys repeat on page {page}: {keys}")
+    return [_figure_files(page, f, charts, options, files) for f in figs]
+
+
+def _page(html: str) -> bytes:
+    return html.encode("utf-8", "backslashreplace")
+
+
+def assemble_site(
+    results: Any, options: SiteOptions | None = None, charts: ChartSource | None = None
+) -> dict[str, bytes]:
+    """Every file of the site as ``{relative POSIX path: bytes}``; same inputs, same bytes.
+
+    ``results`` holds ``manifest``, ``set``, ``sentences`` (list, by index) and
+    ``interventions`` as attributes or mapping keys (see ``docs/results-schema.md``).
+    """
+    options = options or SiteOptions()
+    charts = charts or default_charts()
+    sentences = part(results, "sentences") or []
+    names = [
+        sentence_filename(i, str(s.get("sentence", {}).get("text", "")))
+        for i, s in enumerate(sentences)
+    ]
+    files: dict[str, bytes] = {}
+    for i, name in enumerate(names):
+        stem = name.removesuffix(".html")
+        figs = _figures(stem, charts.sentence_figures(results, i), charts, options, files)
+        prev = Link(names[i - 1], f"Sentence {i - 1}") if i > 0 else None
+        nxt = Link(names[i + 1], f"Sentence {i + 1}") if i + 1 < len(names) else None
+        ctx = pages.sentence_page(results, i, figs, options, prev, nxt)
+        files[name] = _page(render.render_sentence(ctx))
+    figs = _figures("index", charts.index_figures(results), charts, options, files)
+    index = pages.index_page(results, figs, options, names)
+    files["index.html"] = _page(render.render_index(index))
+    files["404.html"] = _page(render.render_404(index.meta))
+    files["assets/style.css"] = render.template_asset("style.css")
+    files["assets/vega.js"] = vega_bundle()
+    files["assets/runtime.js"] = charts.runtime_js()
+    files[".nojekyll"] = b""
+    files[MARKER] = b"This folder was written by attnreport; a new build replaces it whole.\n"
+    return dict(sorted(files.items()))

@@ -1,0 +1,245 @@
+"""Typed page contexts: everything a template shows, computed from results.
+
+Templates only lay these values out; all numbers, figure numbers, footnote numbers and
+sentences about the data are decided here (text in ``prose``), so the same results give
+the same pages. Text is stored raw; the templates escape it (Jinja autoescape).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from attnreport.charts.figure import Figure
+from attnreport.errors import AttnReportError
+from attnreport.site import prose
+
+
+@dataclass(frozen=True)
+class SiteOptions:
+    """What the site says that is not in the results (from config or the command line)."""
+
+    title: str = "What attention does"
+    date: str | None = None  # ISO date shown on every page; never taken from the clock
+    authors: tuple[str, ...] = ()
+    lede: str | None = None  # replaces the computed opening paragraph of the index page
+    images: bool = True  # export static SVG/PNG for every figure (``--no-images``: False)
+
+
+@dataclass(frozen=True)
+class FigureInput:
+    """One figure as assembled: the builder's value plus its page-relative file paths."""
+
+    figure: Figure
+    payload: str  # JSON text, already safe inside <script type="application/json">
+    chunk_dir: str | None = None  # relative folder with the figure's chunk files, ends in "/"
+    svg: str | None = None
+    png: str | None = None
+
+
+@dataclass(frozen=True)
+class FigureContext:
+    """A numbered figure as the page shows it."""
+
+    number: int
+    key: str
+    anchor: str
+    title: str
+    caption: str
+    payload: str
+    chunk_dir: str | None
+    svg: str | None
+    png: str | None
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """Plain text followed by footnote references (numbers)."""
+
+    text: str
+    notes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Footnote:
+    """A numbered note; ``fn-N`` is its anchor and ``fnref-N`` the reference's anchor."""
+
+    number: int
+    text: str
+
+    @property
+    def anchor(self) -> str:
+        return f"fn-{self.number}"
+
+    @property
+    def ref_anchor(self) -> str:
+        return f"fnref-{self.number}"
+
+
+@dataclass(frozen=True)
+class SectionContext:
+    """A part of the study: heading, text and figures."""
+
+    anchor: str
+    title: str
+    paragraphs: tuple[Paragraph, ...]
+    figures: tuple[FigureContext, ...] = ()
+
+
+@dataclass(frozen=True)
+class TokenContext:
+    """One token of the strip: visible text and its hover title."""
+
+    text: str
+    token_id: int
+    position: int
+
+    @property
+    def title(self) -> str:
+        return f"id {self.token_id} · position {self.position}"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A relative link with its visible label."""
+
+    href: str
+    label: str
+
+
+@dataclass(frozen=True)
+class PageMeta:
+    """What every page shows in its header and footer."""
+
+    site_title: str
+    date: str | None
+    authors: tuple[str, ...]
+    model_name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class IndexContext:
+    """The index page: lede, model card, sentence list and set-wide figures."""
+
+    meta: PageMeta
+    lede: tuple[Paragraph, ...]
+    model_card: tuple[tuple[str, str], ...]
+    sentences: tuple[Link, ...]
+    sections: tuple[SectionContext, ...]
+    footnotes: tuple[Footnote, ...] = ()
+
+
+@dataclass(frozen=True)
+class SentencePageContext:
+    """One sentence's page: the token strip, the four parts, footnotes and navigation."""
+
+    meta: PageMeta
+    title: str
+    sentence: str
+    tokens: tuple[TokenContext, ...]
+    sections: tuple[SectionContext, ...]
+    footnotes: tuple[Footnote, ...]
+    prev: Link | None = None
+    next: Link | None = None
+    toc: tuple[Link, ...] = field(default=())
+
+
+def visible(text: str) -> str:
+    """``text`` with characters HTML cannot carry or shows as nothing made visible.
+
+    C0 controls become their U+2400 symbols (NUL -> ␀, newline -> ␊), DEL -> ␡, C1
+    controls -> ``\\x85`` text, lone surrogates -> U+FFFD. Everything else, including
+    zero-width characters, RTL text and combining marks, is kept as it is.
+    """
+    out = []
+    for ch in text:
+        o = ord(ch)
+        if o < 0x20:
+            out.append(chr(0x2400 + o))
+        elif o == 0x7F:
+            out.append("\u2421")
+        elif 0x80 <= o < 0xA0:
+            out.append(f"\\x{o:02x}")
+        elif 0xD800 <= o < 0xE000:
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class Notes:
+    """Footnotes numbered in the order the page first refers to them."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, Footnote] = {}
+
+    def ref(self, key: str, text: str) -> tuple[int, ...]:
+        """The note number to cite for ``key``; empty when the page already cited it."""
+        if key in self._by_key:
+            return ()
+        note = Footnote(len(self._by_key) + 1, text)
+        self._by_key[key] = note
+        return (note.number,)
+
+    @property
+    def all(self) -> tuple[Footnote, ...]:
+        return tuple(self._by_key.values())
+
+
+def number_figures(groups: Sequence[Sequence[FigureInput]]) -> list[tuple[FigureContext, ...]]:
+    """Number figures 1, 2, ... across ``groups`` (the page's sections, in order)."""
+    out, n = [], 0
+    for group in groups:
+        figs = []
+        for item in group:
+            n += 1
+            f = item.figure
+            figs.append(
+                FigureContext(
+                    number=n,
+                    key=f.key,
+                    anchor=f"figure-{n}",
+                    title=f.title,
+                    caption=f.caption,
+                    payload=item.payload,
+                    chunk_dir=item.chunk_dir,
+                    svg=item.svg,
+                    png=item.png,
+                )
+            )
+        out.append(tuple(figs))
+    return out
+
+
+def figure_span(numbers: Sequence[int]) -> str:
+    """``Figure 4``, ``Figures 4-6`` (consecutive) or ``Figures 2, 5 and 7``."""
+    nums = sorted(numbers)
+    if len(nums) == 1:
+        return f"Figure {nums[0]}"
+    if nums == list(range(nums[0], nums[-1] + 1)):
+        return f"Figures {nums[0]}-{nums[-1]}"
+    return "Figures " + prose.join_and([str(n) for n in nums])
+
+
+def part(results: Any, name: str) -> Any:
+    """``results.name`` or ``results[name]``: a bundle may be an object or a mapping."""
+    if isinstance(results, Mapping):
+        return results.get(name)
+    return getattr(results, name, None)
+
+
+def date_from_env(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The ISO date of ``SOURCE_DATE_EPOCH`` (UTC), or None when it is not set."""
+    epoch = environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not epoch:
+        return None
+    try:
+        return datetime.fromtimestamp(int(epoch), tz=UTC).date().isoformat()
+    except (ValueError, OverflowError, OSError) as err:
+        raise AttnReportError(
+            f"SOURCE_DATE_EPOCH={epoch!r} is not a whole number of seconds since 1970"
+        ) from err

@@ -1,0 +1,245 @@
+"""Sentences that state what the data shows, computed from results tables.
+
+Every function reads column tables (``{"columns": {name: [values]}}``, see
+``docs/results-schema.md``) and returns plain text; nothing here is hard-coded to one
+model or one sentence. Ties are broken towards the lower layer, then the lower head.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+Row = dict[str, Any]
+MOST = 0.5  # "most queries" / "most heads": strictly more than half
+
+
+def rows(table: Mapping[str, Any] | None) -> list[Row]:
+    """The rows of a column table, as dicts (empty for a missing table)."""
+    if not table:
+        return []
+    cols = table.get("columns", {})
+    names = sorted(cols)
+    n = len(cols[names[0]]) if names else 0
+    return [{k: cols[k][i] for k in names} for i in range(n)]
+
+
+def join_and(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def pct(value: float) -> str:
+    """A fraction as a whole percentage: ``0.853`` -> ``85%``."""
+    return f"{round(100 * float(value))}%"
+
+
+def num(value: float) -> str:
+    """A short decimal: three significant digits, no exponent for ordinary sizes."""
+    v = float(value)
+    return f"{v:.3g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"
+
+
+def layer_list(layers: Iterable[int]) -> str:
+    """``Layer 3`` or ``Layers 3, 4 and 7``."""
+    items = [str(x) for x in sorted(layers)]
+    return ("Layer " if len(items) == 1 else "Layers ") + join_and(items)
+
+
+def by_layer(rs: Iterable[Row], field: str) -> dict[int, list[float]]:
+    """Values of ``field`` grouped by layer, layers in ascending order."""
+    out: dict[int, list[float]] = defaultdict(list)
+    for r in rs:
+        out[int(r["layer"])].append(float(r[field]))
+    return dict(sorted(out.items()))
+
+
+def best(rs: Sequence[Row], field: str) -> Row | None:
+    """The row with the largest ``field``; ties go to the lower layer, then head."""
+    if not rs:
+        return None
+    return max(rs, key=lambda r: (float(r[field]), -int(r["layer"]), -int(r.get("head", 0))))
+
+
+def first_token_layers(focus: Sequence[Row], field: str = "first_focus") -> list[int]:
+    """Layers in which most heads send most queries to the first token."""
+    out = []
+    for layer, values in by_layer(focus, field).items():
+        if sum(v > MOST for v in values) > MOST * len(values):
+            out.append(layer)
+    return out
+
+
+def focus_summary(focus: Sequence[Row]) -> list[str]:
+    """Part 1 text: which layers look at the first token, the strongest self-focus head."""
+    if not focus or all(int(r.get("n_queries", 1)) == 0 for r in focus):
+        return ["This sentence has a single token, so no query has a choice of keys."]
+    first = first_token_layers(focus)
+    n_first = sum(float(r["first_focus"]) > MOST for r in focus)
+    if first:
+        lead = f"{layer_list(first)} put most heads on the first token."
+    else:
+        lead = "No layer puts most of its heads on the first token."
+    text = [
+        f"{lead} Across the sentence, {n_first} of {len(focus)} heads make the first "
+        "token the top key for most queries."
+    ]
+    self_head = best(focus, "self_focus")
+    if self_head is None or float(self_head["self_focus"]) == 0:
+        text.append("No head ever makes a token its own top key.")
+    else:
+        text.append(
+            f"The strongest self-focus head is layer {self_head['layer']}, head "
+            f"{self_head['head']}: for {pct(self_head['self_focus'])} of queries its top key "
+            "is the query token itself."
+        )
+    sharp = best(focus, "concentration")
+    if sharp is not None:
+        text.append(
+            f"The most decided head is layer {sharp['layer']}, head {sharp['head']}, whose top "
+            f"key leads the runner-up by {num(sharp['concentration'])} of probability on average."
+        )
+    return text
+
+
+def breakdown_summary(breakdown: Sequence[Row], terms: Sequence[str]) -> str | None:
+    """Which score term is largest for the top key most often (rank-0 rows)."""
+    top = [r for r in breakdown if int(r["rank"]) == 0 and all(t in r for t in terms)]
+    if not top:
+        return None
+    wins: dict[str, int] = dict.fromkeys(terms, 0)
+    for r in top:
+        wins[max(terms, key=lambda t: (abs(float(r[t])), -terms.index(t)))] += 1
+    term = max(terms, key=lambda t: (wins[t], -terms.index(t)))
+    name = term.replace("_", "-")
+    return (
+        f"Split into its parts, the {name} term is the largest part of the top key's score "
+        f"in {pct(wins[term] / len(top))} of rows."
+    )
+
+
+def _trend(values: dict[int, float], what: str) -> str:
+    first_l, last_l = min(values), max(values)
+    peak_l = max(values, key=lambda k: (values[k], -k))
+    text = (
+        f"Averaged over heads, the share of queries whose top key is {what} goes from "
+        f"{pct(values[first_l])} in layer {first_l} to {pct(values[last_l])} in layer {last_l}"
+    )
+    if peak_l not in (first_l, last_l):
+        text += f", peaking at {pct(values[peak_l])} in layer {peak_l}"
+    return text + "."
+
+
+def layers_summary(focus: Sequence[Row]) -> list[str]:
+    """Part 2 text: how first-token and self focus move through the layers."""
+    first = {k: sum(v) / len(v) for k, v in by_layer(focus, "first_focus").items()}
+    if len(first) < 2:
+        return ["The model has a single layer, so there is no change across layers to show."]
+    self_ = {k: sum(v) / len(v) for k, v in by_layer(focus, "self_focus").items()}
+    return [_trend(first, "the first token"), _trend(self_, "the query token itself")]
+
+
+def impact_summary(head_impact: Sequence[Row], block_impact: Sequence[Row]) -> list[str]:
+    """Part 3 text: the layer whose attention block changes the hidden state most."""
+    text = []
+    layers = {k: sum(v) / len(v) for k, v in by_layer(block_impact, "magnitude").items()}
+    if layers:
+        top = max(layers, key=lambda k: (layers[k], -k))
+        low = min(layers, key=lambda k: (layers[k], k))
+        text.append(
+            f"The attention block of layer {top} changes the hidden state most: its output is "
+            f"{num(layers[top])} times the size of the hidden state on average, against "
+            f"{num(layers[low])} in layer {low}."
+        )
+    heads = _mean_by_head(head_impact)
+    if heads:
+        strongest = best(heads, "magnitude")
+        assert strongest is not None
+        sign = "along" if float(strongest["orientation"]) >= 0 else "against"
+        text.append(
+            f"The head with the largest update is layer {strongest['layer']}, head "
+            f"{strongest['head']} (relative size {num(strongest['magnitude'])}); on average it "
+            f"points {sign} the hidden state (cosine {num(strongest['orientation'])})."
+        )
+    return text
+
+
+def _mean_by_head(head_impact: Sequence[Row]) -> list[Row]:
+    acc: dict[tuple[int, int], list[Row]] = defaultdict(list)
+    for r in head_impact:
+        acc[(int(r["layer"]), int(r["head"]))].append(r)
+    return [
+        {
+            "layer": lh[0],
+            "head": lh[1],
+            "magnitude": sum(float(r["magnitude"]) for r in rs) / len(rs),
+            "orientation": sum(float(r["orientation"]) for r in rs) / len(rs),
+        }
+        for lh, rs in sorted(acc.items())
+    ]
+
+
+def mean_kl(cell: Mapping[str, Any]) -> float:
+    """Mean of a cell's per-position KL values (0 for none)."""
+    kl = [float(v) for v in cell.get("kl", [])]
+    return sum(kl) / len(kl) if kl else 0.0
+
+
+def scaling_summary(scaling: Mapping[str, Any], layer: int) -> str | None:
+    """Part 4 text: which scaled target changes the next-token distribution most."""
+    cells = list(scaling.get("cells", []))
+    if not cells:
+        return None
+    top = max(cells, key=lambda c: (mean_kl(c), -float(c.get("epsilon", 0))))
+    low = min(cells, key=lambda c: (mean_kl(c), float(c.get("epsilon", 0))))
+    return (
+        f"Scaling {top['target']} by {num(top['epsilon'])} in layer {layer} changes the "
+        f"next-token distribution most (mean KL {num(mean_kl(top))} nats per position); "
+        f"scaling {low['target']} by {num(low['epsilon'])} changes it least "
+        f"({num(mean_kl(low))})."
+    )
+
+
+def mean_summary(mean: Mapping[str, Any], sentence: int, layer: int) -> str | None:
+    """Part 4 text for the mean-replacement cells of one sentence."""
+    cells = [c for c in mean.get("cells", []) if int(c.get("sentence", -1)) == sentence]
+    if not cells:
+        return None
+    parts = [f"{c['target']} {num(mean_kl(c))}" for c in sorted(cells, key=lambda c: c["target"])]
+    top = max(cells, key=lambda c: (mean_kl(c), c["target"]))
+    return (
+        f"Of the mean interventions in layer {layer}, the one on {top['target']} changes the "
+        f"next-token distribution most here; mean KL per position: {join_and(parts)} nats."
+    )
+
+
+def set_summary(pooled: Sequence[Row], impact: Sequence[Row], n_sentences: int) -> list[str]:
+    """Index text: set-wide first-token layers, the head that varies most, the biggest mover."""
+    first = [dict(r, first_focus=r["value"]) for r in pooled if r["statistic"] == "first_focus"]
+    text = []
+    if first:
+        layers = first_token_layers(first)
+        lead = (
+            f"{layer_list(layers).lower()} put most heads on the first token"
+            if layers
+            else "no layer puts most of its heads on the first token"
+        )
+        text.append(f"Pooled over the {n_sentences} sentences, {lead}.")
+        spread = best([dict(r, spread=float(r["max"]) - float(r["min"])) for r in first], "spread")
+        if spread is not None and spread["spread"] > 0:
+            text.append(
+                f"Layer {spread['layer']}, head {spread['head']} varies most between sentences: "
+                f"its first-token share ranges from {pct(spread['min'])} to {pct(spread['max'])}."
+            )
+    layers_mag = {k: sum(v) / len(v) for k, v in by_layer(impact, "magnitude").items()}
+    if layers_mag:
+        top = max(layers_mag, key=lambda k: (layers_mag[k], -k))
+        text.append(
+            f"Heads in layer {top} change the hidden state most, with updates "
+            f"{num(layers_mag[top])} times its size on average."
+        )
+    return text

@@ -1,0 +1,122 @@
+"""Render page contexts to HTML strings with the package's Jinja templates.
+
+One ``Environment`` loads every template from ``attnreport/templates`` (shipped inside the
+wheel), with autoescape on and ``StrictUndefined`` so a missing value fails the build
+instead of printing nothing. Nothing here reads results or writes files.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+import attnreport
+from attnreport.site.context import IndexContext, PageMeta, SentencePageContext
+
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+# JSON text may hold these only inside strings, where \uXXXX means the same character.
+_SCRIPT_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+def script_json(value: Any) -> Markup:
+    """JSON text (or a value to dump) made safe inside ``<script type="application/json">``.
+
+    ``<``, ``>`` and ``&`` are written as ``\\u`` escapes, so no string in the data can close
+    the script element or open a comment, and the parsed value is unchanged.
+    """
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(
+            value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+    )
+    return Markup("".join(_SCRIPT_ESCAPES.get(ch) or _lone(ch) for ch in text))
+
+
+def _lone(ch: str) -> str:
+    """A lone surrogate (not encodable as UTF-8) as its JSON escape; other characters as is."""
+    return f"\\u{ord(ch):04x}" if "\ud800" <= ch <= "\udfff" else ch
+
+
+def long_date(iso: str) -> str:
+    """``2026-11-21`` -> ``21 November 2026`` (no locale); other text is shown as it is."""
+    try:
+        year, month, day = (int(x) for x in iso.split("-"))
+        return f"{day} {MONTHS[month - 1]} {year}"
+    except (ValueError, IndexError):
+        return iso
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    """The one template environment (cached): package templates, autoescape, strict."""
+    root = importlib.resources.files(attnreport) / "templates"
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(root)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["script_json"] = script_json
+    env.filters["long_date"] = long_date
+    return env
+
+
+def _render(name: str, **values: Any) -> str:
+    return environment().get_template(name).render(**values)
+
+
+def render_index(ctx: IndexContext) -> str:
+    """The index page's HTML."""
+    charts = any(s.figures for s in ctx.sections)
+    return _render("index.html", ctx=ctx, meta=ctx.meta, charts=charts)
+
+
+def render_sentence(ctx: SentencePageContext) -> str:
+    """One sentence page's HTML."""
+    charts = any(s.figures for s in ctx.sections)
+    return _render("sentence.html", ctx=ctx, meta=ctx.meta, charts=charts)
+
+
+def render_404(meta: PageMeta | None = None) -> str:
+    """The page GitHub Pages shows for a missing address."""
+    meta = meta or PageMeta(
+        site_title="attnreport",
+        date=None,
+        authors=(),
+        model_name="",
+        version=attnreport.__version__,
+    )
+    return _render("404.html", meta=meta, charts=False)
+
+
+def template_asset(name: str) -> bytes:
+    """The bytes of ``templates/assets/NAME`` (the stylesheet)."""
+    return (importlib.resources.files(attnreport) / "templates" / "assets" / name).read_bytes()

@@ -1,0 +1,246 @@
+"""The assembled site: links, structure, text from data, escaping, determinism."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnreport.errors import AttnReportError
+from attnreport.site import SiteOptions, assemble_site, date_from_env, prose
+from attnreport.site.context import visible
+from attnreport.site.render import render_404, script_json
+from attnreport.site.slugs import MAX_WORDS_CHARS, sentence_filename, sentence_slug
+from tests.fixtures.fake_results import fake_study
+from tests.html_scan import link_problems, scan
+from tests.site_helpers import HOSTILE_TOKENS, demo_charts, hostile_study, payload
+
+OPTIONS = SiteOptions(title="Test report", date="2026-11-21", authors=("Ada", "Alan"))
+
+
+@pytest.fixture(scope="module")
+def study():
+    return fake_study(3)
+
+
+@pytest.fixture(scope="module")
+def site(study):
+    return assemble_site(study, OPTIONS, demo_charts())
+
+
+@pytest.fixture(scope="module")
+def hostile_site():
+    return assemble_site(hostile_study(), OPTIONS, demo_charts())
+
+
+def pages(files):
+    return {name: data.decode("utf-8") for name, data in files.items() if name.endswith(".html")}
+
+
+# --- slugs -------------------------------------------------------------------------------
+
+
+@given(st.integers(0, 10_000), st.text())
+@settings(max_examples=300)
+def test_slug_is_safe_for_any_text(index, text):
+    slug = sentence_slug(index, text)
+    assert re.fullmatch(r"s\d{3,}(-[a-z0-9]+)*", slug)
+    assert len(slug) <= len(f"s{index:03d}-") + MAX_WORDS_CHARS
+    assert sentence_filename(index, text) == slug + ".html"
+
+
+@given(st.lists(st.text(), min_size=2, max_size=20))
+def test_slugs_unique_across_sentences(texts):
+    names = [sentence_filename(i, t) for i, t in enumerate(texts)]
+    assert len(set(names)) == len(names)
+
+
+def test_slug_examples():
+    assert sentence_slug(3, "The café, naïvely!") == "s003-the-cafe-naively"
+    assert sentence_slug(0, "..") == "s000"
+    assert sentence_slug(0, "") == "s000"
+    assert sentence_slug(12, "شلوم 😀") == "s012"
+    assert sentence_slug(1, "x" * 500) == "s001-" + "x" * MAX_WORDS_CHARS
+
+
+# --- structure and links -----------------------------------------------------------------
+
+
+def test_site_has_every_page_and_asset(site, study):
+    names = set(site)
+    assert {"index.html", "404.html", ".nojekyll", ".attnreport-site"} <= names
+    assert {"assets/vega.js", "assets/runtime.js", "assets/style.css"} <= names
+    sentence_pages = [n for n in names if re.fullmatch(r"s\d{3}.*\.html", n)]
+    assert len(sentence_pages) == len(study["sentences"])
+
+
+def test_every_local_link_resolves_and_none_leave_the_site(site):
+    problems = []
+    for name, html in pages(site).items():
+        problems += link_problems(name, scan(html), site)
+    assert problems == []
+
+
+def test_css_has_no_external_references(site):
+    css = site["assets/style.css"].decode()
+    assert "url(" not in css and "@import" not in css and "http" not in css
+
+
+def test_one_h1_unique_ids_numbered_figures_and_notes(site):
+    for name, html in pages(site).items():
+        page = scan(html)
+        assert page.h1 == 1, name
+        assert len(page.ids) == len(set(page.ids)), name
+        assert page.figure_numbers == list(range(1, len(page.figure_numbers) + 1)), name
+        numbers = [ref.removeprefix("#fn-") for ref in page.note_refs]
+        assert [n.removeprefix("fn-") for n in page.notes] == numbers, name
+        assert sorted(b.removeprefix("#fnref-") for b in page.back_links) == sorted(numbers)
+        assert numbers == [str(i) for i in range(1, len(numbers) + 1)], name
+
+
+def test_sentence_page_has_parts_figures_and_token_strip(site, study):
+    html = site[sentence_filename(0, study["sentences"][0]["sentence"]["text"])].decode()
+    page = scan(html)
+    for anchor in ("focus", "layers", "impact", "interventions"):
+        assert f'href="#{anchor}"' in html and anchor in page.ids
+    assert page.figure_numbers == [1, 2, 3]
+    tokens = study["sentences"][0]["tokens"]["columns"]
+    assert page.tokens[3] == (tokens["token"][3], f"id {tokens['token_id'][3]} · position 3")
+    assert 'class="ar-chart" id="ar-chart-attention-map" data-key="attention-map"' in html
+    assert "ar-data-attention-map" in page.json_scripts
+    assert "Lines in Figure 2 are sorted heads" in html
+    assert "no effect after softmax" in html
+
+
+def test_payload_round_trips_through_the_page(site, study):
+    html = site[sentence_filename(0, study["sentences"][0]["sentence"]["text"])].decode()
+    from tests.site_helpers import sentence_figures
+
+    fig = sentence_figures(study, 0)[0]
+    import json
+
+    assert scan(html).json_scripts["ar-data-attention-map"] == json.loads(payload(fig))
+
+
+def test_index_has_model_card_sentences_and_set_figures(site):
+    html = site["index.html"].decode()
+    for text in ("fake/llama-like", "llama", "rope", "eager", "float32", "Ada, Alan"):
+        assert text in html
+    assert '<time datetime="2026-11-21">21 November 2026</time>' in html
+    assert scan(html).figure_numbers == [1, 2]
+
+
+def test_no_images_build_omits_images_and_downloads(study):
+    files = assemble_site(study, SiteOptions(images=False), demo_charts())
+    assert not any(name.startswith("figures/") for name in files)
+    html = files["index.html"].decode()
+    assert "<noscript>" not in html and "download" not in html and "<time" not in html
+    assert all(not link_problems(n, scan(h), files) for n, h in pages(files).items())
+
+
+def test_404_page_is_standalone_and_relative():
+    page = scan(render_404())
+    assert page.h1 == 1
+    assert all(not re.match(r"[a-z]+:|/", url) for _, url in page.urls)
+
+
+# --- text from data ----------------------------------------------------------------------
+
+
+def focus_table(first: dict[int, list[float]], self_: float = 0.1):
+    rows = [(layer, head, v) for layer, values in first.items() for head, v in enumerate(values)]
+    return [
+        {"layer": layer, "head": head, "first_focus": v, "self_focus": self_ * (head + 1),
+         "concentration": 0.2, "n_queries": 5}
+        for layer, head, v in rows
+    ]  # fmt: skip
+
+
+def test_focus_text_names_the_first_token_layers_and_self_head():
+    table = focus_table({k: [0.9, 0.8, 0.1] if k in (3, 4, 7) else [0.1] * 3 for k in range(8)})
+    text = prose.focus_summary(table)
+    assert text[0].startswith("Layers 3, 4 and 7 put most heads on the first token.")
+    assert "layer 0, head 2: for 30% of queries" in text[1]
+
+
+def test_focus_text_without_first_token_layers_and_single_token():
+    assert prose.focus_summary(focus_table({0: [0.1, 0.2]}))[0].startswith("No layer")
+    one = [dict(r, n_queries=0) for r in focus_table({0: [0.0]})]
+    assert "single token" in prose.focus_summary(one)[0]
+
+
+def test_layers_and_intervention_text():
+    table = focus_table({0: [0.1, 0.1], 1: [0.9, 0.9], 2: [0.5, 0.5]})
+    assert (
+        "goes from 10% in layer 0 to 50% in layer 2, peaking at 90% in layer 1"
+        in (prose.layers_summary(table)[0])
+    )
+    cells = [{"target": "K", "epsilon": 1e-10, "kl": [1.0, 3.0]},
+             {"target": "Q", "epsilon": 0.5, "kl": [0.0, 0.1]}]  # fmt: skip
+    text = prose.scaling_summary({"cells": cells}, 5)
+    assert text.startswith("Scaling K by 1.0e-10 in layer 5 changes")
+    assert "mean KL 2 nats" in text and "scaling Q by 0.5 changes it least" in text
+
+
+def test_text_changes_with_the_data(study):
+    other = fake_study(3, seed=7)
+    a = assemble_site(study, OPTIONS, demo_charts())
+    b = assemble_site(other, OPTIONS, demo_charts())
+    assert a["index.html"] != b["index.html"]
+
+
+# --- escaping ----------------------------------------------------------------------------
+
+
+def test_hostile_text_is_shown_literally_and_runs_nothing(hostile_site):
+    name = next(n for n in hostile_site if n.startswith("s001"))
+    html = hostile_site[name].decode("utf-8")
+    page = scan(html)
+    assert page.event_attrs == []
+    assert all(s.get("type") == "application/json" or s.get("src") for s in page.scripts)
+    assert [t for t, _ in page.tokens] == [visible(t) for t in HOSTILE_TOKENS]
+    assert "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "{{ 7*7 }}" in html and "49" not in "".join(t for t, _ in page.tokens)
+    assert "\x00" not in html and "␀␁␛[31m␡\\x85" in html
+    assert "&lt;/title&gt;x" in hostile_site["index.html"].decode()
+    assert not link_problems(name, page, hostile_site)
+
+
+def test_visible_marks_controls_and_keeps_the_rest():
+    assert visible("a\x00\n\x7f\x9f\ud800") == "a␀␊␡\\x9f\ufffd"
+    keep = "e\u0301 \u200b שלום 😀 {{ }} ${} `"
+    assert visible(keep) == keep
+
+
+def test_script_json_cannot_close_the_script():
+    text = script_json({"t": "</script><!-- & \u2028 \ud800"})
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert "\\u003c/script\\u003e" in text and "\\ud800" in text
+
+
+# --- determinism and dates ---------------------------------------------------------------
+
+
+def test_assembling_twice_gives_identical_bytes(study, site):
+    again = assemble_site(study, OPTIONS, demo_charts())
+    assert list(again) == list(site)
+    assert again == site
+
+
+def test_date_from_source_date_epoch():
+    assert date_from_env({"SOURCE_DATE_EPOCH": "1700000000"}) == "2023-11-14"
+    assert date_from_env({}) is None
+    with pytest.raises(AttnReportError, match="SOURCE_DATE_EPOCH"):
+        date_from_env({"SOURCE_DATE_EPOCH": "soon"})
+
+
+def test_unsafe_figure_key_is_rejected(study):
+    from dataclasses import replace
+
+    charts = demo_charts()
+    bad = replace(charts, index_figures=lambda r: [replace(f, key="../x") for f in
+                                                   charts.index_figures(r)][:1])  # fmt: skip
+    with pytest.raises(ValueError, match="figure key"):
+        assemble_site(study, OPTIONS, bad)
