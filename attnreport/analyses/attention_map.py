@@ -1,0 +1,123 @@
+"""Which keys each query attends to most: key ranks, the ``top`` table and the triangles.
+
+Keys are ranked by the pre-softmax score ``s_ij`` (``LayerRecord.scores``), highest first.
+Ties are broken towards the **lower key index** (the earlier token), as
+``torch.argsort(-scores, stable=True)`` does. Masked keys (``allowed`` false) come after
+every allowed key and get rank -1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnreport.analyses.tables import Table, as_numpy, triangle
+from attnreport.records import LayerRecord
+
+
+@dataclass(frozen=True)
+class KeyOrder:
+    """Keys of every (head, query) row sorted by score; computed once, shared by the tables."""
+
+    order: torch.Tensor  # (head, query, key) int64: key index at each rank, masked keys last
+    ranks: torch.Tensor  # (head, query, key) int64: rank of each key (0 = top), -1 where masked
+    n_allowed: torch.Tensor  # (query,) int64: allowed keys per row, so ranks 0..n_allowed-1
+
+
+def key_order(scores: torch.Tensor, allowed: torch.Tensor) -> KeyOrder:
+    """Sort the keys of each row by score, descending, ties to the lower key index.
+
+    ``scores`` (head, query, key), ``allowed`` (query, key) bool. Allowed scores must be
+    finite (ValueError otherwise); masked entries may hold anything (the model's fill).
+    """
+    allowed = allowed.to(torch.bool)
+    values = scores if scores.dtype == torch.float64 else scores.float()
+    blocked = ~allowed.expand_as(values)
+    if not torch.isfinite(values[~blocked]).all():
+        raise ValueError("allowed attention scores must be finite")
+    # Every allowed score is > -inf, so masked keys sort after all of them.
+    order = torch.argsort(-values.masked_fill(blocked, -torch.inf), dim=-1, stable=True)
+    positions = torch.arange(values.shape[-1]).expand_as(order)
+    ranks = torch.empty_like(order).scatter_(-1, order, positions).masked_fill_(blocked, -1)
+    return KeyOrder(order=order, ranks=ranks, n_allowed=allowed.sum(-1).to(torch.int64))
+
+
+def rank_keys(scores: torch.Tensor, allowed: torch.Tensor) -> np.ndarray:
+    """Rank of every key in its row, (head, query, key) int64: 0 = highest score.
+
+    Ties go to the lower key index (key 2 ranks before key 5 on an equal score); masked
+    entries get -1, so row ``i`` holds each of 0..n_allowed(i)-1 exactly once.
+    """
+    return key_order(scores, allowed).ranks.numpy()
+
+
+def _order_of(record: LayerRecord, order: KeyOrder | None) -> KeyOrder:
+    return order if order is not None else key_order(record.scores, record.allowed)
+
+
+def top_keys(
+    record: LayerRecord, order: KeyOrder | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Top key and the two largest-ranked probabilities of every (head, query) row.
+
+    Returns ``top_key`` (head, query) int64 (-1 for a row with no allowed key), ``p_top1``
+    = probability of the rank-0 key and ``p_top2`` = probability of the rank-1 key (0 where
+    the row has a single key), both (head, query) float64.
+    """
+    order = _order_of(record, order)
+    probs = record.probs.to(torch.float64)
+    first = order.order[..., 0]
+    top_key = torch.where(order.n_allowed > 0, first, -1)
+    p_top1 = torch.where(order.n_allowed > 0, probs.gather(-1, first[..., None])[..., 0], 0.0)
+    if order.order.shape[-1] < 2:
+        return top_key, p_top1, torch.zeros_like(p_top1)
+    second = probs.gather(-1, order.order[..., 1:2])[..., 0]
+    return top_key, p_top1, torch.where(order.n_allowed > 1, second, 0.0)
+
+
+def head_query_columns(layer: int, n_heads: int, n_queries: int) -> Table:
+    """``layer``, ``head``, ``query`` int64 columns for rows in (head, query) order."""
+    return {
+        "layer": np.full(n_heads * n_queries, layer, dtype=np.int64),
+        "head": np.repeat(np.arange(n_heads, dtype=np.int64), n_queries),
+        "query": np.tile(np.arange(n_queries, dtype=np.int64), n_heads),
+    }
+
+
+def top_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:
+    """The ``top`` table: one row per (head, query), query 0 included, in that order.
+
+    Columns: layer, head, query, top_key (key with rank 0), top_is_self (top_key == query),
+    top_is_first (top_key == 0), p_top1, p_top2 (probabilities of the rank-0 and rank-1 keys;
+    p_top2 = 0 for a one-key row such as query 0), concentration = p_top1 - p_top2.
+    """
+    top_key, p_top1, p_top2 = top_keys(record, order)
+    query = torch.arange(record.n_tokens)
+    table = head_query_columns(record.layer, record.n_heads, record.n_tokens)
+    table.update(
+        top_key=top_key.reshape(-1).numpy().astype(np.int64),
+        top_is_self=(top_key == query).reshape(-1).numpy(),
+        top_is_first=(top_key == 0).reshape(-1).numpy(),
+        p_top1=p_top1.reshape(-1).numpy(),
+        p_top2=p_top2.reshape(-1).numpy(),
+        concentration=(p_top1 - p_top2).reshape(-1).numpy(),
+    )
+    return table
+
+
+def attention_triangles(record: LayerRecord, order: KeyOrder | None = None) -> dict[str, list[Any]]:
+    """``{"scores", "probs", "ranks"}``, each ``[head] -> triangle`` (see ``tables.triangle``).
+
+    Scores masked inside the triangle (a sliding window) are ``None``; masked probs are 0
+    and masked ranks -1, as in the record. Floats are rounded to 6 significant digits.
+    """
+    order = _order_of(record, order)
+    allowed = as_numpy(record.allowed).astype(bool)
+    return {
+        "scores": [triangle(head, allowed) for head in as_numpy(record.scores)],
+        "probs": [triangle(head) for head in as_numpy(record.probs)],
+        "ranks": [triangle(head) for head in order.ranks.numpy()],
+    }

@@ -1,0 +1,62 @@
+"""How much each head, and the whole attention block, changes the residual stream.
+
+For token ``i`` with residual ``x_i`` entering the block and a head's update ``u_i``:
+``magnitude = ||u_i|| / ||x_i||`` (unitless ratio of Euclidean norms) and
+``orientation = cos(u_i, x_i)`` in [-1, 1]. Both are 0 where a norm they divide by is 0.
+Computed in float64 whatever the record's dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from attnreport.analyses.attention_map import KeyOrder, head_query_columns, top_keys
+from attnreport.analyses.tables import Table
+from attnreport.records import LayerRecord
+
+
+def _ratio(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
+    """``numerator / denominator``, 0 where the denominator is 0."""
+    safe = torch.where(denominator > 0, denominator, torch.ones_like(denominator))
+    return torch.where(denominator > 0, numerator / safe, torch.zeros_like(numerator))
+
+
+def head_impact_table(record: LayerRecord) -> Table:
+    """The ``head_impact`` table: one row per (head, query), in that order.
+
+    Columns: layer, head, query, magnitude = ||u|| / ||x||, orientation = cos(u, x)
+    (clipped to [-1, 1] against rounding; 0 where ||u|| or ||x|| is 0).
+    """
+    x = record.x.to(torch.float64)  # (query, model)
+    u = record.updates.to(torch.float64)  # (head, query, model)
+    x_norm = torch.linalg.vector_norm(x, dim=-1)  # (query,)
+    u_norm = torch.linalg.vector_norm(u, dim=-1)  # (head, query)
+    dot = torch.einsum("hqm,qm->hq", u, x)
+    magnitude = _ratio(u_norm, x_norm.expand_as(u_norm))
+    orientation = _ratio(dot, u_norm * x_norm).clamp(-1.0, 1.0)
+    table = head_query_columns(record.layer, record.n_heads, record.n_tokens)
+    table.update(
+        magnitude=magnitude.reshape(-1).numpy(),
+        orientation=orientation.reshape(-1).numpy(),
+    )
+    return table
+
+
+def block_impact_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:
+    """The ``block_impact`` table: one row per query token.
+
+    Columns: layer, query, magnitude = ||block_out|| / ||x|| (0 where ||x|| = 0),
+    top_first_heads = number of heads whose top key for the query is token 0 (ties to the
+    lower key index, so all heads at query 0).
+    """
+    x_norm = torch.linalg.vector_norm(record.x.to(torch.float64), dim=-1)
+    out_norm = torch.linalg.vector_norm(record.block_out.to(torch.float64), dim=-1)
+    top_key, _, _ = top_keys(record, order)
+    n = record.n_tokens
+    return {
+        "layer": np.full(n, record.layer, dtype=np.int64),
+        "query": np.arange(n, dtype=np.int64),
+        "magnitude": _ratio(out_norm, x_norm).numpy(),
+        "top_first_heads": (top_key == 0).sum(0).numpy().astype(np.int64),
+    }
