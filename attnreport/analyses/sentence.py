@@ -1,0 +1,58 @@
+"""All per-sentence tables, computed one layer at a time while records stream in.
+
+``analyze_layer`` needs only one ``LayerRecord``; ``merge_layers`` stacks the per-layer
+results and adds ``focus_sorted``, which needs every layer's focus rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from attnreport.analyses.attention_map import KeyOrder, key_order, top_table
+from attnreport.analyses.breakdown import breakdown_table
+from attnreport.analyses.focus import focus_sorted, focus_table
+from attnreport.analyses.impact import block_impact_table, head_impact_table
+from attnreport.analyses.tables import Table, concat_tables
+from attnreport.records import LayerRecord
+
+# Per-layer tables, then the full ``tables`` of ``sentences/NNN.json`` in schema order.
+LAYER_TABLES: tuple[str, ...] = ("top", "breakdown", "focus", "head_impact", "block_impact")
+SENTENCE_TABLES: tuple[str, ...] = (
+    "top",
+    "breakdown",
+    "focus",
+    "focus_sorted",
+    "head_impact",
+    "block_impact",
+)
+
+
+def analyze_layer(
+    record: LayerRecord, ranks: int = 3, order: KeyOrder | None = None
+) -> dict[str, Table]:
+    """Every per-layer table of one record: top, breakdown, focus, head_impact, block_impact.
+
+    ``ranks`` is ``breakdown_ranks``. Keys are sorted once (pass ``order`` from
+    ``key_order`` to share it with ``attention_triangles``).
+    """
+    if order is None:
+        order = key_order(record.scores, record.allowed)
+    return {
+        "top": top_table(record, order),
+        "breakdown": breakdown_table(record, ranks, order),
+        "focus": focus_table(record, order),
+        "head_impact": head_impact_table(record),
+        "block_impact": block_impact_table(record, order),
+    }
+
+
+def merge_layers(per_layer: Sequence[Mapping[str, Table]]) -> dict[str, Table]:
+    """One sentence's tables: each per-layer table concatenated in the order given, plus
+    ``focus_sorted`` from the merged focus rows. Keys in schema order (``SENTENCE_TABLES``).
+    ValueError when ``per_layer`` is empty.
+    """
+    if not per_layer:
+        raise ValueError("a sentence needs at least one analysed layer")
+    merged = {name: concat_tables([tables[name] for tables in per_layer]) for name in LAYER_TABLES}
+    merged["focus_sorted"] = focus_sorted(merged["focus"])
+    return {name: merged[name] for name in SENTENCE_TABLES}
