@@ -179,28 +179,34 @@ def write_site(files: Mapping[str, bytes], out_dir: Path, force: bool = False) -
     target = Path(out_dir).expanduser().absolute()
     if target.is_symlink() and target.is_dir():
         target = target.resolve()
-    _check_target(target, force)
     parent = target.parent
     try:
+        if parent.is_dir():
+            clean_stale(parent, target)
+        _check_target(target, force)
         parent.mkdir(parents=True, exist_ok=True)
-        clean_stale(parent, target)
-        with _sigterm_unwinds() as critical:
-            tmp = _make_tmp(parent, "new", "")
-            try:
-                _fill(tmp, files)
-                critical[0] = True
-                _swap_in(tmp, target)
-            finally:
-                critical[0] = False
-                if tmp.exists():
-                    shutil.rmtree(tmp, ignore_errors=True)
-    except PermissionError as err:
-        raise AttnReportError(
-            f"cannot write the site to {target}: permission denied "
-            f"({err.filename or parent}); choose a writable folder"
-        ) from err
+        _write_and_swap(files, parent, target)
     except (NotADirectoryError, FileExistsError) as err:
         raise AttnReportError(
             f"cannot write the site to {target}: {err.filename} is a file, not a folder"
         ) from err
+    except OSError as err:
+        reason = err.strerror or str(err)
+        raise AttnReportError(
+            f"cannot write the site to {target}: {reason}; choose a folder you can write to"
+        ) from err
     return target
+
+
+def _write_and_swap(files: Mapping[str, bytes], parent: Path, target: Path) -> None:
+    """Fill a fresh temporary folder, then swap it in; the folder never outlives an error."""
+    with _sigterm_unwinds() as critical:
+        tmp = _make_tmp(parent, "new", "")
+        try:
+            _fill(tmp, files)
+            critical[0] = True
+            _swap_in(tmp, target)
+        finally:
+            critical[0] = False
+            if os.path.lexists(tmp):
+                shutil.rmtree(tmp, ignore_errors=True)
