@@ -16,9 +16,11 @@ import json
 import logging
 import os
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 import torch
 from torch import nn
@@ -204,11 +206,38 @@ def load_model(name: str = "default", dtype: str = "float32", device: str = "cpu
     return LoadedModel(model, tokenizer, family, source, fingerprint, dtype, device)
 
 
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the hub answers a TCP connection (skipped behind a proxy, which we cannot probe)."""
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        return False
+    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY")):
+        return True
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or ""
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+def _hub_locally_cached(hub_id: str) -> bool:
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(hub_id, local_files_only=True)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def _load_pretrained(location: str, source: ModelSource, dtype: torch.dtype):
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+    local_only = source.kind != "hub" or _hub_locally_cached(location)
+    if not local_only and not hub_reachable():
+        raise AttnReportError(_not_found_message(source))
     try:
-        config = AutoConfig.from_pretrained(location)
+        config = AutoConfig.from_pretrained(location, local_files_only=local_only)
     except OSError as err:
         raise AttnReportError(_not_found_message(source)) from err
     except ValueError as err:
@@ -217,7 +246,7 @@ def _load_pretrained(location: str, source: ModelSource, dtype: torch.dtype):
         ) from err
     family = family_for(config.model_type)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(location)
+        tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=local_only)
     except (OSError, ValueError, TypeError) as err:
         raise AttnReportError(
             f"{source.display_name} has no usable tokenizer; save one beside the model"

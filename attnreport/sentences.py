@@ -1,0 +1,112 @@
+"""The sentence set: read a user's file (one sentence per line) or the built-in set, and tokenize it.
+
+Rules, chosen so a report never silently changes what the user wrote:
+- UTF-8 only (a leading BOM is accepted and dropped); CRLF and CR endings are accepted.
+- Blank lines are skipped; surrounding whitespace is stripped.
+- Duplicate sentences are dropped after the first, with a warning naming them, so every
+  page of the report is a different sentence.
+- A sentence longer than the model's context is an error naming it and both lengths,
+  unless ``truncate`` is set: then it is cut to the context, with a warning.
+- A sentence the tokenizer turns into zero tokens is an error naming it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from attnreport.errors import AttnReportError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    index: int
+    text: str
+    token_ids: tuple[int, ...]
+    tokens: tuple[str, ...]  # each token decoded alone, as the report shows it
+
+
+def default_sentence_text() -> str:
+    return resources.files("attnreport").joinpath("data/sentences.txt").read_text(encoding="utf-8")
+
+
+def parse_sentences(raw: bytes, origin: str) -> list[str]:
+    """Sentences of a file's bytes, following the module's rules (``origin`` names it in errors)."""
+    if b"\x00" in raw:
+        raise AttnReportError(
+            f"{origin} looks binary (it contains NUL bytes); give a UTF-8 text file"
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise AttnReportError(
+            f"{origin} is not UTF-8 (byte {err.start}); save it as UTF-8 and try again"
+        ) from err
+    lines = [line.strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    sentences, seen, dropped = [], set(), []
+    for line in lines:
+        if not line:
+            continue
+        if line in seen:
+            dropped.append(line)
+            continue
+        seen.add(line)
+        sentences.append(line)
+    if not sentences:
+        raise AttnReportError(f"{origin} has no sentences (it is empty or only blank lines)")
+    if dropped:
+        log.warning(
+            "dropped %d duplicate sentence(s) from %s: %s", len(dropped), origin, _quote(dropped[0])
+        )
+    return sentences
+
+
+def read_sentences(path: str | Path | None) -> list[str]:
+    """Sentences from ``path``, or the built-in set when ``path`` is None."""
+    if path is None:
+        return parse_sentences(default_sentence_text().encode(), "the built-in sentence set")
+    path = Path(path)
+    if not path.exists():
+        raise AttnReportError(f"sentence file {path} does not exist")
+    if path.is_dir():
+        raise AttnReportError(
+            f"sentence file {path} is a directory; give a text file, one sentence per line"
+        )
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise AttnReportError(f"cannot read sentence file {path}: {err.strerror}") from err
+    return parse_sentences(raw, str(path))
+
+
+def tokenize_sentences(
+    texts: list[str], tokenizer, context: int, truncate: bool = False
+) -> list[Sentence]:
+    """Token ids and per-token text for each sentence, with the model's default special tokens."""
+    result = []
+    for index, text in enumerate(texts):
+        ids = list(tokenizer(text).input_ids)
+        if not ids:
+            raise AttnReportError(
+                f"the tokenizer produced no tokens for sentence {index + 1} {_quote(text)}"
+            )
+        if len(ids) > context:
+            if not truncate:
+                raise AttnReportError(
+                    f"sentence {index + 1} {_quote(text)} has {len(ids)} tokens but the model's context is "
+                    f"{context}; shorten it or pass --truncate"
+                )
+            log.warning("sentence %d truncated from %d to %d tokens", index + 1, len(ids), context)
+            ids = ids[:context]
+        tokens = tuple(tokenizer.decode([i]) for i in ids)
+        result.append(Sentence(index, text, tuple(int(i) for i in ids), tokens))
+    return result
+
+
+def _quote(text: str, limit: int = 40) -> str:
+    short = text if len(text) <= limit else text[: limit - 1] + "…"
+    return repr(short)

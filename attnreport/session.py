@@ -1,0 +1,55 @@
+"""A loaded model with its layer layout and tokenized sentence set: what every command starts from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from attnreport.attention import LayerSpec, layer_specs
+from attnreport.models.loading import LoadedModel, load_model
+from attnreport.sentences import Sentence, read_sentences, tokenize_sentences
+
+FALLBACK_CONTEXT = 2048  # ALiBi models declare no positional limit
+
+
+@dataclass(frozen=True)
+class Session:
+    loaded: LoadedModel
+    specs: list[LayerSpec]
+    sentences: list[Sentence]
+
+    @property
+    def model(self) -> torch.nn.Module:
+        return self.loaded.model
+
+    def token_tensors(self) -> list[torch.Tensor]:
+        return [torch.tensor(s.token_ids) for s in self.sentences]
+
+
+def context_length(loaded: LoadedModel) -> int:
+    """The longest input the model accepts, from its config (or its tokenizer for ALiBi models)."""
+    config = loaded.model.config
+    declared = getattr(config, "max_position_embeddings", None) or getattr(
+        config, "seq_length", None
+    )
+    if declared:
+        return int(declared)
+    tokenizer_limit = getattr(loaded.tokenizer, "model_max_length", None)
+    if tokenizer_limit and tokenizer_limit < 1_000_000:
+        return int(tokenizer_limit)
+    return FALLBACK_CONTEXT
+
+
+def open_session(
+    model_name: str,
+    sentences_file: str | None,
+    dtype: str = "float32",
+    device: str = "cpu",
+    truncate: bool = False,
+) -> Session:
+    """Read the sentences first (cheap errors first), then load the model and tokenize."""
+    texts = read_sentences(sentences_file)
+    loaded = load_model(model_name, dtype=dtype, device=device)
+    sentences = tokenize_sentences(texts, loaded.tokenizer, context_length(loaded), truncate)
+    return Session(loaded, layer_specs(loaded.family, loaded.model), sentences)
