@@ -45,7 +45,7 @@ def _first_input(args: tuple, kwargs: dict) -> torch.Tensor:
 
 
 @dataclass
-class _Slots:
+class Slots:
     """Per-layer scratch the hooks fill in; turned into ``RawLayer`` after the pass."""
 
     values: dict[str, Any] = field(default_factory=dict)
@@ -61,7 +61,7 @@ def _positional(kwargs: dict) -> tuple[torch.Tensor, ...] | None:
     return None
 
 
-def _block_hooks(spec: LayerSpec, block: nn.Module, slots: _Slots) -> list[Hook]:
+def block_hooks(spec: LayerSpec, block: nn.Module, slots: Slots) -> list[Hook]:
     family = spec.family
     attn = family.attention(block)
 
@@ -110,20 +110,20 @@ class Capture:
 def capture_attention(model: nn.Module, specs: list[LayerSpec], input_ids: torch.Tensor) -> Capture:
     """Run the model once on ``input_ids`` (n,) and capture every layer's internals."""
     blocks = specs[0].family.blocks(model)
-    slots = [_Slots() for _ in specs]
+    slots = [Slots() for _ in specs]
     hooks = [
         h
         for spec, block, s in zip(specs, blocks, slots, strict=True)
-        for h in _block_hooks(spec, block, s)
+        for h in block_hooks(spec, block, s)
     ]
     device = next(model.parameters()).device
     with installed_hooks(hooks), torch.no_grad():
         logits = model(input_ids=input_ids[None].to(device), use_cache=False).logits[0]
-    raw = [_raw_layer(s, device) for s in slots]
+    raw = [raw_layer(s) for s in slots]
     return Capture(specs=specs, raw=raw, logits=logits.detach())
 
 
-def _raw_layer(slots: _Slots, device: torch.device) -> RawLayer:
+def raw_layer(slots: Slots) -> RawLayer:
     v = slots.values
     return RawLayer(
         x=v["x"],
