@@ -1,56 +1,33 @@
 """Small stand-ins for the chart builders, so site tests run on their own.
 
 ``demo_charts()`` is a ``ChartSource`` with a few tiny figures built from results (a
-per-layer attention heatmap with a layer slider, sorted-head lines, an impact bar chart,
-a pooled chart for the index) and a minimal runtime script that draws each figure with
-vega-embed. ``site_charts()`` prefers the real ``attnreport.charts`` once it exists.
+per-layer attention heatmap with a layer slider whose other layers load as chunk files,
+sorted-head lines, an impact bar chart, two pooled charts for the index), serialised
+and drawn by the real ``attnreport.charts.embed`` and ``runtime.js``, with stand-in
+images. ``site_charts()`` prefers the real chart builders once they exist.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from attnreport.charts import embed
 from attnreport.charts.figure import Columns, Figure
 from attnreport.site import ChartSource
 from attnreport.site.prose import rows
 
-RUNTIME = b"""(function () {
-  "use strict";
-  function rowsOf(cols) {
-    var names = Object.keys(cols), n = names.length ? cols[names[0]].length : 0, out = [];
-    for (var i = 0; i < n; i++) {
-      var r = {};
-      names.forEach(function (k) { r[k] = cols[k][i]; });
-      out.push(r);
-    }
-    return out;
-  }
-  function draw(el) {
-    var key = el.getAttribute("data-key");
-    var data = JSON.parse(document.getElementById("ar-data-" + key).textContent);
-    var spec = Object.assign({}, data.spec);
-    spec.datasets = {};
-    spec.datasets[key] = rowsOf(data.inline);
-    window.vegaEmbed(el, spec, {actions: false, renderer: "svg"}).catch(function (e) {
-      console.error(e);
-    });
-  }
-  function init() { document.querySelectorAll(".ar-chart").forEach(draw); }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
-  else init();
-})();
-"""
-
 
 def _heatmap(sentence: dict[str, Any]) -> Figure:
+    """Head 0's attention, one chunk per layer, chosen by a ``layer`` slider."""
     tokens = sentence["tokens"]["columns"]["token"]
-    cols: Columns = {"layer": [], "query": [], "key": [], "p": [], "q_token": [], "k_token": []}
+    chunks: dict[str, Columns] = {}
     for layer, heads in enumerate(sentence["attention"]["probs"]):
+        cols: Columns = {"layer": [], "query": [], "key": [], "p": [], "q_token": [], "k_token": []}
         for i, row in enumerate(heads[0]):
             for j, p in enumerate(row):
                 for name, v in zip(cols, (layer, i, j, p, tokens[i], tokens[j]), strict=True):
                     cols[name].append(v)
+        chunks[f"l{layer}"] = cols
     spec = {
         "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
         "data": {"name": "attention-map"},
@@ -61,8 +38,9 @@ def _heatmap(sentence: dict[str, Any]) -> Figure:
                 "bind": {
                     "input": "range",
                     "min": 0,
-                    "max": len(sentence["attention"]["probs"]) - 1,
+                    "max": len(chunks) - 1,
                     "step": 1,
+                    "name": "layer ",
                 },
             }
         ],  # fmt: skip
@@ -71,13 +49,15 @@ def _heatmap(sentence: dict[str, Any]) -> Figure:
         "encoding": {
             "x": {"field": "key", "type": "ordinal"},
             "y": {"field": "query", "type": "ordinal"},
-            "color": {"field": "p", "type": "quantitative"},
+            "color": {"field": "p", "type": "quantitative", "scale": {"domain": [0, 1]}},
             "tooltip": [{"field": "q_token"}, {"field": "k_token"}, {"field": "p"}],
         },
     }
-    chunk = {k: v[:1] for k, v in cols.items()}
-    return Figure("attention-map", "Attention of head 0", "Darker cells: more attention.",
-                  spec, cols, chunks={"layer-1": chunk}, chunk_param="layer")  # fmt: skip
+    return Figure(
+        "attention-map", "Attention of head 0", "Darker cells: more attention.", spec,
+        chunks["l0"], chunks=chunks, chunk_param="layer",
+        chunk_names={str(i): f"l{i}" for i in range(len(chunks))}, inline_chunk="l0",
+    )  # fmt: skip
 
 
 def _lines(table: dict[str, Any], key: str, title: str) -> Figure:
@@ -129,21 +109,6 @@ def index_figures(results: dict[str, Any]) -> list[Figure]:
     ]
 
 
-def payload(fig: Figure) -> str:
-    """The figure's page data as sorted JSON."""
-    value = {"spec": fig.spec, "inline": fig.inline, "chunk_param": fig.chunk_param}
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def chunk_files(fig: Figure) -> dict[str, str]:
-    """One small script per chunk, as the runtime would load them."""
-    return {
-        f"{name}.js": f"window.arChunk({json.dumps([fig.key, name])}, "
-        f"{json.dumps(cols, sort_keys=True)});\n"
-        for name, cols in sorted(fig.chunks.items())
-    }
-
-
 def fake_images(fig: Figure) -> dict[str, bytes]:
     """Tiny stand-in images (real export is the chart engineer's and slow)."""
     svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><title>{fig.key}</title></svg>'
@@ -151,9 +116,11 @@ def fake_images(fig: Figure) -> dict[str, bytes]:
 
 
 def demo_charts() -> ChartSource:
-    """A self-contained ``ChartSource`` for site tests."""
-    return ChartSource(sentence_figures, index_figures, payload, chunk_files, fake_images,
-                       lambda: RUNTIME)  # fmt: skip
+    """Demo figures with the real payload, chunk files and runtime of ``attnreport.charts``."""
+    return ChartSource(
+        sentence_figures, index_figures, embed.figure_payload, embed.chunk_files, fake_images,
+        lambda: embed.runtime_js().encode("utf-8"),
+    )  # fmt: skip
 
 
 def site_charts() -> ChartSource:

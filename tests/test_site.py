@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attnreport.charts.embed import figure_payload as payload
 from attnreport.errors import AttnReportError
 from attnreport.site import SiteOptions, assemble_site, date_from_env, prose
 from attnreport.site.context import visible
@@ -15,7 +16,7 @@ from attnreport.site.render import render_404, script_json
 from attnreport.site.slugs import MAX_WORDS_CHARS, sentence_filename, sentence_slug
 from tests.fixtures.fake_results import fake_study
 from tests.html_scan import link_problems, scan
-from tests.site_helpers import HOSTILE_TOKENS, demo_charts, hostile_study, payload
+from tests.site_helpers import HOSTILE_TOKENS, demo_charts, hostile_study
 
 OPTIONS = SiteOptions(title="Test report", date="2026-11-21", authors=("Ada", "Alan"))
 

@@ -56,19 +56,8 @@ def default_charts() -> ChartSource:
         payload=embed.figure_payload,
         chunk_files=embed.chunk_files,
         images=images.export_images,
-        runtime_js=lambda: _package_file("charts", "runtime.js"),
+        runtime_js=lambda: embed.runtime_js().encode("utf-8"),
     )
-
-
-def _package_file(*parts: str) -> bytes:
-    import importlib.resources
-
-    import attnreport
-
-    node = importlib.resources.files(attnreport)
-    for p in parts:
-        node = node / p
-    return node.read_bytes()
 
 
 @functools.cache

@@ -1,0 +1,155 @@
+"""The written site in a real Chromium from file://, with the network blocked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from attnreport.site import SiteOptions, assemble_site, write_site
+from attnreport.site.context import visible
+from tests.fixtures.fake_results import fake_study
+from tests.site_helpers import HOSTILE_TOKENS, hostile_study, site_charts
+
+pytest_plugins = ["tests.browser"]  # the browser and offline_page fixtures
+pytestmark = pytest.mark.browser
+OPTIONS = SiteOptions(title="Browser test", date="2026-11-21", authors=("Ada",))
+ALL_DRAWN = """() => [...document.querySelectorAll('.ar-chart')]
+    .every(el => el.dataset.rendered === 'true' || el.dataset.rendered === 'error')"""
+
+
+def build(study, folder: Path) -> Path:
+    write_site(assemble_site(study, OPTIONS, site_charts()), folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return build(fake_study(2, n_layers=3, n_heads=2), tmp_path_factory.mktemp("s") / "site")
+
+
+@pytest.fixture(scope="module")
+def hostile_site(tmp_path_factory) -> Path:
+    return build(hostile_study(), tmp_path_factory.mktemp("h") / "site")
+
+
+def open_page(offline, path: Path):
+    page = offline.page
+    page.goto(path.as_uri())
+    page.wait_for_function(ALL_DRAWN, timeout=30_000)
+    return page
+
+
+def page_paths(site: Path) -> list[Path]:
+    return sorted(site.glob("*.html"))
+
+
+def chart_has_marks(page, chart) -> bool:
+    return page.evaluate(
+        """el => {
+            const svg = el.querySelector('svg.marks');
+            if (svg) return svg.querySelectorAll('path, rect, line, text').length > 0;
+            const canvas = el.querySelector('canvas');
+            return !!canvas && canvas.width > 0 && canvas.height > 0;
+        }""",
+        chart,
+    )
+
+
+def test_every_page_draws_every_chart_without_errors(site: Path, offline_page):
+    assert len(page_paths(site)) >= 4  # index, 404 and the sentences
+    for path in page_paths(site):
+        page = open_page(offline_page, path)
+        charts = page.query_selector_all(".ar-chart")
+        if path.name not in ("404.html",):
+            assert charts, path.name
+        for chart in charts:
+            assert chart.get_attribute("data-rendered") == "true", (path.name, chart)
+            assert chart_has_marks(page, chart), (path.name, chart.get_attribute("data-key"))
+        assert page.locator("h1").count() == 1
+    assert offline_page.errors == [] and offline_page.dialogs == []
+    assert offline_page.blocked == []
+
+
+def heatmap(page):
+    """The first chart drawn with many rect marks (a token-by-token heatmap)."""
+    for chart in page.query_selector_all(".ar-chart"):
+        if len(chart.query_selector_all("g.mark-rect.role-mark path")) >= 9:
+            return chart
+    raise AssertionError("no heatmap on the page")
+
+
+def sentence_page(site: Path, index: int) -> Path:
+    return next(site.glob(f"s{index:03d}*.html"))
+
+
+def test_hovering_a_heatmap_cell_shows_its_tokens(site: Path, offline_page):
+    page = open_page(offline_page, sentence_page(site, 0))
+    tokens = [t.strip() for t in page.locator(".tok").all_inner_texts() if t.strip()]
+    cells = heatmap(page).query_selector_all("g.mark-rect.role-mark path")
+    cells[-1].hover()
+    tooltip = page.locator("#vg-tooltip-element")
+    tooltip.wait_for(state="visible", timeout=5_000)
+    text = tooltip.inner_text()
+    assert any(token in text for token in tokens), text
+    assert offline_page.errors == []
+
+
+def change_widget(page, chart) -> None:
+    """Move the chart's first range or select widget to another value."""
+    select = chart.query_selector(".vega-bindings select")
+    if select is not None:
+        options = select.eval_on_selector_all("option", "os => os.map(o => o.value)")
+        select.select_option(options[-1])
+        return
+    slider = chart.query_selector(".vega-bindings input[type=range]")
+    assert slider is not None, "the chart has no widget"
+    slider.evaluate(
+        """el => { el.value = el.max; el.dispatchEvent(new Event('input', {bubbles: true}));
+                   el.dispatchEvent(new Event('change', {bubbles: true})); }"""
+    )
+
+
+def test_changing_the_layer_widget_redraws_the_chart(site: Path, offline_page):
+    page = open_page(offline_page, sentence_page(site, 0))
+    chart = heatmap(page)
+    before = chart.eval_on_selector("svg.marks", "s => s.innerHTML")
+    change_widget(page, chart)
+    page.wait_for_function(
+        "([el, old]) => el.querySelector('svg.marks').innerHTML !== old && !el.dataset.loading",
+        arg=[chart, before],
+        timeout=10_000,
+    )
+    assert chart_has_marks(page, chart)
+    assert offline_page.errors == [] and offline_page.blocked == []
+
+
+def test_hostile_sentence_runs_nothing_and_reads_literally(hostile_site: Path, offline_page):
+    page = open_page(offline_page, sentence_page(hostile_site, 1))
+    texts = page.locator(".tok").all_text_contents()
+    assert texts == [visible(t) for t in HOSTILE_TOKENS]
+    assert "</script><img src=x onerror=alert(1)>" in page.locator("blockquote").inner_text()
+    assert page.locator("img[src=x]").count() == 0
+    for cell in heatmap(page).query_selector_all("g.mark-rect.role-mark path")[:20]:
+        cell.hover()  # tooltips show token text too
+    assert offline_page.dialogs == [] and offline_page.errors == []
+    index = open_page(offline_page, hostile_site / "index.html")
+    assert "</title>x" in index.locator(".card").inner_text()
+    assert offline_page.dialogs == [] and offline_page.errors == []
+
+
+def test_phone_width_has_no_horizontal_page_scroll(site: Path, offline_page):
+    page = offline_page.page
+    page.set_viewport_size({"width": 360, "height": 740})
+    for path in (site / "index.html", sentence_page(site, 1)):
+        open_page(offline_page, path)
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, (path.name, overflow)
+
+
+def test_print_hides_widgets_and_keeps_figures(site: Path, offline_page):
+    page = open_page(offline_page, sentence_page(site, 0))
+    page.emulate_media(media="print")
+    assert page.locator(".toc").is_hidden()
+    assert page.locator(".vega-bindings").first.is_hidden()
+    assert page.locator("figure.ar-figure").first.is_visible()
