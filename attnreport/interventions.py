@@ -14,7 +14,8 @@ probabilities unchanged by construction; its effect shows in later layers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -63,6 +64,37 @@ class Outcome:
 
     probs: dict[int, torch.Tensor]  # observed layer -> (head, query, key)
     log_probs: torch.Tensor  # (query, vocab) next-token log-distribution
+    prefix: tuple[object, ...] = ()  # outputs of the blocks before the intervention layer
+
+
+@contextmanager
+def replayed_blocks(blocks: list[nn.Module], outputs: tuple[object, ...]) -> Iterator[None]:
+    """Make each block return its recorded output instead of recomputing it.
+
+    Blocks before the intervention layer see the same input in every pass of a grid,
+    so replaying the unmodified pass's outputs gives the same numbers without the work.
+    The instance attribute shadows the class's ``forward`` and is always removed.
+    """
+    replaced = []
+    try:
+        for block, output in zip(blocks, outputs, strict=False):
+            block.forward = _constant(output)
+            replaced.append(block)
+        yield
+    finally:
+        for block in replaced:
+            del block.forward
+
+
+def _constant(output: object) -> Callable[..., object]:
+    return lambda *args, **kwargs: output
+
+
+def _record_outputs(blocks: list[nn.Module], sink: list[object]) -> list:
+    def hook(_module, _args, output):
+        sink.append(output)
+
+    return [(block, "post", hook) for block in blocks]
 
 
 def _swap_hook(spec: LayerSpec, slots: Slots, modify: Modifier, sink: dict[int, torch.Tensor]):
@@ -88,8 +120,13 @@ def run_modified(
     layer: int,
     modify: Modifier,
     observe: tuple[int, ...],
+    prefix: tuple[object, ...] = (),
 ) -> Outcome:
-    """One forward pass with ``modify`` applied at ``layer``; probabilities at ``observe``."""
+    """One forward pass with ``modify`` applied at ``layer``; probabilities at ``observe``.
+
+    ``observe`` must not precede ``layer``. Pass the ``prefix`` of an unmodified pass on
+    the same input to replay the blocks before ``layer``; without it the pass records one.
+    """
     family = specs[0].family
     blocks = family.blocks(model)
     watched = sorted(set(observe) | {layer})
@@ -98,13 +135,17 @@ def run_modified(
     probs: dict[int, torch.Tensor] = {}
     attn = family.attention(blocks[layer])
     hooks.append((attn, "post", _swap_hook(specs[layer], slots[layer], modify, probs)))
+    recorded: list[object] = []
+    if not prefix:
+        hooks += _record_outputs(blocks[:layer], recorded)
     device = next(model.parameters()).device
-    with installed_hooks(hooks), torch.no_grad():
+    with replayed_blocks(blocks[:layer], prefix), installed_hooks(hooks), torch.no_grad():
         logits = model(input_ids=input_ids[None].to(device), use_cache=False).logits[0]
     for i in observe:
         if i not in probs:
             probs[i] = _probs_of(specs[i], raw_layer(slots[i]))
-    return Outcome({i: probs[i] for i in observe}, torch.log_softmax(logits.float(), dim=-1))
+    log_probs = torch.log_softmax(logits.float(), dim=-1)
+    return Outcome({i: probs[i] for i in observe}, log_probs, prefix or tuple(recorded))
 
 
 def _probs_of(spec: LayerSpec, raw: RawLayer) -> torch.Tensor:
@@ -144,7 +185,8 @@ def scaling_grid(
     cells = []
     for target in TARGETS:
         for epsilon in epsilons:
-            outcome = run_modified(model, specs, input_ids, layer, scale(target, epsilon), observe)
+            modify = scale(target, epsilon)
+            outcome = run_modified(model, specs, input_ids, layer, modify, observe, base.prefix)
             cells.append(
                 GridCell(target, epsilon, outcome, next_token_kl(base.log_probs, outcome.log_probs))
             )
@@ -164,7 +206,8 @@ def mean_grid(
         base = run_modified(model, specs, ids, layer, identity, observe)
         baselines[index] = base
         for target in TARGETS:
-            outcome = run_modified(model, specs, ids, layer, mean_over_positions(target), observe)
+            modify = mean_over_positions(target)
+            outcome = run_modified(model, specs, ids, layer, modify, observe, base.prefix)
             cells.append(
                 GridCell(target, index, outcome, next_token_kl(base.log_probs, outcome.log_probs))
             )

@@ -85,3 +85,17 @@ def test_grids_have_every_cell_and_kl(llama):
     assert cells[-1].kl.max() > 0  # scaling V by 1e-3 changes the prediction
     baselines, mean_cells = mean_grid(model, specs, {0: ids, 3: ids[:5]}, 2)
     assert set(baselines) == {0, 3} and len(mean_cells) == 6
+
+
+@pytest.mark.parametrize("family", ["llama", "bloom", "gpt2"])
+def test_replaying_earlier_blocks_gives_the_same_numbers(tiny_model_dirs, family):
+    loaded = load_model(str(tiny_model_dirs[family]))
+    model, specs = loaded.model, layer_specs(loaded.family, loaded.model)
+    ids = torch.tensor(loaded.tokenizer(SENTENCE).input_ids)
+    base = run_modified(model, specs, ids, 1, identity, (1,))
+    assert len(base.prefix) == 1
+    full = run_modified(model, specs, ids, 1, scale("K", 1e-3), (1,))
+    replayed = run_modified(model, specs, ids, 1, scale("K", 1e-3), (1,), base.prefix)
+    assert torch.equal(full.probs[1], replayed.probs[1])
+    assert torch.equal(full.log_probs, replayed.log_probs)
+    assert all("forward" not in vars(block) for block in loaded.family.blocks(model))
