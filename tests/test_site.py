@@ -16,7 +16,7 @@ from attnreport.site.render import render_404, script_json
 from attnreport.site.slugs import MAX_WORDS_CHARS, sentence_filename, sentence_slug
 from tests.fixtures.fake_results import fake_study
 from tests.html_scan import link_problems, scan
-from tests.site_helpers import HOSTILE_TOKENS, demo_charts, hostile_study
+from tests.site_helpers import HOSTILE_TOKENS, demo_charts, hostile_study, site_charts
 
 OPTIONS = SiteOptions(title="Test report", date="2026-11-21", authors=("Ada", "Alan"))
 
@@ -245,3 +245,20 @@ def test_unsafe_figure_key_is_rejected(study):
                                                    charts.index_figures(r)][:1])  # fmt: skip
     with pytest.raises(ValueError, match="figure key"):
         assemble_site(study, OPTIONS, bad)
+
+
+@pytest.mark.slow
+def test_site_with_the_real_chart_builders():
+    """Real figures: numbered 1-12 on the interventions page, in the four parts, images linked."""
+    study = fake_study(2, n_layers=2, n_heads=2, n_tokens=5)
+    files = assemble_site(study, OPTIONS, site_charts())
+    for name, html in pages(files).items():
+        page = scan(html)
+        assert link_problems(name, page, files) == [], name
+        assert page.figure_numbers == list(range(1, len(page.figure_numbers) + 1)), name
+    first = pages(files)[sentence_filename(0, study["sentences"][0]["sentence"]["text"])]
+    assert scan(first).figure_numbers == list(range(1, 13))
+    assert "Lines in Figures 4-6 are sorted heads" in first
+    assert any(n.endswith(".png") for n in files) and any(n.endswith(".svg") for n in files)
+    second = pages(files)[sentence_filename(1, study["sentences"][1]["sentence"]["text"])]
+    assert 'The intervention figures are on the page of <a href="s000' in second

@@ -45,17 +45,47 @@ class ChartSource:
     runtime_js: Callable[[], bytes]
 
 
+def intervention_page(results: Any) -> int | None:
+    """The sentence whose page shows the intervention figures (``scaling.sentence``)."""
+    iv = part(results, "interventions") or {}
+    scaling = iv.get("scaling") or {}
+    return int(scaling["sentence"]) if "sentence" in scaling else None
+
+
 def default_charts() -> ChartSource:
-    """The chart builders of ``attnreport.charts`` (imported only when a site is built)."""
+    """The chart builders of ``attnreport.charts`` (imported only when a site is built).
+
+    Intervention figures go on the page of the sentence the scaling grid was run on. A
+    figure whose image export is refused (too big) or fails has no static image.
+    """
     from attnreport import charts
-    from attnreport.charts import embed, images
+    from attnreport.charts import embed
+
+    try:
+        from attnreport.charts.images import export_images
+    except ImportError:
+        export_images = None
+
+    def images(fig: Figure) -> Mapping[str, bytes]:
+        pair = export_images(fig) if export_images else None  # (svg text, png) or None
+        return {"svg": _text(pair[0]), "png": pair[1]} if pair else {}
+
+    def sentence_figures(results: Any, index: int) -> Sequence[Figure]:
+        sentence = part(results, "sentences")[index]
+        iv = part(results, "interventions") if intervention_page(results) == index else None
+        return charts.sentence_figures(sentence, iv, part(results, "manifest") or {})
+
+    def index_figures(results: Any) -> Sequence[Figure]:
+        manifest = part(results, "manifest") or {}
+        return charts.index_figures(part(results, "set") or {}, manifest,
+                                    list(part(results, "sentences") or []))  # fmt: skip
 
     return ChartSource(
-        sentence_figures=charts.sentence_figures,
-        index_figures=charts.index_figures,
+        sentence_figures=sentence_figures,
+        index_figures=index_figures,
         payload=embed.figure_payload,
         chunk_files=embed.chunk_files,
-        images=images.export_images,
+        images=images,
         runtime_js=lambda: embed.runtime_js().encode("utf-8"),
     )
 
@@ -139,7 +169,13 @@ def assemble_site(
         figs = _figures(stem, charts.sentence_figures(results, i), charts, options, files)
         prev = Link(names[i - 1], f"Sentence {i - 1}") if i > 0 else None
         nxt = Link(names[i + 1], f"Sentence {i + 1}") if i + 1 < len(names) else None
-        ctx = pages.sentence_page(results, i, figs, options, prev, nxt)
+        iv = intervention_page(results)
+        iv_link = (
+            Link(names[iv], f"sentence {iv}")
+            if iv is not None and iv != i and 0 <= iv < len(names)
+            else None
+        )
+        ctx = pages.sentence_page(results, i, figs, options, prev, nxt, iv_link)
         files[name] = _page(render.render_sentence(ctx))
     figs = _figures("index", charts.index_figures(results), charts, options, files)
     index = pages.index_page(results, figs, options, names)

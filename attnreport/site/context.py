@@ -57,10 +57,11 @@ class FigureContext:
 
 @dataclass(frozen=True)
 class Paragraph:
-    """Plain text followed by footnote references (numbers)."""
+    """Plain text followed by footnote references (numbers) and an optional link."""
 
     text: str
     notes: tuple[int, ...] = ()
+    link: Link | None = None
 
 
 @dataclass(frozen=True)

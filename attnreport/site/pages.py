@@ -28,7 +28,11 @@ from attnreport.site.context import (
 # (anchor, heading, words in a figure key that put the figure in this part)
 PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("focus", "1. What attention focuses on", ()),
-    ("layers", "2. How focus changes across layers", ("sorted", "layers", "across")),
+    (
+        "layers",
+        "2. How focus changes across layers",
+        ("sorted", "across", "focus", "concentration"),
+    ),
     ("impact", "3. What attention changes", ("impact", "update", "magnitude")),
     ("interventions", "4. Interventions", ("interven", "scaling", "mean", "kl")),
 )
@@ -49,17 +53,23 @@ NOTES = {
 }
 CARD = (  # (label, keys tried in order, anywhere in the manifest)
     ("Model", ("model_id", "id", "name", "path")),
-    ("Revision", ("revision", "fingerprint", "sha256")),
-    ("Architecture", ("family", "architecture", "model_type")),
-    ("Layers", ("n_layers", "num_layers", "num_hidden_layers", "layers")),
-    ("Heads", ("n_heads", "num_heads", "num_attention_heads", "heads")),
-    ("KV heads", ("n_kv_heads", "num_kv_heads", "num_key_value_heads", "kv_heads")),
-    ("Positions", ("positional", "positional_scheme", "position", "pos_scheme")),
-    ("Attention", ("attn_implementation", "attention_implementation", "attention")),
+    ("Source", ("source",)),
+    ("Architecture", ("family", "architecture")),
+    ("Model type", ("model_type",)),
+    ("Layers", ("n_layers", "num_layers", "num_hidden_layers")),
+    ("Heads", ("n_heads", "num_heads", "num_attention_heads")),
+    ("KV heads", ("n_kv_heads", "num_kv_heads", "num_key_value_heads")),
+    ("Head size", ("head_dim",)),
+    ("Hidden size", ("hidden_size",)),
+    ("Context", ("context", "max_position_embeddings")),
+    ("Positions", ("positional", "positional_scheme")),
+    ("Attention", ("attn_implementation", "attention_implementation")),
     ("Dtype", ("dtype", "torch_dtype")),
     ("Device", ("device",)),
     ("Tokenizer", ("tokenizer_class", "tokenizer")),
-    ("attnreport", ("attnreport_version", "version")),
+    ("attnreport", ("attnreport_version",)),
+    ("Revision", ("revision",)),
+    ("Fingerprint", ("fingerprint", "sha256")),
 )
 
 
@@ -100,8 +110,13 @@ def page_meta(results: Any, options: SiteOptions) -> PageMeta:
 
 
 def part_of(fig: FigureInput) -> int:
-    """Which part (0-3) of a sentence page a figure belongs to, from words in its key."""
+    """Which part (0-3) of a sentence page a figure belongs to, from words in its key.
+
+    Sorted-head line charts (data with ``line`` and ``head``) always go to part 2.
+    """
     key = fig.figure.key
+    if {"line", "head"} <= set(fig.figure.inline):
+        return 1
     for i in range(len(PARTS) - 1, 0, -1):
         if any(w in key for w in PARTS[i][2]):
             return i
@@ -143,6 +158,7 @@ def _part_texts(
     interventions: Any,
     notes: Notes,
     sorted_figs: list[int],
+    iv_link: Link | None,
 ) -> list[list[Paragraph]]:
     tables = sentence.get("tables", {})
     focus = prose.rows(tables.get("focus"))
@@ -159,10 +175,11 @@ def _part_texts(
         ),
         [notes.ref("hidden", NOTES["hidden"])],
     )
-    return [p1, p2, p3, _intervention_texts(interventions, index, notes)]
+    return [p1, p2, p3, _intervention_texts(interventions, index, notes, iv_link)]
 
 
-def _intervention_texts(iv: Any, index: int, notes: Notes) -> list[Paragraph]:
+def _intervention_texts(iv: Any, index: int, notes: Notes, figures: Link | None) -> list[Paragraph]:
+    """Part 4: the effects measured on this sentence; ``figures`` links to the grids' page."""
     if not iv:
         return [Paragraph("This build has no intervention results.")]
     layer = int(iv.get("layer", 0))
@@ -172,19 +189,18 @@ def _intervention_texts(iv: Any, index: int, notes: Notes) -> list[Paragraph]:
         texts.append(prose.scaling_summary(scaling, layer))
     texts.append(prose.mean_summary(mean, index, layer))
     texts = [t for t in texts if t]
-    if not texts:
-        runs = sorted(
-            {int(scaling.get("sentence", 0))} | {int(s) for s in mean.get("sentences", [])}
-        )
-        return [
-            Paragraph(
-                f"The interventions in layer {layer} were run on sentences "
-                f"{prose.join_and([str(s) for s in runs])}; see their pages."
-            )
-        ]
-    where = iv.get("where")
-    note = NOTES["kl"] + (f" Interventions act on {where}." if where else "")
-    return _paras(texts, [notes.ref("kl", note)])
+    paras = []
+    if texts:
+        where = iv.get("where")
+        note = NOTES["kl"] + (f" Interventions act on {where}." if where else "")
+        paras = _paras(texts, [notes.ref("kl", note)])
+    else:
+        runs = {int(scaling.get("sentence", 0))} | {int(s) for s in mean.get("sentences", [])}
+        paras = [Paragraph(f"The interventions in layer {layer} were run on sentences "
+                           f"{prose.join_and([str(s) for s in sorted(runs)])}.")]  # fmt: skip
+    if figures is not None:
+        paras.append(Paragraph("The intervention figures are on the page of", link=figures))
+    return paras
 
 
 def sentence_page(
@@ -194,8 +210,12 @@ def sentence_page(
     options: SiteOptions,
     prev: Link | None = None,
     next_: Link | None = None,
+    interventions_page: Link | None = None,
 ) -> SentencePageContext:
-    """The context of sentence ``index``'s page."""
+    """The context of sentence ``index``'s page.
+
+    ``interventions_page`` links to the page with the intervention figures (None on it).
+    """
     sentence = part(results, "sentences")[index]
     groups: list[list[FigureInput]] = [[] for _ in PARTS]
     for fig in figures:
@@ -203,7 +223,8 @@ def sentence_page(
     numbered = number_figures(groups)
     notes = Notes()
     sorted_figs = sorted_lines([f for g in numbered for f in g], figures)
-    texts = _part_texts(sentence, index, part(results, "interventions"), notes, sorted_figs)
+    iv = part(results, "interventions")
+    texts = _part_texts(sentence, index, iv, notes, sorted_figs, interventions_page)
     sections = tuple(
         SectionContext(anchor, title, tuple(paras), figs)
         for (anchor, title, _), paras, figs in zip(PARTS, texts, numbered, strict=True)

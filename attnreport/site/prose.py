@@ -212,8 +212,9 @@ def mean_summary(mean: Mapping[str, Any], sentence: int, layer: int) -> str | No
     parts = [f"{c['target']} {num(mean_kl(c))}" for c in sorted(cells, key=lambda c: c["target"])]
     top = max(cells, key=lambda c: (mean_kl(c), c["target"]))
     return (
-        f"Of the mean interventions in layer {layer}, the one on {top['target']} changes the "
-        f"next-token distribution most here; mean KL per position: {join_and(parts)} nats."
+        f"Replacing {top['target']} in layer {layer} by its mean over the token positions "
+        f"changes the next-token distribution most for this sentence; mean KL per position: "
+        f"{join_and(parts)} nats."
     )
 
 
