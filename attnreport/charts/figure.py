@@ -2,14 +2,24 @@
 
 A figure's Vega-Lite spec reads one named dataset, ``data: {"name": figure.key}``.
 Rows are sent as column arrays (``Columns``), never one JSON object per row: the page
-runtime (``assets/attnreport.js``) turns them into rows in the browser.
+runtime (``attnreport/charts/runtime.js``) turns them into rows in the browser.
 
 The rows for the default view are inlined in the page (``inline``). Rows for other
-values of the figure's ``chunk_param`` (usually ``layer``) live in ``chunks``, written as
-small ``.js`` files that the runtime loads with a script tag when the widget asks for
-them (script tags work from ``file://``; ``fetch`` does not) and inserts into the
-dataset. The spec filters the dataset by the widget's parameter, so rows for several
-layers can share it.
+values of the figure's chunk parameters live in ``chunks``, written as small ``.js``
+files that the runtime loads with a script tag when a widget asks for them (script tags
+work from ``file://``; ``fetch`` does not) and inserts into the dataset. The spec filters
+the dataset by the widgets' parameters, so rows of several chunks can share it.
+
+Chunk selection (extended from the first contract, which had one ``chunk_param``):
+``chunk_params`` names one or more Vega-Lite params, e.g. ``("layer", "head")``. A chunk is
+found by joining the params' current values, each as JavaScript ``String(value)`` would
+write it, with ``"|"``: ``chunk_names["3|2"] -> "l3-h2"``. Param values that select chunks
+are ints or strings, so Python's ``str`` writes them the same way. ``chunk_param`` is kept
+and equals ``chunk_params[0]`` when there is exactly one; read ``selecting_params``.
+
+Every chunk, the default one included, is in ``chunks``; ``inline`` equals
+``chunks[inline_chunk]``. ``renderer`` ("svg" or "canvas") is the Vega renderer the page
+should use: canvas for figures that draw tens of thousands of marks.
 """
 
 from __future__ import annotations
@@ -29,6 +39,15 @@ class Figure:
     inline: Columns  # rows of the default view
     chunks: dict[str, Columns] = field(default_factory=dict)  # chunk name -> rows
     chunk_param: str | None = None  # Vega-Lite param whose value selects a chunk
-    chunk_names: dict[str, str] = field(default_factory=dict)  # str(param value) -> chunk name
+    chunk_names: dict[str, str] = field(default_factory=dict)  # "v1|v2" param values -> chunk
     inline_chunk: str | None = None  # the chunk name already covered by ``inline``
     static_spec: dict[str, Any] | None = None  # default view with inline values for vl-convert
+    chunk_params: tuple[str, ...] = ()  # params whose joined values select a chunk
+    renderer: str = "svg"  # Vega renderer for the page: "svg" or "canvas"
+
+    @property
+    def selecting_params(self) -> tuple[str, ...]:
+        """The params that select a chunk, in the order their values are joined."""
+        if self.chunk_params:
+            return self.chunk_params
+        return (self.chunk_param,) if self.chunk_param else ()

@@ -1,0 +1,58 @@
+"""Chart builders: results dicts (``docs/results-schema.md``) -> ``Figure`` values.
+
+Public API:
+- ``sentence_figures(sentence, interventions, manifest)``: the figures of a sentence
+  page in study order (1 attention map, 2 attention breakdown, 3 bias vs position,
+  4-6 self focus, first-token focus, concentration, 7-8 update magnitude and orientation,
+  9 orientation vs magnitude, 10 impact by position, 11 scaling grid, 12 mean grid);
+  11 and 12 only when ``interventions`` is given.
+- ``index_figures(set_results, manifest, sentences)``: pooled self focus, first-token
+  focus, concentration, and head impact.
+- ``embed.figure_payload``, ``embed.chunk_files``, ``embed.runtime_js``: page serialisation.
+- ``images.export_images``: static SVG and PNG of a figure's default view.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attnreport.charts import attention, breakdown, focus, impact, interventions
+from attnreport.charts.figure import Columns, Figure
+
+__all__ = ["Columns", "Figure", "index_figures", "sentence_figures"]
+
+
+def sentence_figures(
+    sentence: dict[str, Any], interventions_results: dict[str, Any] | None, manifest: dict[str, Any]
+) -> list[Figure]:
+    """The figures of one sentence page, in study order (see the module docstring).
+
+    sentence: one ``sentences/NNN.json``; interventions_results: ``interventions.json``
+    or None (pass it on the page of the sentence it was run on, ``scaling.sentence``);
+    manifest: ``manifest.json`` (positional scheme, other sentences' tokens and texts).
+    """
+    figures = [
+        attention.attention_map_figure(sentence),
+        breakdown.breakdown_figure(sentence, manifest),
+        breakdown.bias_position_figure(sentence, manifest),
+        *(focus.focus_figure(sentence, statistic) for statistic in focus.STATISTICS),
+        impact.histogram_figure(sentence, "magnitude"),
+        impact.histogram_figure(sentence, "orientation"),
+        impact.scatter_figure(sentence),
+        impact.block_impact_figure(sentence),
+    ]
+    if interventions_results:
+        figures.append(interventions.scaling_figure(interventions_results, sentence, manifest))
+        figures.append(interventions.mean_figure(interventions_results, sentence, manifest))
+    return figures
+
+
+def index_figures(
+    set_results: dict[str, Any], manifest: dict[str, Any], sentences: list[dict[str, Any]]
+) -> list[Figure]:
+    """The index page's figures: pooled focus (self, first token, concentration), head impact."""
+    n_sentences = len(sentences) or len(manifest.get("sentences") or [])
+    return [
+        *(focus.pooled_focus_figure(set_results, s, n_sentences) for s in focus.STATISTICS),
+        impact.pooled_impact_figure(set_results),
+    ]

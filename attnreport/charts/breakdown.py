@@ -1,0 +1,258 @@
+"""Figures 2 and 3: the additive terms of the score s_ij, for the target of a chosen rank.
+
+Input is one sentence's ``breakdown`` table and the manifest (for the positional
+scheme). Both figures are chunked per layer: a layer holds heads x tokens x ranks rows
+(9 x 60 x 3 = 1620). Absolute-position models have no position term: it is left out of
+the charts and the captions say so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import numpy as np
+
+from attnreport.charts import common, widgets
+from attnreport.charts.assemble import build_figure
+from attnreport.charts.columns import (
+    SCORE_DECIMALS,
+    as_list,
+    rounded,
+    select,
+    sentence_tokens,
+    table,
+)
+from attnreport.charts.common import tip, token_axis, token_calcs
+from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.theme import TERM_COLORS, TERM_LABELS
+
+ROW_FILTER = "datum.layer == layer && datum.head == head && datum.rank == sort_idx"
+TERMS = ("position", "bias", "content", "query_only")
+
+
+def breakdown_rows(sentence: dict[str, Any], terms: tuple[str, ...]) -> dict[tuple[int], Columns]:
+    """(layer,) -> breakdown rows of that layer: layer, head, query, rank, key, score, terms."""
+    bd = table(sentence, "breakdown")
+    out = {}
+    for layer in sorted(set(bd["layer"].tolist())):
+        rows = select(bd, bd["layer"] == layer)
+        cols = {name: as_list(rows[name]) for name in ("layer", "head", "query", "rank", "key")}
+        for name in ("score", *terms):
+            cols[name] = rounded(rows[name], SCORE_DECIMALS)
+        out[(int(layer),)] = cols
+    return out
+
+
+def _breakdown_tooltips(terms: tuple[str, ...]) -> list[alt.Tooltip]:
+    return [
+        tip("query_token:N", "current token"),
+        tip("key_token:N", "target token"),
+        tip("rank:O", "rank in row (0 = top)"),
+        tip("score:Q", "score s_ij", ".3f"),
+        *[tip(f"{t}:Q", TERM_LABELS[t], ".3f") for t in terms],
+        tip("layer:O", "layer"),
+        tip("head:O", "head"),
+    ]
+
+
+def _breakdown_layers(key: str, n: int, terms: tuple[str, ...]) -> alt.LayerChart:
+    """Stacked (diverging) term bars plus a tick at the total score, for Fig 2."""
+    labels = [TERM_LABELS[t] for t in terms]
+    base = alt.Chart().encode(x=alt.X("query:O", **token_axis("current token", n, angle=-60)))
+    bars = base.mark_bar().encode(
+        y=alt.Y("value:Q", stack="zero", title="contribution to the score s_ij"),
+        color=alt.Color(
+            "term_label:N",
+            title="term",
+            scale=alt.Scale(domain=labels, range=[TERM_COLORS[t] for t in terms]),
+        ),
+        order=alt.Order("term_order:Q"),
+        tooltip=[
+            tip("term_label:N", "term"),
+            tip("value:Q", "value", ".3f"),
+            *_breakdown_tooltips(terms),
+        ],
+    )
+    total = (
+        base.transform_filter(f"datum.term == '{terms[0]}'")
+        .mark_tick(color="black", thickness=2)
+        .encode(y=alt.Y("score:Q"), tooltip=_breakdown_tooltips(terms))
+    )
+    return alt.layer(bars, total, data=alt.Data(name=key))
+
+
+def breakdown_chart(
+    key: str,
+    tokens: list[str],
+    n_layers: int,
+    n_heads: int,
+    n_ranks: int,
+    default: tuple[int, int],
+    terms: tuple[str, ...],
+) -> alt.LayerChart:
+    """Fig 2: per current token, the terms of s_ij for its target of rank ``sort_idx``."""
+    label_map = "{" + ", ".join(f"'{t}': '{TERM_LABELS[t]}'" for t in terms) + "}"
+    order_map = "{" + ", ".join(f"'{t}': {i}" for i, t in enumerate(terms)) + "}"
+    title = common.selection_title(
+        "Attention breakdown",
+        "the additive terms of s_ij; black tick = total score",
+        "layer",
+        "head",
+        "sort_idx",
+    )
+    return (
+        _breakdown_layers(key, len(tokens), terms)
+        .transform_filter(ROW_FILTER)
+        .transform_calculate(**token_calcs(query_token="datum.query", key_token="datum.key"))
+        .transform_fold(list(terms), as_=["term", "value"])
+        .transform_calculate(
+            term_label=f"{label_map}[datum.term]", term_order=f"{order_map}[datum.term]"
+        )
+        .add_params(
+            widgets.tokens_param(tokens),
+            widgets.layer_param(n_layers, default[0]),
+            widgets.head_param(n_heads, default[1]),
+            widgets.sort_idx_param(n_ranks),
+        )
+        .properties(title=title, width=alt.Step(common.cell_step(len(tokens))), height=260)
+    )
+
+
+def bias_position_chart(
+    key: str,
+    tokens: list[str],
+    n_layers: int,
+    n_heads: int,
+    n_ranks: int,
+    default: tuple[int, int],
+    terms: tuple[str, ...],
+) -> alt.Chart:
+    """Fig 3: the bias term and the position term against the current token (lines)."""
+    labels = [TERM_LABELS[t] for t in terms]
+    label_map = "{" + ", ".join(f"'{t}': '{TERM_LABELS[t]}'" for t in terms) + "}"
+    text = "Bias vs position" if "position" in terms else "Bias term"
+    title = common.selection_title(
+        text, "for the target of the chosen rank", "layer", "head", "sort_idx"
+    )
+    n = len(tokens)
+    return (
+        alt.Chart(alt.Data(name=key))
+        .transform_filter(ROW_FILTER)
+        .transform_calculate(**token_calcs(query_token="datum.query", key_token="datum.key"))
+        .transform_fold(list(terms), as_=["term", "value"])
+        .transform_calculate(term_label=f"{label_map}[datum.term]")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("query:O", **token_axis("current token", n, angle=-60)),
+            y=alt.Y("value:Q", title="term value"),
+            color=alt.Color(
+                "term_label:N",
+                title="term",
+                scale=alt.Scale(domain=labels, range=[TERM_COLORS[t] for t in terms]),
+            ),
+            tooltip=[
+                tip("term_label:N", "term"),
+                tip("value:Q", "value", ".3f"),
+                *_breakdown_tooltips(terms),
+            ],
+        )
+        .add_params(
+            widgets.tokens_param(tokens),
+            widgets.layer_param(n_layers, default[0]),
+            widgets.head_param(n_heads, default[1]),
+            widgets.sort_idx_param(n_ranks),
+        )
+        .properties(title=title, width=alt.Step(common.cell_step(n)), height=220)
+    )
+
+
+def _n_ranks(sentence: dict[str, Any]) -> int:
+    ranks = table(sentence, "breakdown")["rank"]
+    return int(np.max(ranks)) + 1 if len(ranks) else 1
+
+
+def _setup(sentence: dict[str, Any], manifest: dict[str, Any]):
+    """Shared inputs of Figs 2 and 3: tokens, sizes, default head, terms drawn, rows."""
+    n_layers, n_heads = common.n_layers_heads(sentence)
+    with_position = common.has_position_term(manifest, table(sentence, "breakdown"))
+    terms = TERMS if with_position else TERMS[1:]
+    return {
+        "tokens": sentence_tokens(sentence),
+        "n_layers": n_layers,
+        "n_heads": n_heads,
+        "n_ranks": _n_ranks(sentence),
+        "default": common.default_head(sentence),
+        "terms": terms,
+    }
+
+
+def _position_note(manifest: dict[str, Any], with_position: bool) -> str:
+    scheme = common.positional_scheme(manifest)
+    if not with_position:
+        return (
+            "This model adds absolute position embeddings to its input, so the score has no "
+            "separate position term: position acts through the content term."
+        )
+    if scheme == "alibi":
+        return "Position is the ALiBi bias, a linear penalty on the distance to the target."
+    return "Position is the score with the rotary (RoPE) rotation minus the score without it."
+
+
+def breakdown_figure(
+    sentence: dict[str, Any], manifest: dict[str, Any], key: str = "attention-breakdown"
+) -> Figure:
+    """Fig 2 as a Figure, chunked per layer."""
+    s = _setup(sentence, manifest)
+    chart = breakdown_chart(
+        key, s["tokens"], s["n_layers"], s["n_heads"], s["n_ranks"], s["default"], s["terms"]
+    )
+    caption = (
+        "For each current token, the target with the chosen rank in its row of the attention "
+        "map (sort_idx 0 = the highest score) and the additive terms that make up its score "
+        "s_ij; the black tick is their sum. "
+        + _position_note(manifest, "position" in s["terms"])
+        + " Bias depends only on the target; content depends on both tokens. The query-only "
+        "term shifts a whole row by the same amount, so it has no effect after softmax."
+    )
+    return build_figure(
+        key=key,
+        title="Attention breakdown",
+        caption=caption,
+        chart=chart,
+        chunks=breakdown_rows(sentence, s["terms"]),
+        params=("layer",),
+        default=(s["default"][0],),
+    )
+
+
+def bias_position_figure(
+    sentence: dict[str, Any], manifest: dict[str, Any], key: str = "bias-vs-position"
+) -> Figure:
+    """Fig 3 as a Figure, chunked per layer."""
+    s = _setup(sentence, manifest)
+    terms = tuple(t for t in ("bias", "position") if t in s["terms"])
+    chart = bias_position_chart(
+        key, s["tokens"], s["n_layers"], s["n_heads"], s["n_ranks"], s["default"], terms
+    )
+    with_position = "position" in terms
+    caption = (
+        "The bias term and the position term of the same targets as in the attention breakdown, against the "
+        "current token. Adding the same value to every target of a row changes nothing after "
+        "softmax, so look at how each term differs between targets and along the sentence, "
+        "not at its level."
+        if with_position
+        else "The bias term of the same targets as in the attention breakdown, against the current token. "
+        + _position_note(manifest, False)
+        + " Only the trend matters: a shift shared by a whole row changes nothing after softmax."
+    )
+    title = "Bias vs position" if with_position else "Bias term (no position term)"
+    return build_figure(
+        key=key,
+        title=title,
+        caption=caption,
+        chart=chart,
+        chunks=breakdown_rows(sentence, terms),
+        params=("layer",),
+        default=(s["default"][0],),
+    )

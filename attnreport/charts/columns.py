@@ -1,0 +1,78 @@
+"""Column helpers: read results tables, flatten triangles, round for display.
+
+Display precision (what the pages carry; the results files keep 6 significant digits):
+pre-softmax scores and score terms to 3 decimals, probabilities, magnitudes, cosines
+and KL divergences to 4 decimals. Colour scales and tooltips need no more, and the
+payload stays small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from attnreport.charts.figure import Columns
+from attnreport.charts.theme import display_token
+
+SCORE_DECIMALS = 3
+VALUE_DECIMALS = 4
+
+
+def rounded(values: Iterable[float], decimals: int = VALUE_DECIMALS) -> list[float]:
+    """Python floats rounded to ``decimals`` places (correctly rounded, so JSON stays short)."""
+    return [round(float(v), decimals) for v in values]
+
+
+def table(results: dict[str, Any], name: str) -> dict[str, np.ndarray]:
+    """Columns of ``results["tables"][name]`` as numpy arrays."""
+    return {k: np.asarray(v) for k, v in results["tables"][name]["columns"].items()}
+
+
+def select(columns: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
+    """Rows of ``columns`` where ``mask`` is true."""
+    return {k: v[mask] for k, v in columns.items()}
+
+
+def sort_rows(columns: dict[str, np.ndarray], keys: Sequence[str]) -> dict[str, np.ndarray]:
+    """Rows ordered by ``keys`` (first key outermost), stable."""
+    order = np.lexsort([columns[k] for k in reversed(keys)])
+    return {k: v[order] for k, v in columns.items()}
+
+
+def sentence_tokens(sentence: dict[str, Any]) -> list[str]:
+    """Display texts of a sentence's tokens, indexed by position."""
+    cols = sentence["tokens"]["columns"]
+    by_position = dict(zip(cols["position"], cols["token"], strict=True))
+    return [display_token(str(by_position[i])) for i in range(len(by_position))]
+
+
+def triangle_index(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Query and key positions of a causal triangle, row by row: both shape (n(n+1)/2,)."""
+    query = np.repeat(np.arange(n), np.arange(1, n + 1))
+    key = np.concatenate([np.arange(i + 1) for i in range(n)]) if n else np.zeros(0, int)
+    return query, key
+
+
+def flatten(triangle: list[list[float]]) -> np.ndarray:
+    """A ragged causal triangle as one flat array, row by row."""
+    return np.fromiter((v for row in triangle for v in row), dtype=float)
+
+
+def as_list(values: np.ndarray) -> list[Any]:
+    """Numpy values as plain Python values (ints stay ints, bools become ints)."""
+    if values.dtype == bool:
+        return values.astype(int).tolist()
+    return values.tolist()
+
+
+def split(columns: Columns, by: Sequence[str]) -> dict[tuple[Any, ...], Columns]:
+    """Rows grouped by the values of ``by``, in first-seen order; row order kept."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for index, key in enumerate(zip(*(columns[name] for name in by), strict=True)):
+        groups.setdefault(key, []).append(index)
+    return {
+        key: {n: [col[i] for i in rows] for n, col in columns.items()}
+        for key, rows in groups.items()
+    }

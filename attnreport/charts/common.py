@@ -1,0 +1,83 @@
+"""Pieces shared by the figure modules: token axes, tooltips, titles, sizes, defaults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import numpy as np
+
+from attnreport.charts.columns import table
+
+# Axis label of a token position: "3 focus". Reads the ``tokens`` param (see widgets).
+TOKEN_LABEL = "datum.value + ' ' + tokens[datum.value]"
+
+
+def cell_step(n_tokens: int, width: float = 560.0, lo: float = 7.0, hi: float = 22.0) -> float:
+    """Pixel size of one heatmap cell so that ``n_tokens`` cells fill about ``width``."""
+    return float(min(hi, max(lo, round(width / max(n_tokens, 1), 1))))
+
+
+def token_axis(title: str, n_tokens: int, angle: int = 0) -> dict[str, Any]:
+    """X or Y channel options for a token position field: fixed domain, token labels."""
+    axis = alt.Axis(title=title, labelExpr=TOKEN_LABEL, labelAngle=angle, labelLimit=120)
+    return {"axis": axis, "scale": alt.Scale(domain=list(range(n_tokens)))}
+
+
+def token_calcs(**fields: str) -> dict[str, str]:
+    """``calculate`` expressions giving token texts, e.g. ``query_token="datum.query"``."""
+    return {name: f"tokens[{position}]" for name, position in fields.items()}
+
+
+def selection_title(text: str, subtitle: str, *params: str) -> alt.TitleParams:
+    """A title that names the widgets' current values, e.g. "Attention map (layer 3, head 1)"."""
+    if not params:
+        return alt.TitleParams(text=text, subtitle=subtitle)
+    parts = " + ', ' + ".join(f"'{p} ' + {p}" for p in params)
+    expr = f"'{text} (' + {parts} + ')'"
+    return alt.TitleParams(text=alt.ExprRef(expr=expr), subtitle=subtitle)
+
+
+def tip(field: str, title: str, fmt: str | None = None) -> alt.Tooltip:
+    """One tooltip entry; ``field`` carries its type (``"score:Q"``)."""
+    return alt.Tooltip(field, title=title, format=fmt) if fmt else alt.Tooltip(field, title=title)
+
+
+def n_layers_heads(sentence: dict[str, Any]) -> tuple[int, int]:
+    """Numbers of layers and heads, read from the attention triangles."""
+    scores = sentence["attention"]["scores"]
+    return len(scores), len(scores[0]) if scores else 0
+
+
+def default_head(sentence: dict[str, Any]) -> tuple[int, int]:
+    """The (layer, head) a sentence page opens on: the strongest first-token focus.
+
+    Ties go to the lowest layer, then the lowest head; (0, 0) when there is no focus table.
+    """
+    focus = table(sentence, "focus")
+    if not len(focus.get("layer", [])):
+        return 0, 0
+    order = np.lexsort((focus["head"], focus["layer"], -focus["first_focus"]))
+    best = order[0]
+    return int(focus["layer"][best]), int(focus["head"][best])
+
+
+def positional_scheme(manifest: dict[str, Any]) -> str:
+    """The model's positional scheme, lower case ("rope", "alibi", "absolute", ...).
+
+    Read from ``manifest["model"]["positional"]`` or ``manifest["positional"]`` (also
+    accepted: ``positional_scheme``); "unknown" when absent.
+    """
+    for where in (manifest.get("model") or {}, manifest):
+        for name in ("positional", "positional_scheme"):
+            if isinstance(where, dict) and where.get(name):
+                return str(where[name]).lower()
+    return "unknown"
+
+
+def has_position_term(manifest: dict[str, Any], breakdown: dict[str, np.ndarray]) -> bool:
+    """False for absolute-position models (and when every position term is 0)."""
+    if positional_scheme(manifest) in ("absolute", "learned", "none", "sinusoidal"):
+        return False
+    position = breakdown.get("position", np.zeros(0))
+    return bool(np.any(position != 0))

@@ -1,0 +1,106 @@
+"""The site's colour language and chart defaults, shared by every figure.
+
+- Attention weight (post-softmax, 0..1): blue (0) -> grey -> red (1), ``ATTENTION_RANGE``
+  (the "coolwarm" ramp of the seed figures). Pre-softmax scores use the same ramp over
+  their own extent.
+- The top target of a row: green when it is the current token itself (``SELF_COLOR``),
+  purple when it is the first token (``FIRST_COLOR``), dark grey otherwise. Row 0 can only
+  attend to itself and counts as "self".
+- Focus lines: self focus in greens, first-token focus in purples, concentration in
+  oranges; rank 0 (the strongest head of each layer) is the darkest line.
+- Score terms: position mustard, bias brown, content blue, query-only light grey.
+- Layers (one line each): cividis, early layers dark blue, late layers yellow.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+import altair as alt
+
+ATTENTION_RANGE = ["#3b4cc0", "#8db0fe", "#dddddd", "#f49a7b", "#b40426"]
+SELF_COLOR = "#1a9850"
+FIRST_COLOR = "#762a83"
+OTHER_COLOR = "#4d4d4d"
+
+# Top-target kind, the legend order and colours of ``kind_scale``.
+KIND_SELF, KIND_FIRST, KIND_OTHER = "self", "first token", "other token"
+KIND_DOMAIN = [KIND_SELF, KIND_FIRST, KIND_OTHER]
+KIND_RANGE = [SELF_COLOR, FIRST_COLOR, "#9e9e9e"]
+
+TERM_COLORS = {
+    "position": "#e6ab02",
+    "bias": "#a6761d",
+    "content": "#1f78b4",
+    "query_only": "#cccccc",
+}
+TERM_LABELS = {
+    "position": "position",
+    "bias": "bias (target only)",
+    "content": "content",
+    "query_only": "query only (no effect after softmax)",
+}
+
+STATISTIC_SCHEMES = {"self_focus": "greens", "first_focus": "purples", "concentration": "oranges"}
+LAYER_SCHEME = {"name": "cividis", "extent": [0, 0.92]}
+MAGNITUDE_SCHEME = "greys"
+ORIENTATION_SCHEME = "blueorange"
+
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+
+
+def attention_scale(domain: list[float] | None = None) -> alt.Scale:
+    """Blue -> red colour scale; ``domain=[0, 1]`` for attention weights, None for scores."""
+    if domain is None:
+        return alt.Scale(range=ATTENTION_RANGE, interpolate="lab")
+    return alt.Scale(domain=domain, range=ATTENTION_RANGE, interpolate="lab", clamp=True)
+
+
+def kind_scale() -> alt.Scale:
+    """Colour scale for the top-target kind (self / first token / other token)."""
+    return alt.Scale(domain=KIND_DOMAIN, range=KIND_RANGE)
+
+
+def kind_expr(query: str, key: str) -> str:
+    """Vega expression naming the kind of target ``key`` for current token ``query``."""
+    return f"{key} == {query} ? '{KIND_SELF}' : ({key} == 0 ? '{KIND_FIRST}' : '{KIND_OTHER}')"
+
+
+def lines_scheme(statistic: str) -> dict[str, Any]:
+    """Sequential scheme for focus lines, darkest first (rank 0)."""
+    return {"name": STATISTIC_SCHEMES[statistic], "extent": [1.0, 0.35]}
+
+
+def configure(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
+    """Apply the site-wide look (fonts, sizes, no view border) to a top-level chart."""
+    return (
+        chart.configure(font=FONT, background="white")
+        .configure_view(stroke=None)
+        .configure_axis(labelFontSize=11, titleFontSize=12, titleFontWeight="normal")
+        .configure_legend(labelFontSize=11, titleFontSize=12, labelLimit=260)
+        .configure_title(fontSize=15, anchor="start", subtitleFontSize=12, subtitleColor="#555")
+        .configure_header(labelFontSize=12, titleFontSize=12)
+    )
+
+
+def display_token(text: str) -> str:
+    """Token text safe to draw: control characters become visible symbols.
+
+    Controls (U+0000..U+001F, U+007F) map to the Control Pictures block (NUL -> U+2400),
+    lone surrogates to U+FFFD, a token of only spaces to open boxes (U+2423). Everything
+    else (quotes, emoji, right-to-left text, ``</script>``) is kept: it travels as data.
+    """
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if code < 0x20:
+            out.append(chr(0x2400 + code))
+        elif code == 0x7F:
+            out.append("\u2421")
+        elif 0xD800 <= code <= 0xDFFF or unicodedata.category(ch) == "Cs":
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    shown = "".join(out)
+    return shown if shown.strip() else "\u2423" * max(1, len(shown))

@@ -1,0 +1,233 @@
+"""Chart builders: valid Vega-Lite, stable specs, small pages, safe payloads, chunks, images.
+
+Snapshots live in ``tests/snapshots/<model>--<figure key>.json``; after an intended
+change, regenerate them with ``ATTNREPORT_UPDATE_SNAPSHOTS=1 python -m pytest
+tests/test_charts.py`` and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from altair.utils.schemapi import validate_jsonschema
+from altair.vegalite.v6.schema.core import load_schema
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attnreport.charts import embed, images, index_figures, sentence_figures
+from attnreport.charts.columns import sentence_tokens
+from attnreport.charts.embed import chunk_file_name, chunk_files, decode_columns, figure_payload
+from attnreport.charts.figure import Figure
+from tests.fixtures.fake_results import fake_study
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+UPDATE = os.environ.get("ATTNREPORT_UPDATE_SNAPSHOTS") == "1"
+SENTENCE_KEYS = [
+    "attention-map", "attention-breakdown", "bias-vs-position", "self-focus", "first-focus",
+    "concentration", "update-magnitude", "update-orientation", "orientation-vs-magnitude",
+    "impact-by-position", "scaling-grid", "mean-grid",
+]  # fmt: skip
+INDEX_KEYS = ["set-self-focus", "set-first-focus", "set-concentration", "set-head-impact"]
+HOSTILE = [
+    "</script><img src=x onerror=alert(1)>",
+    " \"quoted\" 'single' & <b>",
+    " \U0001f600\u200d\U0001f525",
+    " \u05e9\u05dc\u05d5\u05dd",
+    " nul\x00byte",
+    " line\u2028sep\u2029para",
+    "<!--",
+]
+
+
+@pytest.fixture(scope="module")
+def studies() -> dict[str, dict]:
+    return {p: fake_study(positional=p) for p in ("rope", "absolute", "alibi")}
+
+
+@pytest.fixture(scope="module")
+def figures(studies) -> dict[str, list[Figure]]:
+    out = {}
+    for name, study in studies.items():
+        s0 = study["sentences"][0]
+        out[name] = sentence_figures(s0, study["interventions"], study["manifest"])
+    rope = studies["rope"]
+    out["index"] = index_figures(rope["set"], rope["manifest"], rope["sentences"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def big_study() -> dict:
+    """The budget case: 30 layers x 9 heads, a 60-token sentence (plus two for the mean grid)."""
+    return fake_study(n_sentences=3, n_layers=30, n_heads=9, n_tokens=60)
+
+
+@pytest.fixture(scope="module")
+def hostile_figures() -> list[Figure]:
+    study = fake_study(n_tokens=len(HOSTILE))
+    from tests.fixtures.fake_results import fake_manifest, fake_sentence
+
+    sentences = [fake_sentence(0, tokens=HOSTILE, n_tokens=len(HOSTILE))] + study["sentences"][1:]
+    manifest = fake_manifest(sentences, n_layers=4, n_heads=3)
+    return sentence_figures(sentences[0], study["interventions"], manifest) + index_figures(
+        study["set"], manifest, sentences
+    )
+
+
+def all_figures(figures) -> list[Figure]:
+    return [f for figs in figures.values() for f in figs]
+
+
+def test_figures_come_in_study_order(figures, studies):
+    for name in ("rope", "absolute", "alibi"):
+        assert [f.key for f in figures[name]] == SENTENCE_KEYS
+    assert [f.key for f in figures["index"]] == INDEX_KEYS
+    study = studies["rope"]
+    without = sentence_figures(study["sentences"][0], None, study["manifest"])
+    assert [f.key for f in without] == SENTENCE_KEYS[:10]
+
+
+def test_every_spec_validates_against_vega_lite(figures):
+    """Builders validate through Altair's ``to_dict()``; this re-checks the final dicts."""
+    schema = load_schema()
+    for fig in all_figures(figures):
+        validate_jsonschema(fig.spec, schema)
+        if fig in figures["rope"]:  # static specs differ only in their data (slow to check all)
+            validate_jsonschema(fig.static_spec, schema)
+        assert fig.spec["data"] == {"name": fig.key}
+        assert fig.title and fig.caption and fig.spec.get("title")
+
+
+def test_position_term_follows_the_model(figures):
+    rope, absolute = (dict((f.key, f) for f in figures[n]) for n in ("rope", "absolute"))
+    assert "RoPE" in rope["attention-breakdown"].caption
+    assert "position" in json.dumps(rope["attention-breakdown"].spec["transform"])
+    caption = absolute["attention-breakdown"].caption
+    assert "absolute position" in caption and "no separate position term" in caption
+    folds = [t for t in absolute["attention-breakdown"].spec["transform"] if "fold" in t]
+    assert folds and "position" not in folds[0]["fold"]
+    assert "position" not in absolute["bias-vs-position"].inline
+    alibi = dict((f.key, f) for f in figures["alibi"])
+    assert "ALiBi" in alibi["attention-breakdown"].caption
+
+
+@pytest.mark.parametrize("group", ["rope", "absolute", "index"])
+def test_specs_match_snapshots(figures, group):
+    SNAPSHOTS.mkdir(exist_ok=True)
+    for fig in figures[group]:
+        path = SNAPSHOTS / f"{group}--{fig.key}.json"
+        text = json.dumps(fig.spec, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+        if UPDATE or not path.exists():
+            path.write_text(text, encoding="utf-8")
+            if not UPDATE:
+                pytest.fail(f"new snapshot {path.name} written; check it and commit it")
+        assert text == path.read_text(encoding="utf-8"), (
+            f"{path.name} changed; if intended: ATTNREPORT_UPDATE_SNAPSHOTS=1 pytest {__file__}"
+        )
+
+
+def test_sentence_page_payload_is_under_one_megabyte(big_study):
+    s0 = big_study["sentences"][0]
+    figs = sentence_figures(s0, big_study["interventions"], big_study["manifest"])
+    sizes = {f.key: len(figure_payload(f).encode("utf-8")) for f in figs}
+    assert sum(sizes.values()) < 1_000_000, sizes
+    assert max(sizes.values()) < 300_000, sizes
+
+
+def test_hostile_tokens_never_appear_raw(hostile_figures):
+    expected = sentence_tokens({"tokens": {"columns": {"position": list(range(len(HOSTILE))),
+                                                       "token": HOSTILE}}})  # fmt: skip
+    assert HOSTILE[0] in expected
+    seen_tokens = False
+    for fig in hostile_figures:
+        texts = [figure_payload(fig), *chunk_files(fig).values()]
+        for text in texts:
+            for raw in ("</script", "<img", "<!--", "<", ">", "&", "\u2028", "\u2029", "\x00"):
+                assert raw not in text, (fig.key, raw)
+            assert text.isascii()
+        payload = json.loads(figure_payload(fig))
+        assert payload["spec"] == fig.spec
+        params = {p["name"]: p.get("value") for p in payload["spec"].get("params", [])}
+        if "tokens" in params:
+            assert params["tokens"] == expected
+            seen_tokens = True
+    assert seen_tokens
+
+
+def _chunk_columns(source: str) -> tuple[str, dict]:
+    """(registered id, encoded columns) of a chunk file's JS source."""
+    prefix, suffix = "window.attnreport.register(", ");\n"
+    assert source.startswith(prefix) and source.endswith(suffix)
+    ident, columns = json.loads("[" + source[len(prefix) : -len(suffix)] + "]")
+    return ident, columns
+
+
+def test_chunks_referenced_by_payloads_exist_and_match(figures):
+    for fig in all_figures(figures):
+        payload = json.loads(figure_payload(fig))
+        files = chunk_files(fig)
+        named = set(payload["chunks"].values())
+        assert named == set(fig.chunks)
+        for chunk in named:
+            ident, columns = _chunk_columns(files[chunk_file_name(fig.key, chunk)])
+            assert ident == f"{fig.key}--{chunk}"
+            assert decode_columns(columns) == fig.chunks[chunk]
+        if fig.chunks:
+            assert payload["inline_chunk"] in named
+            ident, columns = _chunk_columns(
+                files[chunk_file_name(fig.key, payload["inline_chunk"])]
+            )
+            assert decode_columns(payload["inline"]) == decode_columns(columns)
+            # the widgets' initial values select the inlined chunk
+            values = {p["name"]: p.get("value") for p in fig.spec["params"]}
+            key = "|".join(str(values[p]) for p in payload["chunk_params"])
+            assert payload["chunks"][key] == payload["inline_chunk"]
+        else:
+            assert files == {} and payload["chunk_params"] == []
+        assert decode_columns(payload["inline"]) == fig.inline
+
+
+def test_static_spec_holds_the_inline_rows(figures):
+    for fig in all_figures(figures):
+        rows = fig.static_spec["data"]["values"]
+        n = len(next(iter(fig.inline.values()))) if fig.inline else 0
+        assert len(rows) == n
+
+
+values = st.one_of(st.integers(-5, 5), st.sampled_from([0.5, 1.0, -2.25]), st.sampled_from("ab"))
+
+
+@given(st.lists(values, max_size=40))
+def test_column_encoding_round_trips(column):
+    encoded = embed.encode_column(column)
+    assert embed.decode_column(encoded) == column
+    assert len(json.dumps(encoded)) <= len(json.dumps(column)) + 2
+
+
+def test_images_export_a_small_figure(figures):
+    fig = next(f for f in figures["rope"] if f.key == "self-focus")
+    svg, png = images.export_images(fig)
+    assert "<svg" in svg
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_oversized_static_spec_is_refused_without_vl_convert(figures, monkeypatch, caplog):
+    def boom(*args, **kwargs):
+        raise AssertionError("vl-convert must not be called")
+
+    monkeypatch.setattr(images.vl_convert, "vegalite_to_svg", boom)
+    monkeypatch.setattr(images.vl_convert, "vegalite_to_png", boom)
+    fig = next(f for f in figures["rope"] if f.key == "attention-map")
+    rows = [{"query": 0, "key": 0, "score": 0.0}] * (images.MAX_ROWS + 1)
+    big = replace(fig, static_spec={**fig.static_spec, "data": {"values": rows}})
+    with caplog.at_level(logging.WARNING, logger="attnreport.charts.images"):
+        assert images.export_images(big) is None
+    assert "no static image" in caplog.text
+    heavy = replace(
+        fig, static_spec={**fig.static_spec, "description": "x" * (images.MAX_BYTES + 1)}
+    )
+    assert images.export_images(heavy) is None
