@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from attnreport.charts.embed import figure_payload as payload
 from attnreport.errors import AttnReportError
 from attnreport.site import SiteOptions, assemble_site, date_from_env, prose
+from attnreport.site.assemble import stable_svg_ids
 from attnreport.site.context import visible
 from attnreport.site.render import render_404, script_json
 from attnreport.site.slugs import MAX_WORDS_CHARS, sentence_filename, sentence_slug
@@ -247,18 +248,40 @@ def test_unsafe_figure_key_is_rejected(study):
         assemble_site(study, OPTIONS, bad)
 
 
+REAL = fake_study(2, n_layers=2, n_heads=2, n_tokens=5)
+
+
+@pytest.fixture(scope="module")
+def real_site():
+    return assemble_site(REAL, OPTIONS, site_charts())
+
+
 @pytest.mark.slow
-def test_site_with_the_real_chart_builders():
+def test_site_with_the_real_chart_builders(real_site):
     """Real figures: numbered 1-12 on the interventions page, in the four parts, images linked."""
-    study = fake_study(2, n_layers=2, n_heads=2, n_tokens=5)
-    files = assemble_site(study, OPTIONS, site_charts())
+    files = real_site
     for name, html in pages(files).items():
         page = scan(html)
         assert link_problems(name, page, files) == [], name
         assert page.figure_numbers == list(range(1, len(page.figure_numbers) + 1)), name
-    first = pages(files)[sentence_filename(0, study["sentences"][0]["sentence"]["text"])]
+    first = pages(files)[sentence_filename(0, REAL["sentences"][0]["sentence"]["text"])]
     assert scan(first).figure_numbers == list(range(1, 13))
     assert "Lines in Figures 4-6 are sorted heads" in first
     assert any(n.endswith(".png") for n in files) and any(n.endswith(".svg") for n in files)
-    second = pages(files)[sentence_filename(1, study["sentences"][1]["sentence"]["text"])]
+    second = pages(files)[sentence_filename(1, REAL["sentences"][1]["sentence"]["text"])]
     assert 'The intervention figures are on the page of <a href="s000' in second
+
+
+@pytest.mark.slow
+def test_real_site_is_byte_identical_when_assembled_again(real_site):
+    again = assemble_site(REAL, OPTIONS, site_charts())
+    assert [k for k in again if again[k] != real_site.get(k)] == []
+    assert list(again) == list(real_site)
+
+
+def test_svg_ids_are_renumbered_per_file():
+    svg = b'<g id="gradient_9"/><g id="gradient_12"/><p fill="url(#gradient_12)" s="url(#gradient_9)"/>'
+    assert stable_svg_ids(svg) == (
+        b'<g id="gradient_1"/><g id="gradient_2"/><p fill="url(#gradient_2)" s="url(#gradient_1)"/>'
+    )
+    assert stable_svg_ids(b"<svg/>") == b"<svg/>"

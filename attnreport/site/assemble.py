@@ -102,6 +102,26 @@ def _text(value: bytes | str) -> bytes:
     return value if isinstance(value, bytes) else value.encode("utf-8")
 
 
+_SVG_ID = re.compile(rb'id="((?:gradient_|clip|pattern_)\d+)"')
+
+
+def stable_svg_ids(svg: bytes) -> bytes:
+    """Renumber Vega's generated SVG ids (``gradient_17``) 1, 2, ... in order of appearance.
+
+    Vega numbers them from a counter that lives as long as the process, so the same figure
+    exported twice differs; renumbering per file makes the images byte-reproducible.
+    """
+    ids: dict[bytes, bytes] = {}
+    for m in _SVG_ID.finditer(svg):
+        old = m.group(1)
+        ids.setdefault(old, re.sub(rb"\d+$", str(len(ids) + 1).encode(), old))
+    if not ids:
+        return svg
+    names = b"|".join(re.escape(k) for k in sorted(ids, key=len, reverse=True))
+    pattern = re.compile(rb'(?<=["#])(' + names + rb')(?=[")])')
+    return pattern.sub(lambda m: ids[m.group(1)], svg)
+
+
 def _figure_files(
     page: str, fig: Figure, charts: ChartSource, options: SiteOptions, files: dict[str, bytes]
 ) -> FigureInput:
@@ -121,7 +141,8 @@ def _figure_files(
         for kind, content in sorted(charts.images(fig).items()):
             if kind in ("svg", "png"):
                 paths[kind] = f"figures/{page}/{fig.key}.{kind}"
-                files[paths[kind]] = _text(content)
+                data = _text(content)
+                files[paths[kind]] = stable_svg_ids(data) if kind == "svg" else data
     return FigureInput(
         figure=fig,
         payload=charts.payload(fig),
