@@ -28,10 +28,19 @@ from tests.fixtures.fake_results import fake_study
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("ATTNREPORT_UPDATE_SNAPSHOTS") == "1"
 SENTENCE_KEYS = [
-    "attention-map", "attention-breakdown", "bias-vs-position", "self-focus", "first-focus",
-    "concentration", "update-magnitude", "update-orientation", "orientation-vs-magnitude",
-    "impact-by-position", "scaling-grid", "mean-grid",
-]  # fmt: skip
+    "attention-map",
+    "attention-breakdown",
+    "bias-vs-position",
+    "self-focus",
+    "first-focus",
+    "concentration",
+    "update-magnitude",
+    "update-orientation",
+    "orientation-vs-magnitude",
+    "impact-by-position",
+    "scaling-grid",
+    "mean-grid",
+]
 INDEX_KEYS = ["set-self-focus", "set-first-focus", "set-concentration", "set-head-impact"]
 HOSTILE = [
     "</script><img src=x onerror=alert(1)>",
@@ -139,8 +148,9 @@ def test_sentence_page_payload_is_under_one_megabyte(big_study):
 
 
 def test_hostile_tokens_never_appear_raw(hostile_figures):
-    expected = sentence_tokens({"tokens": {"columns": {"position": list(range(len(HOSTILE))),
-                                                       "token": HOSTILE}}})  # fmt: skip
+    expected = sentence_tokens(
+        {"tokens": {"columns": {"position": list(range(len(HOSTILE))), "token": HOSTILE}}}
+    )
     assert HOSTILE[0] in expected
     seen_tokens = False
     for fig in hostile_figures:

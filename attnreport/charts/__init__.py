@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnreport.charts import attention, breakdown, focus, impact, interventions
+from attnreport.charts import attention, block_impact, breakdown, focus, impact, interventions
 from attnreport.charts.figure import Columns, Figure
 
 __all__ = ["Columns", "Figure", "index_figures", "sentence_figures"]
@@ -39,7 +39,7 @@ def sentence_figures(
         impact.histogram_figure(sentence, "magnitude"),
         impact.histogram_figure(sentence, "orientation"),
         impact.scatter_figure(sentence),
-        impact.block_impact_figure(sentence),
+        block_impact.block_impact_figure(sentence),
     ]
     if interventions_results:
         figures.append(interventions.scaling_figure(interventions_results, sentence, manifest))
@@ -54,5 +54,5 @@ def index_figures(
     n_sentences = len(sentences) or len(manifest.get("sentences") or [])
     return [
         *(focus.pooled_focus_figure(set_results, s, n_sentences) for s in focus.STATISTICS),
-        impact.pooled_impact_figure(set_results),
+        block_impact.pooled_impact_figure(set_results),
     ]

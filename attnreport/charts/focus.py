@@ -36,8 +36,9 @@ WHAT = {
 QUARTILES = ("min", "q1", "median", "q3", "max")
 
 
-def focus_rows(sorted_table: dict[str, np.ndarray], statistic: str,
-               pooled: dict[str, np.ndarray] | None = None) -> Columns:  # fmt: skip
+def focus_rows(
+    sorted_table: dict[str, np.ndarray], statistic: str, pooled: dict[str, np.ndarray] | None = None
+) -> Columns:
     """Rows layer, line, head, value of one statistic (+ min, q1, median, q3, max if pooled)."""
     rows = select(sorted_table, sorted_table["statistic"] == statistic)
     out: Columns = {name: as_list(rows[name]) for name in ("layer", "line", "head")}
@@ -81,12 +82,24 @@ def focus_lines_chart(
     """One line per rank: ``value`` against layer, coloured dark (rank 0) to light."""
     name, axis_title = NAMES[statistic]
     base = alt.Chart().encode(
-        x=alt.X("layer:Q", title="layer", scale=alt.Scale(domain=[0, max(n_layers - 1, 1)]),
-                axis=alt.Axis(format="d", tickMinStep=1)),
-        color=alt.Color("line:O", scale=alt.Scale(scheme=lines_scheme(statistic)),
-                        legend=alt.Legend(title="rank in layer (0 = top)", symbolLimit=12, symbolOpacity=1, symbolType="stroke")),
+        x=alt.X(
+            "layer:Q",
+            title="layer",
+            scale=alt.Scale(domain=[0, max(n_layers - 1, 1)]),
+            axis=alt.Axis(format="d", tickMinStep=1),
+        ),
+        color=alt.Color(
+            "line:O",
+            scale=alt.Scale(scheme=lines_scheme(statistic)),
+            legend=alt.Legend(
+                title="rank in layer (0 = top)",
+                symbolLimit=12,
+                symbolOpacity=1,
+                symbolType="stroke",
+            ),
+        ),
         tooltip=_tooltips(statistic, pooled),
-    )  # fmt: skip
+    )
     lines = base.mark_line(point=alt.OverlayMarkDef(size=22), strokeWidth=1.5).encode(
         y=alt.Y("value:Q", title=axis_title, scale=alt.Scale(domain=[0, 1]))
     )
@@ -107,10 +120,14 @@ def focus_lines_chart(
 
 def _caption(statistic: str, pooled: bool, n_sentences: int = 0) -> str:
     what = WHAT[statistic]
-    first = f"For every layer, {what}, for each head." if not pooled else (
-        f"As on the sentence pages, {what}, now over all {n_sentences} sentences: each "
-        "point is a head's value pooled over every token of the set."
-    )  # fmt: skip
+    first = (
+        f"For every layer, {what}, for each head."
+        if not pooled
+        else (
+            f"As on the sentence pages, {what}, now over all {n_sentences} sentences: each "
+            "point is a head's value pooled over every token of the set."
+        )
+    )
     spread = (
         " The band spans the lowest to the highest value of that head across sentences; "
         "hover for the quartiles."
@@ -130,8 +147,13 @@ def focus_figure(sentence: dict[str, Any], statistic: str) -> Figure:
     n_layers = len(sentence["attention"]["scores"])
     key = statistic.replace("_", "-")
     chart = focus_lines_chart(key, statistic, n_layers)
-    return build_figure(key=key, title=NAMES[statistic][0] + " across layers",
-                        caption=_caption(statistic, False), chart=chart, rows=rows)  # fmt: skip
+    return build_figure(
+        key=key,
+        title=NAMES[statistic][0] + " across layers",
+        caption=_caption(statistic, False),
+        chart=chart,
+        rows=rows,
+    )
 
 
 def pooled_focus_figure(set_results: dict[str, Any], statistic: str, n_sentences: int) -> Figure:
@@ -141,5 +163,10 @@ def pooled_focus_figure(set_results: dict[str, Any], statistic: str, n_sentences
     n_layers = int(np.max(sorted_table["layer"])) + 1 if len(sorted_table["layer"]) else 1
     key = "set-" + statistic.replace("_", "-")
     chart = focus_lines_chart(key, statistic, n_layers, pooled=True)
-    return build_figure(key=key, title=NAMES[statistic][0] + " over the sentence set",
-                        caption=_caption(statistic, True, n_sentences), chart=chart, rows=rows)  # fmt: skip
+    return build_figure(
+        key=key,
+        title=NAMES[statistic][0] + " over the sentence set",
+        caption=_caption(statistic, True, n_sentences),
+        chart=chart,
+        rows=rows,
+    )

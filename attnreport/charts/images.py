@@ -63,8 +63,15 @@ def export_images(fig: Figure) -> tuple[str, bytes] | None:
         return None
     rows, size = static_size(spec)
     if rows > MAX_ROWS or size > MAX_BYTES:
-        log.warning("figure %s: no static image, its default view has %d rows / %d bytes "
-                    "(bound %d rows / %d bytes)", fig.key, rows, size, MAX_ROWS, MAX_BYTES)  # fmt: skip
+        log.warning(
+            "figure %s: no static image, its default view has %d rows / %d bytes "
+            "(bound %d rows / %d bytes)",
+            fig.key,
+            rows,
+            size,
+            MAX_ROWS,
+            MAX_BYTES,
+        )
         return None
     try:
         svg = vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION)

@@ -1,0 +1,157 @@
+"""Figure 10 (impact by position) and the index page's pooled head impact.
+
+- Fig 10: ``||block output|| / ||x||`` against token position, one line per layer;
+  purple points mark tokens for which at least one head of that layer attends most to
+  the first token (point size = the share of such heads). All rows inline.
+- Index: mean ``||u||/||x||`` and ``cos(u, x)`` per (layer, head) over the whole set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+
+from attnreport.charts import common, widgets
+from attnreport.charts.assemble import build_figure
+from attnreport.charts.columns import as_list, rounded, sentence_tokens, sort_rows, table
+from attnreport.charts.common import tip, token_axis
+from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.theme import FIRST_COLOR, LAYER_SCHEME, MAGNITUDE_SCHEME, ORIENTATION_SCHEME
+
+
+def block_impact_chart(key: str, tokens: list[str], n_layers: int, n_heads: int) -> alt.LayerChart:
+    """Fig 10: block output norm ratio per token, one line per layer, first-token marks."""
+    n = len(tokens)
+    base = alt.Chart().encode(
+        x=alt.X("query:O", **token_axis("token", n, angle=-60)),
+        y=alt.Y("magnitude:Q", title="||attention block output|| / ||x||"),
+        tooltip=[
+            tip("token:N", "token"),
+            tip("query:O", "position"),
+            tip("layer:O", "layer"),
+            tip("magnitude:Q", "magnitude", ".3f"),
+            tip("top_first_heads:Q", "heads whose top target is the first token"),
+        ],
+    )
+    lines = base.mark_line(strokeWidth=1.2, opacity=0.75).encode(
+        color=alt.Color(
+            "layer:Q",
+            scale=alt.Scale(scheme=LAYER_SCHEME),
+            legend=alt.Legend(title="layer", format="d"),
+        ),
+        detail="layer:O",
+    )
+    marks = (
+        base.transform_filter("datum.top_first_heads > 0")
+        .mark_point(filled=True, color=FIRST_COLOR, opacity=0.8, stroke="white", strokeWidth=0.5)
+        .encode(
+            size=alt.Size(
+                "share_first:Q",
+                title="share of heads on the first token",
+                scale=alt.Scale(domain=[0, 1], range=[4, 90]),
+            )
+        )
+    )
+    title = alt.TitleParams(
+        text="Impact by position",
+        subtitle="purple = some heads of that layer attend most to the first token",
+    )
+    return (
+        alt.layer(lines, marks, data=alt.Data(name=key))
+        .transform_calculate(
+            token="tokens[datum.query]", share_first=f"datum.top_first_heads / {max(n_heads, 1)}"
+        )
+        .add_params(widgets.tokens_param(tokens))
+        .properties(title=title, width=alt.Step(common.cell_step(n, width=600, hi=28)), height=300)
+    )
+
+
+def block_impact_figure(sentence: dict[str, Any]) -> Figure:
+    """Fig 10, all layers inline (layers x tokens rows)."""
+    n_layers, n_heads = common.n_layers_heads(sentence)
+    block = sort_rows(table(sentence, "block_impact"), ("layer", "query"))
+    rows: Columns = {name: as_list(block[name]) for name in ("layer", "query", "top_first_heads")}
+    rows["magnitude"] = rounded(block["magnitude"])
+    chart = block_impact_chart("impact-by-position", sentence_tokens(sentence), n_layers, n_heads)
+    caption = (
+        "The change made by the whole attention block (all heads together) relative to the "
+        "hidden state, for every token, one line per layer (dark = early, yellow = late). "
+        "Purple points mark tokens for which heads of that layer attend most to the first "
+        "token; larger points mean more such heads. Check whether those tokens get smaller "
+        "updates."
+    )
+    return build_figure(
+        key="impact-by-position",
+        title="Impact by position",
+        caption=caption,
+        chart=chart,
+        rows=rows,
+    )
+
+
+def pooled_impact_chart(key: str) -> alt.HConcatChart:
+    """Index: mean magnitude and mean orientation per (layer, head) over the set, as heatmaps."""
+    base = alt.Chart().encode(
+        x=alt.X("head:O", title="head"),
+        y=alt.Y("layer:O", title="layer", sort="descending"),
+        tooltip=[
+            tip("layer:O", "layer"),
+            tip("head:O", "head"),
+            tip("magnitude:Q", "mean ||u||/||x||", ".3f"),
+            tip("orientation:Q", "mean cos(u, x)", ".3f"),
+            tip("n_tokens:Q", "tokens"),
+        ],
+    )
+    magnitude = (
+        base.mark_rect()
+        .encode(
+            color=alt.Color(
+                "magnitude:Q",
+                scale=alt.Scale(scheme=MAGNITUDE_SCHEME),
+                legend=alt.Legend(title="mean ||u||/||x||"),
+            )
+        )
+        .properties(title="update magnitude", width=alt.Step(18), height=alt.Step(12))
+    )
+    orientation = (
+        base.mark_rect()
+        .encode(
+            color=alt.Color(
+                "orientation:Q",
+                legend=alt.Legend(title="mean cos(u, x)"),
+                scale=alt.Scale(scheme=ORIENTATION_SCHEME, domain=[-1, 1], domainMid=0),
+            )
+        )
+        .properties(title="update orientation", width=alt.Step(18), height=alt.Step(12))
+    )
+    title = alt.TitleParams(
+        text="Head impact over the sentence set", subtitle="mean over every token"
+    )
+    return (
+        alt.hconcat(magnitude, orientation, data=alt.Data(name=key))
+        .resolve_scale(color="independent")
+        .properties(title=title)
+    )
+
+
+def pooled_impact_figure(set_results: dict[str, Any]) -> Figure:
+    """The index page's head impact figure (all rows inline: layers x heads)."""
+    pooled = sort_rows(table(set_results, "impact_pooled"), ("layer", "head"))
+    rows: Columns = {name: as_list(pooled[name]) for name in ("layer", "head", "n_tokens")}
+    for name in ("magnitude", "orientation"):
+        rows[name] = rounded(pooled[name])
+    caption = (
+        "For every layer (rows) and head (columns), the mean over all tokens of the set of "
+        "how strongly the head changes the hidden state (left) and of the direction of the "
+        "change (right: blue cancels part of the hidden state, orange adds along it). Look "
+        "for heads that write large updates and for layers where updates turn negative."
+    )
+    key = "set-head-impact"
+    return build_figure(
+        key=key,
+        title="Head impact over the sentence set",
+        caption=caption,
+        chart=pooled_impact_chart(key),
+        rows=rows,
+    )

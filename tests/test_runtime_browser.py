@@ -1,0 +1,119 @@
+"""runtime.js in Chromium from file://: first render, chunk loading, failures, hostile tokens.
+
+The page here is the minimal one that ``attnreport.charts.embed`` documents: the raw
+``vl_convert.javascript_bundle()`` and ``runtime.js`` as classic scripts, then one
+``.ar-chart`` div and one JSON payload script per figure, chunk files in a folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import vl_convert
+
+from attnreport.charts import attention, interventions
+from attnreport.charts.embed import chunk_files, figure_payload, runtime_js
+from attnreport.charts.figure import Figure
+from tests.fixtures.fake_results import fake_manifest, fake_sentence, fake_study
+
+pytest_plugins = ["tests.browser"]
+pytestmark = pytest.mark.browser
+HOSTILE = ["</script><img src=x onerror=alert(1)>", " it's", ' "q"', " \u05e9\u05dc", " \U0001f600"]
+RECTS = "el => el.querySelectorAll('.mark-rect.role-mark path').length"  # heatmap cells
+
+
+def write_page(folder: Path, figures: list[Figure]) -> Path:
+    """The documented DOM protocol, written by hand (the site writer does the same)."""
+    (folder / "assets").mkdir(parents=True)
+    (folder / "assets" / "vega.js").write_text(vl_convert.javascript_bundle(), encoding="utf-8")
+    (folder / "assets" / "runtime.js").write_text(runtime_js(), encoding="utf-8")
+    body = []
+    for fig in figures:
+        chunk_dir = folder / "data" / fig.key
+        chunk_dir.mkdir(parents=True)
+        for name, source in chunk_files(fig).items():
+            (chunk_dir / name).write_text(source, encoding="utf-8")
+        body.append(
+            f'<div class="ar-chart" id="ar-chart-{fig.key}" data-key="{fig.key}" '
+            f'data-chunks="data/{fig.key}/"></div>\n'
+            f'<script type="application/json" id="ar-data-{fig.key}">{figure_payload(fig)}</script>'
+        )
+    page = folder / "index.html"
+    page.write_text(
+        '<!doctype html><html><head><meta charset="utf-8">'
+        '<script src="assets/vega.js"></script><script src="assets/runtime.js"></script>'
+        "</head><body>" + "\n".join(body) + "</body></html>",
+        encoding="utf-8",
+    )
+    return page
+
+
+@pytest.fixture(scope="module")
+def page_path(tmp_path_factory) -> Path:
+    study = fake_study(n_tokens=len(HOSTILE))
+    sentence = fake_sentence(0, tokens=HOSTILE, n_tokens=len(HOSTILE))
+    manifest = fake_manifest([sentence, *study["sentences"][1:]], n_layers=4, n_heads=3)
+    figures = [
+        attention.attention_map_figure(sentence),
+        interventions.scaling_figure(study["interventions"], sentence, manifest),
+    ]
+    folder = tmp_path_factory.mktemp("runtime") / "site"
+    path = write_page(folder, figures)
+    (folder / "data" / "attention-map" / "attention-map--l3-h0.js").unlink()  # a missing chunk
+    return path
+
+
+def set_slider(page, chart: str, index: int, value: int) -> None:
+    slider = page.locator(f"#ar-chart-{chart} input[type=range]").nth(index)
+    slider.fill(str(value))
+    slider.dispatch_event("input")
+
+
+def test_runtime_renders_and_loads_chunks_from_file_urls(offline_page, page_path):
+    page = offline_page.page
+    page.goto(page_path.as_uri())
+    page.wait_for_function("document.body.dataset.chartsReady === '2'", timeout=30_000)
+    charts = page.locator(".ar-chart")
+    assert [charts.nth(i).get_attribute("data-rendered") for i in range(2)] == ["true", "true"]
+    chart = page.locator("#ar-chart-attention-map")
+    n = len(HOSTILE)
+    assert chart.evaluate(RECTS) == n * (n + 1) // 2
+
+    layer, head = (
+        int(v)
+        for v in page.locator("#ar-chart-attention-map input").evaluate_all(
+            "els => els.map(e => e.value)"
+        )
+    )
+    other = 2 if layer != 2 else 1
+    set_slider(page, "attention-map", 0, other)
+    script = f"data/attention-map/attention-map--l{other}-h{head}.js"
+    page.wait_for_function(f"!!document.querySelector('script[src=\"{script}\"]')", timeout=5_000)
+    page.wait_for_function("!document.getElementById('ar-chart-attention-map').dataset.loading")
+    cells = f"({RECTS})(document.getElementById('ar-chart-attention-map')) === {n * (n + 1) // 2}"
+    page.wait_for_function(cells)
+    assert f"layer {other}" in chart.locator(".role-title-text").first.text_content()
+
+    set_slider(page, "attention-map", 1, 0)
+    set_slider(page, "attention-map", 0, 3)  # its chunk file was removed
+    status = page.locator("#ar-chart-attention-map + .ar-status")
+    status.filter(has_text="Could not load").wait_for(timeout=5_000)
+
+    grid_head = int(page.locator("#ar-chart-scaling-grid input[type=range]").input_value())
+    page.locator("#ar-chart-scaling-grid input[value=last]").check()
+    last = f"scaling-grid--h{grid_head}-last.js"
+    page.wait_for_function(f"!!document.querySelector('script[src$=\"{last}\"]')")
+    # the only error is the chunk file removed on purpose
+    assert offline_page.errors == ["Failed to load resource: net::ERR_FILE_NOT_FOUND"]
+    assert offline_page.dialogs == [] and offline_page.blocked == []
+
+
+def test_hostile_tokens_are_drawn_as_text(offline_page, page_path):
+    page = offline_page.page
+    page.goto(page_path.as_uri())
+    page.wait_for_function("document.body.dataset.chartsReady === '2'", timeout=30_000)
+    labels = page.locator("#ar-chart-attention-map .role-axis-label text").all_text_contents()
+    assert "0 </script><img" in labels[0]  # the label is cut at 120 px, drawn as text
+    assert page.locator("img").count() == 0
+    assert offline_page.dialogs == [] and offline_page.errors == []
