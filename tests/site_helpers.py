@@ -14,6 +14,7 @@ from typing import Any
 from attnreport.charts import embed
 from attnreport.charts.figure import Columns, Figure
 from attnreport.site import ChartSource
+from attnreport.site.context import part
 from attnreport.site.prose import rows
 
 
@@ -91,7 +92,7 @@ def _bars(data: list[dict[str, Any]], key: str, title: str) -> Figure:
 
 def sentence_figures(results: dict[str, Any], index: int) -> list[Figure]:
     """Three figures for sentence ``index``: heatmap (part 1), lines (2), impact (3)."""
-    s = results["sentences"][index]
+    s = part(results, "sentences")[index]
     tables = s["tables"]
     return [
         _heatmap(s),
@@ -102,7 +103,7 @@ def sentence_figures(results: dict[str, Any], index: int) -> list[Figure]:
 
 def index_figures(results: dict[str, Any]) -> list[Figure]:
     """Two set-wide figures: sorted pooled focus lines and pooled impact."""
-    tables = results["set"]["tables"]
+    tables = part(results, "set")["tables"]
     return [
         _lines(tables["focus_sorted"], "set-focus-sorted", "Pooled first-token focus"),
         _bars(rows(tables["impact_pooled"]), "set-impact", "Pooled head impact"),

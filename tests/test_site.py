@@ -285,3 +285,15 @@ def test_svg_ids_are_renumbered_per_file():
         b'<g id="gradient_1"/><g id="gradient_2"/><p fill="url(#gradient_2)" s="url(#gradient_1)"/>'
     )
     assert stable_svg_ids(b"<svg/>") == b"<svg/>"
+
+
+def test_results_as_an_object_give_the_same_site(study, site):
+    """``StudyResults`` passes the parts as attributes; a mapping passes them as keys."""
+    from types import SimpleNamespace
+
+    assert assemble_site(SimpleNamespace(**study), OPTIONS, demo_charts()) == site
+
+
+def test_lede_from_options_replaces_the_computed_one(study):
+    files = assemble_site(study, SiteOptions(lede="Hello <b>reader</b>"), demo_charts())
+    assert "Hello &lt;b&gt;reader&lt;/b&gt;" in files["index.html"].decode()

@@ -243,23 +243,25 @@ def sentence_page(
     )
 
 
+def _lede(meta: PageMeta, n_sentences: int, options: SiteOptions) -> tuple[Paragraph, ...]:
+    if options.lede:
+        return (Paragraph(options.lede),)
+    return (
+        Paragraph(
+            f"This report opens up the attention layers of {meta.model_name} on {n_sentences} "
+            "sentences: what each head looks at, how that changes from layer to layer, what "
+            "attention adds to each token, and what happens when it is disturbed."
+        ),
+    )
+
+
 def index_page(
     results: Any, figures: Sequence[FigureInput], options: SiteOptions, pages: Sequence[str]
 ) -> IndexContext:
     """The context of the index page; ``pages[i]`` is sentence ``i``'s file name."""
-    manifest = part(results, "manifest") or {}
     sentences = part(results, "sentences") or []
     tables = (part(results, "set") or {}).get("tables", {})
     meta = page_meta(results, options)
-    lede = (
-        [options.lede]
-        if options.lede
-        else [
-            f"This report opens up the attention layers of {meta.model_name} on "
-            f"{len(sentences)} sentences: what each head looks at, how that changes from layer "
-            "to layer, what attention adds to each token, and what happens when it is disturbed."
-        ]
-    )
     text = prose.set_summary(
         prose.rows(tables.get("focus_pooled")),
         prose.rows(tables.get("impact_pooled")),
@@ -275,12 +277,11 @@ def index_page(
         Link(href, visible(str(s.get("sentence", {}).get("text", ""))))
         for href, s in zip(pages, sentences, strict=True)
     )
-    section = SectionContext("set", "Across the sentence set", tuple(paras), figs)
     return IndexContext(
         meta=meta,
-        lede=tuple(_paras(lede)),
-        model_card=model_card(manifest),
+        lede=_lede(meta, len(sentences), options),
+        model_card=model_card(part(results, "manifest") or {}),
         sentences=links,
-        sections=(section,),
+        sections=(SectionContext("set", "Across the sentence set", tuple(paras), figs),),
         footnotes=notes.all,
     )
