@@ -297,3 +297,12 @@ def test_results_as_an_object_give_the_same_site(study, site):
 def test_lede_from_options_replaces_the_computed_one(study):
     files = assemble_site(study, SiteOptions(lede="Hello <b>reader</b>"), demo_charts())
     assert "Hello &lt;b&gt;reader&lt;/b&gt;" in files["index.html"].decode()
+
+
+def test_first_token_lead_for_one_all_and_no_layers():
+    assert prose.first_token_lead(focus_table({0: [0.9, 0.9], 1: [0.1, 0.1]})) == (
+        "Layer 0 puts most heads on the first token."
+    )
+    assert prose.first_token_lead(focus_table({0: [0.9, 0.9], 1: [0.8, 0.6]})) == (
+        "All 2 layers put most of their heads on the first token."
+    )

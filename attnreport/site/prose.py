@@ -74,16 +74,24 @@ def first_token_layers(focus: Sequence[Row], field: str = "first_focus") -> list
     return out
 
 
+def first_token_lead(focus: Sequence[Row], field: str = "first_focus") -> str:
+    """``Layers 3, 4 and 7 put most heads on the first token.`` (or all, or none)."""
+    layers = first_token_layers(focus, field)
+    n_layers = len(by_layer(focus, field))
+    if not layers:
+        return "No layer puts most of its heads on the first token."
+    if len(layers) == n_layers > 1:
+        return f"All {n_layers} layers put most of their heads on the first token."
+    verb = "puts" if len(layers) == 1 else "put"
+    return f"{layer_list(layers)} {verb} most heads on the first token."
+
+
 def focus_summary(focus: Sequence[Row]) -> list[str]:
     """Part 1 text: which layers look at the first token, the strongest self-focus head."""
     if not focus or all(int(r.get("n_queries", 1)) == 0 for r in focus):
         return ["This sentence has a single token, so no query has a choice of keys."]
-    first = first_token_layers(focus)
+    lead = first_token_lead(focus)
     n_first = sum(float(r["first_focus"]) > MOST for r in focus)
-    if first:
-        lead = f"{layer_list(first)} put most heads on the first token."
-    else:
-        lead = "No layer puts most of its heads on the first token."
     text = [
         f"{lead} Across the sentence, {n_first} of {len(focus)} heads make the first "
         "token the top key for most queries."
@@ -223,13 +231,8 @@ def set_summary(pooled: Sequence[Row], impact: Sequence[Row], n_sentences: int) 
     first = [dict(r, first_focus=r["value"]) for r in pooled if r["statistic"] == "first_focus"]
     text = []
     if first:
-        layers = first_token_layers(first)
-        lead = (
-            f"{layer_list(layers).lower()} put most heads on the first token"
-            if layers
-            else "no layer puts most of its heads on the first token"
-        )
-        text.append(f"Pooled over the {n_sentences} sentences, {lead}.")
+        lead = first_token_lead(first)
+        text.append(f"Pooled over the {n_sentences} sentences: {lead}")
         spread = best([dict(r, spread=float(r["max"]) - float(r["min"])) for r in first], "spread")
         if spread is not None and spread["spread"] > 0:
             text.append(
