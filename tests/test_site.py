@@ -143,9 +143,11 @@ def test_no_images_build_omits_images_and_downloads(study):
 
 
 def test_404_page_is_standalone_and_relative():
-    page = scan(render_404())
-    assert page.h1 == 1
-    assert all(not re.match(r"[a-z]+:|/", url) for _, url in page.urls)
+    """Served at any depth by GitHub Pages: inline style, only links to the index."""
+    html = render_404()
+    page = scan(html)
+    assert page.h1 == 1 and "<style>" in html and "stylesheet" not in html
+    assert {url for _, url in page.urls} == {"index.html"}
 
 
 # --- text from data ----------------------------------------------------------------------

@@ -106,7 +106,11 @@ def render_sentence(ctx: SentencePageContext) -> str:
 
 
 def render_404(meta: PageMeta | None = None) -> str:
-    """The page GitHub Pages shows for a missing address."""
+    """The page GitHub Pages shows for a missing address.
+
+    GitHub Pages serves it at the missing address, at any folder depth, where relative
+    links to ``assets/`` would not resolve; so its stylesheet is inlined.
+    """
     meta = meta or PageMeta(
         site_title="attnreport",
         date=None,
@@ -114,7 +118,10 @@ def render_404(meta: PageMeta | None = None) -> str:
         model_name="",
         version=attnreport.__version__,
     )
-    return _render("404.html", meta=meta, charts=False)
+    css = template_asset("style.css").decode("utf-8")
+    if "</style" in css.lower():
+        raise ValueError("style.css must not contain '</style'")
+    return _render("404.html", meta=meta, charts=False, inline_css=css)
 
 
 def template_asset(name: str) -> bytes:
