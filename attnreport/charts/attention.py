@@ -81,7 +81,7 @@ def attention_map_chart(
         .mark_point(
             filled=True,
             shape="circle",
-            size=step * step * 0.3,
+            size=step * step * 0.4,
             stroke="white",
             strokeWidth=0.8,
             opacity=1,

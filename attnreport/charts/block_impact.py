@@ -34,31 +34,39 @@ def block_impact_chart(key: str, tokens: list[str], n_layers: int, n_heads: int)
             tip("top_first_heads:Q", "heads whose top target is the first token"),
         ],
     )
-    lines = base.mark_line(strokeWidth=1.2, opacity=0.75).encode(
+    # hovering a line brings its layer forward; with the pointer away every layer shows
+    pick = alt.selection_point(name="pick", fields=["layer"], on="pointerover", clear="pointerout")
+    lines = base.mark_line(strokeWidth=1.2).encode(
         color=alt.Color(
             "layer:Q",
             scale=alt.Scale(scheme=LAYER_SCHEME),
             legend=alt.Legend(title="layer", format="d"),
         ),
         detail="layer:O",
+        opacity=alt.condition(pick, alt.value(0.85), alt.value(0.08)),
     )
     marks = (
         base.transform_filter("datum.top_first_heads > 0")
-        .mark_point(filled=True, color=FIRST_COLOR, opacity=0.8, stroke="white", strokeWidth=0.5)
+        .mark_point(filled=True, color=FIRST_COLOR, stroke="white", strokeWidth=0.5)
         .encode(
             size=alt.Size(
                 "share_first:Q",
-                title="share of heads on the first token",
-                scale=alt.Scale(domain=[0, 1], range=[4, 90]),
-            )
+                title="first-token heads (share)",
+                scale=alt.Scale(domain=[0, 1], range=[4, 70]),
+            ),
+            opacity=alt.condition(pick, alt.value(0.75), alt.value(0.05)),
         )
     )
+    # invisible points at every vertex carry the hover selection and the tooltips
+    # ("nearest" does not work on lines, and its voronoi cells lose ordinal tooltip fields)
+    hover = base.mark_point(opacity=0, size=70, filled=True).add_params(pick)
     title = alt.TitleParams(
         text="Impact by position",
-        subtitle="purple = some heads of that layer attend most to the first token",
+        subtitle="purple = some heads of that layer attend most to the first token; "
+        "hover a point to single out its layer",
     )
     return (
-        alt.layer(lines, marks, data=alt.Data(name=key))
+        alt.layer(lines, marks, hover, data=alt.Data(name=key))
         .transform_calculate(
             token="tokens[datum.query]", share_first=f"datum.top_first_heads / {max(n_heads, 1)}"
         )

@@ -19,8 +19,19 @@ def cell_step(n_tokens: int, width: float = 560.0, lo: float = 7.0, hi: float = 
 
 
 def token_axis(title: str, n_tokens: int, angle: int = 0) -> dict[str, Any]:
-    """X or Y channel options for a token position field: fixed domain, token labels."""
-    axis = alt.Axis(title=title, labelExpr=TOKEN_LABEL, labelAngle=angle, labelLimit=120)
+    """X or Y channel options for a token position field: fixed domain, token labels.
+
+    ``angle`` is for a few tokens; past 30 tokens an angled axis turns vertical and every
+    axis uses a smaller font, so one label fits in one cell.
+    """
+    dense = n_tokens > 30
+    axis = alt.Axis(
+        title=title,
+        labelExpr=TOKEN_LABEL,
+        labelAngle=-90 if dense and angle else angle,
+        labelFontSize=9 if dense else 11,
+        labelLimit=120,
+    )
     return {"axis": axis, "scale": alt.Scale(domain=list(range(n_tokens)))}
 
 
