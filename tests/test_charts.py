@@ -63,7 +63,9 @@ def figures(studies) -> dict[str, list[Figure]]:
     out = {}
     for name, study in studies.items():
         s0 = study["sentences"][0]
-        out[name] = sentence_figures(s0, study["interventions"], study["manifest"])
+        out[name] = sentence_figures(
+            s0, study["interventions"], study["manifest"], study["sentences"]
+        )
     rope = studies["rope"]
     out["index"] = index_figures(rope["set"], rope["manifest"], rope["sentences"])
     return out
@@ -82,9 +84,9 @@ def hostile_figures() -> list[Figure]:
 
     sentences = [fake_sentence(0, tokens=HOSTILE, n_tokens=len(HOSTILE))] + study["sentences"][1:]
     manifest = fake_manifest(sentences, n_layers=4, n_heads=3)
-    return sentence_figures(sentences[0], study["interventions"], manifest) + index_figures(
-        study["set"], manifest, sentences
-    )
+    return sentence_figures(
+        sentences[0], study["interventions"], manifest, sentences
+    ) + index_figures(study["set"], manifest, sentences)
 
 
 def all_figures(figures) -> list[Figure]:
@@ -98,6 +100,9 @@ def test_figures_come_in_study_order(figures, studies):
     study = studies["rope"]
     without = sentence_figures(study["sentences"][0], None, study["manifest"])
     assert [f.key for f in without] == SENTENCE_KEYS[:10]
+    alone = sentence_figures(study["sentences"][0], study["interventions"], study["manifest"])
+    params = {p["name"]: p.get("value") for p in alone[-1].spec["params"]}
+    assert list(params["sentence_tokens"]) == ["0"]  # others: positions in the tooltips
 
 
 def test_every_spec_validates_against_vega_lite(figures):
@@ -141,7 +146,9 @@ def test_specs_match_snapshots(figures, group):
 
 def test_sentence_page_payload_is_under_one_megabyte(big_study):
     s0 = big_study["sentences"][0]
-    figs = sentence_figures(s0, big_study["interventions"], big_study["manifest"])
+    figs = sentence_figures(
+        s0, big_study["interventions"], big_study["manifest"], big_study["sentences"]
+    )
     sizes = {f.key: len(figure_payload(f).encode("utf-8")) for f in figs}
     assert sum(sizes.values()) < 1_000_000, sizes
     assert max(sizes.values()) < 300_000, sizes

@@ -23,13 +23,18 @@ __all__ = ["Columns", "Figure", "index_figures", "sentence_figures"]
 
 
 def sentence_figures(
-    sentence: dict[str, Any], interventions_results: dict[str, Any] | None, manifest: dict[str, Any]
+    sentence: dict[str, Any],
+    interventions_results: dict[str, Any] | None,
+    manifest: dict[str, Any],
+    sentences: list[dict[str, Any]] | None = None,
 ) -> list[Figure]:
     """The figures of one sentence page, in study order (see the module docstring).
 
     sentence: one ``sentences/NNN.json``; interventions_results: ``interventions.json``
     or None (pass it on the page of the sentence it was run on, ``scaling.sentence``);
-    manifest: ``manifest.json`` (positional scheme, other sentences' tokens and texts).
+    manifest: ``manifest.json`` (positional scheme, sentence texts); sentences
+    (optional): every sentence's results, so that the mean grid's tooltips can name the
+    tokens of the other inputs (the manifest lists token ids only).
     """
     figures = [
         attention.attention_map_figure(sentence),
@@ -42,8 +47,9 @@ def sentence_figures(
         block_impact.block_impact_figure(sentence),
     ]
     if interventions_results:
-        figures.append(interventions.scaling_figure(interventions_results, sentence, manifest))
-        figures.append(interventions.mean_figure(interventions_results, sentence, manifest))
+        iv = interventions_results
+        figures.append(interventions.scaling_figure(iv, sentence, manifest, sentences))
+        figures.append(interventions.mean_figure(iv, sentence, manifest, sentences))
     return figures
 
 

@@ -55,12 +55,15 @@ def _listed_sentences(manifest: dict[str, Any]) -> dict[int, dict[str, Any]]:
     return {int(s.get("index", i)): s for i, s in enumerate(listed) if isinstance(s, dict)}
 
 
-def _tokens_of(index: int, sentence: dict[str, Any], manifest: dict[str, Any]) -> list[str] | None:
-    """Display tokens of sentence ``index``: from ``sentence`` if it is that one, else the manifest."""
-    if int(sentence["sentence"]["index"]) == index:
-        return sentence_tokens(sentence)
-    entry = _listed_sentences(manifest).get(index, {})
-    tokens = entry.get("tokens")
+def _tokens_of(
+    index: int, known: list[dict[str, Any]], manifest: dict[str, Any]
+) -> list[str] | None:
+    """Display tokens of sentence ``index``: from a known sentence's results, else from
+    ``manifest["sentences"][k]["tokens"]`` when present (the standard manifest has none)."""
+    for sentence in known:
+        if int(sentence["sentence"]["index"]) == index:
+            return sentence_tokens(sentence)
+    tokens = _listed_sentences(manifest).get(index, {}).get("tokens")
     return [display_token(str(t)) for t in tokens] if isinstance(tokens, list) else None
 
 
@@ -81,9 +84,16 @@ def _n_heads(cells: list[dict[str, Any]]) -> int:
 
 
 def scaling_figure(
-    interventions: dict[str, Any], sentence: dict[str, Any], manifest: dict[str, Any]
+    interventions: dict[str, Any],
+    sentence: dict[str, Any],
+    manifest: dict[str, Any],
+    sentences: list[dict[str, Any]] | None = None,
 ) -> Figure:
-    """Fig 11 as a Figure, chunked per (head, observation)."""
+    """Fig 11 as a Figure, chunked per (head, observation).
+
+    Token texts come from ``sentence`` or ``sentences`` (whichever is the scaled one);
+    without them the tooltips show positions ("#3").
+    """
     scaling = interventions["scaling"]
     cells, epsilons = scaling["cells"], list(interventions["epsilons"])
     order = {(t, e): i for i, (t, e) in enumerate((t, e) for t in TARGETS for e in epsilons)}
@@ -91,7 +101,8 @@ def scaling_figure(
     n_heads = _n_heads(cells)
     index = int(scaling["sentence"])
     n = len(cells[0]["kl"]) if cells else 0
-    tokens = _tokens_of(index, sentence, manifest) or [f"#{i}" for i in range(n)]
+    tokens = _tokens_of(index, [sentence, *(sentences or [])], manifest)
+    tokens = tokens or [f"#{i}" for i in range(n)]
     head = _default_head(sentence, interventions, n_heads)
     observed = {k: int(v) for k, v in interventions["observed_layers"].items()}
     chart = scaling_chart("scaling-grid", tokens, epsilons, n_heads, observed, head)
@@ -126,9 +137,16 @@ def _input_label(index: int, manifest: dict[str, Any]) -> str:
 
 
 def mean_figure(
-    interventions: dict[str, Any], sentence: dict[str, Any], manifest: dict[str, Any]
+    interventions: dict[str, Any],
+    sentence: dict[str, Any],
+    manifest: dict[str, Any],
+    sentences: list[dict[str, Any]] | None = None,
 ) -> Figure:
-    """Fig 12 as a Figure, chunked per (head, observation)."""
+    """Fig 12 as a Figure, chunked per (head, observation).
+
+    Token texts of the inputs come from ``sentence`` and ``sentences``; an input found in
+    neither shows positions ("#3") in the tooltips.
+    """
     mean = interventions["mean"]
     chosen = [int(i) for i in mean["sentences"]]
     place = {(i, t): k for k, (i, t) in enumerate((i, t) for i in chosen for t in TARGETS)}
@@ -136,7 +154,8 @@ def mean_figure(
         mean["cells"], key=lambda c: place.get((int(c["sentence"]), c["target"]), len(place))
     )
     n_heads = _n_heads(cells)
-    tokens = {str(i): t for i in chosen if (t := _tokens_of(i, sentence, manifest)) is not None}
+    known = [sentence, *(sentences or [])]
+    tokens = {str(i): t for i in chosen if (t := _tokens_of(i, known, manifest)) is not None}
     head = _default_head(sentence, interventions, n_heads)
     observed = {k: int(v) for k, v in interventions["observed_layers"].items()}
     chart = mean_chart("mean-grid", tokens, n_heads, observed, head)
