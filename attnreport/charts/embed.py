@@ -9,9 +9,9 @@ DOM protocol (what the page renders for each figure, in this order)::
 files of ``chunk_files(fig)`` are written, relative to the page. Before these, the page
 loads two classic scripts (no ``type="module"``): the Vega bundle
 (``vl_convert.javascript_bundle()``, which defines ``window.vegaEmbed``, ``window.vega``
-and ``window.vegaLite``) and ``runtime.js`` (this package's file; ``runtime_js()`` returns its text). Both
-work from ``file://``. The bundle declares top-level ``const`` names, so any other
-classic script on the page must keep its own names inside a function scope.
+and ``window.vegaLite``) and ``runtime.js`` (``runtime_js()`` returns its text). Both work
+from ``file://``. The bundle declares top-level ``const`` names, so other classic scripts
+must keep their names in a function scope (or wrap the bundle in one, which also works).
 
 The runtime, on DOMContentLoaded, for every ``.ar-chart``: parses its payload, decodes the
 columns into row objects, calls ``vegaEmbed(el, spec, {renderer, actions: {export: true,
@@ -182,6 +182,3 @@ def chunk_files(fig: Figure) -> dict[str, str]:
 def runtime_js() -> str:
     """The source of ``runtime.js``, to be copied next to the pages."""
     return resources.files("attnreport.charts").joinpath("runtime.js").read_text(encoding="utf-8")
-
-
-RUNTIME_FILE = "runtime.js"
