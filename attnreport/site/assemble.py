@@ -71,9 +71,10 @@ def default_charts() -> ChartSource:
         return {"svg": _text(pair[0]), "png": pair[1]} if pair else {}
 
     def sentence_figures(results: Any, index: int) -> Sequence[Figure]:
-        sentence = part(results, "sentences")[index]
+        sentences = list(part(results, "sentences"))
         iv = part(results, "interventions") if intervention_page(results) == index else None
-        return charts.sentence_figures(sentence, iv, part(results, "manifest") or {})
+        manifest = part(results, "manifest") or {}
+        return charts.sentence_figures(sentences[index], iv, manifest, sentences)
 
     def index_figures(results: Any) -> Sequence[Figure]:
         manifest = part(results, "manifest") or {}
