@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 MAX_ROWS = 40_000
 MAX_BYTES = 4_000_000
-PNG_SCALE = 2.0
+PNG_SCALE = 1.0
 VL_VERSION = "6.4"  # the Vega-Lite version Altair 6 writes and vl-convert 1.9 ships
 
 
