@@ -62,7 +62,7 @@ def _check_key(key: str, value: Any, origin: str) -> Any:
     if key not in _KINDS:
         near = difflib.get_close_matches(key, KEYS, n=1)
         hint = f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(KEYS)}"
-        raise AttnReportError(f"{origin}: unknown key '{key}'{hint}")
+        raise AttnReportError(f"{origin}: unknown key {key!r}{hint}")
     kinds = _KINDS[key]
     if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
         raise AttnReportError(

@@ -2,6 +2,8 @@
 
 Rules, chosen so a report never silently changes what the user wrote:
 - UTF-8 only (a leading BOM is accepted and dropped); CRLF and CR endings are accepted.
+- A file that does not decode and holds NUL bytes, or is mostly control characters, is
+  refused as binary; a sentence may still contain a few control characters (even NUL).
 - Blank lines are skipped; surrounding whitespace is stripped.
 - Duplicate sentences are dropped after the first, with a warning naming them, so every
   page of the report is a different sentence.
@@ -36,16 +38,21 @@ def default_sentence_text() -> str:
 
 def parse_sentences(raw: bytes, origin: str) -> list[str]:
     """Sentences of a file's bytes, following the module's rules (``origin`` names it in errors)."""
-    if b"\x00" in raw:
-        raise AttnReportError(
-            f"{origin} looks binary (it contains NUL bytes); give a UTF-8 text file"
-        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
+        if b"\x00" in raw:
+            raise AttnReportError(
+                f"{origin} looks binary (NUL bytes, not UTF-8); give a UTF-8 text file"
+            ) from err
         raise AttnReportError(
             f"{origin} is not UTF-8 (byte {err.start}); save it as UTF-8 and try again"
         ) from err
+    controls = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r")
+    if controls > max(8, len(text) // 10):
+        raise AttnReportError(
+            f"{origin} looks binary ({controls} control characters); give a UTF-8 text file"
+        )
     lines = [line.strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     sentences, seen, dropped = [], set(), []
     for line in lines:

@@ -90,3 +90,9 @@ def test_many_sentences_work(tmp_path):
     assert len(sentences) == 3000
     tokenized = tokenize_sentences(sentences[:50], tiny_tokenizer(), 128)
     assert [s.index for s in tokenized] == list(range(50))
+
+
+def test_control_characters_inside_a_sentence_are_kept():
+    assert parse_sentences("nul \x00 bell \x07 end\n".encode(), "s.txt") == [
+        "nul \x00 bell \x07 end"
+    ]

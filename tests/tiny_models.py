@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, models, pre_tokenizers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import (
     BloomConfig,
     BloomForCausalLM,
@@ -123,4 +123,31 @@ def save_tiny_model(name: str, directory: Path, seed: int = 0) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory)
     tiny_tokenizer().save_pretrained(directory)
+    return directory
+
+
+def byte_tokenizer() -> PreTrainedTokenizerFast:
+    """One token per UTF-8 byte (GPT-2's byte alphabet, no merges): any text has tokens,
+    and a multi-byte character decodes token by token to replacement characters."""
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(tokenizer_object=tok)
+
+
+def save_byte_model(directory: Path, seed: int = 0) -> Path:
+    """A tiny GPT-2 over bytes: for tests that feed it arbitrary, hostile text."""
+    torch.manual_seed(seed)
+    config = GPT2Config(
+        vocab_size=256,
+        n_embd=16,
+        n_layer=2,
+        n_head=2,
+        n_positions=512,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    GPT2LMHeadModel(config).eval().save_pretrained(directory)
+    byte_tokenizer().save_pretrained(directory)
     return directory
