@@ -1,0 +1,155 @@
+"""In-process measurements: capture + analyses vs the model's own pass, and the grids."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from attnreport.analyses import concat_tables, focus_table, key_order, pool_focus
+from attnreport.capture import capture_attention, installed_hooks
+from attnreport.interventions import mean_grid, scaling_grid
+from attnreport.session import Session
+from attnreport.study import (
+    Settings,
+    intervention_results,
+    mean_sentence_indices,
+    strongest_first_token_layer,
+)
+
+
+def median_seconds(fn: Callable[[], Any], repeats: int) -> float:
+    """Median wall time of ``repeats`` calls of ``fn`` (after one untimed warm-up call)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def forward(session: Session, ids: torch.Tensor, attentions: bool) -> None:
+    """The model's own forward pass (eager attention), optionally returning attentions."""
+    with torch.no_grad():
+        session.model(input_ids=ids[None], output_attentions=attentions, use_cache=False)
+
+
+def capture_and_focus(session: Session, ids: torch.Tensor) -> None:
+    """Our capture, every layer's decomposition, key order and focus statistics."""
+    capture = capture_attention(session.model, session.specs, ids)
+    for record in capture.records():
+        focus_table(record, key_order(record.scores, record.allowed))
+
+
+@dataclass(frozen=True)
+class CaptureTiming:
+    index: int
+    n_tokens: int
+    model_s: float  # median forward with output_attentions=True
+    ours_s: float  # median capture + decomposition + focus statistics
+
+    @property
+    def ratio(self) -> float:
+        return self.ours_s / self.model_s
+
+
+def capture_timings(session: Session, repeats: int) -> list[CaptureTiming]:
+    """Per sentence: our capture + focus vs the model's pass with attentions, same run."""
+    out = []
+    for index, ids in enumerate(session.token_tensors()):
+        model_s = median_seconds(lambda ids=ids: forward(session, ids, True), repeats)
+        ours_s = median_seconds(lambda ids=ids: capture_and_focus(session, ids), repeats)
+        out.append(CaptureTiming(index, len(ids), model_s, ours_s))
+    return out
+
+
+def sentence_focus(session: Session, ids: torch.Tensor) -> dict:
+    """One sentence's focus table over all layers, as ``analyze_sentence`` computes it."""
+    capture = capture_attention(session.model, session.specs, ids)
+    tables = [focus_table(r, key_order(r.scores, r.allowed)) for r in capture.records(False)]
+    return concat_tables(tables)
+
+
+def intervention_layer(session: Session, settings: Settings) -> int:
+    """The layer ``run_study`` intervenes at: the strongest pooled first-token focus.
+
+    Only the focus tables are computed (not every analysis), then pooled as ``set_results``
+    pools them, so the layer is the same one the build picks.
+    """
+    if settings.intervene_layer is not None:
+        return settings.intervene_layer
+    focus = [sentence_focus(session, ids) for ids in session.token_tensors()]
+    return strongest_first_token_layer(pool_focus(focus)[1])
+
+
+@dataclass(frozen=True)
+class GridTiming:
+    name: str
+    seconds: float  # median wall time of the grid
+    passes: int  # forward passes the grid runs
+    full_passes_s: float  # the same passes as plain, unhooked forward passes (median each)
+    attention_calls: int  # attention modules actually executed (replayed blocks skip them)
+    n_layers: int
+
+    @property
+    def multiple(self) -> float:
+        """Cost in units of one plain forward pass (on the grid's inputs, averaged)."""
+        return self.seconds / (self.full_passes_s / self.passes)
+
+
+def count_attention_calls(session: Session, fn: Callable[[], Any]) -> int:
+    """How many attention modules run during ``fn`` (a replayed block runs none)."""
+    family = session.specs[0].family
+    calls = [0]
+
+    def hook(_module, _args, _kwargs):
+        calls[0] += 1
+
+    hooks = [(family.attention(b), "pre", hook) for b in family.blocks(session.model)]
+    with installed_hooks(hooks):
+        fn()
+    return calls[0]
+
+
+def _grid_plans(session: Session, settings: Settings, layer: int) -> list[tuple]:
+    """(name, call, inputs of its passes) for both grids as ``intervention_results`` runs them."""
+    ids = session.token_tensors()
+    model, specs = session.model, session.specs
+    means = {i: ids[i] for i in mean_sentence_indices(settings, len(ids))}
+    scaling = [settings.scaling_sentence] * (1 + 3 * len(settings.epsilons))
+    mean = [i for i in means for _ in range(4)]  # baseline + Q, K, V per sentence
+    return [
+        (
+            "scaling grid",
+            lambda: scaling_grid(model, specs, ids[scaling[0]], layer, settings.epsilons),
+            scaling,
+        ),
+        ("mean grid", lambda: mean_grid(model, specs, means, layer), mean),
+        (
+            "intervention_results",
+            lambda: intervention_results(session, settings, layer),
+            scaling + mean,
+        ),
+    ]
+
+
+def grid_timings(
+    session: Session, settings: Settings, layer: int, repeats: int
+) -> list[GridTiming]:
+    """Both grids and the whole ``intervention_results`` vs the same passes run plainly."""
+    ids = session.token_tensors()
+    plans = _grid_plans(session, settings, layer)
+    inputs = {i for _, _, used in plans for i in used}
+    one = {i: median_seconds(lambda i=i: forward(session, ids[i], False), repeats) for i in inputs}
+    out = []
+    for name, fn, used in plans:
+        seconds = median_seconds(fn, repeats)
+        calls = count_attention_calls(session, fn)
+        full = sum(one[i] for i in used)
+        out.append(GridTiming(name, seconds, len(used), full, calls, len(session.specs)))
+    return out
