@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,10 +22,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attnreport.charts import embed, images, index_figures, sentence_figures
+from attnreport.charts.assemble import columns_to_rows
+from attnreport.charts.attention import attention_map_figure
 from attnreport.charts.columns import sentence_tokens
 from attnreport.charts.embed import chunk_file_name, chunk_files, decode_columns, figure_payload
 from attnreport.charts.figure import Figure
-from tests.fixtures.fake_results import fake_study
+from tests.fixtures.fake_results import fake_sentence, fake_study
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("ATTNREPORT_UPDATE_SNAPSHOTS") == "1"
@@ -248,3 +252,87 @@ def test_oversized_static_spec_is_refused_without_vl_convert(figures, monkeypatc
         fig, static_spec={**fig.static_spec, "description": "x" * (images.MAX_BYTES + 1)}
     )
     assert images.export_images(heavy) is None
+
+
+def _expression(expr: str):
+    """A Python function of (row, params) for the simple Vega expressions the charts use
+    (``datum.x``, arithmetic, comparisons, ``&&``, ``exp``, ``tokens[...]``)."""
+    py = re.sub(r"datum\.(\w+)", r'd["\1"]', expr).replace("&&", " and ").replace("||", " or ")
+    code = compile(re.sub(r"\bexp\(", "math.exp(", py), expr, "eval")
+    return lambda d, params: eval(code, {"math": math}, {**params, "d": d})
+
+
+def _groups(rows: list[dict], by: list[str]) -> dict[tuple, list[dict]]:
+    out: dict[tuple, list[dict]] = {}
+    for row in rows:
+        out.setdefault(tuple(row[f] for f in by), []).append(row)
+    return out
+
+
+def run_transforms(transforms: list[dict], rows: list[dict], params: dict) -> list[dict]:
+    """Evaluate a Vega-Lite transform list the way Vega does, for the transforms used here:
+    filter, calculate, joinaggregate (max, sum) and window (row_number)."""
+    rows = [dict(r) for r in rows]
+    for t in transforms:
+        if "filter" in t:
+            keep = _expression(t["filter"])
+            rows = [r for r in rows if keep(r, params)]
+        elif "calculate" in t:
+            value = _expression(t["calculate"])
+            for r in rows:
+                r[t["as"]] = value(r, params)
+        elif "joinaggregate" in t:
+            for group in _groups(rows, t.get("groupby", [])).values():
+                for agg in t["joinaggregate"]:
+                    values = [r[agg["field"]] for r in group]
+                    total = {"max": max, "sum": math.fsum}[agg["op"]](values)
+                    for r in group:
+                        r[agg["as"]] = total
+        elif "window" in t:
+            assert [w["op"] for w in t["window"]] == ["row_number"], t
+            sort = t.get("sort", [])
+
+            def order(r, sort=sort):
+                return tuple(-r[s["field"]] if s.get("order") == "descending" else r[s["field"]]
+                             for s in sort)  # fmt: skip
+
+            for group in _groups(rows, t.get("groupby", [])).values():
+                for number, r in enumerate(sorted(group, key=order), start=1):
+                    r[t["window"][0]["as"]] = number
+        else:
+            raise AssertionError(f"transform not handled here: {t}")
+    return rows
+
+
+def test_attention_map_sends_scores_and_derives_prob_and_rank():
+    """Probabilities and ranks that the spec computes from the scores sent match the results:
+    probabilities within 1e-3, ranks exactly (ties to the lower key) unless the results'
+    scores of the row tie too."""
+    sentence = fake_sentence(0, n_layers=3, n_heads=3, n_tokens=30)
+    fig = attention_map_figure(sentence)
+    att = sentence["attention"]
+    params = {p["name"]: p.get("value") for p in fig.spec["params"]}
+    widened = 0
+    for chunk_values, chunk in fig.chunk_names.items():
+        layer, head = (int(v) for v in chunk_values.split("|"))
+        columns = fig.chunks[chunk]
+        assert list(columns) == ["layer", "head", "query", "key", "score"]
+        widened += sum(round(v, 3) != v for v in columns["score"])
+        rows = run_transforms(
+            fig.spec["transform"],
+            columns_to_rows(columns),
+            {**params, "layer": layer, "head": head},
+        )
+        assert len(rows) == len(columns["score"])
+        for r in rows:
+            i, j = r["query"], r["key"]
+            assert abs(r["prob"] - att["probs"][layer][head][i][j]) < 1e-3, (layer, head, i, j)
+            raw = att["scores"][layer][head][i]
+            if len(set(raw)) == len(raw):
+                assert r["rank"] == att["ranks"][layer][head][i][j], (layer, head, i, j)
+            assert r["query_token"] == sentence_tokens(sentence)[i]
+        dots = run_transforms(fig.spec["layer"][1]["transform"][:1], rows, params)
+        assert sorted((r["query"], r["key"]) for r in dots) == [
+            (i, att["ranks"][layer][head][i].index(0)) for i in range(len(att["ranks"][0][0]))
+        ]
+    assert widened  # some rows needed more digits than 3 decimals to keep their order

@@ -49,10 +49,13 @@ def write_page(folder: Path, figures: list[Figure]) -> Path:
     return page
 
 
+SENTENCE = fake_sentence(0, tokens=HOSTILE, n_tokens=len(HOSTILE))
+
+
 @pytest.fixture(scope="module")
 def page_path(tmp_path_factory) -> Path:
     study = fake_study(n_tokens=len(HOSTILE))
-    sentence = fake_sentence(0, tokens=HOSTILE, n_tokens=len(HOSTILE))
+    sentence = SENTENCE
     manifest = fake_manifest([sentence, *study["sentences"][1:]], n_layers=4, n_heads=3)
     figures = [
         attention.attention_map_figure(sentence),
@@ -117,3 +120,39 @@ def test_hostile_tokens_are_drawn_as_text(offline_page, page_path):
     assert "0 </script><img" in labels[0]  # the label is cut at 120 px, drawn as text
     assert page.locator("img").count() == 0
     assert offline_page.dialogs == [] and offline_page.errors == []
+
+
+def tooltip_fields(page) -> dict[str, str]:
+    """Title -> value of the rows of the visible Vega tooltip."""
+    tooltip = page.locator("#vg-tooltip-element")
+    tooltip.wait_for(state="visible", timeout=5_000)
+    rows = tooltip.locator("tr").evaluate_all(
+        "trs => trs.map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent))"
+    )
+    return {row[0]: row[1] for row in rows if len(row) == 2}
+
+
+def test_tooltip_shows_probability_and_rank_computed_in_the_browser(offline_page, page_path):
+    """The chunk carries scores only; the spec derives p_ij and the rank, which must match."""
+    page = offline_page.page
+    page.goto(page_path.as_uri())
+    page.wait_for_function("document.body.dataset.chartsReady === '2'", timeout=30_000)
+    chart = page.locator("#ar-chart-attention-map")
+    layer, head = (
+        int(v) for v in chart.locator("input").evaluate_all("es => es.map(e => e.value)")
+    )
+    att = SENTENCE["attention"]
+    cells = chart.locator(".mark-rect.role-mark path")
+    seen = set()
+    for index in range(cells.count()):
+        box = cells.nth(index).bounding_box()
+        page.mouse.move(box["x"] + box["width"] * 0.2, box["y"] + box["height"] * 0.2)
+        tip = tooltip_fields(page)
+        i, j = int(tip["current position"]), int(tip["target position"])
+        assert abs(float(tip["probability p_ij"]) - att["probs"][layer][head][i][j]) < 1e-3, tip
+        assert int(tip["rank in row (0 = top)"]) == att["ranks"][layer][head][i][j], tip
+        assert (tip["layer"], tip["head"]) == (str(layer), str(head))
+        assert tip["current token"] and tip["target token"] and tip["score s_ij"]
+        seen.add((i, j))
+    assert len(seen) == len(HOSTILE) * (len(HOSTILE) + 1) // 2
+    assert offline_page.errors == []

@@ -2,6 +2,14 @@
 
 Input is one sentence's results (``sentences/NNN.json`` as loaded). The figure is
 chunked per (layer, head): a 60-token head has 1830 cells.
+
+The rows carry only what cannot be derived: ``query``, ``key`` and ``score`` (plus the
+constant ``layer`` and ``head``). The spec computes the rest in the browser
+(``DERIVED_TRANSFORMS``): ``prob`` = softmax of the row's scores and ``rank`` = the key's
+place when the row is sorted by score descending, ties to the lower key (the schema's
+rule). Scores are sent at ``SCORE_DECIMALS`` places, which keeps the probabilities within
+about 3e-4 of the results'; where that rounding ties cells of a row in an order other than
+the results' ranks, those cells keep the results' digits (``ordered_scores``).
 """
 
 from __future__ import annotations
@@ -9,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import altair as alt
+import numpy as np
 
 from attnreport.charts import common, widgets
 from attnreport.charts.assemble import build_figure
@@ -26,25 +35,76 @@ from attnreport.charts.theme import attention_scale, kind_expr, kind_scale
 ROW_FILTER = "datum.layer == layer && datum.head == head"
 
 
+def _row_ranks(query: np.ndarray, key: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Rank of every cell of a flat causal triangle in its row: score descending, ties to
+    the lower key. The same order as the spec's ``window`` transform."""
+    order = np.lexsort((key, -scores, query))
+    ranks = np.empty(len(order), dtype=int)
+    ranks[order] = np.arange(len(order)) - query[order] * (query[order] + 1) // 2
+    return ranks
+
+
+def ordered_scores(
+    query: np.ndarray, key: np.ndarray, scores: np.ndarray, ranks: np.ndarray
+) -> list[float]:
+    """One head's scores at ``SCORE_DECIMALS`` places, except where rounding ties cells of
+    a row whose ranks (``ranks``, the results') then come out in another order: those tied
+    cells keep every digit of ``scores``, so that ``_row_ranks`` of the values sent gives
+    back ``ranks`` (unless the results' own scores tie too: about 1 row in 3000)."""
+    shown = rounded(scores, SCORE_DECIMALS)
+    values = np.asarray(shown)
+    wrong = np.unique(query[_row_ranks(query, key, values) != ranks])
+    if not len(wrong):
+        return shown
+    order = np.lexsort((key, -values, query))
+    same = (query[order][1:] == query[order][:-1]) & (values[order][1:] == values[order][:-1])
+    tied_sorted = np.zeros(len(order), dtype=bool)
+    tied_sorted[1:] |= same
+    tied_sorted[:-1] |= same
+    tied = np.empty_like(tied_sorted)
+    tied[order] = tied_sorted
+    for index in np.flatnonzero(tied & np.isin(query, wrong)).tolist():
+        shown[index] = float(scores[index])
+    return shown
+
+
 def attention_map_rows(sentence: dict[str, Any]) -> dict[tuple[int, int], Columns]:
-    """(layer, head) -> rows query, key, score, prob, rank (+ layer, head) of one head's triangle."""
+    """(layer, head) -> rows layer, head, query, key, score of one head's triangle."""
     att = sentence["attention"]
     n = int(sentence["sentence"]["n_tokens"])
     query, key = triangle_index(n)
+    query_list, key_list = query.tolist(), key.tolist()
     out = {}
     for layer, heads in enumerate(att["scores"]):
         for head in range(len(heads)):
             count = len(query)
+            scores = flatten(att["scores"][layer][head])
+            ranks = flatten(att["ranks"][layer][head]).astype(int)
             out[(layer, head)] = {
                 "layer": [layer] * count,
                 "head": [head] * count,
-                "query": query.tolist(),
-                "key": key.tolist(),
-                "score": rounded(flatten(att["scores"][layer][head]), SCORE_DECIMALS),
-                "prob": rounded(flatten(att["probs"][layer][head])),
-                "rank": flatten(att["ranks"][layer][head]).astype(int).tolist(),
+                "query": query_list,
+                "key": key_list,
+                "score": ordered_scores(query, key, scores, ranks),
             }
     return out
+
+
+def derive_prob_rank(chart: alt.LayerChart) -> alt.LayerChart:
+    """Add ``prob`` (softmax of the row's scores) and ``rank`` (0 = highest score, ties to
+    the lower key) to rows already filtered to one head."""
+    return (
+        chart.transform_joinaggregate(row_max="max(score)", groupby=["query"])
+        .transform_calculate(weight="exp(datum.score - datum.row_max)")
+        .transform_joinaggregate(row_sum="sum(weight)", groupby=["query"])
+        .transform_calculate(prob="datum.weight / datum.row_sum")
+        .transform_window(
+            window=[alt.WindowFieldDef(op="row_number", **{"as": "row_number"})],
+            sort=[alt.SortField("score", order="descending"), alt.SortField("key")],
+            groupby=["query"],
+        )
+        .transform_calculate(rank="datum.row_number - 1")
+    )
 
 
 def _map_tooltips() -> list[alt.Tooltip]:
@@ -93,9 +153,9 @@ def attention_map_chart(
         )
     )
     title = common.selection_title("Attention map", "pre-softmax scores s_ij", "layer", "head")
+    chart = alt.layer(heat, top, data=alt.Data(name=key)).transform_filter(ROW_FILTER)
     return (
-        alt.layer(heat, top, data=alt.Data(name=key))
-        .transform_filter(ROW_FILTER)
+        derive_prob_rank(chart)
         .transform_calculate(**token_calcs(query_token="datum.query", key_token="datum.key"))
         .resolve_scale(color="independent")
         .add_params(
