@@ -22,7 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attnreport.charts import embed, images, index_figures, sentence_figures
-from attnreport.charts.assemble import columns_to_rows
+from attnreport.charts.assemble import columns_to_rows, static_view
 from attnreport.charts.attention import attention_map_figure
 from attnreport.charts.columns import sentence_tokens
 from attnreport.charts.embed import chunk_file_name, chunk_files, decode_columns, figure_payload
@@ -217,6 +217,71 @@ def test_static_spec_holds_the_inline_rows(figures):
         rows = fig.static_spec["data"]["values"]
         n = len(next(iter(fig.inline.values()))) if fig.inline else 0
         assert len(rows) == n
+
+
+def _walk(node):
+    """Every dict inside a spec."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+def test_static_specs_leave_out_interaction_only_layers(figures):
+    """No invisible hover layers in the images, and no reference to a selection left dangling."""
+    for fig in all_figures(figures):
+        nodes = list(_walk({k: v for k, v in fig.static_spec.items() if k != "data"}))
+        for node in nodes:
+            for layer in node.get("layer", []):
+                assert layer.get("mark", {}).get("opacity") != 0, fig.key
+        defined = {p["name"] for node in nodes for p in node.get("params", [])}
+        used = {node["param"] for node in nodes if isinstance(node.get("param"), str)}
+        assert used <= defined, (fig.key, used - defined)
+    impact = next(f for f in figures["rope"] if f.key == "impact-by-position")
+    assert len(impact.spec["layer"]) == 3 and len(impact.static_spec["layer"]) == 2
+    assert "pick" not in json.dumps(impact.static_spec)
+    lines = impact.static_spec["layer"][0]["encoding"]["opacity"]
+    assert lines == {"value": 0.85}  # as drawn with the pointer away: every layer shows
+
+
+def test_static_view_resolves_conditions_on_dropped_selections():
+    spec = {
+        "data": {"name": "k"},
+        "params": [{"name": "hov", "select": "point", "views": ["catch"]}],
+        "layer": [
+            {
+                "mark": "line",
+                "encoding": {
+                    "opacity": {"condition": {"param": "hov", "value": 1}, "value": 0.1},
+                    "size": {"condition": {"param": "hov", "empty": False, "value": 3}, "value": 1},
+                    "color": {
+                        "condition": [
+                            {"test": "datum.x > 1", "value": "red"},
+                            {"param": "hov", "field": "c", "type": "nominal"},
+                        ],
+                        "value": "grey",
+                    },
+                },
+            },
+            {"name": "catch", "mark": {"type": "point", "opacity": 0}},
+        ],
+    }
+    static = static_view(spec, {"x": [1, 2]})
+    assert "params" not in static and len(static["layer"]) == 1
+    assert static["layer"][0]["encoding"] == {
+        "opacity": {"value": 1},
+        "size": {"value": 1},
+        "color": {
+            "field": "c",
+            "type": "nominal",
+            "condition": [{"test": "datum.x > 1", "value": "red"}],
+        },
+    }
+    assert static["data"] == {"values": [{"x": 1}, {"x": 2}]}
+    assert spec["layer"][1]["name"] == "catch"  # the interactive spec is left as it was
 
 
 values = st.one_of(st.integers(-5, 5), st.sampled_from([0.5, 1.0, -2.25]), st.sampled_from("ab"))

@@ -47,10 +47,90 @@ def to_spec(chart: alt.TopLevelMixin, key: str) -> dict[str, Any]:
     return spec
 
 
+def interaction_only(layer: dict[str, Any]) -> bool:
+    """Whether a layer draws nothing (mark opacity 0): it is there to catch the pointer."""
+    mark = layer.get("mark")
+    return isinstance(mark, dict) and mark.get("opacity") == 0
+
+
+def _drop_layers(node: Any, dropped: set[str], params: set[str]) -> None:
+    """Remove interaction-only layers everywhere in ``node``; collect their names and params."""
+    if isinstance(node, list):
+        for item in node:
+            _drop_layers(item, dropped, params)
+        return
+    if not isinstance(node, dict):
+        return
+    if isinstance(node.get("layer"), list):
+        gone = [layer for layer in node["layer"] if interaction_only(layer)]
+        for layer in gone:
+            dropped.add(layer.get("name", ""))
+            params.update(p["name"] for p in layer.get("params", []))
+        node["layer"] = [layer for layer in node["layer"] if not interaction_only(layer)]
+    for value in node.values():
+        _drop_layers(value, dropped, params)
+
+
+def _drop_params(node: Any, dropped: set[str], params: set[str]) -> None:
+    """Remove params defined for dropped views only (Altair lifts a layer's params to the top)."""
+    if isinstance(node, list):
+        for item in node:
+            _drop_params(item, dropped, params)
+        return
+    if not isinstance(node, dict):
+        return
+    if isinstance(node.get("params"), list):
+        kept = []
+        for param in node["params"]:
+            views = param.get("views")
+            if views and set(views) <= dropped:
+                params.add(param["name"])
+            else:
+                kept.append(param)
+        node["params"] = kept
+        if not kept:
+            del node["params"]
+    for value in node.values():
+        _drop_params(value, dropped, params)
+
+
+def _resolve_conditions(node: Any, params: set[str]) -> Any:
+    """Channel definitions whose conditions test removed selections, as they are drawn while
+    the selection is empty (the static view): a condition with ``empty`` true (the default)
+    then holds, one with ``empty`` false does not."""
+    if isinstance(node, list):
+        return [_resolve_conditions(item, params) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _resolve_conditions(value, params) for key, value in node.items()}
+    if "condition" not in node:
+        return node
+    conditions = node["condition"] if isinstance(node["condition"], list) else [node["condition"]]
+    kept = []
+    for condition in conditions:
+        if not (isinstance(condition, dict) and condition.get("param") in params):
+            kept.append(condition)
+        elif condition.get("empty", True):
+            holds = {k: v for k, v in condition.items() if k not in ("param", "empty")}
+            return {**holds, **({"condition": kept} if kept else {})}
+    rest = {key: value for key, value in node.items() if key != "condition"}
+    return {**rest, **({"condition": kept} if kept else {})}
+
+
 def static_view(spec: dict[str, Any], inline: Columns) -> dict[str, Any]:
-    """The spec with its named dataset replaced by the default view's rows, for vl-convert."""
+    """The spec with its named dataset replaced by the default view's rows, for vl-convert.
+
+    Interaction-only layers (``interaction_only``) are left out, with the selections they
+    defined; channels that tested those selections take their empty-selection value.
+    """
     static = copy.deepcopy(spec)
     static["data"] = {"values": columns_to_rows(inline)}
+    dropped: set[str] = set()
+    params: set[str] = set()
+    _drop_layers(static, dropped, params)
+    if dropped:
+        _drop_params(static, dropped, params)
+        static = _resolve_conditions(static, params)
     return static
 
 
