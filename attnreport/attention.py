@@ -123,37 +123,38 @@ def score_terms(
     raw: RawLayer,
     q_raw: torch.Tensor,
     k_raw: torch.Tensor,
-    q: torch.Tensor,
-    k: torch.Tensor,
+    scores: torch.Tensor,
+    allowed: torch.Tensor,
 ) -> dict[str, torch.Tensor]:
     """Split the unmasked score into the additive terms of ``records.TERM_NAMES``.
 
     With ``q_raw = W_q a + b_q`` and ``k_raw = W_k a + b_k`` (scale c):
     content = c (W_q a_i).(W_k a_j); bias = c b_q.(W_k a_j) (target only);
     query_only = c (W_q a_i).b_k + c b_q.b_k (current token only);
-    position = RoPE: c (q_i.k_j - q_raw_i.k_raw_j); ALiBi: the ALiBi tensor; absolute: 0.
-    Each is (head, query, key); their sum equals the score wherever the mask allows.
+    position = RoPE: s_ij - c q_raw_i.k_raw_j (the score with rotation minus without);
+    ALiBi: the ALiBi tensor; absolute: 0. Each is (head, query, key), broadcast views
+    where a term is constant along an axis; their sum equals the score wherever the
+    mask allows (terms are 0 where it does not).
     """
     groups, scale = spec.layout.groups, spec.layout.scaling
-    n = q.shape[1]
+    n = q_raw.shape[1]
     bq, bk = spec.q_bias[:, None, :], repeat_kv(spec.k_bias, groups)[:, None, :]  # (head, 1, d)
     q_lin, k_lin = q_raw - bq, repeat_kv(k_raw, groups) - bk  # (head, n, d): W_q a, W_k a
     content = torch.matmul(q_lin, k_lin.transpose(1, 2)) * scale
     bias = (torch.matmul(bq, k_lin.transpose(1, 2)) * scale).expand(-1, n, -1)
     query_only = ((q_lin * bk).sum(-1, keepdim=True) + (bq * bk).sum(-1, keepdim=True)) * scale
     if spec.family.positional == "rope":
-        rotated = torch.matmul(q, repeat_kv(k, groups).transpose(1, 2))
-        unrotated = torch.matmul(q_raw, repeat_kv(k_raw, groups).transpose(1, 2))
-        position = (rotated - unrotated) * scale
+        unrotated = torch.matmul(q_raw, repeat_kv(k_raw, groups).transpose(1, 2)) * scale
+        position = torch.where(allowed, scores - unrotated, 0.0)
     elif spec.family.positional == "alibi":
         position = raw.positional[0].expand(-1, n, -1)  # type: ignore[index]
     else:
-        position = torch.zeros_like(content)
+        position = torch.zeros(1, 1, 1, dtype=content.dtype).expand_as(content)
     return {
-        "position": position.contiguous(),
-        "bias": bias.contiguous(),
+        "position": position,
+        "bias": bias,
         "content": content,
-        "query_only": query_only.expand(-1, -1, n).contiguous(),
+        "query_only": query_only.expand(-1, -1, n),
     }
 
 
@@ -162,7 +163,7 @@ def layer_record(spec: LayerSpec, raw: RawLayer, with_terms: bool = True) -> Lay
     q_raw, k_raw, v = split_qkv(spec.family, raw.projections, spec.layout)
     q, k = positioned(spec, raw, q_raw, k_raw)
     scores, probs, updates, _ = attend(spec, raw, q, k, v)
-    mask = additive_mask(raw.mask, q.shape[1], scores.dtype)
+    allowed = additive_mask(raw.mask, q.shape[1], scores.dtype) == 0
     return LayerRecord(
         layer=spec.layer,
         x=raw.x,
@@ -174,9 +175,9 @@ def layer_record(spec: LayerSpec, raw: RawLayer, with_terms: bool = True) -> Lay
         v=v,
         scores=scores,
         probs=probs,
-        allowed=mask == 0,
+        allowed=allowed,
         updates=updates,
         out_bias=spec.out_bias,
         block_out=raw.block_out,
-        terms=score_terms(spec, raw, q_raw, k_raw, q, k) if with_terms else {},
+        terms=score_terms(spec, raw, q_raw, k_raw, scores, allowed) if with_terms else {},
     )
