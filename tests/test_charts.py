@@ -192,6 +192,10 @@ def test_chunks_referenced_by_payloads_exist_and_match(figures):
         payload = json.loads(figure_payload(fig))
         files = chunk_files(fig)
         named = set(payload["chunks"].values())
+        if fig.chunk_source:  # checked in test_shared_chunks_come_from_a_figure_of_the_page
+            assert files == {} and fig.chunks == {} and payload["chunk_source"] == fig.chunk_source
+            continue
+        assert payload["chunk_source"] is None
         assert named == set(fig.chunks)
         for chunk in named:
             ident, columns = _chunk_columns(files[chunk_file_name(fig.key, chunk)])
@@ -210,6 +214,28 @@ def test_chunks_referenced_by_payloads_exist_and_match(figures):
         else:
             assert files == {} and payload["chunk_params"] == []
         assert decode_columns(payload["inline"]) == fig.inline
+
+
+def test_shared_chunks_come_from_a_figure_of_the_page(figures):
+    """Bias vs position reads the breakdown's chunk files: same chunk names and params, and
+    each of those files holds every column it draws (its inline rows are the default one's)."""
+    shared = 0
+    for group in ("rope", "absolute", "alibi"):
+        by_key = {f.key: f for f in figures[group]}
+        for fig in figures[group]:
+            if not fig.chunk_source:
+                continue
+            shared += 1
+            source = by_key[fig.chunk_source]
+            assert source.chunks and not source.chunk_source
+            assert fig.chunk_names == source.chunk_names
+            assert fig.selecting_params == source.selecting_params
+            assert fig.inline_chunk == source.inline_chunk
+            for chunk in source.chunks.values():
+                assert set(fig.inline) <= set(chunk)
+            default = source.chunks[fig.inline_chunk]
+            assert {name: default[name] for name in fig.inline} == fig.inline
+    assert shared == 3  # bias-vs-position on each model
 
 
 def test_static_spec_holds_the_inline_rows(figures):

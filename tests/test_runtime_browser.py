@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import vl_convert
 
-from attnreport.charts import attention, interventions
+from attnreport.charts import attention, breakdown, interventions
 from attnreport.charts.embed import chunk_files, figure_payload, runtime_js
 from attnreport.charts.figure import Figure
 from tests.fixtures.fake_results import fake_manifest, fake_sentence, fake_study
@@ -21,6 +21,7 @@ pytest_plugins = ["tests.browser"]
 pytestmark = pytest.mark.browser
 HOSTILE = ["</script><img src=x onerror=alert(1)>", " it's", ' "q"', " \u05e9\u05dc", " \U0001f600"]
 RECTS = "el => el.querySelectorAll('.mark-rect.role-mark path').length"  # heatmap cells
+READY = "document.body.dataset.chartsReady === '4'"  # every chart drew its first view
 
 
 def write_page(folder: Path, figures: list[Figure]) -> Path:
@@ -60,6 +61,8 @@ def page_path(tmp_path_factory) -> Path:
     figures = [
         attention.attention_map_figure(sentence),
         interventions.scaling_figure(study["interventions"], sentence, manifest),
+        breakdown.breakdown_figure(sentence, manifest),
+        breakdown.bias_position_figure(sentence, manifest),  # reads the breakdown's chunks
     ]
     folder = tmp_path_factory.mktemp("runtime") / "site"
     path = write_page(folder, figures)
@@ -76,9 +79,9 @@ def set_slider(page, chart: str, index: int, value: int) -> None:
 def test_runtime_renders_and_loads_chunks_from_file_urls(offline_page, page_path):
     page = offline_page.page
     page.goto(page_path.as_uri())
-    page.wait_for_function("document.body.dataset.chartsReady === '2'", timeout=30_000)
+    page.wait_for_function(READY, timeout=30_000)
     charts = page.locator(".ar-chart")
-    assert [charts.nth(i).get_attribute("data-rendered") for i in range(2)] == ["true", "true"]
+    assert [charts.nth(i).get_attribute("data-rendered") for i in range(4)] == ["true"] * 4
     chart = page.locator("#ar-chart-attention-map")
     n = len(HOSTILE)
     assert chart.evaluate(RECTS) == n * (n + 1) // 2
@@ -115,7 +118,7 @@ def test_runtime_renders_and_loads_chunks_from_file_urls(offline_page, page_path
 def test_hostile_tokens_are_drawn_as_text(offline_page, page_path):
     page = offline_page.page
     page.goto(page_path.as_uri())
-    page.wait_for_function("document.body.dataset.chartsReady === '2'", timeout=30_000)
+    page.wait_for_function(READY, timeout=30_000)
     labels = page.locator("#ar-chart-attention-map .role-axis-label text").all_text_contents()
     assert "0 </script><img" in labels[0]  # the label is cut at 120 px, drawn as text
     assert page.locator("img").count() == 0
@@ -136,7 +139,7 @@ def test_tooltip_shows_probability_and_rank_computed_in_the_browser(offline_page
     """The chunk carries scores only; the spec derives p_ij and the rank, which must match."""
     page = offline_page.page
     page.goto(page_path.as_uri())
-    page.wait_for_function("document.body.dataset.chartsReady === '2'", timeout=30_000)
+    page.wait_for_function(READY, timeout=30_000)
     chart = page.locator("#ar-chart-attention-map")
     layer, head = (
         int(v) for v in chart.locator("input").evaluate_all("es => es.map(e => e.value)")
@@ -155,4 +158,39 @@ def test_tooltip_shows_probability_and_rank_computed_in_the_browser(offline_page
         assert tip["current token"] and tip["target token"] and tip["score s_ij"]
         seen.add((i, j))
     assert len(seen) == len(HOSTILE) * (len(HOSTILE) + 1) // 2
+    assert offline_page.errors == []
+
+
+def test_shared_chunk_file_is_loaded_once_for_both_figures(offline_page, page_path):
+    """Bias vs position has no files of its own: it loads the breakdown's, and a layer
+    loaded for one figure is not loaded again for the other."""
+    page = offline_page.page
+    page.goto(page_path.as_uri())
+    page.wait_for_function(READY, timeout=30_000)
+    layer = int(page.locator("#ar-chart-bias-vs-position input[type=range]").first.input_value())
+    other = 2 if layer != 2 else 1
+    src = f"data/attention-breakdown/attention-breakdown--l{other}.js"
+    scripts = f"document.querySelectorAll('script[src=\"{src}\"]').length"
+    points = "el => el.querySelectorAll('.mark-symbol.role-mark path').length"
+    idle = "key => !document.getElementById('ar-chart-' + key).dataset.loading"
+
+    set_slider(page, "bias-vs-position", 0, other)
+    page.wait_for_function(f"{scripts} === 1", timeout=5_000)
+    page.wait_for_function(idle, arg="bias-vs-position")
+    bias = page.locator("#ar-chart-bias-vs-position")
+    page.wait_for_function(
+        f"el => ({points})(el) === {len(HOSTILE) * 2}", arg=bias.element_handle()
+    )  # one point per token for the bias and the position term (RoPE)
+    assert f"layer {other}" in bias.locator(".role-title-text").first.text_content()
+
+    set_slider(page, "attention-breakdown", 0, other)
+    page.wait_for_function(idle, arg="attention-breakdown")
+    title = page.locator("#ar-chart-attention-breakdown .role-title-text").first
+    page.wait_for_function(
+        f"el => el.textContent.includes('layer {other},')", arg=title.element_handle()
+    )
+    bars = page.locator("#ar-chart-attention-breakdown .mark-rect.role-mark path")
+    assert bars.count() == len(HOSTILE) * 5  # four term bars and the total tick per token
+    assert page.evaluate(scripts) == 1
+    assert page.locator("#ar-chart-bias-vs-position + .ar-status").text_content() == ""
     assert offline_page.errors == []

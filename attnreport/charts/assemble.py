@@ -145,14 +145,19 @@ def build_figure(
     params: tuple[str, ...] = (),
     default: tuple[Any, ...] = (),
     renderer: str = "svg",
+    chunk_source: str | None = None,
 ) -> Figure:
     """A Figure from a chart and either all its ``rows`` or ``chunks`` keyed by param values.
 
     chunks: (value of params[0], value of params[1], ...) -> rows; ``default`` picks the
-    chunk inlined in the page. Without chunks, ``rows`` are all inlined.
+    chunk inlined in the page. Without chunks, ``rows`` are all inlined. With
+    ``chunk_source`` (the key of a figure built from chunks with the same keys, whose rows
+    hold every column this one reads), only the default chunk is kept, as ``inline``: the
+    others are read from the source's chunk files.
     """
-    if not SAFE_NAME.match(key):
-        raise ValueError(f"figure key {key!r} is not [a-z0-9_-]")
+    for name in (key, chunk_source or key):
+        if not SAFE_NAME.match(name):
+            raise ValueError(f"figure key {name!r} is not [a-z0-9_-]")
     spec = to_spec(chart, key)
     if not chunks:
         inline = rows or {}
@@ -173,11 +178,12 @@ def build_figure(
         caption=caption,
         spec=spec,
         inline=inline,
-        chunks={names[values]: cols for values, cols in chunks.items()},
+        chunks={} if chunk_source else {names[v]: cols for v, cols in chunks.items()},
         chunk_param=params[0] if len(params) == 1 else None,
         chunk_names={chunk_key(values): name for values, name in names.items()},
         inline_chunk=names[default],
         static_spec=static_view(spec, inline),
         chunk_params=params,
         renderer=renderer,
+        chunk_source=chunk_source,
     )

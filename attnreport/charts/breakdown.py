@@ -2,8 +2,10 @@
 
 Input is one sentence's ``breakdown`` table and the manifest (for the positional
 scheme). Both figures are chunked per layer: a layer holds heads x tokens x ranks rows
-(9 x 60 x 3 = 1620). Absolute-position models have no position term: it is left out of
-the charts and the captions say so.
+(9 x 60 x 3 = 1620). Fig 3 draws a subset of the same rows, so it has no chunk files of
+its own: it reads Fig 2's (``Figure.chunk_source``), and a layer loaded for one is there
+for the other. Absolute-position models have no position term: it is left out of the
+charts and the captions say so.
 """
 
 from __future__ import annotations
@@ -227,9 +229,13 @@ def breakdown_figure(
 
 
 def bias_position_figure(
-    sentence: dict[str, Any], manifest: dict[str, Any], key: str = "bias-vs-position"
+    sentence: dict[str, Any],
+    manifest: dict[str, Any],
+    key: str = "bias-vs-position",
+    source: str = "attention-breakdown",
 ) -> Figure:
-    """Fig 3 as a Figure, chunked per layer."""
+    """Fig 3 as a Figure, chunked per layer, reading the chunk files of Fig 2 (key ``source``,
+    on the same page); only its default layer is inlined, with the columns it draws."""
     s = _setup(sentence, manifest)
     terms = tuple(t for t in ("bias", "position") if t in s["terms"])
     chart = bias_position_chart(
@@ -255,4 +261,5 @@ def bias_position_figure(
         chunks=breakdown_rows(sentence, terms),
         params=("layer",),
         default=(s["default"][0],),
+        chunk_source=source,
     )

@@ -25,11 +25,18 @@ not loaded yet, it adds ``<script src="DIR/KEY--CHUNK.js">`` and shows "loading.
 A chunk file calls ``window.attnreport.register("KEY--CHUNK", COLUMNS)``; on load the
 runtime inserts those rows. On failure ``data-rendered`` is "error".
 
+Shared chunks: a payload whose ``chunk_source`` is the key SOURCE of another figure on
+the page loads ``<script src="SOURCE_DIR/SOURCE--CHUNK.js">``, SOURCE_DIR being the
+``data-chunks`` of ``#ar-chart-SOURCE`` (its own ``data-chunks``, which it then lacks,
+is not needed). Every chunk file is loaded at most once per page: the runtime keeps what
+it registered and gives the rows to every chart that asks for that id.
+
 Payload (JSON object)::
 
     {"key": KEY, "spec": VEGA_LITE, "renderer": "svg"|"canvas",
      "inline": COLUMNS, "inline_chunk": CHUNK|null,
-     "chunk_params": [PARAM, ...], "chunks": {"V1|V2": CHUNK, ...}}
+     "chunk_params": [PARAM, ...], "chunks": {"V1|V2": CHUNK, ...},
+     "chunk_source": SOURCE|null}
 
 ``COLUMNS`` maps a column name to either a plain array or a compressed one:
 ``{"r": [v0, n0, v1, n1, ...]}`` (value v0 repeated n0 times, then v1 n1 times ...) or
@@ -151,6 +158,7 @@ def payload_dict(fig: Figure) -> dict[str, Any]:
         "inline_chunk": fig.inline_chunk,
         "chunk_params": list(fig.selecting_params),
         "chunks": dict(fig.chunk_names),
+        "chunk_source": fig.chunk_source,
     }
 
 

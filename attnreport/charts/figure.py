@@ -18,7 +18,12 @@ are ints or strings, so Python's ``str`` writes them the same way. ``chunk_param
 and equals ``chunk_params[0]`` when there is exactly one; read ``selecting_params``.
 
 Every chunk, the default one included, is in ``chunks``; ``inline`` equals
-``chunks[inline_chunk]``. ``renderer`` ("svg" or "canvas") is the Vega renderer the page
+``chunks[inline_chunk]``. A figure that draws rows another figure of the same page
+already sends (bias vs position reads the attention breakdown's rows) names that figure
+in ``chunk_source`` and has no chunk files of its own (``chunks`` is empty): its
+``chunk_names`` are the source's, the runtime loads the source's files, once for both,
+and ``inline`` holds the default chunk's rows, restricted to the columns it draws.
+``renderer`` ("svg" or "canvas") is the Vega renderer the page
 should use: canvas for figures that draw tens of thousands of marks.
 """
 
@@ -44,6 +49,7 @@ class Figure:
     static_spec: dict[str, Any] | None = None  # default view with inline values for vl-convert
     chunk_params: tuple[str, ...] = ()  # params whose joined values select a chunk
     renderer: str = "svg"  # Vega renderer for the page: "svg" or "canvas"
+    chunk_source: str | None = None  # key of the figure on the page whose chunk files it reads
 
     @property
     def selecting_params(self) -> tuple[str, ...]:

@@ -9,7 +9,44 @@
   "use strict";
 
   var registry = {}; // "KEY--CHUNK" -> encoded columns, filled by chunk files
+  var files = {}; // "KEY--CHUNK" -> {done, columns, error, waiters}: each file loads once
   var readyCount = 0;
+
+  // Load the chunk file DIR + ID + ".js" once per page; call back (columns, error) when
+  // it has run, now if it already has. Charts that share a source share its files.
+  function loadFile(dir, id, callback) {
+    var file = files[id];
+    if (file && file.done) {
+      callback(file.columns, file.error);
+      return;
+    }
+    if (file) {
+      file.waiters.push(callback);
+      return;
+    }
+    file = files[id] = { done: false, columns: null, error: null, waiters: [callback] };
+    var script = document.createElement("script");
+    function finish(error) {
+      file.done = true;
+      file.columns = registry[id] || null;
+      delete registry[id];
+      file.error =
+        error || (file.columns ? null : "The data file " + id + ".js did not register its rows.");
+      var waiters = file.waiters;
+      file.waiters = [];
+      waiters.forEach(function (waiter) {
+        waiter(file.columns, file.error);
+      });
+    }
+    script.onload = function () {
+      finish(null);
+    };
+    script.onerror = function () {
+      finish("Could not load " + dir + id + ".js.");
+    };
+    script.src = dir + id + ".js";
+    document.head.appendChild(script);
+  }
 
   function decodeColumn(encoded) {
     if (Array.isArray(encoded)) {
@@ -62,6 +99,7 @@
     this.el = el;
     this.key = el.getAttribute("data-key");
     this.dir = el.getAttribute("data-chunks") || "";
+    this.source = this.key; // the figure whose chunk files this chart reads
     this.status = statusElement(el);
     this.loaded = {};
     this.pending = {};
@@ -111,29 +149,19 @@
 
   Chart.prototype.load = function (chunk) {
     var self = this;
-    var id = this.key + "--" + chunk;
-    var script = document.createElement("script");
     this.pending[chunk] = true;
     this.say("loading\u2026");
-    script.onload = function () {
+    loadFile(this.dir, this.source + "--" + chunk, function (columns, error) {
       delete self.pending[chunk];
-      var columns = registry[id];
-      delete registry[id];
-      if (!columns) {
-        self.say("The data file " + id + ".js did not register its rows.");
+      if (error) {
+        self.say(error);
         return;
       }
       self.loaded[chunk] = true;
       self.view.insert(self.key, toRows(columns)).runAsync().then(function () {
         self.ensureChunk();
       });
-    };
-    script.onerror = function () {
-      delete self.pending[chunk];
-      self.say("Could not load " + self.dir + id + ".js.");
-    };
-    script.src = this.dir + id + ".js";
-    document.head.appendChild(script);
+    });
   };
 
   Chart.prototype.listen = function () {
@@ -166,6 +194,12 @@
     }
     if (this.payload.inline_chunk) {
       this.loaded[this.payload.inline_chunk] = true;
+    }
+    if (this.payload.chunk_source) {
+      // rows shared with another figure: its files, in its folder
+      this.source = this.payload.chunk_source;
+      var sourceEl = document.getElementById("ar-chart-" + this.source);
+      this.dir = (sourceEl && sourceEl.getAttribute("data-chunks")) || this.dir;
     }
     var options = {
       renderer: this.payload.renderer || "svg",
