@@ -310,6 +310,24 @@ def test_static_view_resolves_conditions_on_dropped_selections():
     assert spec["layer"][1]["name"] == "catch"  # the interactive spec is left as it was
 
 
+def test_histogram_bars_count_tokens_per_bin(figures):
+    """Tooltip fields join the aggregation's groupby: the measure must be binned there too,
+    or every bar splits into one-token pieces."""
+    import vl_convert
+
+    for fig in figures["rope"]:
+        if fig.key.startswith("update-"):
+            vega = vl_convert.vegalite_to_vega(fig.static_spec, vl_version=images.VL_VERSION)
+            measure = fig.key.removeprefix("update-")
+            groupbys = [
+                t["groupby"]
+                for d in vega["data"]
+                for t in d.get("transform", [])
+                if t["type"] == "aggregate" and "__count" in t.get("as", [])
+            ]
+            assert groupbys and all(measure not in g for g in groupbys), groupbys
+
+
 values = st.one_of(st.integers(-5, 5), st.sampled_from([0.5, 1.0, -2.25]), st.sampled_from("ab"))
 
 

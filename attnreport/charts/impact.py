@@ -74,7 +74,8 @@ def histogram_chart(
             y=alt.Y("count():Q", title="tokens"),
             color=alt.Color("top_target:N", scale=kind_scale(), title="head's top target"),
             tooltip=[
-                tip(f"{measure}:Q", name.lower(), ".3f"),
+                # binned like x: an unbinned field would split every bar into single tokens
+                alt.Tooltip(f"{measure}:Q", bin=binning, title=name.lower(), format=".2f"),
                 tip("count():Q", "tokens"),
                 tip("top_target:N", "head's top target"),
                 tip("layer:O", "layer"),
