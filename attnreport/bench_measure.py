@@ -22,15 +22,20 @@ from attnreport.study import (
 )
 
 
-def median_seconds(fn: Callable[[], Any], repeats: int) -> float:
-    """Median wall time of ``repeats`` calls of ``fn`` (after one untimed warm-up call)."""
+def timed(fn: Callable[[], Any], repeats: int) -> list[float]:
+    """Wall times of ``repeats`` calls of ``fn``, after one untimed warm-up call."""
     fn()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
+
+
+def median_seconds(fn: Callable[[], Any], repeats: int) -> float:
+    """Median wall time of ``repeats`` calls of ``fn`` (after one untimed warm-up call)."""
+    return statistics.median(timed(fn, repeats))
 
 
 def forward(session: Session, ids: torch.Tensor, attentions: bool) -> None:
@@ -48,24 +53,40 @@ def capture_and_focus(session: Session, ids: torch.Tensor) -> None:
 
 @dataclass(frozen=True)
 class CaptureTiming:
+    """One sentence: paired timings, the model's pass and ours back to back in each repeat."""
+
     index: int
     n_tokens: int
-    model_s: float  # median forward with output_attentions=True
-    ours_s: float  # median capture + decomposition + focus statistics
+    model: list[float]  # forward with output_attentions=True
+    ours: list[float]  # capture + decomposition + focus statistics
 
     @property
     def ratio(self) -> float:
-        return self.ours_s / self.model_s
+        """Median of the per-repeat ratios (each pair ran under the same machine load)."""
+        return statistics.median(o / m for o, m in zip(self.ours, self.model, strict=True))
+
+    @property
+    def best_ratio(self) -> float:
+        """Fastest ours over fastest model pass: the least disturbed by other processes."""
+        return min(self.ours) / min(self.model)
 
 
 def capture_timings(session: Session, repeats: int) -> list[CaptureTiming]:
-    """Per sentence: our capture + focus vs the model's pass with attentions, same run."""
+    """Per sentence: our capture + focus vs the model's pass with attentions, interleaved."""
     out = []
     for index, ids in enumerate(session.token_tensors()):
-        model_s = median_seconds(lambda ids=ids: forward(session, ids, True), repeats)
-        ours_s = median_seconds(lambda ids=ids: capture_and_focus(session, ids), repeats)
-        out.append(CaptureTiming(index, len(ids), model_s, ours_s))
+        model_fn = lambda ids=ids: forward(session, ids, True)  # noqa: E731
+        ours_fn = lambda ids=ids: capture_and_focus(session, ids)  # noqa: E731
+        model_fn(), ours_fn()
+        pairs = [(_once(model_fn), _once(ours_fn)) for _ in range(repeats)]
+        out.append(CaptureTiming(index, len(ids), [m for m, _ in pairs], [o for _, o in pairs]))
     return out
+
+
+def _once(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def sentence_focus(session: Session, ids: torch.Tensor) -> dict:
@@ -91,6 +112,7 @@ def intervention_layer(session: Session, settings: Settings) -> int:
 class GridTiming:
     name: str
     seconds: float  # median wall time of the grid
+    best_s: float  # fastest of the repeats
     passes: int  # forward passes the grid runs
     full_passes_s: float  # the same passes as plain, unhooked forward passes (median each)
     attention_calls: int  # attention modules actually executed (replayed blocks skip them)
@@ -148,8 +170,9 @@ def grid_timings(
     one = {i: median_seconds(lambda i=i: forward(session, ids[i], False), repeats) for i in inputs}
     out = []
     for name, fn, used in plans:
-        seconds = median_seconds(fn, repeats)
+        times = timed(fn, repeats)
         calls = count_attention_calls(session, fn)
         full = sum(one[i] for i in used)
-        out.append(GridTiming(name, seconds, len(used), full, calls, len(session.specs)))
+        median, best = statistics.median(times), min(times)
+        out.append(GridTiming(name, median, best, len(used), full, calls, len(session.specs)))
     return out

@@ -38,21 +38,25 @@ def _where(frame: Any) -> str:
 
 
 def _self_times(root: Any) -> dict[tuple[str, str], float]:
+    """Self time per (function, where); pyinstrument's synthetic ``[self]`` leaves count
+    for the function they sit under."""
     totals: dict[tuple[str, str], float] = defaultdict(float)
     stack = [root]
     while stack:
         frame = stack.pop()
-        own = frame.time - sum(child.time for child in frame.children)
+        real = [child for child in frame.children if not child.is_synthetic]
+        own = frame.time - sum(child.time for child in real)
         totals[(frame.function or "?", _where(frame))] += max(own, 0.0)
-        stack.extend(frame.children)
+        stack.extend(real)
     return totals
 
 
-def _heaviest_path(root: Any, floor: float) -> list[Hotspot]:
+def _heaviest_path(root: Any, floor: float, limit: int = 14) -> list[Hotspot]:
     path, frame = [], root
-    while frame is not None and frame.time >= floor:
+    while frame is not None and frame.time >= floor and len(path) < limit:
         path.append(Hotspot(frame.function or "?", _where(frame), frame.time))
-        frame = max(frame.children, key=lambda child: child.time, default=None)
+        real = [child for child in frame.children if not child.is_synthetic]
+        frame = max(real, key=lambda child: child.time, default=None)
     return path
 
 
@@ -66,7 +70,9 @@ def profile_stage(fn: Callable[[], Any], top: int = 12) -> StageProfile:
         fn()
     finally:
         profiler.stop()
-    root = profiler.last_session.root_frame()
+    from pyinstrument import processors
+
+    root = processors.aggregate_repeated_calls(profiler.last_session.root_frame(), {})
     totals = _self_times(root)
     ranked = sorted(totals.items(), key=lambda item: -item[1])[:top]
     hot = [Hotspot(name, where, seconds) for (name, where), seconds in ranked]
