@@ -266,6 +266,14 @@ def test_static_specs_leave_out_interaction_only_layers(figures):
         defined = {p["name"] for node in nodes for p in node.get("params", [])}
         used = {node["param"] for node in nodes if isinstance(node.get("param"), str)}
         assert used <= defined, (fig.key, used - defined)
+        # nothing only the pointer uses: tooltips, points over lines, ARIA text per mark
+        assert fig.static_spec["config"]["aria"] is False
+        for node in nodes:
+            assert "tooltip" not in node.get("encoding", {}), fig.key
+            if isinstance(node.get("mark"), dict) and node["mark"]["type"] == "line":
+                assert "point" not in node["mark"], fig.key
+    focus = next(f for f in figures["rope"] if f.key == "self-focus")
+    assert focus.spec["layer"][0]["mark"]["point"] and focus.spec["layer"][0]["encoding"]["tooltip"]
     impact = next(f for f in figures["rope"] if f.key == "impact-by-position")
     assert len(impact.spec["layer"]) == 3 and len(impact.static_spec["layer"]) == 2
     assert "pick" not in json.dumps(impact.static_spec)

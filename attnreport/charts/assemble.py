@@ -117,11 +117,34 @@ def _resolve_conditions(node: Any, params: set[str]) -> Any:
     return {**rest, **({"condition": kept} if kept else {})}
 
 
+def _plain_marks(node: Any) -> None:
+    """Leave out what only serves the pointer: tooltips and the points laid over lines."""
+    if isinstance(node, list):
+        for item in node:
+            _plain_marks(item)
+        return
+    if not isinstance(node, dict):
+        return
+    encoding, mark = node.get("encoding"), node.get("mark")
+    if isinstance(encoding, dict):
+        encoding.pop("tooltip", None)
+    if isinstance(mark, dict):
+        mark.pop("tooltip", None)
+        if mark.get("type") == "line":
+            mark.pop("point", None)
+    for key, value in node.items():
+        if key != "data":
+            _plain_marks(value)
+
+
 def static_view(spec: dict[str, Any], inline: Columns) -> dict[str, Any]:
     """The spec with its named dataset replaced by the default view's rows, for vl-convert.
 
-    Interaction-only layers (``interaction_only``) are left out, with the selections they
-    defined; channels that tested those selections take their empty-selection value.
+    The image is for reading and printing, not for the pointer, so it leaves out:
+    interaction-only layers (``interaction_only``), with the selections they defined
+    (channels that tested them take their empty-selection value); tooltips and the points
+    over lines (hover targets; the lines are drawn alone); and ARIA attributes, which in an
+    SVG repeat every mark's fields as text (the page's ``<img>`` has its own alt text).
     """
     static = copy.deepcopy(spec)
     static["data"] = {"values": columns_to_rows(inline)}
@@ -131,6 +154,8 @@ def static_view(spec: dict[str, Any], inline: Columns) -> dict[str, Any]:
     if dropped:
         _drop_params(static, dropped, params)
         static = _resolve_conditions(static, params)
+    _plain_marks(static)
+    static["config"] = {**static.get("config", {}), "aria": False}
     return static
 
 
