@@ -336,6 +336,66 @@ def test_histogram_bars_count_tokens_per_bin(figures):
             assert groupbys and all(measure not in g for g in groupbys), groupbys
 
 
+def decode_png(png: bytes) -> list[list[tuple[int, ...]]]:
+    """Reference PNG decoder (8-bit, non-interlaced; every filter type, palette, RGB, RGBA):
+    rows of RGBA tuples. Plain loops, written from the PNG specification."""
+    import struct
+    import zlib
+
+    chunks = images.png_chunks(png)
+    data = {kind: payload for kind, payload in chunks if kind != b"IDAT"}
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", data[b"IHDR"])
+    assert depth == 8 and interlace == 0
+    channels = {2: 3, 3: 1, 6: 4}[colour]
+    raw = zlib.decompress(b"".join(p for kind, p in chunks if kind == b"IDAT"))
+    stride, previous, rows = width * channels, [0] * width * channels, []
+    for r in range(height):
+        kind, line = raw[r * (stride + 1)], list(raw[r * (stride + 1) + 1 : (r + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - channels] if i >= channels else 0
+            b, c = previous[i], previous[i - channels] if i >= channels else 0
+            p = a + b - c
+            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            paeth = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+            line[i] = (line[i] + [0, a, b, (a + b) // 2, paeth][kind]) % 256
+        previous = line
+        pixels = [tuple(line[i : i + channels]) for i in range(0, stride, channels)]
+        if colour == 3:
+            palette, alpha = data[b"PLTE"], data.get(b"tRNS", b"")
+            pixels = [
+                (*palette[3 * k : 3 * k + 3], alpha[k] if k < len(alpha) else 255)
+                for (k,) in pixels
+            ]
+        rows.append([px if len(px) == 4 else (*px, 255) for px in pixels])
+    return rows
+
+
+def test_png_optimisation_keeps_every_pixel(figures):
+    import struct
+    import zlib
+
+    import vl_convert
+
+    kinds = set()
+    for key in ("update-magnitude", "attention-map"):  # few colours (palette), many (RGB)
+        fig = next(f for f in figures["rope"] if f.key == key)
+        png = vl_convert.vegalite_to_png(fig.static_spec, vl_version=images.VL_VERSION)
+        smaller = images.optimize_png(png)
+        assert len(smaller) < 0.7 * len(png), key
+        assert decode_png(smaller) == decode_png(png), key
+        kinds.add(images.png_chunks(smaller)[0][1][9])  # IHDR colour type
+        assert [k for k, _ in images.png_chunks(smaller)][-2:] == [b"IDAT", b"IEND"]
+    assert kinds == {2, 3}
+    # rows with the Paeth and Average filters (vl-convert writes none): only re-deflated
+    header = struct.pack(">IIBBBBB", 3, 3, 8, 6, 0, 0, 0)
+    raw = bytes([0, *range(12), 4, *range(50, 62), 3, *range(200, 212)])
+    chunks = [(b"IHDR", header), (b"IDAT", zlib.compress(raw, 0)), (b"IEND", b"")]
+    png = images.PNG_SIGNATURE + b"".join(
+        struct.pack(">I", len(d)) + k + d + struct.pack(">I", zlib.crc32(k + d)) for k, d in chunks
+    )
+    assert decode_png(images.optimize_png(png)) == decode_png(png)
+
+
 values = st.one_of(st.integers(-5, 5), st.sampled_from([0.5, 1.0, -2.25]), st.sampled_from("ab"))
 
 
