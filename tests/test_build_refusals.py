@@ -75,3 +75,17 @@ def test_failed_build_keeps_the_previous_site(tmp_path, tiny_model_dirs, sentenc
     code, output = build(tiny_model_dirs["gpt2"], sentences, out, "--intervene-layer", "9")
     assert code == 1 and "out of range" in output
     assert snapshot(out) == before
+
+
+def test_sentence_longer_than_map_tokens_builds_without_its_map(
+    tmp_path, tiny_model_dirs, sentences
+):
+    config = tmp_path / "c.toml"
+    config.write_text("map_tokens = 4\n")
+    code, output = build(
+        tiny_model_dirs["llama"], sentences, tmp_path / "out", "--config", str(config)
+    )
+    assert code == 0, output
+    page = next((tmp_path / "out").glob("s000-*.html")).read_text()
+    assert "the attention map figure is left out" in page
+    assert 'data-key="attention-map"' not in page and 'data-key="attention-breakdown"' in page

@@ -36,8 +36,9 @@ def sentence_figures(
     (optional): every sentence's results, so that the mean grid's tooltips can name the
     tokens of the other inputs (the manifest lists token ids only).
     """
+    has_map = sentence.get("attention") is not None  # None past ``map_tokens`` tokens
     figures = [
-        attention.attention_map_figure(sentence),
+        *([attention.attention_map_figure(sentence)] if has_map else []),
         breakdown.breakdown_figure(sentence, manifest),
         breakdown.bias_position_figure(sentence, manifest),
         *(focus.focus_figure(sentence, statistic) for statistic in focus.STATISTICS),

@@ -55,9 +55,13 @@ def tip(field: str, title: str, fmt: str | None = None) -> alt.Tooltip:
 
 
 def n_layers_heads(sentence: dict[str, Any]) -> tuple[int, int]:
-    """Numbers of layers and heads, read from the attention triangles."""
-    scores = sentence["attention"]["scores"]
-    return len(scores), len(scores[0]) if scores else 0
+    """Numbers of layers and heads, read from the focus table (one row per layer and head).
+
+    The attention triangles are not used: a sentence longer than ``map_tokens`` has none.
+    """
+    focus = table(sentence, "focus")
+    layers, heads = focus.get("layer", []), focus.get("head", [])
+    return (int(max(layers)) + 1, int(max(heads)) + 1) if len(layers) else (0, 0)
 
 
 def default_head(sentence: dict[str, Any]) -> tuple[int, int]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from attnreport.charts.assemble import build_figure
 from attnreport.charts.columns import as_list, rounded, select, table
-from attnreport.charts.common import tip
+from attnreport.charts.common import n_layers_heads, tip
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import lines_scheme
 
@@ -144,7 +144,7 @@ def _caption(statistic: str, pooled: bool, n_sentences: int = 0) -> str:
 def focus_figure(sentence: dict[str, Any], statistic: str) -> Figure:
     """Fig 4, 5 or 6 for one sentence (all rows inline: layers x heads)."""
     rows = focus_rows(table(sentence, "focus_sorted"), statistic)
-    n_layers = len(sentence["attention"]["scores"])
+    n_layers = n_layers_heads(sentence)[0]
     key = statistic.replace("_", "-")
     chart = focus_lines_chart(key, statistic, n_layers)
     return build_figure(

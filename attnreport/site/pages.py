@@ -163,6 +163,12 @@ def _part_texts(
     tables = sentence.get("tables", {})
     focus = prose.rows(tables.get("focus"))
     p1 = _paras(prose.focus_summary(focus), [notes.ref("top-key", NOTES["top-key"])])
+    if sentence.get("attention") is None:
+        n = sentence.get("sentence", {}).get("n_tokens", "many")
+        p1.insert(0, Paragraph(
+            f"This sentence has {n} tokens, more than the report keeps full attention maps for "
+            "(the map_tokens setting), so the attention map figure is left out; every other "
+            "figure covers all of its tokens.", ()))  # fmt: skip
     split = prose.breakdown_summary(prose.rows(tables.get("breakdown")), TERMS)
     if split:
         p1.append(Paragraph(split, notes.ref("shift", NOTES["shift"])))
