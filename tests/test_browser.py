@@ -24,8 +24,14 @@ def build(study, folder: Path, options: SiteOptions = OPTIONS) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
+EXAMPLE = Path(__file__).resolve().parent.parent / "site"
+
+
+@pytest.fixture(scope="module", params=["fake", "example"])
+def site(request, tmp_path_factory) -> Path:
+    """A small site from fake results, and the committed example report (real model)."""
+    if request.param == "example":
+        return EXAMPLE
     return build(fake_study(2, n_layers=3, n_heads=2), tmp_path_factory.mktemp("s") / "site")
 
 

@@ -1,0 +1,249 @@
+/* attnreport chart runtime: renders every .ar-chart of a static page with vegaEmbed.
+ *
+ * Classic script (no modules, no fetch) so that pages work from file://. Load it after
+ * the Vega bundle, which defines window.vegaEmbed. The protocol (payload, chunk files,
+ * column encodings, data attributes) is documented in attnreport/charts/embed.py.
+ * Everything lives inside this function: the Vega bundle declares top-level names.
+ */
+(function () {
+  "use strict";
+
+  var registry = {}; // "KEY--CHUNK" -> encoded columns, filled by chunk files
+  var files = {}; // "KEY--CHUNK" -> {done, columns, error, waiters}: each file loads once
+  var readyCount = 0;
+
+  // Load the chunk file DIR + ID + ".js" once per page; call back (columns, error) when
+  // it has run, now if it already has. Charts that share a source share its files.
+  function loadFile(dir, id, callback) {
+    var file = files[id];
+    if (file && file.done) {
+      callback(file.columns, file.error);
+      return;
+    }
+    if (file) {
+      file.waiters.push(callback);
+      return;
+    }
+    file = files[id] = { done: false, columns: null, error: null, waiters: [callback] };
+    var script = document.createElement("script");
+    function finish(error) {
+      file.done = true;
+      file.columns = registry[id] || null;
+      delete registry[id];
+      file.error =
+        error || (file.columns ? null : "The data file " + id + ".js did not register its rows.");
+      var waiters = file.waiters;
+      file.waiters = [];
+      waiters.forEach(function (waiter) {
+        waiter(file.columns, file.error);
+      });
+    }
+    script.onload = function () {
+      finish(null);
+    };
+    script.onerror = function () {
+      finish("Could not load " + dir + id + ".js.");
+    };
+    script.src = dir + id + ".js";
+    document.head.appendChild(script);
+  }
+
+  function decodeColumn(encoded) {
+    if (Array.isArray(encoded)) {
+      return encoded;
+    }
+    var delta = Object.prototype.hasOwnProperty.call(encoded, "d");
+    var runs = delta ? encoded.d : encoded.r;
+    var out = [];
+    var total = 0;
+    for (var i = 0; i < runs.length; i += 2) {
+      for (var n = 0; n < runs[i + 1]; n++) {
+        if (delta) {
+          total += runs[i];
+          out.push(total);
+        } else {
+          out.push(runs[i]);
+        }
+      }
+    }
+    return out;
+  }
+
+  function toRows(encodedColumns) {
+    var names = Object.keys(encodedColumns || {});
+    var columns = names.map(function (name) {
+      return decodeColumn(encodedColumns[name]);
+    });
+    var length = columns.length ? columns[0].length : 0;
+    var rows = new Array(length);
+    for (var r = 0; r < length; r++) {
+      var row = {};
+      for (var c = 0; c < names.length; c++) {
+        row[names[c]] = columns[c][r];
+      }
+      rows[r] = row;
+    }
+    return rows;
+  }
+
+  function statusElement(el) {
+    var status = document.createElement("div");
+    status.className = "ar-status";
+    status.setAttribute("role", "status");
+    status.setAttribute("aria-live", "polite");
+    el.parentNode.insertBefore(status, el.nextSibling);
+    return status;
+  }
+
+  function Chart(el) {
+    this.el = el;
+    this.key = el.getAttribute("data-key");
+    this.dir = el.getAttribute("data-chunks") || "";
+    this.source = this.key; // the figure whose chunk files this chart reads
+    this.status = statusElement(el);
+    this.loaded = {};
+    this.pending = {};
+    this.view = null;
+  }
+
+  Chart.prototype.say = function (text) {
+    this.status.textContent = text;
+    if (Object.keys(this.pending).length) {
+      this.el.setAttribute("data-loading", "true");
+    } else {
+      this.el.removeAttribute("data-loading");
+    }
+  };
+
+  Chart.prototype.fail = function (error) {
+    this.el.setAttribute("data-rendered", "error");
+    this.say("This figure could not be drawn: " + (error && error.message ? error.message : error));
+    if (window.console) {
+      window.console.error("attnreport chart " + this.key, error);
+    }
+  };
+
+  Chart.prototype.wantedChunk = function () {
+    var view = this.view;
+    var values = this.payload.chunk_params.map(function (param) {
+      return String(view.signal(param));
+    });
+    return this.payload.chunks[values.join("|")];
+  };
+
+  Chart.prototype.ensureChunk = function () {
+    if (!this.payload.chunk_params.length) {
+      return;
+    }
+    var chunk = this.wantedChunk();
+    if (chunk === undefined) {
+      this.say(Object.keys(this.pending).length ? "loading\u2026" : "No data for this choice.");
+      return;
+    }
+    if (this.loaded[chunk] || this.pending[chunk]) {
+      this.say(Object.keys(this.pending).length ? "loading\u2026" : "");
+      return;
+    }
+    this.load(chunk);
+  };
+
+  Chart.prototype.load = function (chunk) {
+    var self = this;
+    this.pending[chunk] = true;
+    this.say("loading\u2026");
+    loadFile(this.dir, this.source + "--" + chunk, function (columns, error) {
+      delete self.pending[chunk];
+      if (error) {
+        self.say(error);
+        return;
+      }
+      self.loaded[chunk] = true;
+      self.view.insert(self.key, toRows(columns)).runAsync().then(function () {
+        self.ensureChunk();
+      });
+    });
+  };
+
+  Chart.prototype.listen = function () {
+    var self = this;
+    this.payload.chunk_params.forEach(function (param) {
+      self.view.addSignalListener(param, function () {
+        self.ensureChunk();
+      });
+    });
+  };
+
+  Chart.prototype.rendered = function () {
+    this.el.setAttribute("data-rendered", "true");
+    readyCount += 1;
+    document.body.setAttribute("data-charts-ready", String(readyCount));
+  };
+
+  Chart.prototype.start = function () {
+    var self = this;
+    var source = document.getElementById("ar-data-" + this.key);
+    try {
+      this.payload = JSON.parse(source.textContent);
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    if (typeof window.vegaEmbed !== "function") {
+      this.fail("the Vega bundle (window.vegaEmbed) is missing");
+      return;
+    }
+    if (this.payload.inline_chunk) {
+      this.loaded[this.payload.inline_chunk] = true;
+    }
+    if (this.payload.chunk_source) {
+      // rows shared with another figure: its files, in its folder
+      this.source = this.payload.chunk_source;
+      var sourceEl = document.getElementById("ar-chart-" + this.source);
+      this.dir = (sourceEl && sourceEl.getAttribute("data-chunks")) || this.dir;
+    }
+    var options = {
+      renderer: this.payload.renderer || "svg",
+      actions: { export: true, source: false, compiled: false, editor: false },
+    };
+    // The inline rows go in as the spec's dataset KEY, so the first render already has
+    // them (no empty-data layout); chunk rows are inserted later into the same dataset.
+    var spec = Object.assign({}, this.payload.spec);
+    spec.datasets = Object.assign({}, spec.datasets);
+    spec.datasets[this.key] = toRows(this.payload.inline);
+    window
+      .vegaEmbed(this.el, spec, options)
+      .then(function (result) {
+        self.view = result.view;
+        return self.view.runAsync();
+      })
+      .then(function () {
+        self.rendered();
+        self.listen();
+        self.ensureChunk();
+      })
+      .catch(function (error) {
+        self.fail(error);
+      });
+  };
+
+  function startAll() {
+    var elements = document.querySelectorAll(".ar-chart");
+    for (var i = 0; i < elements.length; i++) {
+      new Chart(elements[i]).start();
+    }
+  }
+
+  window.attnreport = {
+    register: function (id, columns) {
+      registry[id] = columns;
+    },
+    decodeColumn: decodeColumn,
+    toRows: toRows,
+  };
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", startAll);
+  } else {
+    startAll();
+  }
+})();
