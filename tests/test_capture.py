@@ -40,7 +40,8 @@ def test_probabilities_are_causal_and_normalised(tiny_model_dir):
         assert record.probs.shape == (loaded.model.config.num_attention_heads, n, n)
         assert torch.all(record.probs[:, upper] == 0)
         torch.testing.assert_close(record.probs.sum(-1), torch.ones(record.probs.shape[:2]))
-        assert torch.equal(record.allowed, ~upper)
+        assert not torch.any(record.allowed & upper)  # never a future token
+        assert torch.all(record.allowed.diagonal())  # always itself
         assert set(record.terms) == set(TERM_NAMES)
 
 
@@ -75,3 +76,14 @@ def test_qwen2_bias_terms_are_nonzero(tiny_model_dirs):
     assert record.terms["query_only"].abs().max() > 1e-3
     # the bias term depends only on the target: identical across query rows
     torch.testing.assert_close(record.terms["bias"][:, 0, :], record.terms["bias"][:, -1, :])
+
+
+def test_sliding_window_mask_is_the_models(tiny_model_dirs):
+    loaded, specs, ids = _load(tiny_model_dirs["mistral"])
+    record = capture_attention(loaded.model, specs, ids[0]).record(0)
+    n = len(ids[0])
+    window = torch.ones(n, n, dtype=torch.bool).tril() & ~torch.ones(n, n, dtype=torch.bool).tril(
+        -4
+    )
+    assert torch.equal(record.allowed, window)
+    assert torch.all(record.probs[:, ~window] == 0)

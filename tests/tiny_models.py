@@ -18,6 +18,8 @@ from transformers import (
     GPT2LMHeadModel,
     LlamaConfig,
     LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
     PreTrainedTokenizerFast,
     Qwen2Config,
     Qwen2ForCausalLM,
@@ -94,6 +96,19 @@ def _configs() -> dict[str, tuple[object, type]]:
                 **common,
             ),
             Qwen2ForCausalLM,
+        ),
+        "mistral": (
+            MistralConfig(
+                hidden_size=32,
+                intermediate_size=64,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                num_key_value_heads=1,
+                max_position_embeddings=128,
+                sliding_window=4,  # shorter than the test sentences: the mask is not just causal
+                **common,
+            ),
+            MistralForCausalLM,
         ),
         "bloom": (BloomConfig(hidden_size=32, n_layer=2, n_head=4, **common), BloomForCausalLM),
         "gpt2": (

@@ -69,23 +69,28 @@ def ordered_scores(
 
 
 def attention_map_rows(sentence: dict[str, Any]) -> dict[tuple[int, int], Columns]:
-    """(layer, head) -> rows layer, head, query, key, score of one head's triangle."""
+    """(layer, head) -> rows layer, head, query, key, score of one head's triangle.
+
+    Cells the model's mask blocks inside the causal triangle (a sliding window: their
+    score is null in the results) are left out, so the map shows them empty and the
+    derived softmax runs over the keys the model could attend to.
+    """
     att = sentence["attention"]
     n = int(sentence["sentence"]["n_tokens"])
-    query, key = triangle_index(n)
-    query_list, key_list = query.tolist(), key.tolist()
+    all_query, all_key = triangle_index(n)
     out = {}
     for layer, heads in enumerate(att["scores"]):
         for head in range(len(heads)):
-            count = len(query)
             scores = flatten(att["scores"][layer][head])
-            ranks = flatten(att["ranks"][layer][head]).astype(int)
+            keep = np.isfinite(scores)
+            query, key = all_query[keep], all_key[keep]
+            ranks = flatten(att["ranks"][layer][head])[keep].astype(int)
             out[(layer, head)] = {
-                "layer": [layer] * count,
-                "head": [head] * count,
-                "query": query_list,
-                "key": key_list,
-                "score": ordered_scores(query, key, scores, ranks),
+                "layer": [layer] * len(query),
+                "head": [head] * len(query),
+                "query": query.tolist(),
+                "key": key.tolist(),
+                "score": ordered_scores(query, key, scores[keep], ranks),
             }
     return out
 

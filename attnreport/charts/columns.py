@@ -56,8 +56,8 @@ def triangle_index(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def flatten(triangle: list[list[float]]) -> np.ndarray:
-    """A ragged causal triangle as one flat array, row by row."""
-    return np.fromiter((v for row in triangle for v in row), dtype=float)
+    """A ragged causal triangle as one flat array, row by row; null (a masked cell) -> NaN."""
+    return np.fromiter((np.nan if v is None else v for row in triangle for v in row), dtype=float)
 
 
 def as_list(values: np.ndarray) -> list[Any]:
