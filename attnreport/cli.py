@@ -355,3 +355,7 @@ def serve(directory: str, port: int) -> None:
     click.echo(f"serving {directory} on http://127.0.0.1:{port}/ (Ctrl-C stops)")
     with server:
         server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
