@@ -110,18 +110,29 @@ def intervention_layer(session: Session, settings: Settings) -> int:
 
 @dataclass(frozen=True)
 class GridTiming:
+    """One grid, timed in pairs: the grid, then the same passes as plain forward passes."""
+
     name: str
-    seconds: float  # median wall time of the grid
-    best_s: float  # fastest of the repeats
+    grid: list[float]  # wall time of the grid, per repeat
+    plain: list[float]  # its passes run as plain, unhooked forward passes, per repeat
     passes: int  # forward passes the grid runs
-    full_passes_s: float  # the same passes as plain, unhooked forward passes (median each)
     attention_calls: int  # attention modules actually executed (replayed blocks skip them)
     n_layers: int
 
     @property
+    def seconds(self) -> float:
+        return statistics.median(self.grid)
+
+    @property
     def multiple(self) -> float:
-        """Cost in units of one plain forward pass (on the grid's inputs, averaged)."""
-        return self.seconds / (self.full_passes_s / self.passes)
+        """Median over repeats of the grid's cost in units of one plain pass on its inputs."""
+        return statistics.median(
+            g / (p / self.passes) for g, p in zip(self.grid, self.plain, strict=True)
+        )
+
+    @property
+    def best_multiple(self) -> float:
+        return min(self.grid) / (min(self.plain) / self.passes)
 
 
 def count_attention_calls(session: Session, fn: Callable[[], Any]) -> int:
@@ -163,16 +174,15 @@ def _grid_plans(session: Session, settings: Settings, layer: int) -> list[tuple]
 def grid_timings(
     session: Session, settings: Settings, layer: int, repeats: int
 ) -> list[GridTiming]:
-    """Both grids and the whole ``intervention_results`` vs the same passes run plainly."""
+    """Both grids and the whole ``intervention_results``, each repeat paired with the same
+    passes run as plain forward passes, so machine load affects both sides alike."""
     ids = session.token_tensors()
-    plans = _grid_plans(session, settings, layer)
-    inputs = {i for _, _, used in plans for i in used}
-    one = {i: median_seconds(lambda i=i: forward(session, ids[i], False), repeats) for i in inputs}
     out = []
-    for name, fn, used in plans:
-        times = timed(fn, repeats)
+    for name, fn, used in _grid_plans(session, settings, layer):
+        plain = lambda used=used: [forward(session, ids[i], False) for i in used]  # noqa: E731
+        fn(), plain()
+        pairs = [(_once(fn), _once(plain)) for _ in range(repeats)]
         calls = count_attention_calls(session, fn)
-        full = sum(one[i] for i in used)
-        median, best = statistics.median(times), min(times)
-        out.append(GridTiming(name, median, best, len(used), full, calls, len(session.specs)))
+        grid, plain_s = [g for g, _ in pairs], [p for _, p in pairs]
+        out.append(GridTiming(name, grid, plain_s, len(used), calls, len(session.specs)))
     return out
