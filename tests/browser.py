@@ -4,7 +4,7 @@
 Playwright; tests skip with the reason when either is missing. ``offline_page`` opens a
 fresh context whose every non-``file://`` request is aborted and records console errors,
 page errors, dialogs (``alert``/``confirm``/``prompt``, dismissed) and blocked URLs.
-Load them in a test module with ``pytest_plugins = ["tests.browser"]``.
+They are registered for every test module by ``tests/conftest.py``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ import pytest
 
 from tests.tiny_models import FAMILY_NAMES, save_tiny_model
 
+pytest_plugins = ["tests.browser"]  # the browser and offline_page fixtures
+
 
 @pytest.fixture(scope="session")
 def tiny_model_dirs(tmp_path_factory):

@@ -12,7 +12,6 @@ from attnreport.site.context import visible
 from tests.fixtures.fake_results import fake_study
 from tests.site_helpers import HOSTILE_TOKENS, hostile_study, site_charts
 
-pytest_plugins = ["tests.browser"]  # the browser and offline_page fixtures
 pytestmark = pytest.mark.browser
 OPTIONS = SiteOptions(title="Browser test", date="2026-11-21", authors=("Ada",))
 ALL_DRAWN = """() => [...document.querySelectorAll('.ar-chart')]

@@ -17,7 +17,6 @@ from attnreport.charts.embed import chunk_files, figure_payload, runtime_js
 from attnreport.charts.figure import Figure
 from tests.fixtures.fake_results import fake_manifest, fake_sentence, fake_study
 
-pytest_plugins = ["tests.browser"]
 pytestmark = pytest.mark.browser
 HOSTILE = ["</script><img src=x onerror=alert(1)>", " it's", ' "q"', " \u05e9\u05dc", " \U0001f600"]
 RECTS = "el => el.querySelectorAll('.mark-rect.role-mark path').length"  # heatmap cells

@@ -93,6 +93,4 @@ def test_many_sentences_work(tmp_path):
 
 
 def test_control_characters_inside_a_sentence_are_kept():
-    assert parse_sentences("nul \x00 bell \x07 end\n".encode(), "s.txt") == [
-        "nul \x00 bell \x07 end"
-    ]
+    assert parse_sentences(b"nul \x00 bell \x07 end\n", "s.txt") == ["nul \x00 bell \x07 end"]
