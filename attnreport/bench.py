@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnreport import bench_pages as pages
 from attnreport import bench_sections as sections
 from attnreport.bench_report import Section, kept_notes, render
 
@@ -167,8 +168,8 @@ def section_plan(ctx: sections.Context) -> list[tuple[str, Callable[[], Section]
         ("load", lambda: sections.load_section(ctx)),
         ("build", lambda: sections.build_section(ctx)),
         ("scaling", lambda: sections.scaling_section(ctx, (16,) if quick else FULL_SCALING)),
-        ("pages", lambda: sections.pages_section(ctx, page_lengths)),
-        ("bertviz", lambda: sections.bertviz_section(ctx, page_lengths[0 if quick else 1])),
+        ("pages", lambda: pages.pages_section(ctx, page_lengths)),
+        ("bertviz", lambda: pages.bertviz_section(ctx, page_lengths[0 if quick else 1])),
     ]
 
 
