@@ -191,7 +191,8 @@ def export_images(fig: Figure) -> tuple[str, bytes] | None:
         return None
     try:
         svg = vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION)
-        png = vl_convert.vegalite_to_png(spec, vl_version=VL_VERSION, scale=PNG_SCALE)
+        # Rasterise the SVG rather than running Vega a second time for the PNG.
+        png = vl_convert.svg_to_png(svg, scale=PNG_SCALE)
     except Exception as error:  # vl-convert raises ValueError/RuntimeError on bad specs
         log.warning("figure %s: vl-convert failed: %s", fig.key, error)
         return None
