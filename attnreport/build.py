@@ -43,6 +43,7 @@ def settings_of(config: Config) -> Settings:
         scaling_sentence=config.scaling_sentence,
         mean_sentences=config.mean_sentences,
         map_tokens=config.map_tokens,
+        view_head=config.view_head,
     )
 
 

@@ -33,6 +33,7 @@ class Config:
     scaling_sentence: int = 0
     mean_sentences: tuple[int, ...] | None = None
     map_tokens: int = 256
+    view_head: tuple[int, ...] | None = None  # [layer, head] the pages open on
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -54,8 +55,14 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "scaling_sentence": (int,),
     "mean_sentences": (list,),
     "map_tokens": (int,),
+    "view_head": (list,),
 }
-_ITEM_KINDS = {"authors": (str,), "epsilons": (int, float), "mean_sentences": (int,)}
+_ITEM_KINDS = {
+    "authors": (str,),
+    "epsilons": (int, float),
+    "mean_sentences": (int,),
+    "view_head": (int,),
+}
 
 
 def _check_key(key: str, value: Any, origin: str) -> Any:
@@ -88,6 +95,10 @@ def validate(values: dict[str, Any], origin: str) -> dict[str, Any]:
     for key in ("breakdown_ranks", "map_tokens"):
         if key in checked and checked[key] < 1:
             raise AttnReportError(f"{origin}: '{key}' must be at least 1, got {checked[key]}")
+    if "view_head" in checked and (len(checked["view_head"]) != 2 or min(checked["view_head"]) < 0):
+        raise AttnReportError(
+            f"{origin}: 'view_head' must be [layer, head], got {list(checked['view_head'])}"
+        )
     for key in ("intervene_layer", "scaling_sentence"):
         if key in checked and checked[key] < 0:
             raise AttnReportError(f"{origin}: '{key}' must not be negative, got {checked[key]}")
@@ -134,5 +145,6 @@ epsilons = [5e-1, 1e-3, 1e-10]
 # intervene_layer = 12       # default: the layer with the strongest first-token focus
 scaling_sentence = 0
 # mean_sentences = [0, 1, 2]
+# view_head = [3, 4]         # layer and head the pages open on (default: strongest first-token focus)
 images = true                # export SVG/PNG copies of every figure
 """

@@ -47,6 +47,7 @@ class Settings:
     scaling_sentence: int = 0
     mean_sentences: tuple[int, ...] | None = None  # None: the first three sentences
     map_tokens: int = 256  # attention maps (n x n per head) are kept up to this many tokens
+    view_head: tuple[int, ...] | None = None  # (layer, head) the pages open on; None: computed
 
 
 @dataclass
@@ -110,6 +111,8 @@ def analyze_sentence(session: Session, index: int, settings: Settings) -> Senten
         "attention": maps if keep_maps else None,
         "tables": {name: table_to_json(table) for name, table in tables.items()},
     }
+    if settings.view_head is not None:
+        result["view_head"] = list(settings.view_head)
     return SentenceAnalysis(result, tables["focus"], tables["head_impact"])
 
 
@@ -222,6 +225,17 @@ def check_settings(settings: Settings, session: Session) -> None:
         raise AttnReportError(f"scaling sentence {settings.scaling_sentence} does not exist")
     if any(not (isinstance(e, float) and e > 0 and np.isfinite(e)) for e in settings.epsilons):
         raise AttnReportError(f"epsilons must be positive numbers, got {list(settings.epsilons)}")
+    if settings.view_head is not None:
+        view_layer, view_head = settings.view_head
+        n_heads = session.specs[0].layout.n_heads
+        if not 0 <= view_layer < n_layers:
+            raise AttnReportError(
+                f"view_head layer {view_layer} does not exist: the model has layers 0-{n_layers - 1}"
+            )
+        if not 0 <= view_head < n_heads:
+            raise AttnReportError(
+                f"view_head head {view_head} does not exist: the model has heads 0-{n_heads - 1}"
+            )
     if settings.breakdown_ranks < 1:
         raise AttnReportError("breakdown ranks must be at least 1")
     mean_sentence_indices(settings, len(session.sentences))

@@ -30,6 +30,8 @@ def build_with(tmp_path, toml: str, *args: str):
         ("map_tokens = 0", "'map_tokens' must be at least 1"),
         ("intervene_layer = -2", "'intervene_layer' must not be negative"),
         ("title = ", "is not valid TOML"),
+        ("view_head = [1]", "'view_head' must be [layer, head]"),
+        ("view_head = [1, -2]", "'view_head' must be [layer, head]"),
     ],
 )
 def test_bad_config_values(tmp_path, toml, fragment):
@@ -54,3 +56,30 @@ def test_command_line_overrides_config(tmp_path):
     merged = merged_config(config, {"images": False, "out": None})
     assert merged.title == "From file" and merged.images is False
     assert merged.out == str(tmp_path / "folder")
+
+
+@pytest.mark.parametrize(
+    ("view", "fragment"),
+    [
+        ("[0, 4]", "view_head head 4 does not exist: the model has heads 0-3"),
+        ("[5, 0]", "view_head layer 5 does not exist"),
+    ],
+)
+def test_view_head_must_exist_in_the_model(tmp_path, tiny_model_dirs, view, fragment):
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the cat sat\n")
+    toml = f'model = "{tiny_model_dirs["gpt2"]}"\nsentences = "{sentences}"\nview_head = {view}\n'
+    code, output = build_with(tmp_path, toml)
+    assert code == 1 and fragment in output, output
+    assert not (tmp_path / "out").exists()
+
+
+def test_pages_open_on_the_chosen_head(tmp_path, tiny_model_dirs):
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the cat sat on the mat\n")
+    toml = f'model = "{tiny_model_dirs["gpt2"]}"\nsentences = "{sentences}"\nview_head = [1, 3]\nimages = false\n'
+    code, output = build_with(tmp_path, toml)
+    assert code == 0, output
+    page = next((tmp_path / "out").glob("s000-*.html")).read_text()
+    payload = page.split('id="ar-data-attention-map">', 1)[1].split("</script>", 1)[0]
+    assert '"inline_chunk":"l1-h3"' in payload.replace(" ", "")

@@ -65,10 +65,14 @@ def n_layers_heads(sentence: dict[str, Any]) -> tuple[int, int]:
 
 
 def default_head(sentence: dict[str, Any]) -> tuple[int, int]:
-    """The (layer, head) a sentence page opens on: the strongest first-token focus.
+    """The (layer, head) a sentence page opens on: the results' ``view_head`` when the
+    user chose one, else the strongest first-token focus.
 
     Ties go to the lowest layer, then the lowest head; (0, 0) when there is no focus table.
     """
+    if sentence.get("view_head") is not None:
+        layer, head = sentence["view_head"]
+        return int(layer), int(head)
     focus = table(sentence, "focus")
     if not len(focus.get("layer", [])):
         return 0, 0
