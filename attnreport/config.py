@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +34,9 @@ class Config:
     mean_sentences: tuple[int, ...] | None = None
     map_tokens: int = 256
     view_head: tuple[int, ...] | None = None  # [layer, head] the pages open on
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
-KEYS = tuple(f.name for f in fields(Config) if f.name != "extra")
+KEYS = tuple(f.name for f in fields(Config))
 _KINDS: dict[str, tuple[type, ...]] = {
     "model": (str,),
     "sentences": (str,),
