@@ -92,6 +92,14 @@ def positioned(spec: LayerSpec, raw: RawLayer, q_raw: torch.Tensor, k_raw: torch
     return q[0], k[0]
 
 
+def heads_of(spec: LayerSpec, raw: RawLayer) -> tuple[torch.Tensor, ...]:
+    """(q_raw, k_raw, q, k, v): the model's projections split per head, and q, k as they
+    enter the score (after the positional transform)."""
+    q_raw, k_raw, v = split_qkv(spec.family, raw.projections, spec.layout)
+    q, k = positioned(spec, raw, q_raw, k_raw)
+    return q_raw, k_raw, q, k, v
+
+
 def attend(
     spec: LayerSpec,
     raw: RawLayer,
@@ -160,8 +168,7 @@ def score_terms(
 
 def layer_record(spec: LayerSpec, raw: RawLayer, with_terms: bool = True) -> LayerRecord:
     """Everything the study measures in one layer, as a ``LayerRecord``."""
-    q_raw, k_raw, v = split_qkv(spec.family, raw.projections, spec.layout)
-    q, k = positioned(spec, raw, q_raw, k_raw)
+    q_raw, k_raw, q, k, v = heads_of(spec, raw)
     scores, probs, updates, _ = attend(spec, raw, q, k, v)
     allowed = additive_mask(raw.mask, q.shape[1], scores.dtype) == 0
     return LayerRecord(

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from attnreport.attention import LayerSpec, RawLayer, attend, positioned
+from attnreport.attention import LayerSpec, RawLayer, attend, heads_of
 from attnreport.capture import Slots, block_hooks, installed_hooks, raw_layer
-from attnreport.models.families import split_qkv
 
 QKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 Modifier = Callable[[QKV], QKV]
@@ -102,8 +101,7 @@ def _swap_hook(spec: LayerSpec, slots: Slots, modify: Modifier, sink: dict[int, 
 
     def hook(_module: nn.Module, _args: tuple, output):
         raw = raw_layer(slots)
-        q_raw, k_raw, v = split_qkv(spec.family, raw.projections, spec.layout)
-        q, k = positioned(spec, raw, q_raw, k_raw)
+        _, _, q, k, v = heads_of(spec, raw)
         _, probs, _, block_out = attend(spec, raw, *modify((q, k, v)))
         sink[spec.layer] = probs
         # The module output is block_out (+ the residual for BLOOM): swap only the block part.
@@ -149,8 +147,7 @@ def run_modified(
 
 
 def _probs_of(spec: LayerSpec, raw: RawLayer) -> torch.Tensor:
-    q_raw, k_raw, v = split_qkv(spec.family, raw.projections, spec.layout)
-    q, k = positioned(spec, raw, q_raw, k_raw)
+    _, _, q, k, v = heads_of(spec, raw)
     return attend(spec, raw, q, k, v)[1]
 
 
