@@ -47,11 +47,14 @@ def settings_of(config: Config) -> Settings:
     )
 
 
-def check_output(out: Path, inputs: list[Path]) -> None:
-    """The output folder must not be a file or hold any input (the swap would remove it)."""
+def check_output(out: Path, inputs: list[Path], force: bool) -> None:
+    """Refuse a bad output folder before any work: what the writer would refuse (a file,
+    a foreign folder without ``force``), one that holds an input (the swap would remove
+    it), and the file system root or the home folder."""
+    from attnreport.site.write import check_target
+
+    check_target(out, force)
     out = out.expanduser().resolve()
-    if out.is_file():
-        raise AttnReportError(f"output path {out} is a file; give a folder")
     for source in inputs:
         source = source.expanduser().resolve()
         if source == out or out in source.parents:
@@ -117,7 +120,7 @@ def build_site(config: Config, force: bool, progress: Progress = _quiet) -> Buil
     from attnreport.site.write import write_site
 
     out = Path(config.out)
-    check_output(out, input_paths(config))
+    check_output(out, input_paths(config), force)
     timings = Timings()
     _, results = study(config, progress, timings)
     start = time.perf_counter()
@@ -147,7 +150,7 @@ def write_results(config: Config, force: bool, progress: Progress = _quiet) -> t
     from attnreport.site.write import MARKER, write_site
 
     out = Path(config.out)
-    check_output(out, input_paths(config))
+    check_output(out, input_paths(config), force)
     _, results = study(config, progress)
     files = results.files()
     files[MARKER] = b"attnreport results\n"

@@ -57,7 +57,7 @@ def clean_stale(parent: Path, target: Path) -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def _check_target(target: Path, force: bool) -> None:
+def check_target(target: Path, force: bool) -> None:
     """Refuse targets that are files, dangerous folders, or foreign folders without force."""
     if os.path.lexists(target) and not target.is_dir():
         raise AttnReportError(f"output path {target} is a file, not a folder; choose another path")
@@ -183,7 +183,7 @@ def write_site(files: Mapping[str, bytes], out_dir: Path, force: bool = False) -
     try:
         if parent.is_dir():
             clean_stale(parent, target)
-        _check_target(target, force)
+        check_target(target, force)
         parent.mkdir(parents=True, exist_ok=True)
         _write_and_swap(files, parent, target)
     except (NotADirectoryError, FileExistsError) as err:
