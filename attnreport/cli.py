@@ -183,14 +183,19 @@ class RichProgress:
             SpinnerColumn,
             TextColumn,
             TimeElapsedColumn,
+            TimeRemainingColumn,
         )
+
+        from attnreport.corpus.progress import RateColumn
 
         self.progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            RateColumn(),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=False,
         )
@@ -203,7 +208,7 @@ class RichProgress:
                 task = self.tasks[self.current]
                 self.progress.update(task, completed=self.progress.tasks[task].total)
             self.tasks[stage] = self.progress.add_task(
-                self.LABELS.get(stage, stage), total=max(total, 1)
+                self.LABELS.get(stage, stage), total=max(total, 1), completed=done
             )
             self.current = stage
         self.progress.update(self.tasks[stage], completed=done)
@@ -271,10 +276,31 @@ def build(
 @click.option(
     "--sentences",
     default=None,
-    help="Text file, one sentence per line (default: the built-in set).",
+    help="Text file, one sentence per line, or .jsonl with a 'text' field (default: the built-in set).",
 )
 @click.option(
     "--out", required=True, help="Folder for the results (JSON, see docs/results-schema.md)."
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue an interrupted run in --out: skip finished sentences (same settings only).",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Run sentences in this process, or on Ray workers (pip install 'attnreport[ray]').",
+)
+@click.option(
+    "--ray-address", default=None, help="Existing Ray cluster (default: start a local one)."
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Ray workers (default: one per CPU or GPU).",
 )
 @study_options
 @user_errors
@@ -282,13 +308,21 @@ def analyze(
     model: str,
     sentences: str | None,
     out: str,
+    resume: bool,
+    engine: str,
+    ray_address: str | None,
+    workers: int | None,
     config_file: str | None,
     intervene_layer: int | None,
     truncate: bool | None,
     force: bool,
 ) -> None:
-    """Run the study and write its results as JSON tables plus a manifest."""
-    from attnreport.build import write_results
+    """Run the study and write its results as JSON tables plus a manifest.
+
+    Each sentence's results are written as soon as it is finished, so a run over a large
+    corpus that is interrupted continues with --resume.
+    """
+    from attnreport.corpus import CorpusOptions, run_corpus
 
     quiet_libraries()
     config = load_config(
@@ -299,9 +333,19 @@ def analyze(
         intervene_layer=intervene_layer,
         truncate=truncate,
     )
-    with RichProgress() as progress:
-        path, count = write_results(config, force, progress)
-    click.echo(f"wrote {count} files to {path}")
+    options = CorpusOptions(engine, resume, ray_address, workers)
+    try:
+        with RichProgress() as progress:
+            summary = run_corpus(config, options, force, progress)
+    except KeyboardInterrupt:
+        click.echo(
+            f"interrupted; finished sentences are kept in {out}: rerun with --resume", err=True
+        )
+        sys.exit(130)
+    resumed = f" ({summary.resumed} from an earlier run)" if summary.resumed else ""
+    click.echo(
+        f"wrote {summary.files} files for {summary.sentences} sentence(s){resumed} to {summary.out}"
+    )
 
 
 @main.command()

@@ -10,10 +10,14 @@ Rules, chosen so a report never silently changes what the user wrote:
 - A sentence longer than the model's context is an error naming it and both lengths,
   unless ``truncate`` is set: then it is cut to the context, with a warning.
 - A sentence the tokenizer turns into zero tokens is an error naming it.
+- A ``.jsonl`` file holds one JSON object per line with a string ``text`` field (other
+  fields are ignored); a line that is not such an object is an error naming its line.
+  The texts then follow the rules above (stripped, blanks skipped, duplicates dropped).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from importlib import resources
@@ -87,7 +91,31 @@ def read_sentences(path: str | Path | None) -> list[str]:
         raw = path.read_bytes()
     except OSError as err:
         raise AttnReportError(f"cannot read sentence file {path}: {err.strerror}") from err
+    if path.suffix.lower() == ".jsonl":
+        raw = jsonl_texts(raw, str(path))
     return parse_sentences(raw, str(path))
+
+
+def jsonl_texts(raw: bytes, origin: str) -> bytes:
+    """The ``text`` fields of a JSON Lines file, one per line, as UTF-8 for ``parse_sentences``."""
+    try:
+        lines = raw.decode("utf-8-sig").replace("\r\n", "\n").split("\n")
+    except UnicodeDecodeError as err:
+        raise AttnReportError(
+            f"{origin} is not UTF-8 (byte {err.start}); save it as UTF-8"
+        ) from err
+    texts = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as err:
+            raise AttnReportError(f"{origin} line {number} is not JSON: {err.msg}") from err
+        if not isinstance(value, dict) or not isinstance(value.get("text"), str):
+            raise AttnReportError(f'{origin} line {number} has no "text" string field')
+        texts.append(" ".join(value["text"].splitlines()))  # one sentence stays one line
+    return "\n".join(texts).encode("utf-8")
 
 
 def tokenize_sentences(

@@ -1,0 +1,25 @@
+"""The local engine: every sentence in this process, one after the other."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from attnreport.corpus.engines import EngineContext
+from attnreport.corpus.work import SentenceOutcome, analyze_one
+from attnreport.sentences import Sentence
+
+
+class LocalEngine:
+    def __init__(self, context: EngineContext) -> None:
+        self.context = context
+
+    def analyze(self, sentences: Sequence[Sentence]) -> Iterator[SentenceOutcome]:
+        for sentence in sentences:
+            yield analyze_one(self.context.session, sentence, self.context.settings)
+
+    def close(self) -> None:
+        return None
+
+
+def open_engine(context: EngineContext) -> LocalEngine:
+    return LocalEngine(context)

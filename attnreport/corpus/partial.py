@@ -1,0 +1,226 @@
+"""Set-wide statistics merged from per-sentence partial sums, exactly.
+
+A sentence contributes a ``SentencePartial``: its focus row per (layer, head) (three
+statistics and ``n_queries``) and, per (layer, head), the sum of its tokens' impact
+``magnitude`` and ``orientation`` with the token count. A ``SetPartial`` holds
+
+- the running totals: for each focus statistic, the sum over sentences of
+  ``value * n_queries`` and the sum of ``n_queries``; for impact, the sums and counts;
+- each sentence's focus row (layers x heads x 4 numbers), because quantiles across
+  sentences and the ``focus_by_sentence`` table need them. That is all that grows with
+  the corpus; the attention maps and tables of a sentence are never kept.
+
+Totals are kept as exact integers (every float64 is an integer multiple of 2**-1074),
+so addition is associative and commutative: any split of a corpus, merged in any order,
+gives bit-identical totals, and the pooled values are the exact totals rounded once.
+Pooled value = total weighted sum / total weight: counts and sums, never averages of
+averages (``docs/results-schema.md``, ``set.json``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from attnreport.analyses.focus import FOCUS_STATISTICS, focus_sorted
+from attnreport.analyses.pooling import SPREAD_COLUMNS
+from attnreport.analyses.tables import Table
+
+_SCALE = 2**1074  # 1 / the smallest positive float64: every finite float64 times it is an int
+_QUANTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def exact(values: np.ndarray) -> list[int]:
+    """Each float64 of ``values`` as the exact integer ``value * 2**1074``."""
+    out = []
+    for value in np.asarray(values, dtype=np.float64).tolist():
+        num, den = value.as_integer_ratio()  # den is a power of two <= 2**1074
+        out.append(num * (_SCALE // den))
+    return out
+
+
+def to_float(total: int, divisor: int) -> float:
+    """``total * 2**-1074 / divisor`` correctly rounded to float64 (0.0 when divisor is 0)."""
+    return float(Fraction(total, _SCALE * divisor)) if divisor else 0.0
+
+
+@dataclass(frozen=True)
+class SentencePartial:
+    """What one sentence adds to the set-wide tables (small: layers x heads rows).
+
+    ``focus``: the sentence's focus table (layer, head, self_focus, first_focus,
+    concentration, n_queries), rows in (layer, head) order. ``impact``: per (layer, head),
+    ``magnitude`` and ``orientation`` summed over the sentence's tokens, and ``n_tokens``.
+    """
+
+    index: int
+    focus: Table
+    impact: Table
+
+    @classmethod
+    def of(cls, index: int, focus: Table, head_impact: Table) -> SentencePartial:
+        """From a sentence's ``focus`` and ``head_impact`` tables."""
+        pairs = np.stack([head_impact["layer"], head_impact["head"]], axis=1).astype(np.int64)
+        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+
+        def total(name: str) -> np.ndarray:
+            return np.bincount(inverse, weights=head_impact[name], minlength=len(unique))
+
+        impact = {
+            "layer": unique[:, 0],
+            "head": unique[:, 1],
+            "magnitude": total("magnitude"),
+            "orientation": total("orientation"),
+            "n_tokens": np.bincount(inverse, minlength=len(unique)).astype(np.int64),
+        }
+        return cls(index, {k: np.asarray(v) for k, v in focus.items()}, impact)
+
+    def to_json(self) -> dict[str, Any]:
+        """Full-precision JSON (floats round-trip exactly), so a resumed run loses nothing."""
+        return {
+            "index": self.index,
+            "focus": {k: v.tolist() for k, v in self.focus.items()},
+            "impact": {k: v.tolist() for k, v in self.impact.items()},
+        }
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> SentencePartial:
+        def table(columns: dict[str, list[Any]]) -> Table:
+            return {k: np.asarray(v) for k, v in columns.items()}
+
+        return cls(int(value["index"]), table(value["focus"]), table(value["impact"]))
+
+
+@dataclass
+class SetPartial:
+    """Running set-wide totals; ``add`` a sentence or ``merge`` another part, in any order."""
+
+    rows: dict[int, np.ndarray] = field(default_factory=dict)  # index -> (4, rows) focus values
+    keys: tuple[np.ndarray, np.ndarray] | None = None  # focus (layer, head) columns
+    impact_keys: tuple[np.ndarray, np.ndarray] | None = None
+    focus_sums: list[list[int]] = field(default_factory=list)  # [statistic][row], exact
+    weights: list[int] = field(default_factory=list)  # per row: sum of n_queries
+    impact_sums: list[list[int]] = field(default_factory=list)  # [magnitude|orientation][row]
+    tokens: list[int] = field(default_factory=list)  # per impact row: tokens pooled
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def add(self, part: SentencePartial) -> None:
+        """Count one sentence; a sentence already counted is a ValueError (never twice)."""
+        one = SetPartial()
+        focus, impact = part.focus, part.impact
+        n = np.asarray(focus["n_queries"], dtype=np.int64)
+        one.rows[part.index] = np.stack(
+            [np.asarray(focus[s], dtype=np.float64) for s in FOCUS_STATISTICS] + [n]
+        )
+        one.keys = (np.asarray(focus["layer"]), np.asarray(focus["head"]))
+        one.impact_keys = (np.asarray(impact["layer"]), np.asarray(impact["head"]))
+        one.focus_sums = [
+            exact(np.asarray(focus[s], dtype=np.float64) * n) for s in FOCUS_STATISTICS
+        ]
+        one.weights = n.tolist()
+        one.impact_sums = [exact(impact["magnitude"]), exact(impact["orientation"])]
+        one.tokens = np.asarray(impact["n_tokens"], dtype=np.int64).tolist()
+        self.merge(one)
+
+    def merge(self, other: SetPartial) -> None:
+        """Add ``other``'s sentences and totals to this one (they must not overlap)."""
+        if not other.rows:
+            return
+        twice = self.rows.keys() & other.rows.keys()
+        if twice:
+            raise ValueError(f"sentence {min(twice)} is counted twice")
+        if not self.rows:
+            self.keys, self.impact_keys = other.keys, other.impact_keys
+            self.focus_sums = [list(s) for s in other.focus_sums]
+            self.weights, self.tokens = list(other.weights), list(other.tokens)
+            self.impact_sums = [list(s) for s in other.impact_sums]
+            self.rows.update(other.rows)
+            return
+        _check_same(self.keys, other.keys, "focus")
+        _check_same(self.impact_keys, other.impact_keys, "impact")
+        self.rows.update(other.rows)
+        self.focus_sums = [
+            _add(a, b) for a, b in zip(self.focus_sums, other.focus_sums, strict=True)
+        ]
+        self.weights = _add(self.weights, other.weights)
+        self.impact_sums = [
+            _add(a, b) for a, b in zip(self.impact_sums, other.impact_sums, strict=True)
+        ]
+        self.tokens = _add(self.tokens, other.tokens)
+
+    def tables(self) -> dict[str, Table]:
+        """The four ``set.json`` tables, as ``study.set_results`` computes them in one pass."""
+        if not self.rows or self.keys is None or self.impact_keys is None:
+            raise ValueError("pooling needs at least one sentence")
+        order = sorted(self.rows)
+        stack = np.stack([self.rows[i] for i in order])  # (sentence, 4, rows)
+        layer, head = self.keys
+        by_sentence: Table = {
+            "sentence": np.repeat(np.asarray(order, dtype=np.int64), len(head)),
+            "layer": np.tile(layer, len(order)),
+            "head": np.tile(head, len(order)),
+        }
+        for k, name in enumerate(FOCUS_STATISTICS):
+            by_sentence[name] = stack[:, k, :].reshape(-1)
+        by_sentence["n_queries"] = stack[:, 3, :].reshape(-1).astype(np.int64)
+        pooled = self._pooled(stack)
+        impact_layer, impact_head = self.impact_keys
+        impact: Table = {
+            "layer": impact_layer,
+            "head": impact_head,
+            "magnitude": np.array(
+                [to_float(s, n) for s, n in zip(self.impact_sums[0], self.tokens, strict=True)]
+            ),
+            "orientation": np.array(
+                [to_float(s, n) for s, n in zip(self.impact_sums[1], self.tokens, strict=True)]
+            ),
+            "n_tokens": np.asarray(self.tokens, dtype=np.int64),
+        }
+        return {
+            "focus_by_sentence": by_sentence,
+            "focus_pooled": pooled,
+            "focus_sorted": focus_sorted(pooled, extra_columns=("min", "max")),
+            "impact_pooled": impact,
+        }
+
+    def _pooled(self, stack: np.ndarray) -> Table:
+        """``focus_pooled``: one row per (layer, head, statistic); value from the exact totals."""
+        layer, head = self.keys  # type: ignore[misc]
+        n_stats = len(FOCUS_STATISTICS)
+        valid = stack[:, 3, :] > 0  # (sentence, rows): sentences with a query count
+        value = np.array(
+            [[to_float(s[r], self.weights[r]) for s in self.focus_sums] for r in range(len(head))]
+        )  # (rows, statistic)
+        spreads = [_spread(stack[:, k, :], valid) for k in range(n_stats)]  # [stat](5, rows)
+        table: Table = {
+            "layer": np.repeat(np.asarray(layer, dtype=np.int64), n_stats),
+            "head": np.repeat(np.asarray(head, dtype=np.int64), n_stats),
+            "statistic": np.tile(np.array(FOCUS_STATISTICS), len(head)),
+            "value": value.reshape(-1),
+        }
+        for q, name in enumerate(SPREAD_COLUMNS):
+            table[name] = np.stack([s[q] for s in spreads], axis=1).reshape(-1)
+        table["n_sentences"] = np.repeat(valid.sum(0), n_stats).astype(np.int64)
+        return table
+
+
+def _spread(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """(5, rows) quantiles over valid sentences (``numpy.quantile``'s linear rule); 0 if none."""
+    masked = np.where(valid, values, np.nan)
+    masked[:, ~valid.any(0)] = 0.0
+    return np.nanquantile(masked, _QUANTILES, axis=0)
+
+
+def _add(a: list[int], b: list[int]) -> list[int]:
+    return [x + y for x, y in zip(a, b, strict=True)]
+
+
+def _check_same(a: Any, b: Any, what: str) -> None:
+    if a is None or b is None or not all(np.array_equal(x, y) for x, y in zip(a, b, strict=True)):
+        raise ValueError(f"sentences disagree on their (layer, head) {what} rows")

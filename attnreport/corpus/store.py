@@ -1,0 +1,123 @@
+"""The results folder of a corpus run: the one place that writes it, file by file.
+
+Every file is written atomically (a temporary file in the same folder, then a rename),
+so a crash or SIGKILL leaves each file either whole or absent. Per finished sentence
+the run writes ``sentences/NNN.json`` (``docs/results-schema.md``) and then
+``partials/NNN.json`` (its ``SentencePartial`` at full precision); the partial is
+written last, so it marks the sentence as finished. ``run.json`` (the fingerprint) is
+written first and ``manifest.json``, ``set.json`` and ``interventions.json`` last.
+
+Starting afresh in a folder attnreport wrote (or a foreign one with ``force``) empties
+it first, as ``build`` replaces a site; ``resume`` keeps it and returns the finished
+sentences.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from attnreport.corpus.fingerprint import difference
+from attnreport.corpus.partial import SentencePartial
+from attnreport.errors import AttnReportError
+from attnreport.study import dump_json
+
+log = logging.getLogger(__name__)
+
+MARKER = ".attnreport-site"  # same marker as the site writer: this folder is attnreport's
+RUN_FILE = "run.json"
+
+
+def sentence_name(index: int) -> str:
+    return f"sentences/{index:03d}.json"
+
+
+def partial_name(index: int) -> str:
+    return f"partials/{index:03d}.json"
+
+
+def write_file(out: Path, name: str, data: bytes) -> None:
+    """Write ``out/name`` atomically (temporary file in the same folder, then rename).
+
+    The only function that writes into a results folder; ``name`` is a relative POSIX path.
+    """
+    dest = out.joinpath(*name.split("/"))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, dest)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+class RunStore:
+    """A results folder being filled by one run (``out`` must have passed ``check_output``)."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = Path(out).expanduser().absolute()
+
+    def start(self, fingerprint: dict[str, Any], resume: bool) -> set[int]:
+        """Prepare the folder; return the indices of sentences already finished (resume)."""
+        stored = self._stored_fingerprint() if resume else None
+        if stored is not None:
+            why = difference(stored, fingerprint)
+            if why is not None:
+                raise AttnReportError(
+                    f"cannot resume into {self.out}: {why}; rerun with the same settings or choose another --out"
+                )
+            return self._finished()
+        self._empty()
+        write_file(self.out, MARKER, b"attnreport results\n")
+        write_file(self.out, RUN_FILE, dump_json(fingerprint))
+        return set()
+
+    def _stored_fingerprint(self) -> dict[str, Any] | None:
+        path = self.out / RUN_FILE
+        if not path.is_file():
+            return None
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError) as err:
+            raise AttnReportError(f"cannot resume: {path} is unreadable ({err})") from err
+
+    def _empty(self) -> None:
+        if not self.out.is_dir():
+            return
+        for entry in self.out.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
+    def _finished(self) -> set[int]:
+        folder = self.out / "partials"
+        done = set()
+        for path in folder.glob("*.json") if folder.is_dir() else ():
+            if path.stem.isdigit() and (self.out / sentence_name(int(path.stem))).is_file():
+                done.add(int(path.stem))
+        return done
+
+    def partials(self, indices: set[int]) -> Iterator[SentencePartial]:
+        """The stored partials of finished sentences, in index order."""
+        for index in sorted(indices):
+            path = self.out / partial_name(index)
+            yield SentencePartial.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+    def write_sentence(self, index: int, sentence_json: bytes, partial: SentencePartial) -> None:
+        write_file(self.out, sentence_name(index), sentence_json)
+        write_file(self.out, partial_name(index), dump_json(partial.to_json()))
+
+    def finish(self, files: Mapping[str, bytes]) -> None:
+        """The set-wide files, written once every sentence is finished."""
+        for name in sorted(files):
+            write_file(self.out, name, files[name])
+
+    def count(self) -> int:
+        return sum(1 for p in self.out.rglob("*") if p.is_file())

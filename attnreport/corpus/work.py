@@ -1,0 +1,42 @@
+"""One sentence's work, as every engine runs it: wraps ``study.analyze_sentence``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from attnreport.corpus.partial import SentencePartial
+from attnreport.sentences import Sentence
+from attnreport.session import Session
+from attnreport.study import Settings, analyze_sentence, dump_json
+
+
+@dataclass(frozen=True)
+class SentenceOutcome:
+    """A finished sentence: its ``sentences/NNN.json`` bytes and its partial sums."""
+
+    index: int
+    json: bytes
+    partial: SentencePartial
+
+
+class _OneSentence:
+    """Stands in for a session's sentence list when a worker holds only one sentence."""
+
+    def __init__(self, sentence: Sentence) -> None:
+        self.sentence = sentence
+
+    def __getitem__(self, index: int) -> Sentence:
+        if index != self.sentence.index:
+            raise IndexError(index)
+        return self.sentence
+
+    def __len__(self) -> int:
+        return self.sentence.index + 1
+
+
+def analyze_one(session: Session, sentence: Sentence, settings: Settings) -> SentenceOutcome:
+    """Analyse ``sentence`` on ``session``'s model (its sentence list is not needed)."""
+    view = replace(session, sentences=_OneSentence(sentence))  # type: ignore[arg-type]
+    result = analyze_sentence(view, sentence.index, settings)
+    partial = SentencePartial.of(sentence.index, result.focus, result.head_impact)
+    return SentenceOutcome(sentence.index, dump_json(result.json), partial)
