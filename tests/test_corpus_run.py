@@ -1,0 +1,168 @@
+"""Corpus runs of ``attnreport analyze``: per-sentence files, resume, refusals, .jsonl input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from attnreport.cli import main
+from attnreport.config import Config
+from attnreport.errors import AttnReportError
+from attnreport.sentences import read_sentences
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = [
+    "the",
+    "a",
+    "cat",
+    "dog",
+    "mouse",
+    "chased",
+    "sat",
+    "on",
+    "mat",
+    "what",
+    "does",
+    "attention",
+    "mechanism",
+    "focus",
+    "and",
+]
+
+
+def write_corpus(path: Path, count: int, seed: int = 0) -> Path:
+    """``count`` different sentences of 1 to 12 words of the tiny models' vocabulary."""
+    rng = np.random.default_rng(seed)
+    lines: list[str] = []
+    while len(lines) < count:
+        line = " ".join(rng.choice(WORDS, size=int(rng.integers(1, 13))))
+        if line not in lines:
+            lines.append(line)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def tree_bytes(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def analyze(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["analyze", *args])
+    return result.exit_code, result.output
+
+
+def test_corpus_files_equal_the_one_pass_study(tmp_path, tiny_model_dirs):
+    from attnreport.build import study
+
+    corpus = write_corpus(tmp_path / "c.txt", 6)
+    model = str(tiny_model_dirs["llama"])
+    code, output = analyze(
+        "--model", model, "--sentences", str(corpus), "--out", str(tmp_path / "r")
+    )
+    assert code == 0, output
+    files = tree_bytes(tmp_path / "r")
+    _, results = study(Config(model=model, sentences=str(corpus)))
+    reference = results.files()
+    for index in range(6):
+        name = f"sentences/{index:03d}.json"
+        assert files[name] == reference[name]  # the same per-sentence code in one process
+        assert json.loads(files[f"partials/{index:03d}.json"])["index"] == index
+    assert files["manifest.json"] == reference["manifest.json"]
+    got, want = json.loads(files["set.json"])["tables"], json.loads(reference["set.json"])["tables"]
+    for table, columns in want.items():
+        for column, values in columns["columns"].items():
+            mine = got[table]["columns"][column]
+            if isinstance(values[0], float):
+                np.testing.assert_allclose(mine, values, rtol=2e-6)
+            else:
+                assert mine == values, (table, column)
+    run = json.loads(files["run.json"])
+    assert run["sentences"]["count"] == 6 and run["model"]["fingerprint"].startswith("sha256:")
+
+
+def test_resume_refuses_other_settings_model_or_sentences(tmp_path, tiny_model_dirs):
+    corpus = write_corpus(tmp_path / "c.txt", 3)
+    out = str(tmp_path / "r")
+    base = ("--sentences", str(corpus), "--out", out, "--resume")
+    code, output = analyze("--model", str(tiny_model_dirs["gpt2"]), *base)
+    assert code == 0, output
+    before = tree_bytes(Path(out))
+    code, output = analyze("--model", str(tiny_model_dirs["gpt2"]), *base, "--intervene-layer", "1")
+    assert code == 1
+    assert output.strip().splitlines()[-1].startswith("error: cannot resume into")
+    assert "its setting intervene_layer is null, this run's 1" in output
+    code, output = analyze("--model", str(tiny_model_dirs["qwen2"]), *base)
+    assert code == 1 and "it used the model gpt2" in output and "this run qwen2" in output
+    write_corpus(corpus, 4)
+    code, output = analyze("--model", str(tiny_model_dirs["gpt2"]), *base)
+    assert code == 1 and "it has other sentences (3 sentences" in output
+    assert tree_bytes(Path(out)) == before  # a refused resume writes nothing
+    code, output = analyze("--model", str(tiny_model_dirs["gpt2"]), *base[:-1])
+    assert code == 0, output  # without --resume: a fresh run replaces the old results
+    assert sorted(p.name for p in (Path(out) / "sentences").iterdir())[-1] == "003.json"
+
+
+def _analyze_process(model: Path, corpus: Path, out: Path, *extra: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "attnreport.cli", "analyze", "--model", str(model)]
+    command += ["--sentences", str(corpus), "--out", str(out), *extra]
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _finish(process: subprocess.Popen) -> None:
+    output, _ = process.communicate(timeout=240)
+    assert process.returncode == 0, output.decode()
+
+
+def kill_after(process: subprocess.Popen, folder: Path, finished: int) -> None:
+    """SIGKILL ``process`` once ``folder`` holds ``finished`` sentences' partials."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and process.poll() is None:
+        if len(list(folder.glob("*.json"))) >= finished:
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=30)
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the run ended or stalled before {finished} sentences: {process.returncode}")
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill_gives_the_uninterrupted_results(tmp_path, tiny_model_dirs):
+    corpus = write_corpus(tmp_path / "c.txt", 30)
+    model = tiny_model_dirs["llama"]
+    _finish(_analyze_process(model, corpus, tmp_path / "whole"))
+    killed = _analyze_process(model, corpus, tmp_path / "resumed")
+    kill_after(killed, tmp_path / "resumed" / "partials", 5)
+    assert killed.returncode == -signal.SIGKILL
+    assert not (tmp_path / "resumed" / "set.json").exists()
+    left = len(list((tmp_path / "resumed" / "partials").glob("*.json")))
+    assert 5 <= left < 30
+    resumed = _analyze_process(model, corpus, tmp_path / "resumed", "--resume")
+    output, _ = resumed.communicate(timeout=240)
+    assert resumed.returncode == 0, output.decode()
+    assert f"({left} from an earlier run)" in output.decode()
+    assert tree_bytes(tmp_path / "resumed") == tree_bytes(tmp_path / "whole")
+
+
+def test_jsonl_sentences(tmp_path):
+    path = tmp_path / "c.jsonl"
+    lines = [{"text": "the cat", "id": 1}, {"text": " a dog\nsat "}, {"text": "the cat"}]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n\n")
+    assert read_sentences(path) == ["the cat", "a dog sat"]
+    path.write_text('{"text": "ok"}\n{"text": 3}\n')
+    with pytest.raises(AttnReportError, match=r'c.jsonl line 2 has no "text" string field$'):
+        read_sentences(path)
+    path.write_text('{"text": "ok"}\n\n{"text": "ok\n')
+    with pytest.raises(AttnReportError, match=r"c.jsonl line 3 is not JSON: "):
+        read_sentences(path)
