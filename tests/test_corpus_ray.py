@@ -1,0 +1,134 @@
+"""The Ray engine on a local 2-CPU Ray cluster: same numbers as the local engine, a killed
+worker costs a retry and not data, and a killed driver's run resumes."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attnreport.config import Config
+from attnreport.corpus import CorpusOptions, run_corpus
+from tests.test_corpus_run import _analyze_process, kill_after, tree_bytes, write_corpus
+
+ray = pytest.importorskip("ray")
+psutil = pytest.importorskip("psutil")
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture
+def one_thread():
+    """Torch on one thread in this process, as each Ray worker runs (restored afterwards)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def assert_close(a, b, where: str = "") -> None:
+    """Same JSON structure; floats equal to the 6 significant digits the files keep."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            assert_close(a[key], b[key], f"{where}/{key}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), where
+        floats = [x for x in a if isinstance(x, float)]
+        if floats and all(isinstance(x, (int, float)) or x is None for x in a + b):
+            x = np.array([np.nan if v is None else v for v in a], dtype=float)
+            y = np.array([np.nan if v is None else v for v in b], dtype=float)
+            np.testing.assert_allclose(x, y, rtol=2e-5, atol=1e-7, equal_nan=True, err_msg=where)
+        else:
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                assert_close(x, y, f"{where}/{i}")
+    elif isinstance(a, float):
+        assert b == pytest.approx(a, rel=2e-5, abs=1e-7), where
+    else:
+        assert a == b, where
+
+
+def assert_same_results(a: Path, b: Path) -> None:
+    files_a, files_b = tree_bytes(a), tree_bytes(b)
+    assert files_a.keys() == files_b.keys()
+    for name in files_a:
+        if name.endswith(".json") and not name.startswith("partials/"):
+            assert_close(json.loads(files_a[name]), json.loads(files_b[name]), name)
+
+
+def corpus_run(tmp_path: Path, model: Path, corpus: Path, name: str, engine: str, progress=None):
+    config = Config(model=str(model), sentences=str(corpus), out=str(tmp_path / name))
+    options = CorpusOptions(engine=engine, workers=2 if engine == "ray" else None)
+    if progress is None:
+        return run_corpus(config, options)
+    return run_corpus(config, options, progress=progress)
+
+
+def test_ray_gives_the_local_numbers(tmp_path, tiny_model_dirs, ray_cluster, one_thread):
+    corpus = write_corpus(tmp_path / "c.txt", 200)
+    model = tiny_model_dirs["llama"]
+    corpus_run(tmp_path, model, corpus, "local", "local")
+    summary = corpus_run(tmp_path, model, corpus, "ray", "ray")
+    assert summary.sentences == 200 and summary.resumed == 0
+    assert_same_results(tmp_path / "local", tmp_path / "ray")
+
+
+def sentence_workers() -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if any("SentenceWorker" in part for part in process.info["cmdline"] or []):
+            found.append(process)
+    return found
+
+
+def test_a_killed_worker_costs_a_retry_not_data(tmp_path, tiny_model_dirs, ray_cluster, one_thread):
+    corpus = write_corpus(tmp_path / "c.txt", 40, seed=1)
+    killed: list[int] = []
+
+    def kill_one_worker(stage: str, done: int, _total: int) -> None:
+        if stage == "capture" and done == 10 and not killed:
+            victim = sentence_workers()[0]
+            killed.append(victim.pid)
+            victim.kill()
+
+    corpus_run(tmp_path, tiny_model_dirs["gpt2"], corpus, "r", "ray", kill_one_worker)
+    assert killed and not psutil.pid_exists(killed[0])
+    out = tmp_path / "r"
+    assert sorted(p.name for p in (out / "sentences").iterdir()) == [
+        f"{i:03d}.json" for i in range(40)
+    ]
+    by_sentence = json.loads((out / "set.json").read_text())["tables"]["focus_by_sentence"]
+    sentences, counts = np.unique(by_sentence["columns"]["sentence"], return_counts=True)
+    assert sentences.tolist() == list(range(40)) and len(set(counts.tolist())) == 1
+    corpus_run(tmp_path, tiny_model_dirs["gpt2"], corpus, "local", "local")
+    assert_same_results(tmp_path / "local", out)
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill_of_the_ray_driver(tmp_path, tiny_model_dirs):
+    corpus = write_corpus(tmp_path / "c.txt", 40, seed=2)
+    model = tiny_model_dirs["llama"]
+    ray_args = ("--engine", "ray", "--workers", "2")
+    driver = _analyze_process(model, corpus, tmp_path / "resumed", *ray_args)
+    kill_after(driver, tmp_path / "resumed" / "partials", 5)
+    assert driver.returncode == -signal.SIGKILL
+    resumed = _analyze_process(model, corpus, tmp_path / "resumed", "--resume", *ray_args)
+    output, _ = resumed.communicate(timeout=240)
+    assert resumed.returncode == 0, output.decode()
+    assert "from an earlier run" in output.decode()
+    whole = _analyze_process(model, corpus, tmp_path / "whole")
+    output, _ = whole.communicate(timeout=240)
+    assert whole.returncode == 0, output.decode()
+    assert_same_results(tmp_path / "whole", tmp_path / "resumed")
