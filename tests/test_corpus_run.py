@@ -166,3 +166,16 @@ def test_jsonl_sentences(tmp_path):
     path.write_text('{"text": "ok"}\n\n{"text": "ok\n')
     with pytest.raises(AttnReportError, match=r"c.jsonl line 3 is not JSON: "):
         read_sentences(path)
+
+
+def test_engine_ray_without_ray_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    corpus = write_corpus(tmp_path / "c.txt", 2)
+    code, output = analyze(
+        "--sentences", str(corpus), "--out", str(tmp_path / "r"), "--engine", "ray"
+    )
+    assert code == 1
+    assert output.strip() == (
+        "error: --engine ray needs Ray, which is not installed: pip install 'attnreport[ray]'"
+    )
+    assert not (tmp_path / "r").exists()

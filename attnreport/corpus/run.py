@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnreport.config import Config
-from attnreport.corpus.engines import EngineContext, open_engine
+from attnreport.corpus.engines import EngineContext, engine_module, open_engine
 from attnreport.corpus.fingerprint import run_fingerprint
 from attnreport.corpus.partial import SetPartial
 from attnreport.corpus.store import RunStore
@@ -65,6 +65,7 @@ def run_corpus(
 
     out = Path(config.out)
     check_output(out, input_paths(config), force)
+    engine_module(options.engine)  # a missing optional dependency fails before the model loads
     progress("load", 0, 1)
     session = open_session(
         config.model, config.sentences, config.dtype, config.device, config.truncate

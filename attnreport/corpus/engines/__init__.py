@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from attnreport.errors import AttnReportError
 from attnreport.sentences import Sentence
@@ -42,9 +42,16 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
-def open_engine(name: str, context: EngineContext) -> Engine:
-    """The engine ``name`` (``local`` or ``ray``), ready to analyze sentences."""
+def engine_module(name: str) -> Any:
+    """The module of engine ``name``; raises a one-line error when it cannot run here
+    (unknown name, or its optional dependency is missing), before any model is loaded."""
     if name not in ENGINES:
         raise AttnReportError(f"unknown engine {name!r} (use {', '.join(ENGINES)})")
     module = importlib.import_module(ENGINES[name])
-    return module.open_engine(context)
+    module.check_available()
+    return module
+
+
+def open_engine(name: str, context: EngineContext) -> Engine:
+    """The engine ``name`` (``local`` or ``ray``), ready to analyze sentences."""
+    return engine_module(name).open_engine(context)

@@ -150,5 +150,9 @@ class RayEngine:
             self.ray.shutdown()
 
 
+def check_available() -> None:
+    _import_ray()
+
+
 def open_engine(context: EngineContext) -> RayEngine:
     return RayEngine(context)

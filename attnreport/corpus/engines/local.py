@@ -21,5 +21,9 @@ class LocalEngine:
         return None
 
 
+def check_available() -> None:
+    return None
+
+
 def open_engine(context: EngineContext) -> LocalEngine:
     return LocalEngine(context)

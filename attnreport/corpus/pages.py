@@ -1,0 +1,61 @@
+"""Which sentences get a page of their own: the ``--pages`` build setting.
+
+A corpus of thousands of sentences cannot have a page each; the set-wide figures and
+the index still cover the whole corpus. ``--pages N`` gives pages to the first ``N``
+sentences; ``--pages 0,5,10-12`` to those indices (0-based, ranges inclusive);
+``--pages all`` (the default) to every sentence. The sentences the interventions run on
+(``scaling_sentence``: its page shows the intervention figures) always get a page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from attnreport.errors import AttnReportError
+
+
+@dataclass(frozen=True)
+class PageChoice:
+    """``first`` sentences, or exactly ``indices``; both None: every sentence."""
+
+    first: int | None = None
+    indices: tuple[int, ...] | None = None
+
+
+def parse_pages(text: str) -> PageChoice:
+    """``"all"``, ``"N"`` or a comma list of indices and ``a-b`` ranges; one-line errors."""
+    text = text.strip()
+    if text == "all":
+        return PageChoice()
+    if text.isdigit():
+        return PageChoice(first=int(text))
+    indices: list[int] = []
+    for item in text.split(","):
+        low, _, high = item.strip().partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            raise AttnReportError(
+                f"--pages {text!r}: give 'all', a count N, or indices like 0,5,10-12"
+            )
+        start, stop = int(low), int(high or low)
+        if stop < start:
+            raise AttnReportError(f"--pages {text!r}: range {item.strip()} runs backwards")
+        indices.extend(range(start, stop + 1))
+    return PageChoice(indices=tuple(indices))
+
+
+def page_indices(choice: PageChoice, n_sentences: int, keep: Iterable[int] = ()) -> tuple[int, ...]:
+    """Sorted sentence indices that get a page: the choice plus ``keep`` (in range)."""
+    if choice.indices is not None:
+        bad = [i for i in choice.indices if not 0 <= i < n_sentences]
+        if bad:
+            raise AttnReportError(
+                f"--pages: sentence {bad[0]} does not exist (the corpus has {n_sentences}, 0-{n_sentences - 1})"
+            )
+        chosen = set(choice.indices)
+    elif choice.first is not None:
+        chosen = set(range(min(choice.first, n_sentences)))
+    else:
+        chosen = set(range(n_sentences))
+    chosen |= {i for i in keep if 0 <= i < n_sentences}
+    return tuple(sorted(chosen))
