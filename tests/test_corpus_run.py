@@ -179,3 +179,17 @@ def test_engine_ray_without_ray_says_how_to_install(tmp_path, monkeypatch):
         "error: --engine ray needs Ray, which is not installed: pip install 'attnreport[ray]'"
     )
     assert not (tmp_path / "r").exists()
+
+
+def test_resume_redoes_unfinished_sentences_and_drops_stale_temporaries(tmp_path, tiny_model_dirs):
+    corpus = write_corpus(tmp_path / "c.txt", 3)
+    out = tmp_path / "r"
+    args = ("--model", str(tiny_model_dirs["gpt2"]), "--sentences", str(corpus), "--out", str(out))
+    assert analyze(*args)[0] == 0
+    before = tree_bytes(out)
+    (out / "partials" / "001.json").unlink()  # killed between its two files
+    (out / "sentences" / ".002.json.tmp-99999").write_bytes(b"half a fi")  # killed mid-write
+    (out / "set.json").unlink()
+    code, output = analyze(*args, "--resume")
+    assert code == 0 and "(2 from an earlier run)" in output, output
+    assert tree_bytes(out) == before

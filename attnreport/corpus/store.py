@@ -72,6 +72,7 @@ class RunStore:
                 raise AttnReportError(
                     f"cannot resume into {self.out}: {why}; rerun with the same settings or choose another --out"
                 )
+            self._remove_stale_temporaries()
             return self._finished()
         self._empty()
         write_file(self.out, MARKER, b"attnreport results\n")
@@ -95,6 +96,13 @@ class RunStore:
                 shutil.rmtree(entry)
             else:
                 entry.unlink()
+
+    def _remove_stale_temporaries(self) -> None:
+        """Temporary files of a killed run (``write_file`` renames them when complete)."""
+        for folder in (self.out, self.out / "sentences", self.out / "partials"):
+            for path in folder.glob(".*.tmp-*") if folder.is_dir() else ():
+                if path.is_file():
+                    path.unlink()
 
     def _finished(self) -> set[int]:
         folder = self.out / "partials"
