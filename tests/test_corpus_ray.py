@@ -9,15 +9,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from attnreport.config import Config
 from attnreport.corpus import CorpusOptions, run_corpus
-from tests.test_corpus_run import _analyze_process, kill_after, tree_bytes, write_corpus
+from tests.test_corpus_run import (  # noqa: F401  (one_thread is a fixture)
+    _analyze_process,
+    kill_after,
+    one_thread,
+    tree_bytes,
+    write_corpus,
+)
 
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 
 @pytest.fixture(scope="module")
@@ -27,15 +32,6 @@ def ray_cluster():
         yield
     finally:
         ray.shutdown()
-
-
-@pytest.fixture
-def one_thread():
-    """Torch on one thread in this process, as each Ray worker runs (restored afterwards)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def assert_close(a, b, where: str = "") -> None:
@@ -76,7 +72,7 @@ def corpus_run(tmp_path: Path, model: Path, corpus: Path, name: str, engine: str
     return run_corpus(config, options, progress=progress)
 
 
-def test_ray_gives_the_local_numbers(tmp_path, tiny_model_dirs, ray_cluster, one_thread):
+def test_ray_gives_the_local_numbers(tmp_path, tiny_model_dirs, ray_cluster):
     corpus = write_corpus(tmp_path / "c.txt", 200)
     model = tiny_model_dirs["llama"]
     corpus_run(tmp_path, model, corpus, "local", "local")
@@ -93,7 +89,7 @@ def sentence_workers() -> list[psutil.Process]:
     return found
 
 
-def test_a_killed_worker_costs_a_retry_not_data(tmp_path, tiny_model_dirs, ray_cluster, one_thread):
+def test_a_killed_worker_costs_a_retry_not_data(tmp_path, tiny_model_dirs, ray_cluster):
     corpus = write_corpus(tmp_path / "c.txt", 40, seed=1)
     killed: list[int] = []
 

@@ -39,6 +39,18 @@ WORDS = [
 ]
 
 
+@pytest.fixture
+def one_thread():
+    """Torch on one thread in this process, as each Ray worker runs; quicker on a busy
+    machine (restored afterwards)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def write_corpus(path: Path, count: int, seed: int = 0) -> Path:
     """``count`` different sentences of 1 to 12 words of the tiny models' vocabulary."""
     rng = np.random.default_rng(seed)
@@ -62,7 +74,7 @@ def analyze(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_corpus_files_equal_the_one_pass_study(tmp_path, tiny_model_dirs):
+def test_corpus_files_equal_the_one_pass_study(tmp_path, tiny_model_dirs, one_thread):
     from attnreport.build import study
 
     corpus = write_corpus(tmp_path / "c.txt", 6)
@@ -181,7 +193,9 @@ def test_engine_ray_without_ray_says_how_to_install(tmp_path, monkeypatch):
     assert not (tmp_path / "r").exists()
 
 
-def test_resume_redoes_unfinished_sentences_and_drops_stale_temporaries(tmp_path, tiny_model_dirs):
+def test_resume_redoes_unfinished_sentences_and_drops_stale_temporaries(
+    tmp_path, tiny_model_dirs, one_thread
+):
     corpus = write_corpus(tmp_path / "c.txt", 3)
     out = tmp_path / "r"
     args = ("--model", str(tiny_model_dirs["gpt2"]), "--sentences", str(corpus), "--out", str(out))

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnreport.config import Config
-from attnreport.corpus.engines import EngineContext, engine_module, open_engine
+from attnreport.corpus.engines import Engine, EngineContext, engine_module, open_engine
 from attnreport.corpus.fingerprint import run_fingerprint
 from attnreport.corpus.partial import SetPartial
 from attnreport.corpus.store import RunStore
+from attnreport.sentences import Sentence
 from attnreport.session import Session, open_session
 from attnreport.study import (
     SCHEMA,
@@ -78,29 +79,34 @@ def run_corpus(
     for part in store.partials(done):
         totals.add(part)
     pending = [s for s in session.sentences if s.index not in done]
-    total = len(session.sentences)
-    progress("capture", len(done), total)
+    progress("capture", len(done), len(session.sentences))
     if pending:
         context = EngineContext(
-            session,
-            settings,
-            config.model,
-            config.dtype,
-            config.device,
-            options.ray_address,
+            session, settings, config.model, config.dtype, config.device, options.ray_address,
             options.workers,
-        )
-        engine = open_engine(options.engine, context)
-        try:
-            for outcome in engine.analyze(pending):
-                store.write_sentence(outcome.index, outcome.json, outcome.partial)
-                totals.add(outcome.partial)
-                progress("capture", len(totals), total)
-        finally:
-            engine.close()
+        )  # fmt: skip
+        analyze_pending(open_engine(options.engine, context), pending, store, totals, progress)
     progress("interventions", 0, 1)
     store.finish(set_files(session, settings, totals))
-    return CorpusSummary(store.out, total, len(done), store.count())
+    return CorpusSummary(store.out, len(session.sentences), len(done), store.count())
+
+
+def analyze_pending(
+    engine: Engine,
+    pending: list[Sentence],
+    store: RunStore,
+    totals: SetPartial,
+    progress: Progress,
+) -> None:
+    """Write each outcome's files and add its sums as it arrives; close the engine after."""
+    total = len(totals) + len(pending)
+    try:
+        for outcome in engine.analyze(pending):
+            store.write_sentence(outcome.index, outcome.json, outcome.partial)
+            totals.add(outcome.partial)
+            progress("capture", len(totals), total)
+    finally:
+        engine.close()
 
 
 def set_files(session: Session, settings, totals: SetPartial) -> dict[str, bytes]:

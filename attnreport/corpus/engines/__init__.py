@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from attnreport.corpus.work import SentenceOutcome
 from attnreport.errors import AttnReportError
 from attnreport.sentences import Sentence
 from attnreport.session import Session
@@ -35,7 +36,7 @@ class EngineContext:
 
 
 class Engine(Protocol):
-    def analyze(self, sentences: Sequence[Sentence]) -> Iterator[object]:
+    def analyze(self, sentences: Sequence[Sentence]) -> Iterator[SentenceOutcome]:
         """One ``SentenceOutcome`` per sentence, in the order they finish."""
         ...
 
