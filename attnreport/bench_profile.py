@@ -100,7 +100,7 @@ def stage_calls(stages: list[str], config: Any) -> dict[str, Callable[[], Any]]:
             analyze_sentence(session, i, settings) for i in range(len(session.sentences))
         ],
         "interventions": lambda: intervention_results(
-            session, settings, results.interventions["layer"]
+            session, settings, results.interventions.layer
         ),
         "charts and pages": lambda: assemble_site(results, options),
     }

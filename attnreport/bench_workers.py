@@ -112,7 +112,7 @@ def task_scale(args: dict[str, Any]) -> dict[str, Any]:
     return {
         "n_tokens": len(sentence.token_ids),
         "analyze_s": seconds,
-        "maps_kept": analysis.json["attention"] is not None,
+        "maps_kept": analysis.result.attention is not None,
         "rss_after_load_mb": loaded_rss,
         "peak_rss_mb": peak_rss_mb(),
     }

@@ -13,8 +13,10 @@ from pathlib import Path
 
 from attnreport.config import Config
 from attnreport.errors import AttnReportError
+from attnreport.results import Results, dump
 from attnreport.session import Session, open_session
-from attnreport.study import Settings, StudyResults, run_study
+from attnreport.site.context import SiteOptions, date_from_env
+from attnreport.study import Settings, run_study
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -75,7 +77,7 @@ def input_paths(config: Config) -> list[Path]:
 
 def study(
     config: Config, progress: Progress = _quiet, timings: Timings | None = None
-) -> tuple[Session, StudyResults]:
+) -> tuple[Session, Results]:
     """Load the model, capture and analyse every sentence, run the interventions."""
     timings = timings or Timings()
     start = time.perf_counter()
@@ -113,36 +115,35 @@ class BuildSummary:
     timings: Timings
 
 
-def build_site(config: Config, force: bool, progress: Progress = _quiet) -> BuildSummary:
-    """Run the study and write the site to ``config.out`` (replacing it only when complete)."""
-    from attnreport.site.assemble import assemble_site
-    from attnreport.site.context import SiteOptions, date_from_env
-    from attnreport.site.write import write_site
-
-    out = Path(config.out)
-    check_output(out, input_paths(config), force)
-    timings = Timings()
-    _, results = study(config, progress, timings)
-    start = time.perf_counter()
-    progress("site", 0, 1)
-    options = SiteOptions(
+def site_options(config: Config) -> SiteOptions:
+    """What the pages say that is not in the results: title, date, authors, images."""
+    return SiteOptions(
         title=config.title,
         date=config.date or date_from_env(),
         authors=config.authors,
         images=config.images,
     )
-    files = assemble_site(results, options)
+
+
+def build_site(config: Config, force: bool, progress: Progress = _quiet) -> BuildSummary:
+    """Run the study and render the site to ``config.out`` (``analyze`` + ``render``)."""
+    from attnreport.publish import site_files, summarize
+    from attnreport.site.write import write_site
+
+    out = Path(config.out)
+    check_output(out, input_paths(config), force)
+    options = site_options(config)
+    timings = Timings()
+    _, results = study(config, progress, timings)
+    start = time.perf_counter()
+    progress("site", 0, 1)
+    files = site_files(results, options)
     start = timings.add("charts and pages", start)
     progress("write", 0, 1)
     write_site(files, out, force=force)
     timings.add("write", start)
-    pages = [name for name in files if name.endswith(".html") and name != "404.html"]
-    figures = sum(
-        content.count(b'class="ar-chart"') for name, content in files.items() if name in pages
-    )
-    return BuildSummary(
-        out, len(pages), figures, len(files), sum(map(len, files.values())), timings
-    )
+    summary = summarize(out, files)
+    return BuildSummary(out, summary.pages, summary.figures, summary.files, summary.bytes, timings)
 
 
 def write_results(config: Config, force: bool, progress: Progress = _quiet) -> tuple[Path, int]:
@@ -152,7 +153,7 @@ def write_results(config: Config, force: bool, progress: Progress = _quiet) -> t
     out = Path(config.out)
     check_output(out, input_paths(config), force)
     _, results = study(config, progress)
-    files = results.files()
+    files = dump(results)
     files[MARKER] = b"attnreport results\n"
     progress("write", 0, 1)
     write_site(files, out, force=force)

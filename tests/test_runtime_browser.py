@@ -15,7 +15,14 @@ import vl_convert
 from attnreport.charts import attention, breakdown, interventions
 from attnreport.charts.embed import chunk_files, figure_payload, runtime_js
 from attnreport.charts.figure import Figure
-from tests.fixtures.fake_results import fake_manifest, fake_sentence, fake_study
+from tests.fixtures.fake_results import (
+    fake_manifest,
+    fake_sentence,
+    fake_study,
+    typed,
+    typed_manifest,
+    typed_sentence,
+)
 
 pytestmark = pytest.mark.browser
 HOSTILE = ["</script><img src=x onerror=alert(1)>", " it's", ' "q"', " \u05e9\u05dc", " \U0001f600"]
@@ -54,12 +61,12 @@ SENTENCE = fake_sentence(0, tokens=HOSTILE, n_tokens=len(HOSTILE))
 
 @pytest.fixture(scope="module")
 def page_path(tmp_path_factory) -> Path:
-    study = fake_study(n_tokens=len(HOSTILE))
-    sentence = SENTENCE
-    manifest = fake_manifest([sentence, *study["sentences"][1:]], n_layers=4, n_heads=3)
+    study = typed(fake_study(n_tokens=len(HOSTILE)))
+    sentence = typed_sentence(SENTENCE)
+    manifest = typed_manifest(fake_manifest([SENTENCE], n_layers=4, n_heads=3))
     figures = [
         attention.attention_map_figure(sentence),
-        interventions.scaling_figure(study["interventions"], sentence, manifest),
+        interventions.scaling_figure(study.interventions, sentence, manifest),
         breakdown.breakdown_figure(sentence, manifest),
         breakdown.bias_position_figure(sentence, manifest),  # reads the breakdown's chunks
     ]

@@ -15,7 +15,7 @@ from attnreport.site.assemble import stable_svg_ids
 from attnreport.site.context import visible
 from attnreport.site.render import render_404, script_json
 from attnreport.site.slugs import MAX_WORDS_CHARS, sentence_filename, sentence_slug
-from tests.fixtures.fake_results import fake_study
+from tests.fixtures.fake_results import fake_study, typed
 from tests.html_scan import link_problems, scan
 from tests.site_helpers import HOSTILE_TOKENS, demo_charts, hostile_study, site_charts
 
@@ -120,7 +120,7 @@ def test_payload_round_trips_through_the_page(site, study):
     html = site[sentence_filename(0, study["sentences"][0]["sentence"]["text"])].decode()
     from tests.site_helpers import sentence_figures
 
-    fig = sentence_figures(study, 0)[0]
+    fig = sentence_figures(typed(study), 0)[0]
     import json
 
     assert scan(html).json_scripts["ar-data-attention-map"] == json.loads(payload(fig))
@@ -289,11 +289,9 @@ def test_svg_ids_are_renumbered_per_file():
     assert stable_svg_ids(b"<svg/>") == b"<svg/>"
 
 
-def test_results_as_an_object_give_the_same_site(study, site):
-    """``StudyResults`` passes the parts as attributes; a mapping passes them as keys."""
-    from types import SimpleNamespace
-
-    assert assemble_site(SimpleNamespace(**study), OPTIONS, demo_charts()) == site
+def test_typed_results_give_the_same_site(study, site):
+    """Typed ``Results`` and the parts as JSON values (parsed by the schema) draw alike."""
+    assert assemble_site(typed(study), OPTIONS, demo_charts()) == site
 
 
 def test_lede_from_options_replaces_the_computed_one(study):

@@ -1,4 +1,4 @@
-"""Chart builders: results dicts (``docs/results-schema.md``) -> ``Figure`` values.
+"""Chart builders: typed results (``attnreport.results``) -> ``Figure`` values.
 
 Public API:
 - ``sentence_figures(sentence, interventions, manifest)``: the figures of a sentence
@@ -14,29 +14,28 @@ Public API:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from attnreport.charts import attention, block_impact, breakdown, focus, impact, interventions
 from attnreport.charts.figure import Columns, Figure
+from attnreport.results import Interventions, Manifest, SentenceResults, SetResults
 
 __all__ = ["Columns", "Figure", "index_figures", "sentence_figures"]
 
 
 def sentence_figures(
-    sentence: dict[str, Any],
-    interventions_results: dict[str, Any] | None,
-    manifest: dict[str, Any],
-    sentences: list[dict[str, Any]] | None = None,
+    sentence: SentenceResults,
+    interventions_results: Interventions | None,
+    manifest: Manifest,
+    sentences: Sequence[SentenceResults] | None = None,
 ) -> list[Figure]:
     """The figures of one sentence page, in study order (see the module docstring).
 
-    sentence: one ``sentences/NNN.json``; interventions_results: ``interventions.json``
-    or None (pass it on the page of the sentence it was run on, ``scaling.sentence``);
-    manifest: ``manifest.json`` (positional scheme, sentence texts); sentences
-    (optional): every sentence's results, so that the mean grid's tooltips can name the
-    tokens of the other inputs (the manifest lists token ids only).
+    interventions_results: pass it on the page of the sentence it was run on
+    (``scaling.sentence``), else None; sentences (optional): every sentence's results,
+    so that the mean grid's tooltips can name the tokens of the other inputs.
     """
-    has_map = sentence.get("attention") is not None  # None past ``map_tokens`` tokens
+    has_map = sentence.attention is not None  # None past ``map_tokens`` tokens
     figures = [
         *([attention.attention_map_figure(sentence)] if has_map else []),
         breakdown.breakdown_figure(sentence, manifest),
@@ -55,10 +54,10 @@ def sentence_figures(
 
 
 def index_figures(
-    set_results: dict[str, Any], manifest: dict[str, Any], sentences: list[dict[str, Any]]
+    set_results: SetResults, manifest: Manifest, sentences: Sequence[SentenceResults]
 ) -> list[Figure]:
     """The index page's figures: pooled focus (self, first token, concentration), head impact."""
-    n_sentences = len(sentences) or len(manifest.get("sentences") or [])
+    n_sentences = len(sentences) or len(manifest.sentences)
     return [
         *(focus.pooled_focus_figure(set_results, s, n_sentences) for s in focus.STATISTICS),
         block_impact.pooled_impact_figure(set_results),

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from attnreport.charts.figure import Figure
+from attnreport.results import Results, as_results
 from attnreport.site import pages, render
-from attnreport.site.context import FigureInput, Link, SiteOptions, part
+from attnreport.site.context import FigureInput, Link, SiteOptions
 from attnreport.site.slugs import sentence_filename
 
 MARKER = ".attnreport-site"
@@ -37,19 +38,17 @@ _SAFE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 class ChartSource:
     """Where figures come from; defaults to ``attnreport.charts`` (see ``default_charts``)."""
 
-    sentence_figures: Callable[[Any, int], Sequence[Figure]]
-    index_figures: Callable[[Any], Sequence[Figure]]
+    sentence_figures: Callable[[Results, int], Sequence[Figure]]
+    index_figures: Callable[[Results], Sequence[Figure]]
     payload: Callable[[Figure], str]  # JSON text for the page's <script> element
     chunk_files: Callable[[Figure], Mapping[str, bytes | str]]  # file name -> content
     images: Callable[[Figure], Mapping[str, bytes]]  # "svg"/"png" -> bytes
     runtime_js: Callable[[], bytes]
 
 
-def intervention_page(results: Any) -> int | None:
+def intervention_page(results: Results) -> int | None:
     """The sentence whose page shows the intervention figures (``scaling.sentence``)."""
-    iv = part(results, "interventions") or {}
-    scaling = iv.get("scaling") or {}
-    return int(scaling["sentence"]) if "sentence" in scaling else None
+    return results.interventions.scaling.sentence if results.interventions else None
 
 
 def default_charts() -> ChartSource:
@@ -70,16 +69,14 @@ def default_charts() -> ChartSource:
         pair = export_images(fig) if export_images else None  # (svg text, png) or None
         return {"svg": _text(pair[0]), "png": pair[1]} if pair else {}
 
-    def sentence_figures(results: Any, index: int) -> Sequence[Figure]:
-        sentences = list(part(results, "sentences"))
-        iv = part(results, "interventions") if intervention_page(results) == index else None
-        manifest = part(results, "manifest") or {}
-        return charts.sentence_figures(sentences[index], iv, manifest, sentences)
+    def sentence_figures(results: Results, index: int) -> Sequence[Figure]:
+        iv = results.interventions if intervention_page(results) == index else None
+        return charts.sentence_figures(
+            results.sentences[index], iv, results.manifest, results.sentences
+        )
 
-    def index_figures(results: Any) -> Sequence[Figure]:
-        manifest = part(results, "manifest") or {}
-        return charts.index_figures(part(results, "set") or {}, manifest,
-                                    list(part(results, "sentences") or []))  # fmt: skip
+    def index_figures(results: Results) -> Sequence[Figure]:
+        return charts.index_figures(results.set, results.manifest, results.sentences)
 
     return ChartSource(
         sentence_figures=sentence_figures,
@@ -171,20 +168,19 @@ def _page(html: str) -> bytes:
 
 
 def assemble_site(
-    results: Any, options: SiteOptions | None = None, charts: ChartSource | None = None
+    results: Results | Mapping[str, Any],
+    options: SiteOptions | None = None,
+    charts: ChartSource | None = None,
 ) -> dict[str, bytes]:
     """Every file of the site as ``{relative POSIX path: bytes}``; same inputs, same bytes.
 
-    ``results`` holds ``manifest``, ``set``, ``sentences`` (list, by index) and
-    ``interventions`` as attributes or mapping keys (see ``docs/results-schema.md``).
+    ``results`` is typed, or the four parts as JSON values (``manifest``, ``set``,
+    ``sentences``, ``interventions``), parsed by ``attnreport.results``.
     """
+    results = as_results(results)
     options = options or SiteOptions()
     charts = charts or default_charts()
-    sentences = part(results, "sentences") or []
-    names = [
-        sentence_filename(i, str(s.get("sentence", {}).get("text", "")))
-        for i, s in enumerate(sentences)
-    ]
+    names = [sentence_filename(i, s.text) for i, s in enumerate(results.sentences)]
     files: dict[str, bytes] = {}
     for i, name in enumerate(names):
         stem = name.removesuffix(".html")

@@ -11,7 +11,6 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from attnreport.charts.figure import Figure
 from attnreport.errors import AttnReportError
@@ -224,13 +223,6 @@ def figure_span(numbers: Sequence[int]) -> str:
     if nums == list(range(nums[0], nums[-1] + 1)):
         return f"Figures {nums[0]}-{nums[-1]}"
     return "Figures " + prose.join_and([str(n) for n in nums])
-
-
-def part(results: Any, name: str) -> Any:
-    """``results.name`` or ``results[name]``: a bundle may be an object or a mapping."""
-    if isinstance(results, Mapping):
-        return results.get(name)
-    return getattr(results, name, None)
 
 
 def date_from_env(environ: Mapping[str, str] = os.environ) -> str | None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 import attnreport
+from attnreport.results import Interventions, Manifest, Results, SentenceResults
+from attnreport.results.interventions import interventions_to_json
 from attnreport.site import prose
 from attnreport.site.context import (
     FigureContext,
@@ -21,7 +24,6 @@ from attnreport.site.context import (
     TokenContext,
     figure_span,
     number_figures,
-    part,
     visible,
 )
 
@@ -87,24 +89,25 @@ def find(tree: Any, keys: Sequence[str]) -> Any:
     return None
 
 
-def model_card(manifest: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
     """(label, value) rows of the model card; rows the manifest lacks are left out."""
+    tree = {"attnreport_version": manifest.attnreport_version, "model": asdict(manifest.model)}
     out = []
     for label, keys in CARD:
-        value = find(manifest, keys)
+        value = find(tree, keys)
         if value is not None and value != "":
             out.append((label, visible(str(value))))
     return tuple(out)
 
 
-def page_meta(results: Any, options: SiteOptions) -> PageMeta:
+def page_meta(results: Results, options: SiteOptions) -> PageMeta:
     """The header and footer values shared by every page."""
-    name = find(part(results, "manifest") or {}, CARD[0][1])
+    name = results.manifest.model.name
     return PageMeta(
         site_title=visible(options.title),
         date=options.date,
         authors=tuple(visible(a) for a in options.authors),
-        model_name=visible(str(name)) if name is not None else "the model",
+        model_name=visible(name) if name else "the model",
         version=attnreport.__version__,
     )
 
@@ -137,13 +140,13 @@ def sorted_note(numbers: Sequence[int]) -> str:
     )
 
 
-def tokens_of(sentence: Mapping[str, Any]) -> tuple[TokenContext, ...]:
+def tokens_of(sentence: SentenceResults) -> tuple[TokenContext, ...]:
     """The token strip from the sentence's ``tokens`` table."""
     return tuple(
         TokenContext(
             text=visible(str(r["token"])), token_id=int(r["token_id"]), position=int(r["position"])
         )
-        for r in sorted(prose.rows(sentence.get("tokens")), key=lambda r: int(r["position"]))
+        for r in sorted(prose.rows(sentence.tokens), key=lambda r: int(r["position"]))
     )
 
 
@@ -153,43 +156,44 @@ def _paras(texts: Sequence[str], notes: Sequence[tuple[int, ...]] = ()) -> list[
 
 
 def _part_texts(
-    sentence: Mapping[str, Any],
+    sentence: SentenceResults,
     index: int,
-    interventions: Any,
+    interventions: Interventions | None,
     notes: Notes,
     sorted_figs: list[int],
     iv_link: Link | None,
 ) -> list[list[Paragraph]]:
-    tables = sentence.get("tables", {})
-    focus = prose.rows(tables.get("focus"))
+    tables = sentence.tables
+    focus = prose.rows(tables.focus)
     p1 = _paras(prose.focus_summary(focus), [notes.ref("top-key", NOTES["top-key"])])
-    if sentence.get("attention") is None:
-        n = sentence.get("sentence", {}).get("n_tokens", "many")
+    if sentence.attention is None:
+        n = sentence.n_tokens
         p1.insert(0, Paragraph(
             f"This sentence has {n} tokens, more than the report keeps full attention maps for "
             "(the map_tokens setting), so the attention map figure is left out; every other "
             "figure covers all of its tokens.", ()))  # fmt: skip
-    split = prose.breakdown_summary(prose.rows(tables.get("breakdown")), TERMS)
+    split = prose.breakdown_summary(prose.rows(tables.breakdown), TERMS)
     if split:
         p1.append(Paragraph(split, notes.ref("shift", NOTES["shift"])))
     p2 = _paras(prose.layers_summary(focus))
     if sorted_figs:
         p2[-1] = Paragraph(p2[-1].text, notes.ref("sorted", sorted_note(sorted_figs)))
     p3 = _paras(
-        prose.impact_summary(
-            prose.rows(tables.get("head_impact")), prose.rows(tables.get("block_impact"))
-        ),
+        prose.impact_summary(prose.rows(tables.head_impact), prose.rows(tables.block_impact)),
         [notes.ref("hidden", NOTES["hidden"])],
     )
     return [p1, p2, p3, _intervention_texts(interventions, index, notes, iv_link)]
 
 
-def _intervention_texts(iv: Any, index: int, notes: Notes, figures: Link | None) -> list[Paragraph]:
+def _intervention_texts(
+    typed: Interventions | None, index: int, notes: Notes, figures: Link | None
+) -> list[Paragraph]:
     """Part 4: the effects measured on this sentence; ``figures`` links to the grids' page."""
-    if not iv:
+    if typed is None:
         return [Paragraph("This build has no intervention results.")]
-    layer = int(iv.get("layer", 0))
-    scaling, mean = iv.get("scaling") or {}, iv.get("mean") or {}
+    iv = interventions_to_json(typed)  # the prose reads cells in the file's layout
+    layer = typed.layer
+    scaling, mean = iv["scaling"], iv["mean"]
     texts = []
     if scaling and int(scaling.get("sentence", -1)) == index:
         texts.append(prose.scaling_summary(scaling, layer))
@@ -210,7 +214,7 @@ def _intervention_texts(iv: Any, index: int, notes: Notes, figures: Link | None)
 
 
 def sentence_page(
-    results: Any,
+    results: Results,
     index: int,
     figures: Sequence[FigureInput],
     options: SiteOptions,
@@ -222,20 +226,21 @@ def sentence_page(
 
     ``interventions_page`` links to the page with the intervention figures (None on it).
     """
-    sentence = part(results, "sentences")[index]
+    sentence = results.sentences[index]
     groups: list[list[FigureInput]] = [[] for _ in PARTS]
     for fig in figures:
         groups[part_of(fig)].append(fig)
     numbered = number_figures(groups)
     notes = Notes()
     sorted_figs = sorted_lines([f for g in numbered for f in g], figures)
-    iv = part(results, "interventions")
-    texts = _part_texts(sentence, index, iv, notes, sorted_figs, interventions_page)
+    texts = _part_texts(
+        sentence, index, results.interventions, notes, sorted_figs, interventions_page
+    )
     sections = tuple(
         SectionContext(anchor, title, tuple(paras), figs)
         for (anchor, title, _), paras, figs in zip(PARTS, texts, numbered, strict=True)
     )
-    text = str(sentence.get("sentence", {}).get("text", ""))
+    text = sentence.text
     return SentencePageContext(
         meta=page_meta(results, options),
         title=f"Sentence {index}",
@@ -262,15 +267,14 @@ def _lede(meta: PageMeta, n_sentences: int, options: SiteOptions) -> tuple[Parag
 
 
 def index_page(
-    results: Any, figures: Sequence[FigureInput], options: SiteOptions, pages: Sequence[str]
+    results: Results, figures: Sequence[FigureInput], options: SiteOptions, pages: Sequence[str]
 ) -> IndexContext:
     """The context of the index page; ``pages[i]`` is sentence ``i``'s file name."""
-    sentences = part(results, "sentences") or []
-    tables = (part(results, "set") or {}).get("tables", {})
+    sentences = results.sentences
     meta = page_meta(results, options)
     text = prose.set_summary(
-        prose.rows(tables.get("focus_pooled")),
-        prose.rows(tables.get("impact_pooled")),
+        prose.rows(results.set.focus_pooled),
+        prose.rows(results.set.impact_pooled),
         len(sentences),
     )
     (figs,) = number_figures([list(figures)])
@@ -279,14 +283,11 @@ def index_page(
     numbers = sorted_lines(figs, figures)
     if numbers and paras:
         paras[-1] = Paragraph(paras[-1].text, notes.ref("sorted", sorted_note(numbers)))
-    links = tuple(
-        Link(href, visible(str(s.get("sentence", {}).get("text", ""))))
-        for href, s in zip(pages, sentences, strict=True)
-    )
+    links = tuple(Link(href, visible(s.text)) for href, s in zip(pages, sentences, strict=True))
     return IndexContext(
         meta=meta,
         lede=_lede(meta, len(sentences), options),
-        model_card=model_card(part(results, "manifest") or {}),
+        model_card=model_card(results.manifest),
         sentences=links,
         sections=(SectionContext("set", "Across the sentence set", tuple(paras), figs),),
         footnotes=notes.all,

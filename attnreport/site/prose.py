@@ -15,11 +15,15 @@ Row = dict[str, Any]
 MOST = 0.5  # "most queries" / "most heads": strictly more than half
 
 
-def rows(table: Mapping[str, Any] | None) -> list[Row]:
-    """The rows of a column table, as dicts (empty for a missing table)."""
-    if not table:
+def rows(table: Any) -> list[Row]:
+    """The rows of a column table (a typed results table, or ``{"columns": ...}``), as
+    dicts of plain Python values (empty for a missing table)."""
+    if table is None:
         return []
-    cols = table.get("columns", {})
+    if hasattr(table, "arrays"):
+        cols = {name: values.tolist() for name, values in table.arrays().items()}
+    else:
+        cols = table.get("columns", {}) if table else {}
     names = sorted(cols)
     n = len(cols[names[0]]) if names else 0
     return [{k: cols[k][i] for k in names} for i in range(n)]
