@@ -305,6 +305,86 @@ def analyze(
 
 
 @main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False))
+@click.option("--out", required=True, help="Output folder for the site.")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Settings file whose title, authors, date and images to use.",
+)
+@click.option("--title", default=None, help="Site title (overrides the config file).")
+@click.option("--no-images", is_flag=True, help="Skip the SVG/PNG export of every figure (faster).")
+@click.option(
+    "--force", is_flag=True, help="Write into an existing non-empty folder not made by attnreport."
+)
+@user_errors
+def render(
+    results_dir: str,
+    out: str,
+    config_file: str | None,
+    title: str | None,
+    no_images: bool,
+    force: bool,
+) -> None:
+    """Draw the site from a results folder (``analyze --out`` or a site's ``results/``).
+
+    Needs no model and imports neither torch nor transformers. Without --config, a
+    site's own results folder renders with the options it was built with, so
+    ``render SITE/results`` reproduces SITE byte for byte.
+    """
+    from attnreport.publish import merged_options, render_folder, stored_options
+
+    base = stored_options(results_dir)
+    values: dict[str, Any] = {"title": title, "images": False if no_images else None}
+    if config_file is not None:
+        from attnreport.config import merged_config
+        from attnreport.site.context import date_from_env
+
+        config = merged_config(config_file, {})
+        values = {
+            "title": title or config.title,
+            "authors": config.authors,
+            "date": config.date or date_from_env(),
+            "images": False if no_images else config.images,
+        }
+    summary = render_folder(results_dir, out, merged_options(base, **values), force)
+    click.echo(
+        f"rendered {summary.pages} page(s) with {summary.figures} figure(s), {summary.files} files ({summary.bytes / 1e6:.1f} MB)"
+    )
+    click.echo(f"open {summary.out / 'index.html'}  (or: attnreport serve {summary.out})")
+
+
+@main.command()
+@click.argument("expected", type=click.Path(file_okay=False))
+@click.argument("actual", type=click.Path(file_okay=False))
+@click.option("--rtol", default=1e-3, show_default=True, help="Relative tolerance.")
+@click.option("--atol", default=1e-5, show_default=True, help="Absolute tolerance.")
+@user_errors
+def compare(expected: str, actual: str, rtol: float, atol: float) -> None:
+    """Compare two results folders within a tolerance; exit 1 if any number moved more.
+
+    Discrete statistics (top keys, ranks, focus fractions) may differ where the top two
+    scores are within the tolerance: such near-ties are listed, not counted as failures.
+    """
+    from attnreport.results import load
+    from attnreport.results.compare import Tolerance, compare_results
+
+    result = compare_results(load(expected), load(actual), Tolerance(rtol, atol))
+    for line in result.near_ties:
+        click.echo(f"near-tie: {line}")
+    for line in result.problems:
+        click.echo(f"moved: {line}", err=True)
+    if not result.ok:
+        raise AttnReportError(
+            f"{len(result.problems)} difference(s) beyond rtol {rtol}, atol {atol} between "
+            f"{expected} and {actual}"
+        )
+    click.echo(f"{expected} and {actual} agree within rtol {rtol}, atol {atol}")
+
+
+@main.command()
 @click.option(
     "--dir",
     "directory",

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from attnreport.errors import AttnReportError
-from attnreport.results import Results, dump, dump_json
+from attnreport.results import Results, dump
 from attnreport.results.io import parse_files, read_folder
 from attnreport.site.context import SiteOptions
 
-RESULTS_DIR = "results/"
-OPTIONS_FILE = "render.json"  # inside results/: the options the site was drawn with
+OPTIONS_FILE = "render.json"  # inside a site's results/: the options it was drawn with
 
 
 @dataclass(frozen=True)
@@ -32,11 +31,6 @@ class RenderSummary:
     figures: int
     files: int
     bytes: int
-
-
-def options_json(options: SiteOptions) -> bytes:
-    values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
-    return dump_json(values)
 
 
 def options_from_json(data: bytes, where: str) -> SiteOptions:
@@ -53,16 +47,15 @@ def options_from_json(data: bytes, where: str) -> SiteOptions:
 
 
 def site_files(results: Results | Mapping[str, bytes], options: SiteOptions) -> dict[str, bytes]:
-    """Every file of the site drawn from ``results`` (typed, or the results files' bytes)."""
+    """Every file of the site drawn from ``results`` (typed, or the results files' bytes).
+
+    Typed results are dumped and parsed back first, so the pages draw exactly what the
+    shipped ``results/`` files say (6 significant digits), as a later render would.
+    """
     from attnreport.site.assemble import assemble_site
 
     files = dict(results) if isinstance(results, Mapping) else dump(results)
-    typed = parse_files(files)  # draw exactly what the files say
-    site = assemble_site(typed, options)
-    for name, data in files.items():
-        site[RESULTS_DIR + name] = data
-    site[RESULTS_DIR + OPTIONS_FILE] = options_json(options)
-    return dict(sorted(site.items()))
+    return assemble_site(parse_files(files), options)
 
 
 def summarize(out: Path, files: Mapping[str, bytes]) -> RenderSummary:

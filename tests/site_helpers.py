@@ -13,6 +13,7 @@ from typing import Any
 
 from attnreport.charts import embed
 from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.registry import FigureEntry, Placed
 from attnreport.results import Results, SentenceResults
 from attnreport.site import ChartSource
 from attnreport.site.prose import rows
@@ -90,21 +91,30 @@ def _bars(data: list[dict[str, Any]], key: str, title: str) -> Figure:
     return Figure(key, title, "Taller bars: bigger changes.", spec, cols)
 
 
-def sentence_figures(results: Results, index: int) -> list[Figure]:
+def _placed(fig: Figure, page: str, part: str, reads: str, lines: bool = False) -> Placed:
+    entry = FigureEntry(fig.key, page, part, (reads,), lambda _i: fig, sorted_lines=lines)
+    return Placed(entry, fig)
+
+
+def sentence_figures(results: Results, index: int) -> list[Placed]:
     """Three figures for sentence ``index``: heatmap (part 1), lines (2), impact (3)."""
     s = results.sentences[index]
+    lines = _lines(s.tables.focus_sorted, "focus-sorted", "First-token focus, sorted heads")
+    bars = _bars(rows(s.tables.block_impact), "block-impact", "Attention block impact")
     return [
-        _heatmap(s),
-        _lines(s.tables.focus_sorted, "focus-sorted", "First-token focus, sorted heads"),
-        _bars(rows(s.tables.block_impact), "block-impact", "Attention block impact"),
+        _placed(_heatmap(s), "sentence", "focus", "sentence:attention"),
+        _placed(lines, "sentence", "layers", "sentence:focus_sorted", lines=True),
+        _placed(bars, "sentence", "impact", "sentence:block_impact"),
     ]
 
 
-def index_figures(results: Results) -> list[Figure]:
+def index_figures(results: Results) -> list[Placed]:
     """Two set-wide figures: sorted pooled focus lines and pooled impact."""
+    lines = _lines(results.set.focus_sorted, "set-focus-sorted", "Pooled first-token focus")
+    bars = _bars(rows(results.set.impact_pooled), "set-impact", "Pooled head impact")
     return [
-        _lines(results.set.focus_sorted, "set-focus-sorted", "Pooled first-token focus"),
-        _bars(rows(results.set.impact_pooled), "set-impact", "Pooled head impact"),
+        _placed(lines, "index", "set", "set:focus_sorted", lines=True),
+        _placed(bars, "index", "set", "set:impact_pooled"),
     ]
 
 

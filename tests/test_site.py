@@ -120,7 +120,7 @@ def test_payload_round_trips_through_the_page(site, study):
     html = site[sentence_filename(0, study["sentences"][0]["sentence"]["text"])].decode()
     from tests.site_helpers import sentence_figures
 
-    fig = sentence_figures(typed(study), 0)[0]
+    fig = sentence_figures(typed(study), 0)[0].figure
     import json
 
     assert scan(html).json_scripts["ar-data-attention-map"] == json.loads(payload(fig))
@@ -138,7 +138,8 @@ def test_no_images_build_omits_images_and_downloads(study):
     files = assemble_site(study, SiteOptions(images=False), demo_charts())
     assert not any(name.startswith("figures/") for name in files)
     html = files["index.html"].decode()
-    assert "<noscript>" not in html and "download" not in html and "<time" not in html
+    assert "<noscript>" not in html and " download>" not in html and "<time" not in html
+    assert html.count('class="data"') == html.count('class="ar-chart"')  # data links stay
     assert all(not link_problems(n, scan(h), files) for n, h in pages(files).items())
 
 
@@ -244,8 +245,8 @@ def test_unsafe_figure_key_is_rejected(study):
     from dataclasses import replace
 
     charts = demo_charts()
-    bad = replace(charts, index_figures=lambda r: [replace(f, key="../x") for f in
-                                                   charts.index_figures(r)][:1])  # fmt: skip
+    bad = replace(charts, index_figures=lambda r: [replace(p, figure=replace(p.figure, key="../x"))
+                                                   for p in charts.index_figures(r)][:1])  # fmt: skip
     with pytest.raises(ValueError, match="figure key"):
         assemble_site(study, OPTIONS, bad)
 

@@ -7,6 +7,8 @@ static host)::
     assets/vega.js  assets/runtime.js  assets/style.css
     data/PAGE/KEY/*.js                              chunk files of figure KEY on PAGE
     figures/PAGE/KEY.svg  figures/PAGE/KEY.png      static images (unless images=False)
+    results/...  results/render.json                the results drawn, and the options
+                                                    (every figure links its results file)
     .nojekyll  .attnreport-site                     GitHub Pages switch, site marker
 
 ``vl_convert.javascript_bundle()`` is a classic script (no ``import``/``export``; it ends
@@ -20,11 +22,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from attnreport.charts.figure import Figure
-from attnreport.results import Results, as_results
+from attnreport.charts.registry import Placed
+from attnreport.results import Results, as_results, dump, dump_json
 from attnreport.site import pages, render
 from attnreport.site.context import FigureInput, Link, SiteOptions
 from attnreport.site.slugs import sentence_filename
@@ -38,8 +41,8 @@ _SAFE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 class ChartSource:
     """Where figures come from; defaults to ``attnreport.charts`` (see ``default_charts``)."""
 
-    sentence_figures: Callable[[Results, int], Sequence[Figure]]
-    index_figures: Callable[[Results], Sequence[Figure]]
+    sentence_figures: Callable[[Results, int], Sequence[Placed]]
+    index_figures: Callable[[Results], Sequence[Placed]]
     payload: Callable[[Figure], str]  # JSON text for the page's <script> element
     chunk_files: Callable[[Figure], Mapping[str, bytes | str]]  # file name -> content
     images: Callable[[Figure], Mapping[str, bytes]]  # "svg"/"png" -> bytes
@@ -57,8 +60,8 @@ def default_charts() -> ChartSource:
     Intervention figures go on the page of the sentence the scaling grid was run on. A
     figure whose image export is refused (too big) or fails has no static image.
     """
-    from attnreport import charts
     from attnreport.charts import embed
+    from attnreport.charts.registry import build_figures, page_inputs
 
     try:
         from attnreport.charts.images import export_images
@@ -69,18 +72,9 @@ def default_charts() -> ChartSource:
         pair = export_images(fig) if export_images else None  # (svg text, png) or None
         return {"svg": _text(pair[0]), "png": pair[1]} if pair else {}
 
-    def sentence_figures(results: Results, index: int) -> Sequence[Figure]:
-        iv = results.interventions if intervention_page(results) == index else None
-        return charts.sentence_figures(
-            results.sentences[index], iv, results.manifest, results.sentences
-        )
-
-    def index_figures(results: Results) -> Sequence[Figure]:
-        return charts.index_figures(results.set, results.manifest, results.sentences)
-
     return ChartSource(
-        sentence_figures=sentence_figures,
-        index_figures=index_figures,
+        sentence_figures=lambda results, index: build_figures(page_inputs(results, index)),
+        index_figures=lambda results: build_figures(page_inputs(results, None)),
         payload=embed.figure_payload,
         chunk_files=embed.chunk_files,
         images=images,
@@ -120,10 +114,28 @@ def stable_svg_ids(svg: bytes) -> bytes:
     return pattern.sub(lambda m: ids[m.group(1)], svg)
 
 
+RESULTS = "results/"
+OPTIONS_FILE = RESULTS + "render.json"  # the options the site was drawn with
+
+
+def data_link(placed: Placed, index: int | None) -> str:
+    """The site's copy of the results file that a figure draws (relative to the page)."""
+    source = placed.entry.source
+    if source == "sentence" and index is not None:
+        return f"{RESULTS}sentences/{index:03d}.json"
+    return f"{RESULTS}{source}.json"
+
+
 def _figure_files(
-    page: str, fig: Figure, charts: ChartSource, options: SiteOptions, files: dict[str, bytes]
+    page: str,
+    placed: Placed,
+    index: int | None,
+    charts: ChartSource,
+    options: SiteOptions,
+    files: dict[str, bytes],
 ) -> FigureInput:
     """Add one figure's chunk and image files to ``files``; return its page inputs."""
+    fig = placed.figure
     if not _SAFE_KEY.fullmatch(fig.key):
         raise ValueError(f"figure key {fig.key!r} must match [a-z0-9-] (page {page})")
     chunk_dir = None
@@ -143,6 +155,8 @@ def _figure_files(
                 files[paths[kind]] = stable_svg_ids(data) if kind == "svg" else data
     return FigureInput(
         figure=fig,
+        entry=placed.entry,
+        data=data_link(placed, index),
         payload=charts.payload(fig),
         chunk_dir=chunk_dir,
         svg=paths.get("svg"),
@@ -152,15 +166,22 @@ def _figure_files(
 
 def _figures(
     page: str,
-    figs: Sequence[Figure],
+    index: int | None,
+    figs: Sequence[Placed],
     charts: ChartSource,
     options: SiteOptions,
     files: dict[str, bytes],
 ) -> list[FigureInput]:
-    keys = [f.key for f in figs]
+    keys = [p.figure.key for p in figs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"figure keys repeat on page {page}: {keys}")
-    return [_figure_files(page, f, charts, options, files) for f in figs]
+    return [_figure_files(page, p, index, charts, options, files) for p in figs]
+
+
+def options_json(options: SiteOptions) -> bytes:
+    """The site options as canonical JSON (``results/render.json``)."""
+    values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
+    return dump_json(values)
 
 
 def _page(html: str) -> bytes:
@@ -184,7 +205,7 @@ def assemble_site(
     files: dict[str, bytes] = {}
     for i, name in enumerate(names):
         stem = name.removesuffix(".html")
-        figs = _figures(stem, charts.sentence_figures(results, i), charts, options, files)
+        figs = _figures(stem, i, charts.sentence_figures(results, i), charts, options, files)
         prev = Link(names[i - 1], f"Sentence {i - 1}") if i > 0 else None
         nxt = Link(names[i + 1], f"Sentence {i + 1}") if i + 1 < len(names) else None
         iv = intervention_page(results)
@@ -195,13 +216,15 @@ def assemble_site(
         )
         ctx = pages.sentence_page(results, i, figs, options, prev, nxt, iv_link)
         files[name] = _page(render.render_sentence(ctx))
-    figs = _figures("index", charts.index_figures(results), charts, options, files)
+    figs = _figures("index", None, charts.index_figures(results), charts, options, files)
     index = pages.index_page(results, figs, options, names)
     files["index.html"] = _page(render.render_index(index))
     files["404.html"] = _page(render.render_404(index.meta))
     files["assets/style.css"] = render.template_asset("style.css")
     files["assets/vega.js"] = vega_bundle()
     files["assets/runtime.js"] = charts.runtime_js()
+    files.update({RESULTS + name: data for name, data in dump(results).items()})
+    files[OPTIONS_FILE] = options_json(options)
     files[".nojekyll"] = b""
     files[MARKER] = b"This folder was written by attnreport; a new build replaces it whole.\n"
     return dict(sorted(files.items()))

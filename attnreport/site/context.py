@@ -11,10 +11,14 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from attnreport.charts.figure import Figure
 from attnreport.errors import AttnReportError
 from attnreport.site import prose
+
+if TYPE_CHECKING:
+    from attnreport.charts.registry import FigureEntry
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,8 @@ class FigureInput:
     """One figure as assembled: the builder's value plus its page-relative file paths."""
 
     figure: Figure
+    entry: FigureEntry  # the registry entry that placed it (part, tables read)
+    data: str  # relative link to the results file the figure draws
     payload: str  # JSON text, already safe inside <script type="application/json">
     chunk_dir: str | None = None  # relative folder with the figure's chunk files, ends in "/"
     svg: str | None = None
@@ -52,6 +58,8 @@ class FigureContext:
     chunk_dir: str | None
     svg: str | None
     png: str | None
+    data: str  # the results file the figure draws
+    sorted_lines: bool = False
 
 
 @dataclass(frozen=True)
@@ -209,6 +217,8 @@ def number_figures(groups: Sequence[Sequence[FigureInput]]) -> list[tuple[Figure
                     chunk_dir=item.chunk_dir,
                     svg=item.svg,
                     png=item.png,
+                    data=item.data,
+                    sorted_lines=item.entry.sorted_lines,
                 )
             )
         out.append(tuple(figs))

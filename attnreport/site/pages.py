@@ -27,16 +27,12 @@ from attnreport.site.context import (
     visible,
 )
 
-# (anchor, heading, words in a figure key that put the figure in this part)
-PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("focus", "1. What attention focuses on", ()),
-    (
-        "layers",
-        "2. How focus changes across layers",
-        ("sorted", "across", "focus", "concentration"),
-    ),
-    ("impact", "3. What attention changes", ("impact", "update", "magnitude")),
-    ("interventions", "4. Interventions", ("interven", "scaling", "mean", "kl")),
+# (anchor, heading): the parts of a sentence page; a figure's registry entry names its part
+PARTS: tuple[tuple[str, str], ...] = (
+    ("focus", "1. What attention focuses on"),
+    ("layers", "2. How focus changes across layers"),
+    ("impact", "3. What attention changes"),
+    ("interventions", "4. Interventions"),
 )
 TERMS = ("position", "bias", "content", "query_only")
 NOTES = {
@@ -113,23 +109,16 @@ def page_meta(results: Results, options: SiteOptions) -> PageMeta:
 
 
 def part_of(fig: FigureInput) -> int:
-    """Which part (0-3) of a sentence page a figure belongs to, from words in its key.
-
-    Sorted-head line charts (data with ``line`` and ``head``) always go to part 2.
-    """
-    key = fig.figure.key
-    if {"line", "head"} <= set(fig.figure.inline):
-        return 1
-    for i in range(len(PARTS) - 1, 0, -1):
-        if any(w in key for w in PARTS[i][2]):
-            return i
-    return 0
+    """Which part (0-3) of a sentence page a figure belongs to: its registry entry's."""
+    anchors = [anchor for anchor, _ in PARTS]
+    if fig.entry.part not in anchors:
+        raise ValueError(f"figure {fig.figure.key} names an unknown part {fig.entry.part!r}")
+    return anchors.index(fig.entry.part)
 
 
-def sorted_lines(figs: Sequence[FigureContext], inputs: Sequence[FigureInput]) -> list[int]:
-    """Numbers of figures that draw sorted-head lines (data with ``line`` and ``head``)."""
-    by_key = {i.figure.key: i.figure for i in inputs}
-    return [f.number for f in figs if {"line", "head"} <= set(by_key[f.key].inline)]
+def sorted_lines(figs: Sequence[FigureContext]) -> list[int]:
+    """Numbers of the figures that draw sorted-head lines (their entries say so)."""
+    return [f.number for f in figs if f.sorted_lines]
 
 
 def sorted_note(numbers: Sequence[int]) -> str:
@@ -232,13 +221,13 @@ def sentence_page(
         groups[part_of(fig)].append(fig)
     numbered = number_figures(groups)
     notes = Notes()
-    sorted_figs = sorted_lines([f for g in numbered for f in g], figures)
+    sorted_figs = sorted_lines([f for g in numbered for f in g])
     texts = _part_texts(
         sentence, index, results.interventions, notes, sorted_figs, interventions_page
     )
     sections = tuple(
         SectionContext(anchor, title, tuple(paras), figs)
-        for (anchor, title, _), paras, figs in zip(PARTS, texts, numbered, strict=True)
+        for (anchor, title), paras, figs in zip(PARTS, texts, numbered, strict=True)
     )
     text = sentence.text
     return SentencePageContext(
@@ -280,7 +269,7 @@ def index_page(
     (figs,) = number_figures([list(figures)])
     notes = Notes()
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])
-    numbers = sorted_lines(figs, figures)
+    numbers = sorted_lines(figs)
     if numbers and paras:
         paras[-1] = Paragraph(paras[-1].text, notes.ref("sorted", sorted_note(numbers)))
     links = tuple(Link(href, visible(s.text)) for href, s in zip(pages, sentences, strict=True))
