@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from attnreport.charts import embed, images, index_figures, sentence_figures
 from attnreport.charts.assemble import columns_to_rows, static_view
-from attnreport.charts.attention import attention_map_figure
+from attnreport.charts.attention import attention_map_figure, attention_map_rows
 from attnreport.charts.columns import sentence_tokens
 from attnreport.charts.embed import chunk_file_name, chunk_files, decode_columns, figure_payload
 from attnreport.charts.figure import Figure
@@ -198,15 +198,22 @@ def test_chunks_referenced_by_payloads_exist_and_match(figures):
             ident, columns = _chunk_columns(files[chunk_file_name(fig.key, chunk)])
             assert ident == f"{fig.key}--{chunk}"
             assert decode_columns(columns) == fig.chunks[chunk]
-        if fig.chunks:
+        values = {p["name"]: p.get("value") for p in fig.spec.get("params", [])}
+        key = "|".join(str(values[p]) for p in payload["chunk_params"])
+        if fig.chunks and payload["inline_chunk"] is None:
+            # the page inlines part of the default view; its file holds the rest, no repeat
+            rest = fig.chunks[payload["chunks"][key]]
+            inline = decode_columns(payload["inline"])
+            assert set(rest) == set(inline)
+            shown = set(zip(*(inline[c] for c in sorted(inline)), strict=True))
+            assert not shown & set(zip(*(rest[c] for c in sorted(rest)), strict=True))
+        elif fig.chunks:
             assert payload["inline_chunk"] in named
             ident, columns = _chunk_columns(
                 files[chunk_file_name(fig.key, payload["inline_chunk"])]
             )
             assert decode_columns(payload["inline"]) == decode_columns(columns)
             # the widgets' initial values select the inlined chunk
-            values = {p["name"]: p.get("value") for p in fig.spec["params"]}
-            key = "|".join(str(values[p]) for p in payload["chunk_params"])
             assert payload["chunks"][key] == payload["inline_chunk"]
         else:
             assert files == {} and payload["chunk_params"] == []
@@ -232,7 +239,7 @@ def test_shared_chunks_come_from_a_figure_of_the_page(figures):
                 assert set(fig.inline) <= set(chunk)
             default = source.chunks[fig.inline_chunk]
             assert {name: default[name] for name in fig.inline} == fig.inline
-    assert shared == 3  # bias-vs-position on each model
+    assert shared == 9  # bias-vs-position and both update histograms on each model
 
 
 def test_static_spec_holds_the_inline_rows(figures):
@@ -488,9 +495,15 @@ def test_attention_map_sends_scores_and_derives_prob_and_rank():
     att = raw_sentence["attention"]
     params = {p["name"]: p.get("value") for p in fig.spec["params"]}
     widened = 0
-    for chunk_values, chunk in fig.chunk_names.items():
-        layer, head = (int(v) for v in chunk_values.split("|"))
-        columns = fig.chunks[chunk]
+    per_head = attention_map_rows(sentence)
+    for layer in range(3):  # a layer's data file holds its heads, the inlined one left out
+        joined = {(h, q, k) for lay, h in per_head if lay == layer
+                  for q, k in zip(per_head[(lay, h)]["query"], per_head[(lay, h)]["key"], strict=True)}  # fmt: skip
+        chunk = fig.chunks[fig.chunk_names[str(layer)]]
+        inline = {(h, q, k) for h, q, k in zip(fig.inline["head"], fig.inline["query"],
+                                               fig.inline["key"], strict=True) if layer == fig.inline["layer"][0]}  # fmt: skip
+        assert set(zip(chunk["head"], chunk["query"], chunk["key"], strict=True)) | inline == joined
+    for (layer, head), columns in per_head.items():
         assert list(columns) == ["layer", "head", "query", "key", "score"]
         widened += sum(round(v, 3) != v for v in columns["score"])
         rows = run_transforms(

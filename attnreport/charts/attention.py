@@ -172,11 +172,29 @@ def attention_map_chart(
     )
 
 
+def layer_chunks(
+    per_head: dict[tuple[int, int], Columns], first: tuple[int, int]
+) -> dict[tuple[int], Columns]:
+    """(layer,) -> rows of every head of that layer, one head after the other, leaving out
+    the ``first`` (layer, head): the page inlines it, so its file must not repeat it."""
+    out: dict[tuple[int], Columns] = {}
+    for (layer, head), rows in per_head.items():
+        chunk = out.setdefault((layer,), {name: [] for name in rows})
+        if (layer, head) == first:
+            continue
+        for name, values in rows.items():
+            chunk[name].extend(values)
+    return out
+
+
 def attention_map_figure(sentence: SentenceResults, key: str = "attention-map") -> Figure:
-    """Fig 1 as a Figure, chunked per (layer, head), opening on ``common.default_head``."""
+    """Fig 1 as a Figure, one data file per layer (all its heads), opening on
+    ``common.default_head``: that head's rows are inlined, the rest of its layer loads
+    after the first draw."""
     n_layers, n_heads = common.n_layers_heads(sentence)
     default = common.default_head(sentence)
     chart = attention_map_chart(key, sentence_tokens(sentence), n_layers, n_heads, default)
+    per_head = attention_map_rows(sentence)
     caption = (
         "Each row is a current token and each column a target token it can attend to (only "
         "earlier tokens and itself); colour is the pre-softmax score s_ij of the chosen layer "
@@ -190,7 +208,8 @@ def attention_map_figure(sentence: SentenceResults, key: str = "attention-map") 
         title="Attention map",
         caption=caption,
         chart=chart,
-        chunks=attention_map_rows(sentence),
-        params=("layer", "head"),
-        default=default,
+        chunks=layer_chunks(per_head, default),
+        params=("layer",),
+        default=(default[0],),
+        first_rows=per_head[default],
     )

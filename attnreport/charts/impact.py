@@ -144,8 +144,11 @@ HISTOGRAM_CAPTIONS = {
 }
 
 
-def histogram_figure(sentence: SentenceResults, measure: str) -> Figure:
-    """Fig 7 (``magnitude``) or Fig 8 (``orientation``), chunked per layer."""
+def histogram_figure(
+    sentence: SentenceResults, measure: str, source: str = "orientation-vs-magnitude"
+) -> Figure:
+    """Fig 7 (``magnitude``) or Fig 8 (``orientation``), chunked per layer; other layers
+    come from the chunk files of Fig 9 (key ``source``, on the same page)."""
     n_layers, n_heads = common.n_layers_heads(sentence)
     layer = common.default_head(sentence)[0]
     key = "update-" + measure
@@ -158,6 +161,7 @@ def histogram_figure(sentence: SentenceResults, measure: str) -> Figure:
         chunks=head_impact_rows(sentence, (measure,)),
         params=("layer",),
         default=(layer,),
+        chunk_source=source,
     )
 
 

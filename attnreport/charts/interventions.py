@@ -3,7 +3,8 @@
 Input is ``interventions.json`` as loaded. Every cell holds, for each observation
 (``same`` = the intervened layer, ``next``, ``last``) and head, the post-softmax triangle
 after the intervention, plus the KL divergence of the next-token distribution at every
-position. Both figures are chunked per (head, observation): 9 cells of n(n+1)/2 rows.
+position. Both figures have one data file per observation (every head); the default head of the
+``same`` layer is inlined.
 Below each grid a small chart draws the KL divergence per position for every cell.
 """
 
@@ -51,6 +52,20 @@ def grid_rows(
     return out
 
 
+def observation_chunks(
+    per_head: dict[tuple[int, str], Columns], first: tuple[int, str]
+) -> dict[tuple[str], Columns]:
+    """(observation,) -> rows of every head, leaving out ``first`` (head, observation):
+    the page inlines it, so its file must not repeat it."""
+    out: dict[tuple[str], Columns] = {}
+    for (head, observation), rows in per_head.items():
+        chunk = out.setdefault((observation,), {name: [] for name in rows})
+        if (head, observation) != first:
+            for name, values in rows.items():
+                chunk[name].extend(values)
+    return out
+
+
 def _tokens_of(index: int, known: Sequence[SentenceResults]) -> list[str] | None:
     """Display tokens of sentence ``index`` from its results (None when not among them)."""
     for sentence in known:
@@ -81,7 +96,7 @@ def scaling_figure(
     manifest: Manifest,
     sentences: Sequence[SentenceResults] | None = None,
 ) -> Figure:
-    """Fig 11 as a Figure, chunked per (head, observation).
+    """Fig 11 as a Figure, one data file per observation.
 
     Token texts come from ``sentence`` or ``sentences`` (whichever is the scaled one);
     without them the tooltips show positions ("#3").
@@ -115,9 +130,10 @@ def scaling_figure(
         title="Scaling Q, K and V",
         caption=caption,
         chart=chart,
-        chunks=rows,
-        params=("head", "observation"),
-        default=(head, "same"),
+        chunks=observation_chunks(rows, (head, "same")),
+        params=("observation",),
+        default=("same",),
+        first_rows=rows[(head, "same")],
         renderer="canvas",
     )
 
@@ -135,7 +151,7 @@ def mean_figure(
     manifest: Manifest,
     sentences: Sequence[SentenceResults] | None = None,
 ) -> Figure:
-    """Fig 12 as a Figure, chunked per (head, observation).
+    """Fig 12 as a Figure, one data file per observation.
 
     Token texts of the inputs come from ``sentence`` and ``sentences``; an input found in
     neither shows positions ("#3") in the tooltips.
@@ -174,8 +190,9 @@ def mean_figure(
         title="Replacing Q, K and V by their mean",
         caption=caption,
         chart=chart,
-        chunks=rows,
-        params=("head", "observation"),
-        default=(head, "same"),
+        chunks=observation_chunks(rows, (head, "same")),
+        params=("observation",),
+        default=("same",),
+        first_rows=rows[(head, "same")],
         renderer="canvas",
     )
