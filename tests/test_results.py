@@ -198,3 +198,17 @@ def test_compare_command_exit_codes(folder, tmp_path, results):
     other = write_site(dump(moved), tmp_path / "other")
     result = CliRunner().invoke(main, ["compare", str(folder), str(other)])
     assert result.exit_code == 1 and "top.p_top1" in result.output
+
+
+def test_schema_doc_lists_the_typed_tables_columns():
+    from attnreport.results import types
+    from tests.test_analyses import schema_columns
+
+    for file, kinds in (
+        ("sentences/NNN.json", types._SENTENCE_TABLES),
+        ("set.json", types._SET_TABLES),
+    ):
+        documented = schema_columns(file)
+        assert list(documented) == list(kinds)
+        for name, kind in kinds.items():
+            assert documented[name] == list(kind.columns_of()), name

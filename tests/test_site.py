@@ -12,9 +12,9 @@ from attnreport.charts.embed import figure_payload as payload
 from attnreport.errors import AttnReportError
 from attnreport.site import SiteOptions, assemble_site, date_from_env, prose
 from attnreport.site.assemble import stable_svg_ids
-from attnreport.site.context import visible
 from attnreport.site.render import render_404, script_json
 from attnreport.site.slugs import MAX_WORDS_CHARS, sentence_filename, sentence_slug
+from attnreport.text import display_token, visible
 from tests.fixtures.fake_results import fake_study, typed
 from tests.html_scan import link_problems, scan
 from tests.site_helpers import HOSTILE_TOKENS, demo_charts, hostile_study, site_charts
@@ -205,7 +205,7 @@ def test_hostile_text_is_shown_literally_and_runs_nothing(hostile_site):
     page = scan(html)
     assert page.event_attrs == []
     assert all(s.get("type") == "application/json" or s.get("src") for s in page.scripts)
-    assert [t for t, _ in page.tokens] == [visible(t) for t in HOSTILE_TOKENS]
+    assert [t for t, _ in page.tokens] == [display_token(t) for t in HOSTILE_TOKENS]
     assert "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in html
     assert "{{ 7*7 }}" in html and "49" not in "".join(t for t, _ in page.tokens)
     assert "\x00" not in html and "␀␁␛[31m␡\\x85" in html

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from attnreport.charts.figure import Columns
-from attnreport.charts.theme import display_token
 from attnreport.results import SentenceResults
+from attnreport.text import display_token
 
 SCORE_DECIMALS = 3
 VALUE_DECIMALS = 4

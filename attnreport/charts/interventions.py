@@ -17,8 +17,8 @@ from attnreport.charts.assemble import build_figure
 from attnreport.charts.columns import flatten, rounded, sentence_tokens, triangle_index
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.grids import OBSERVATIONS, TARGETS, epsilon_label, mean_chart, scaling_chart
-from attnreport.charts.theme import display_token
 from attnreport.results import GridCell, Interventions, Manifest, SentenceResults
+from attnreport.text import display_token
 
 
 def cell_rows(cell: GridCell, head: int, observation: str, extra: dict[str, Any]) -> Columns:

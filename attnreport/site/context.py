@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from attnreport.charts.figure import Figure
 from attnreport.errors import AttnReportError
 from attnreport.site import prose
+from attnreport.text import visible  # noqa: F401  (re-exported for the pages)
 
 if TYPE_CHECKING:
     from attnreport.charts.registry import FigureEntry
@@ -154,29 +155,6 @@ class SentencePageContext:
     prev: Link | None = None
     next: Link | None = None
     toc: tuple[Link, ...] = field(default=())
-
-
-def visible(text: str) -> str:
-    """``text`` with characters HTML cannot carry or shows as nothing made visible.
-
-    C0 controls become their U+2400 symbols (NUL -> ␀, newline -> ␊), DEL -> ␡, C1
-    controls -> ``\\x85`` text, lone surrogates -> U+FFFD. Everything else, including
-    zero-width characters, RTL text and combining marks, is kept as it is.
-    """
-    out = []
-    for ch in text:
-        o = ord(ch)
-        if o < 0x20:
-            out.append(chr(0x2400 + o))
-        elif o == 0x7F:
-            out.append("\u2421")
-        elif 0x80 <= o < 0xA0:
-            out.append(f"\\x{o:02x}")
-        elif 0xD800 <= o < 0xE000:
-            out.append("\ufffd")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 class Notes:

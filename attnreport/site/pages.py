@@ -24,8 +24,8 @@ from attnreport.site.context import (
     TokenContext,
     figure_span,
     number_figures,
-    visible,
 )
+from attnreport.text import display_token, visible
 
 # (anchor, heading): the parts of a sentence page; a figure's registry entry names its part
 PARTS: tuple[tuple[str, str], ...] = (
@@ -133,7 +133,9 @@ def tokens_of(sentence: SentenceResults) -> tuple[TokenContext, ...]:
     """The token strip from the sentence's ``tokens`` table."""
     return tuple(
         TokenContext(
-            text=visible(str(r["token"])), token_id=int(r["token_id"]), position=int(r["position"])
+            text=display_token(str(r["token"])),
+            token_id=int(r["token_id"]),
+            position=int(r["position"]),
         )
         for r in sorted(prose.rows(sentence.tokens), key=lambda r: int(r["position"]))
     )

@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 import attnreport
 from attnreport.site.context import IndexContext, PageMeta, SentencePageContext
+from attnreport.text import escape_script
 
 MONTHS = (
     "January",
@@ -32,22 +33,11 @@ MONTHS = (
     "November",
     "December",
 )
-# JSON text may hold these only inside strings, where \uXXXX means the same character.
-_SCRIPT_ESCAPES = {
-    "<": "\\u003c",
-    ">": "\\u003e",
-    "&": "\\u0026",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
 
 
 def script_json(value: Any) -> Markup:
-    """JSON text (or a value to dump) made safe inside ``<script type="application/json">``.
-
-    ``<``, ``>`` and ``&`` are written as ``\\u`` escapes, so no string in the data can close
-    the script element or open a comment, and the parsed value is unchanged.
-    """
+    """JSON text (or a value to dump) made safe inside ``<script type="application/json">``
+    by ``attnreport.text.escape_script``, the one implementation."""
     text = (
         value
         if isinstance(value, str)
@@ -55,12 +45,7 @@ def script_json(value: Any) -> Markup:
             value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
         )
     )
-    return Markup("".join(_SCRIPT_ESCAPES.get(ch) or _lone(ch) for ch in text))
-
-
-def _lone(ch: str) -> str:
-    """A lone surrogate (not encodable as UTF-8) as its JSON escape; other characters as is."""
-    return f"\\u{ord(ch):04x}" if "\ud800" <= ch <= "\udfff" else ch
+    return Markup(escape_script(text))
 
 
 def long_date(iso: str) -> str:
