@@ -15,7 +15,8 @@ from attnreport.results.compare import Tolerance, compare_results
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "site"
-LIMIT = 20_000_000  # bytes: the example must stay light enough to commit and publish
+LIMIT = 45_000_000  # bytes; the shipped results/ (23 MB, mostly the 63-token sentence) dominate
+MAX_FILES = 750  # one data file per (page, figure, layer) at most
 TOLERANCE = Tolerance(rtol=1e-3, atol=1e-5)  # what `make site` and `attnreport compare` use
 
 
@@ -58,6 +59,7 @@ def test_committed_results_agree_with_a_fresh_analysis(tmp_path, monkeypatch):
 def test_committed_site_is_small_and_complete():
     files = tree(SITE)
     assert sum(len(b) for b in files.values()) < LIMIT
+    assert len(files) < MAX_FILES
     for needed in ("index.html", "404.html", ".nojekyll", ".attnreport-site", "assets/vega.js"):
         assert needed in files
     for needed in ("manifest.json", "set.json", "interventions.json", "render.json"):
