@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from attnreport.site import SiteOptions, assemble_site, write_site
-from attnreport.site.context import visible
+from attnreport.text import display_token
 from tests.fixtures.fake_results import fake_study
 from tests.site_helpers import HOSTILE_TOKENS, hostile_study, site_charts
 
@@ -143,7 +143,7 @@ def test_changing_the_layer_widget_redraws_the_chart(site: Path, offline_page):
 def test_hostile_sentence_runs_nothing_and_reads_literally(hostile_site: Path, offline_page):
     page = open_page(offline_page, sentence_page(hostile_site, 1))
     texts = page.locator(".tok").all_text_contents()
-    assert texts == [visible(t) for t in HOSTILE_TOKENS]
+    assert texts == [display_token(t) for t in HOSTILE_TOKENS]  # one rule for every token
     assert "</script><img src=x onerror=alert(1)>" in page.locator("blockquote").inner_text()
     assert page.locator("img[src=x]").count() == 0
     tips = []
