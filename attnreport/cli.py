@@ -360,7 +360,7 @@ def render(
 @click.argument("expected", type=click.Path(file_okay=False))
 @click.argument("actual", type=click.Path(file_okay=False))
 @click.option("--rtol", default=1e-3, show_default=True, help="Relative tolerance.")
-@click.option("--atol", default=1e-5, show_default=True, help="Absolute tolerance.")
+@click.option("--atol", default=1e-4, show_default=True, help="Absolute tolerance.")
 @user_errors
 def compare(expected: str, actual: str, rtol: float, atol: float) -> None:
     """Compare two results folders within a tolerance; exit 1 if any number moved more.

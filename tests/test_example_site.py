@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "site"
 LIMIT = 45_000_000  # bytes; the shipped results/ (23 MB, mostly the 63-token sentence) dominate
 MAX_FILES = 750  # one data file per (page, figure, layer) at most
-TOLERANCE = Tolerance(rtol=1e-3, atol=1e-5)  # what `make site` and `attnreport compare` use
+TOLERANCE = Tolerance(rtol=1e-3, atol=1e-4)  # what `make site` and `attnreport compare` use
 
 
 def tree(folder: Path) -> dict[str, bytes]:
