@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from attnreport.analyses import (
 )
 from attnreport.analyses.tables import round_sig, triangle
 from attnreport.capture import capture_attention
+from attnreport.config import Settings
 from attnreport.errors import AttnReportError
 from attnreport.interventions import GridCell, Outcome, mean_grid, observed_layers, scaling_grid
 from attnreport.records import LayerRecord
@@ -35,19 +36,6 @@ from attnreport.session import Session, context_length
 
 SCHEMA = "attnreport.results/1"
 Step = Callable[[str], None]  # called once per finished unit of work, with its stage name
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Everything that changes the numbers; recorded in the manifest."""
-
-    breakdown_ranks: int = 3
-    epsilons: tuple[float, ...] = (5e-1, 1e-3, 1e-10)
-    intervene_layer: int | None = None  # None: the layer with the highest pooled first-token focus
-    scaling_sentence: int = 0
-    mean_sentences: tuple[int, ...] | None = None  # None: the first three sentences
-    map_tokens: int = 256  # attention maps (n x n per head) are kept up to this many tokens
-    view_head: tuple[int, ...] | None = None  # (layer, head) the pages open on; None: computed
 
 
 @dataclass
@@ -214,7 +202,8 @@ def mean_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ..
 
 
 def check_settings(settings: Settings, session: Session) -> None:
-    """Settings that depend on the model and set, checked before any work starts."""
+    """The checks that need the model and the sentence set, before any work starts (the
+    rest ran when ``settings`` was made)."""
     n_layers = len(session.specs)
     layer = settings.intervene_layer
     if layer is not None and not 0 <= layer < n_layers:
@@ -223,8 +212,6 @@ def check_settings(settings: Settings, session: Session) -> None:
         )
     if not 0 <= settings.scaling_sentence < len(session.sentences):
         raise AttnReportError(f"scaling sentence {settings.scaling_sentence} does not exist")
-    if any(not (isinstance(e, float) and e > 0 and np.isfinite(e)) for e in settings.epsilons):
-        raise AttnReportError(f"epsilons must be positive numbers, got {list(settings.epsilons)}")
     if settings.view_head is not None:
         view_layer, view_head = settings.view_head
         n_heads = session.specs[0].layout.n_heads
@@ -236,8 +223,6 @@ def check_settings(settings: Settings, session: Session) -> None:
             raise AttnReportError(
                 f"view_head head {view_head} does not exist: the model has heads 0-{n_heads - 1}"
             )
-    if settings.breakdown_ranks < 1:
-        raise AttnReportError("breakdown ranks must be at least 1")
     mean_sentence_indices(settings, len(session.sentences))
 
 
@@ -266,9 +251,7 @@ def manifest(session: Session, settings: Settings) -> dict[str, Any]:
             "device": loaded.device,
             "tokenizer": type(loaded.tokenizer).__name__,
         },
-        "settings": {
-            k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()
-        },
+        "settings": settings.recorded(),
         "sentences": [
             {
                 "index": s.index,
