@@ -7,8 +7,9 @@ STAMP := $(VENV)/.attnreport-installed
 
 setup: $(STAMP)
 
-# constraints.txt pins the CPU build of torch so that nothing pulls CUDA packages.
-$(STAMP): pyproject.toml constraints.txt
+# constraints.txt pins torch's version. Without a GPU, install the CPU build into $(VENV)
+# first (README, and .github/workflows/pages.yml) so that nothing pulls CUDA packages.
+$(STAMP): pyproject.toml setup.py constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
@@ -28,8 +29,8 @@ test-quick: setup
 	$(PY) -m pytest -q -m "not browser and not slow"
 
 lint: setup
-	$(VENV)/bin/ruff check attnreport tests
-	$(VENV)/bin/ruff format --check attnreport tests
+	$(VENV)/bin/ruff check attnreport tests benchmarks
+	$(VENV)/bin/ruff format --check attnreport tests benchmarks
 
 # The example report (site/, drawn from the committed site/results/). The model's last
 # digits differ between CPUs, so `site` re-runs the analysis into a scratch folder, checks
@@ -47,7 +48,7 @@ example: setup
 	$(VENV)/bin/attnreport build --config attnreport.toml
 
 bench: setup browser
-	$(PY) -m attnreport.bench
+	$(PY) -m benchmarks
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

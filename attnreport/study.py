@@ -9,7 +9,7 @@ interventions follow at the layer with the strongest pooled first-token focus.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from attnreport.analyses import (
 )
 from attnreport.analyses.tables import round_sig, triangle
 from attnreport.capture import capture_attention
+from attnreport.config import Settings
 from attnreport.errors import AttnReportError
 from attnreport.interventions import GridCell as Cell
 from attnreport.interventions import Outcome, mean_grid, observed_layers, scaling_grid
@@ -50,19 +51,6 @@ from attnreport.results import tables as rt
 from attnreport.session import Session, context_length
 
 Step = Callable[[str], None]  # called once per finished unit of work, with its stage name
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Everything that changes the numbers; recorded in the manifest."""
-
-    breakdown_ranks: int = 3
-    epsilons: tuple[float, ...] = (5e-1, 1e-3, 1e-10)
-    intervene_layer: int | None = None  # None: the layer with the highest pooled first-token focus
-    scaling_sentence: int = 0
-    mean_sentences: tuple[int, ...] | None = None  # None: the first three sentences
-    map_tokens: int = 256  # attention maps (n x n per head) are kept up to this many tokens
-    view_head: tuple[int, ...] | None = None  # (layer, head) the pages open on; None: computed
 
 
 def _noop(_stage: str) -> None:
@@ -221,7 +209,8 @@ def mean_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ..
 
 
 def check_settings(settings: Settings, session: Session) -> None:
-    """Settings that depend on the model and set, checked before any work starts."""
+    """The checks that need the model and the sentence set, before any work starts (the
+    rest ran when ``settings`` was made)."""
     n_layers = len(session.specs)
     layer = settings.intervene_layer
     if layer is not None and not 0 <= layer < n_layers:
@@ -230,8 +219,6 @@ def check_settings(settings: Settings, session: Session) -> None:
         )
     if not 0 <= settings.scaling_sentence < len(session.sentences):
         raise AttnReportError(f"scaling sentence {settings.scaling_sentence} does not exist")
-    if any(not (isinstance(e, float) and e > 0 and np.isfinite(e)) for e in settings.epsilons):
-        raise AttnReportError(f"epsilons must be positive numbers, got {list(settings.epsilons)}")
     if settings.view_head is not None:
         view_layer, view_head = settings.view_head
         n_heads = session.specs[0].layout.n_heads
@@ -243,8 +230,6 @@ def check_settings(settings: Settings, session: Session) -> None:
             raise AttnReportError(
                 f"view_head head {view_head} does not exist: the model has heads 0-{n_heads - 1}"
             )
-    if settings.breakdown_ranks < 1:
-        raise AttnReportError("breakdown ranks must be at least 1")
     mean_sentence_indices(settings, len(session.sentences))
 
 
@@ -271,12 +256,21 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         tokenizer=type(loaded.tokenizer).__name__,
         features=(),  # filled by the attention-interface branch
     )
-    recorded = StudySettings(**asdict(settings))  # bos: "auto" until the interface branch
+    recorded = recorded_settings(settings)
     sentences = tuple(
         ListedSentence(s.index, s.text, len(s.token_ids), tuple(s.token_ids))
         for s in session.sentences
     )
     return Manifest(__version__, model, recorded, sentences)
+
+
+def recorded_settings(settings: Settings) -> StudySettings:
+    """The manifest's settings: every setting that changes the numbers (``Settings.recorded``)."""
+    known = {f.name for f in fields(StudySettings)} - {"extra"}
+    values = settings.recorded()
+    typed = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known}
+    extra = {k: v for k, v in values.items() if k not in known}
+    return StudySettings(**typed, extra=extra)
 
 
 def run_study(session: Session, settings: Settings, step: Step = _noop) -> Results:

@@ -1,13 +1,20 @@
-"""The built wheel alone can render a site from results: templates, runtime and data
-ship inside it, and nothing is read from the source tree."""
+"""The wheel ships what the package reads at run time, and works installed on its own.
+
+The wheel is built from a copy of the sources (no stale ``build/`` can leak into it),
+without build isolation so the test runs offline. It is then installed with ``--no-deps``
+into a fresh venv that sees this environment's packages (torch, jinja2, ...), and pages
+are rendered there through the package's one template loader.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
-import venv
+import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -17,44 +24,140 @@ from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
 
 ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "attnreport", "templates", "benchmarks")
+SHIPPED = (
+    "attnreport/templates/base.html",
+    "attnreport/templates/index.html",
+    "attnreport/templates/sentence.html",
+    "attnreport/templates/404.html",
+    "attnreport/templates/partials/figure.html",
+    "attnreport/templates/assets/style.css",
+    "attnreport/charts/runtime.js",
+    "attnreport/data/sentences.txt",
+)
 
 
-CLEAN = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # no source tree
+def copy_sources(dest: Path) -> Path:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
+    dest.mkdir()
+    for name in SOURCES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, ignore=ignore)
+        else:
+            shutil.copy2(source, dest / name)
+    return dest
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=True, env=CLEAN)
+def pip(*args: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+
+
+def fresh_venv(path: Path) -> Path:
+    """A venv without pip that also sees this environment's packages, its Python."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)],
+        check=True,
+        timeout=120,
+    )
+    python = path / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # This environment may itself be a venv: --system-site-packages alone would not see it.
+    ours = sysconfig.get_paths()["purelib"]
+    (Path(site) / "zz_parent_env.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    return python
+
+
+RENDER = textwrap.dedent(
+    """
+    import attnreport
+    from attnreport.site.render import environment, render_404, template_asset
+    print(attnreport.__file__)
+    print(environment().loader.searchpath[0])
+    html = render_404()
+    assert html.lower().startswith("<!doctype html>") and "Page not found" in html, html[:200]
+    assert template_asset("style.css").decode() in html
+    print(len(html))
+    import sys
+    from attnreport.cli import main
+    main(["render", sys.argv[1], "--out", "site", "--no-images"])
+    """
+)
+
+
+def render_in(python: Path, cwd: Path) -> list[str]:
+    """Run RENDER with ``python`` outside the repository (a 404 page through the template
+    loader, then ``attnreport render`` of a small results folder into ``cwd/site``): its
+    stdout lines."""
+    results = write_site(dump(typed(fake_study(2, n_layers=2, n_heads=2))), cwd / "results")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [str(python), "-c", RENDER, str(results)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in ("index.html", "assets/style.css", "assets/runtime.js", "results/set.json"):
+        assert (cwd / "site" / name).is_file(), f"the installed wheel rendered no {name}"
+    return done.stdout.splitlines()[:3]
 
 
 @pytest.mark.slow
-def test_installed_wheel_renders_a_site(tmp_path):
-    wheels = tmp_path / "wheels"
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-        "-w", str(wheels), str(ROOT), cwd=tmp_path)  # fmt: skip
-    (wheel,) = wheels.glob("attnreport-*.whl")
-    env = tmp_path / "venv"
-    venv.create(env, system_site_packages=True, with_pip=False)
-    python = env / "bin" / "python"
-    site_packages = Path(
-        run(str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))",
-            cwd=tmp_path).stdout.strip()
-    )  # fmt: skip
-    run(sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
-        str(wheel), cwd=tmp_path)  # fmt: skip
-    # then the dependencies (altair, jinja2, ...) come from this test's environment, after the
-    # venv's own site-packages; an editable attnreport there is not activated (no .pth run)
-    (site_packages / "deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    results = write_site(dump(typed(fake_study(2, n_layers=2, n_heads=2))), tmp_path / "r")
-    code = (
-        "import attnreport, sys\n"
-        "from attnreport.cli import main\n"
-        f"assert attnreport.__file__.startswith({str(site_packages)!r}), attnreport.__file__\n"
-        f"main(['render', {str(results)!r}, '--out', 'site', '--no-images'])\n"
+def test_wheel_ships_templates_assets_and_runtime_and_renders_installed(tmp_path):
+    source = copy_sources(tmp_path / "src")
+    pip(
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "-q",
+        "-w",
+        str(tmp_path / "dist"),
+        str(source),
     )
-    out = subprocess.run(
-        [str(python), "-c", code], cwd=tmp_path, capture_output=True, text=True, env=CLEAN
+    wheel = next((tmp_path / "dist").glob("attnreport-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    missing = [name for name in SHIPPED if name not in names]
+    assert not missing, f"not in the wheel: {missing}"
+    assert not [n for n in names if n.startswith(("benchmarks/", "tests/", "templates/"))]
+    assert not [n for n in names if n.endswith((".pyc", ".egg-info"))]
+
+    python = fresh_venv(tmp_path / "venv")
+    pip("--python", str(python), "install", "--no-deps", "-q", str(wheel))
+    package, templates, size = render_in(python, tmp_path)
+    venv = str(tmp_path / "venv")
+    assert package.startswith(venv), f"attnreport imported from {package}, not the wheel"
+    assert templates.startswith(venv) and templates.endswith("attnreport/templates")
+    assert int(size) > 1000
+
+
+@pytest.mark.slow
+def test_editable_install_reads_the_top_level_templates(tmp_path):
+    source = copy_sources(tmp_path / "src")
+    python = fresh_venv(tmp_path / "venv")
+    pip(
+        "--python",
+        str(python),
+        "install",
+        "--no-deps",
+        "--no-build-isolation",
+        "-q",
+        "-e",
+        str(source),
     )
-    assert out.returncode == 0, out.stdout + out.stderr
-    site = tmp_path / "site"
-    for name in ("index.html", "assets/style.css", "assets/runtime.js", "results/set.json"):
-        assert (site / name).is_file(), name
+    package, templates, _ = render_in(python, tmp_path)
+    assert package == str(source / "attnreport" / "__init__.py")
+    assert templates == str(source / "templates")

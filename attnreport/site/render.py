@@ -1,15 +1,17 @@
 """Render page contexts to HTML strings with the package's Jinja templates.
 
-One ``Environment`` loads every template from ``attnreport/templates`` (shipped inside the
-wheel), with autoescape on and ``StrictUndefined`` so a missing value fails the build
-instead of printing nothing. Nothing here reads results or writes files.
+One ``Environment`` loads every template from ``attnreport.templates`` (the top-level
+``templates/`` folder, shipped inside the wheel), with autoescape on and
+``StrictUndefined`` so a missing value fails the build instead of printing nothing.
+Nothing here reads results or writes files.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.resources
+import importlib.util
 import json
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -58,11 +60,24 @@ def long_date(iso: str) -> str:
 
 
 @functools.cache
+def templates_root() -> Path:
+    """The folder of the templates: the package ``attnreport.templates`` (in the wheel; an
+    editable install maps it to the top-level ``templates/``), or, in a source checkout used
+    without installing it (``PYTHONPATH=.``), that top-level ``templates/`` itself."""
+    spec = importlib.util.find_spec("attnreport.templates")
+    if spec is not None and spec.origin and spec.origin.endswith("__init__.py"):
+        return Path(spec.origin).parent
+    checkout = Path(attnreport.__file__).resolve().parent.parent / "templates"
+    if (checkout / "__init__.py").is_file():
+        return checkout
+    raise RuntimeError("attnreport's templates are missing; reinstall attnreport")
+
+
+@functools.cache
 def environment() -> jinja2.Environment:
     """The one template environment (cached): package templates, autoescape, strict."""
-    root = importlib.resources.files(attnreport) / "templates"
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(root)),
+        loader=jinja2.FileSystemLoader(str(templates_root())),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -111,4 +126,4 @@ def render_404(meta: PageMeta | None = None) -> str:
 
 def template_asset(name: str) -> bytes:
     """The bytes of ``templates/assets/NAME`` (the stylesheet)."""
-    return (importlib.resources.files(attnreport) / "templates" / "assets" / name).read_bytes()
+    return (templates_root() / "assets" / name).read_bytes()

@@ -81,21 +81,22 @@ def profile_stage(fn: Callable[[], Any], top: int = 12) -> StageProfile:
     return StageProfile(root.time, hot, _heaviest_path(root, 0.02 * root.time), trimmed)
 
 
-def stage_calls(stages: list[str], config: Any) -> dict[str, Callable[[], Any]]:
+def stage_calls(stages: list[str], settings: Any) -> dict[str, Callable[[], Any]]:
     """Calls that redo ``build_site`` stages on the warm cache (the study runs once, now)."""
-    from attnreport.build import settings_of, study
+    from attnreport.build import study
     from attnreport.session import open_session
     from attnreport.site.assemble import assemble_site
     from attnreport.site.context import SiteOptions
     from attnreport.study import analyze_sentence, intervention_results
 
-    session, results = study(config)
-    settings = settings_of(config)
+    session, results = study(settings)
     options = SiteOptions(
-        title=config.title, date=config.date, authors=config.authors, images=config.images
+        title=settings.title, date=settings.date, authors=settings.authors, images=settings.images
     )
     calls = {
-        "load": lambda: open_session(config.model, config.sentences, config.dtype, config.device),
+        "load": lambda: open_session(
+            settings.model, settings.sentences, settings.dtype, settings.device
+        ),
         "capture": lambda: [
             analyze_sentence(session, i, settings) for i in range(len(session.sentences))
         ],
@@ -130,9 +131,9 @@ def _stage_tables(section: Any, stage: str, seconds: float, profile: StageProfil
     section.add("pyinstrument's summary (first 60 lines):", "", "```text", profile.text, "```", "")
 
 
-def profile_section(stages: dict[str, float], config: Any, enabled: bool, top: int = 2) -> Any:
+def profile_section(stages: dict[str, float], settings: Any, enabled: bool, top: int = 2) -> Any:
     """The Profile section: pyinstrument on the ``top`` slowest stages of the warm build."""
-    from attnreport.bench_report import Section
+    from benchmarks.report import Section
 
     section = Section("Profile")
     if not stages or not enabled or not available():
@@ -146,6 +147,6 @@ def profile_section(stages: dict[str, float], config: Any, enabled: bool, top: i
         "under the profiler.",
         "",
     )
-    for stage, call in stage_calls(ranked, config).items():
+    for stage, call in stage_calls(ranked, settings).items():
         _stage_tables(section, stage, stages[stage], profile_stage(call))
     return section

@@ -1,7 +1,7 @@
 """Sections 1-5 of BENCHMARKS.md and the ``Context`` all sections share (6 and 7 are in
-``bench_pages``); ``bench.py`` runs them.
+``benchmarks.pages``); ``benchmarks.run`` runs them.
 
-Every section takes the shared ``Context`` and returns a ``bench_report.Section``
+Every section takes the shared ``Context`` and returns a ``benchmarks.report.Section``
 with its tables and the targets it judged (judged only outside quick mode).
 """
 
@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attnreport.bench_measure import capture_timings, grid_timings, intervention_layer
-from attnreport.bench_report import Section, mib, ratio_target, seconds
-from attnreport.bench_workers import WorkerRun, run_worker
+from attnreport.config import Settings
 from attnreport.session import Session, open_session
-from attnreport.study import Settings
+from benchmarks.measure import capture_timings, grid_timings, intervention_layer
+from benchmarks.report import Section, mib, ratio_target, seconds
+from benchmarks.workers import WorkerRun, run_worker
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_CONFIG = REPO / "attnreport.toml"
@@ -176,7 +176,7 @@ def load_section(ctx: Context) -> Section:
     cached = [run_worker("load", {}, env) for _ in range(ctx.repeats)]
     median = sorted(cached, key=lambda run: run.wall_s)[len(cached) // 2]
     section.add(
-        "Each load is a new process (`python -m attnreport.bench_workers load`) timed by the "
+        "Each load is a new process (`python -m benchmarks.workers load`) timed by the "
         "parent from start to exit, so interpreter start and imports count. "
         + (
             "Quick mode: no cold first load (it dequantises the GGUF, about 40 s); the cached "
@@ -233,7 +233,7 @@ def build_section(ctx: Context) -> Section:
         else "The example report: `attnreport.toml` at the repository root (built-in sentences, images on)."
     )
     section.add(
-        f"{what} Each build is `build_site` in a new process (`python -m attnreport.bench_workers build`), "
+        f"{what} Each build is `build_site` in a new process (`python -m benchmarks.workers build`), "
         "the same call `attnreport build --config attnreport.toml --out DIR --force` makes; wall time "
         "from process start. Cold: an empty `ATTNREPORT_CACHE` (the GGUF is dequantised first); warm: "
         "the same cache again.",

@@ -12,10 +12,10 @@ import torch
 
 from attnreport.analyses import concat_tables, focus_table, key_order, pool_focus
 from attnreport.capture import capture_attention, installed_hooks
+from attnreport.config import Settings
 from attnreport.interventions import mean_grid, scaling_grid
 from attnreport.session import Session
 from attnreport.study import (
-    Settings,
     intervention_results,
     mean_sentence_indices,
     strongest_first_token_layer,

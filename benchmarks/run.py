@@ -1,9 +1,12 @@
-"""``python -m attnreport.bench``: measure attnreport on this machine and write BENCHMARKS.md.
+"""``python -m benchmarks`` (or ``python benchmarks/run.py``): measure attnreport on this
+machine and write BENCHMARKS.md. Run from the repository root; the benchmarks are not
+part of the package and are not shipped in the wheel.
 
 Nothing here is a timed test: the script measures, and the file it writes records what
 was measured, on which machine, and the command that reproduces it. ``--quick`` runs
 every section on small inputs (two short sentences, one length each, no targets judged)
-so ``tests/test_bench.py`` can keep the script from rotting.
+so ``tests/test_bench.py`` can keep the script from rotting. Scratch files (built sites,
+model caches) go to a temporary folder removed at the end, or to ``--workdir``.
 
 Sections: 1 capture + focus vs the model's pass, 2 interventions, 3 model load,
 4 example build, 5 sequence-length scaling, 6 page weight and render time, 7 bertviz;
@@ -20,18 +23,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnreport import bench_pages as pages
-from attnreport import bench_sections as sections
-from attnreport.bench_report import Section, kept_notes, render
+if __package__ in (None, ""):  # run as a script: import the repository, not this folder
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from benchmarks import pages, sections  # noqa: E402
+from benchmarks.report import Section, kept_notes, render  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "BENCHMARKS.md"
-BERTVIZ_VENV_PYTHON = Path("/tmp/bertviz-venv/bin/python")
+BERTVIZ_VENV = REPO / ".bench" / "bertviz-venv"  # ignored by git; see the Reproduce section
+BERTVIZ_VENV_PYTHON = BERTVIZ_VENV / "bin" / "python"
 QUICK_SENTENCES = ("The harbour town woke slowly on winter mornings", "def add(a, b): return a + b")
 FULL_SCALING = (16, 64, 256, 1024)
 FULL_PAGES = (8, 60, 512)
@@ -44,6 +50,7 @@ class Options:
     repeats: int
     bertviz_python: str | None
     profile: bool
+    workdir: Path | None  # None: a temporary folder, removed at the end
 
 
 def has_bertviz(python: str) -> bool:
@@ -66,7 +73,7 @@ def find_bertviz_python(given: str | None) -> str | None:
 
 def parse_args(argv: list[str] | None = None) -> Options:
     parser = argparse.ArgumentParser(
-        prog="python -m attnreport.bench", description=__doc__.split("\n")[0]
+        prog="python -m benchmarks", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--quick", action="store_true", help="small inputs, no targets judged")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Markdown file to write")
@@ -75,6 +82,12 @@ def parse_args(argv: list[str] | None = None) -> Options:
         "--bertviz-python", default=None, help="a Python with bertviz ('none': skip)"
     )
     parser.add_argument("--no-profile", action="store_true", help="skip the pyinstrument profile")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="scratch folder to keep (default: a temporary one)",
+    )
     args = parser.parse_args(argv)
     repeats = args.repeats or (1 if args.quick else 5)
     return Options(
@@ -83,6 +96,7 @@ def parse_args(argv: list[str] | None = None) -> Options:
         repeats,
         find_bertviz_python(args.bertviz_python),
         not args.no_profile and not args.quick,
+        args.workdir,
     )
 
 
@@ -107,24 +121,22 @@ def reproduce_section(options: Options) -> Section:
     venv_site = (
         f"{sys.prefix}/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
     )
-    command = (
-        shlex.join(["python", "-m", "attnreport.bench", *sys.argv[1:]]) if sys.argv[1:] else ""
-    )
+    command = shlex.join(["python", "-m", "benchmarks", *sys.argv[1:]]) if sys.argv[1:] else ""
     section.add(
         "```sh",
-        "make bench                       # = python -m attnreport.bench (writes BENCHMARKS.md)",
-        "python -m attnreport.bench --quick --out /tmp/bench.md   # small smoke run, as in tests/test_bench.py",
+        "make bench                       # = python -m benchmarks (writes BENCHMARKS.md)",
+        "python -m benchmarks --quick --out bench-quick.md   # small smoke run, as in tests/test_bench.py",
         "# optional, for the Profile section (local venv only):",
         "pip install pyinstrument",
         "# optional, for section 7: bertviz in a throwaway venv that also sees the project's packages",
-        "python -m venv --system-site-packages /tmp/bertviz-venv",
-        "/tmp/bertviz-venv/bin/pip install --no-deps bertviz",
-        "/tmp/bertviz-venv/bin/pip install -c constraints.txt ipython",
+        "python -m venv --system-site-packages .bench/bertviz-venv",
+        ".bench/bertviz-venv/bin/pip install --no-deps bertviz",
+        ".bench/bertviz-venv/bin/pip install -c constraints.txt ipython",
         f"echo \"import site; site.addsitedir('{venv_site}')\" \\",
-        "  > /tmp/bertviz-venv/lib/python3.11/site-packages/zz-attnreport.pth",
+        "  > .bench/bertviz-venv/lib/python3.11/site-packages/zz-attnreport.pth",
         "```",
         "",
-        f"This file: `{command or 'python -m attnreport.bench'}` ({'quick' if options.quick else 'full'} "
+        f"This file: `{command or 'python -m benchmarks'}` ({'quick' if options.quick else 'full'} "
         f"mode, {options.repeats} timed repeats, bertviz Python: `{options.bertviz_python or 'none'}`).",
         "",
     )
@@ -192,31 +204,41 @@ def run_sections(ctx: sections.Context, log: Log) -> tuple[list[Section], list[s
 
 def profile(ctx: sections.Context, options: Options, log: Log) -> Section:
     """The Profile section, on the warm cache section 4 left behind."""
-    from attnreport.bench_profile import profile_section
-    from attnreport.config import merged_config
+    from attnreport.config import load_settings
+    from benchmarks.profiling import profile_section
 
     log("bench: profile ...")
-    config = merged_config(sections.EXAMPLE_CONFIG, {"out": str(ctx.work / "site-profile")})
+    settings = load_settings(sections.EXAMPLE_CONFIG, {"out": str(ctx.work / "site-profile")})
     cache = ctx.work / ("cache-build" if not ctx.quick else "unused")
     with environment("ATTNREPORT_CACHE", str(cache)):
-        return profile_section(ctx.warm_stages, config, options.profile)
+        return profile_section(ctx.warm_stages, settings, options.profile)
 
 
 INTRO = (
-    "Written by `python -m attnreport.bench` from one run on the machine below; every number "
+    "Written by `python -m benchmarks` from one run on the machine below; every number "
     "is a measurement of that run, not a target or an estimate. Targets are the project's; "
     "the summary says which were met. Do not edit above the marker at the end: regenerate.",
 )
 
 
+@contextmanager
+def scratch(workdir: Path | None) -> Iterator[Path]:
+    """``workdir`` (created, kept afterwards) or a temporary folder removed at the end."""
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        yield workdir
+        return
+    with tempfile.TemporaryDirectory(prefix="attnreport-bench-") as tmp:
+        yield Path(tmp)
+
+
 def run_bench(options: Options, log: Log = _quiet) -> tuple[str, list[str]]:
     """Measure everything; the Markdown text and the names of sections that failed."""
-    from attnreport.bench_inputs import machine_info
+    from benchmarks.inputs import machine_info
 
     started = time.perf_counter()
     info = machine_info()
-    with tempfile.TemporaryDirectory(prefix="attnreport-bench-") as tmp:
-        work = Path(tmp)
+    with scratch(options.workdir) as work:
         ctx = sections.Context(
             quick=options.quick,
             repeats=options.repeats,

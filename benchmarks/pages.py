@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from attnreport.bench_report import Section, Target, ratio_target, seconds
-from attnreport.bench_sections import TITLES, Context
-from attnreport.bench_workers import run_worker
+from benchmarks.report import Section, Target, ratio_target, seconds
+from benchmarks.sections import TITLES, Context
+from benchmarks.workers import run_worker
 
 
 def sentence_page(site: Path, index: int) -> Path:
@@ -19,7 +19,7 @@ def _page_site(ctx: Context, lengths: tuple[int, ...]) -> tuple[Path, dict[str, 
     """A ``--no-images`` site whose sentence i has lengths[i] tokens (quick: the example site)."""
     if ctx.quick:
         return ctx.sites["example"], {"stages": ctx.warm_stages}
-    from attnreport.bench_inputs import text_of_tokens
+    from benchmarks.inputs import text_of_tokens
 
     tokenizer = ctx.loaded().loaded.tokenizer
     file = ctx.work / "page-sentences.txt"
@@ -50,7 +50,7 @@ def _page_row(n: int, facts: dict[str, Any]) -> tuple:
 
 def pages_section(ctx: Context, lengths: tuple[int, ...]) -> Section:
     """6. Bytes before first draw, bytes per page and time until every chart drew."""
-    from attnreport.bench_browser import chromium, folder_bytes, median_load, page_bytes
+    from benchmarks.browser import chromium, folder_bytes, median_load, page_bytes
 
     section = Section(TITLES["pages"])
     site, build = _page_site(ctx, lengths)
@@ -168,8 +168,8 @@ BERTVIZ_ROWS = (
 
 def bertviz_section(ctx: Context, n_tokens: int) -> Section:
     """7. bertviz's head_view and model_view for the same model and sentence, beside our page."""
-    from attnreport.bench_browser import chromium, foreign_render
-    from attnreport.bench_inputs import text_of_tokens
+    from benchmarks.browser import chromium, foreign_render
+    from benchmarks.inputs import text_of_tokens
 
     section = Section(TITLES["bertviz"])
     ours = _ours_column(ctx.pages.get(n_tokens), ctx.page_stage_s)

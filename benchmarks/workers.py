@@ -1,4 +1,4 @@
-"""Benchmark work that must run in a fresh process: ``python -m attnreport.bench_workers TASK ARGS``.
+"""Benchmark work that must run in a fresh process: ``python -m benchmarks.workers TASK ARGS``.
 
 Each task takes one JSON object of arguments and prints one JSON object (its
 measurements) as the last line of stdout; ``run_worker`` starts the process, times it
@@ -42,7 +42,7 @@ def run_worker(
     timeout: float = 1800,
 ) -> WorkerRun:
     """Run ``task`` in a new process; RuntimeError with the stderr tail when it fails."""
-    command = [python or sys.executable, "-m", "attnreport.bench_workers", task, json.dumps(args)]
+    command = [python or sys.executable, "-m", "benchmarks.workers", task, json.dumps(args)]
     start = time.perf_counter()
     done = subprocess.run(
         command,
@@ -79,12 +79,12 @@ def task_load(_args: dict[str, Any]) -> dict[str, Any]:
 
 
 def task_build(args: dict[str, Any]) -> dict[str, Any]:
-    """``build_site`` on a config file with overrides; stage seconds and site size."""
+    """``build_site`` on a settings file with overrides; stage seconds and site size."""
     from attnreport.build import build_site
-    from attnreport.config import merged_config
+    from attnreport.config import load_settings
 
-    config = merged_config(args.get("config"), args.get("overrides", {}))
-    summary = build_site(config, force=True)
+    settings = load_settings(args.get("config"), args.get("overrides", {}))
+    summary = build_site(settings, force=True)
     return {
         "stages": summary.timings.seconds,
         "pages": summary.pages,
@@ -98,9 +98,10 @@ def task_build(args: dict[str, Any]) -> dict[str, Any]:
 
 def task_scale(args: dict[str, Any]) -> dict[str, Any]:
     """``analyze_sentence`` on exactly ``n_tokens`` tokens of the default model."""
-    from attnreport.bench_inputs import exact_sentence
+    from attnreport.config import Settings
     from attnreport.session import Session, open_session
-    from attnreport.study import Settings, analyze_sentence
+    from attnreport.study import analyze_sentence
+    from benchmarks.inputs import exact_sentence
 
     session = open_session("default", None)
     loaded_rss = peak_rss_mb()
