@@ -21,7 +21,8 @@ import math
 from collections.abc import Iterable, Sequence
 
 MAX_ITEMS = 6  # the longest list a sentence names item by item
-IRREGULAR = {"query": "queries", "is": "are", "puts": "put", "has": "have", "was": "were"}
+IRREGULAR = {"query": "queries", "is": "are", "puts": "put", "has": "have", "was": "were",
+             "gives": "give", "makes": "make"}  # fmt: skip
 
 
 def plural(word: str, count: float) -> str:
