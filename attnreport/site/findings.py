@@ -85,6 +85,16 @@ def _top(values: Mapping[Any, float]) -> Any:
     return min(values, key=lambda k: (-values[k], k))
 
 
+def _heads_where(heads: Sequence[tuple[int, int]], n_layers: int) -> str:
+    """``heads 0-2 of layer 3 and head 5 of layer 7``, or for heads in more than
+    ``LIST_LAYERS`` layers only where they are: ``in layers 2-9 and 12-29``.
+    """
+    layers = {layer for layer, _ in heads}
+    if len(layers) <= LIST_LAYERS:
+        return head_set(heads)
+    return "in " + index_set(layers, "layer", n_layers)
+
+
 def sink_onset(first_focus: Heads) -> Finding:
     """Where the first-token sink starts and how strong it is.
 
@@ -150,12 +160,8 @@ def persistent_sinks(by_sentence: Any, threshold: float = EVERY_SENTENCE) -> Fin
             f"No head is a first-token sink in {each}, if a sink means that {rule}.",
             "set-first-focus",
         )
-    layers = {layer for layer, _ in held}
-    where = (
-        f": {head_set(held)}"
-        if len(layers) <= LIST_LAYERS
-        else f", in {index_set(layers, 'layer', len({k[0] for k in worst}))}"
-    )
+    where = _heads_where(held, len({k[0] for k in worst}))
+    where = f": {where}" if not where.startswith("in ") else f", {where}"
     text = (
         f"{capitalise(count(len(held), 'head'))} {plural('is', len(held))} "
         f"{'a sink' if len(held) == 1 else 'sinks'} in {each} ({rule} in each){where}."
@@ -184,7 +190,7 @@ def self_focus_heads(self_focus: Heads) -> Finding:
     else:
         text = (
             f"{capitalise(count(len(held), 'head'))} attend mostly to the current token "
-            f"({head_set(held, LIST_LAYERS)}); the strongest, {head_name(*best)}, makes it the top key for "
+            f"({_heads_where(held, len({k[0] for k in self_focus}))}); the strongest, {head_name(*best)}, makes it the top key for "
             f"{percent(self_focus[best])} of queries."
         )
     return Finding("self-focus", text, "set-self-focus")
