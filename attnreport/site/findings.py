@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attnreport.analyses import sinks
+from attnreport.site.effects import mean_kl, mean_text, scaling_text
 from attnreport.site.wording import (
     MAX_ITEMS,
     capitalise,
@@ -36,7 +37,6 @@ Heads = dict[tuple[int, int], float]
 MOST = 0.5  # "most queries" / "most heads": strictly more than half
 EVERY_SENTENCE = 0.9  # share of queries a head must send to token 0 in each sentence
 LIST_LAYERS = MAX_ITEMS // 2  # heads are listed one by one for at most this many layers
-TIE = 1e-9  # KL values closer than this (relative) are the same effect
 
 
 @dataclass(frozen=True)
@@ -218,30 +218,6 @@ def impact_peak(impact: Any) -> Finding | None:
     return Finding("impact-peak", text + ".", "set-head-impact")
 
 
-def mean_kl(cell: Mapping[str, Any]) -> float:
-    """Mean of a cell's per-position KL values, in nats (0 for none)."""
-    kl = [float(v) for v in cell.get("kl", [])]
-    return sum(kl) / len(kl) if kl else 0.0
-
-
-def _scaling_text(cells: Sequence[Mapping[str, Any]], layer: int) -> str:
-    order = {"Q": 0, "K": 1, "V": 2}
-    kl = [mean_kl(c) for c in cells]
-    top = min(range(len(cells)), key=lambda i: (-kl[i], order.get(cells[i]["target"], 3),
-                                                -float(cells[i]["epsilon"])))  # fmt: skip
-    eps = float(cells[top]["epsilon"])
-    tied = [c["target"] for c, v in zip(cells, kl, strict=True)
-            if float(c["epsilon"]) == eps and abs(v - kl[top]) <= TIE * max(kl[top], 1e-300)]  # fmt: skip
-    tied = sorted(set(tied), key=lambda t: order.get(t, 3))
-    what = join_and(tied, "or")
-    same = " (the same change: both scale every score)" if set(tied) == {"Q", "K"} else ""
-    return (
-        f"Of the interventions in layer {layer}, scaling {what} by {eps:g}{same} moves the "
-        f"next-token distribution most: a mean KL divergence of {quantity(kl[top], 'nat')} "
-        "per position"
-    )
-
-
 def intervention_effect(interventions: Mapping[str, Any] | None) -> Finding | None:
     """Which of Q, K, V and which epsilon moved the next-token distribution most (KL).
 
@@ -260,29 +236,13 @@ def intervention_effect(interventions: Mapping[str, Any] | None) -> Finding | No
             f"Scaling Q, K or V in layer {layer} left the next-token distribution unchanged (KL 0)."
         )
     else:
-        text = _scaling_text(cells, layer)
+        text = scaling_text(cells, layer)
         v = [mean_kl(c) for c in cells if c["target"] == "V"]
         if v:
             text += f"; scaling V moves it at most {quantity(max(v), 'nat')}"
         text += "."
-    text += _mean_text(interventions.get("mean") or {})
+    text += mean_text(interventions.get("mean") or {})
     return Finding("interventions", text, "scaling-grid", int(scaling.get("sentence", 0)))
-
-
-def _mean_text(mean: Mapping[str, Any]) -> str:
-    by_target: dict[str, list[float]] = {}
-    for c in mean.get("cells") or []:
-        by_target.setdefault(str(c["target"]), []).append(mean_kl(c))
-    if not by_target:
-        return ""
-    avg = {t: sum(v) / len(v) for t, v in by_target.items()}
-    order = {"Q": 0, "K": 1, "V": 2}
-    top = min(avg, key=lambda t: (-avg[t], order.get(t, 3)))
-    n = max(len(v) for v in by_target.values())
-    return (
-        f" Replacing {top} by its mean over the token positions moves the distribution most "
-        f"({quantity(avg[top], 'nat')} on average over {count(n, 'sentence')})."
-    )
 
 
 def sink_rate(first_prob: Heads, first_focus: Heads) -> Finding | None:
