@@ -57,7 +57,9 @@ def _table(data: AltData, name: str) -> dict[str, np.ndarray]:
 
 
 def _rows_of(table: dict[str, np.ndarray], **where: int) -> dict[str, np.ndarray]:
-    keep = np.ones(len(next(iter(table.values()), [])), dtype=bool)
+    if not table:
+        return {}
+    keep = np.ones(len(next(iter(table.values()))), dtype=bool)
     for name, value in where.items():
         keep &= table[name] == value
     return {k: v[keep] for k, v in table.items()}
