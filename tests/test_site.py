@@ -165,7 +165,7 @@ def focus_table(first: dict[int, list[float]], self_: float = 0.1):
 def test_focus_text_names_the_first_token_layers_and_self_head():
     table = focus_table({k: [0.9, 0.8, 0.1] if k in (3, 4, 7) else [0.1] * 3 for k in range(8)})
     text = prose.focus_summary(table)
-    assert text[0].startswith("Layers 3, 4 and 7 put most heads on the first token.")
+    assert text[0].startswith("Layers 3-4 and 7 put most heads on the first token.")
     assert "layer 0, head 2: for 30% of queries" in text[1]
 
 
@@ -184,8 +184,9 @@ def test_layers_and_intervention_text():
     cells = [{"target": "K", "epsilon": 1e-10, "kl": [1.0, 3.0]},
              {"target": "Q", "epsilon": 0.5, "kl": [0.0, 0.1]}]  # fmt: skip
     text = prose.scaling_summary({"cells": cells}, 5)
-    assert text.startswith("Scaling K by 1.0e-10 in layer 5 changes")
-    assert "mean KL 2 nats" in text and "scaling Q by 0.5 changes it least" in text
+    assert text.startswith("Scaling K by 1e-10 in layer 5 changes")
+    assert "mean KL divergence of 2 nats per position" in text
+    assert "scaling Q by 0.5 changes it least (0.05 nats)" in text
 
 
 def test_text_changes_with_the_data(study):
@@ -306,5 +307,5 @@ def test_first_token_lead_for_one_all_and_no_layers():
         "Layer 0 puts most heads on the first token."
     )
     assert prose.first_token_lead(focus_table({0: [0.9, 0.9], 1: [0.8, 0.6]})) == (
-        "All 2 layers put most of their heads on the first token."
+        "Both layers put most of their heads on the first token."
     )

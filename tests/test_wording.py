@@ -144,3 +144,12 @@ def test_join_and_and_capitalise():
     assert w.join_and(["a", "b", "c"]) == "a, b and c"
     assert w.join_and(["a", "b"], "or") == "a or b"
     assert w.capitalise("layers 2-9 put") == "Layers 2-9 put" and w.capitalise("") == ""
+
+
+def test_verb_agrees_with_an_index_set():
+    assert w.verb_for("layer 3", "puts") == "puts"
+    assert w.verb_for("Every other layer from 0 to 8", "puts") == "puts"
+    assert w.verb_for("the only layer", "has") == "has"
+    assert w.verb_for("layers 2-9 and 12-29", "puts") == "put"
+    assert w.verb_for("all 30 layers", "has") == "have"
+    assert w.verb_for("both layers", "does") == "do"

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 
 MAX_ITEMS = 6  # the longest list a sentence names item by item
 IRREGULAR = {"query": "queries", "is": "are", "puts": "put", "has": "have", "was": "were",
-             "gives": "give", "makes": "make"}  # fmt: skip
+             "gives": "give", "makes": "make", "does": "do"}  # fmt: skip
 
 
 def plural(word: str, count: float) -> str:
@@ -102,6 +102,18 @@ def index_set(values: Iterable[int], noun: str, total: int | None = None) -> str
         return f"{plural(noun, 2)} {join_and(pieces)}"
     of_total = f" of {total}" if total is not None else ""
     return f"{len(items)}{of_total} {plural(noun, 2)}, from {items[0]} to {items[-1]}"
+
+
+def verb_for(phrase: str, verb: str) -> str:
+    """``verb`` (singular form, ``puts``) agreeing with a phrase from ``index_set``:
+    singular after ``layer 3``, ``the only layer``, ``every other layer``; else plural.
+    """
+    words = phrase.lower().split()
+    singular = len(words) >= 2 and (
+        words[:2] in (["the", "only"], ["every", "other"])
+        or (words[0] in ("layer", "head") and words[1].isdigit())
+    )
+    return verb if singular else plural(verb, 2)
 
 
 def head_set(heads: Iterable[tuple[int, int]], limit: int = MAX_ITEMS) -> str:
