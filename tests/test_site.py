@@ -309,3 +309,15 @@ def test_first_token_lead_for_one_all_and_no_layers():
     assert prose.first_token_lead(focus_table({0: [0.9, 0.9], 1: [0.8, 0.6]})) == (
         "Both layers put most of their heads on the first token."
     )
+
+
+def test_sentence_pages_are_titled_by_their_shortened_sentence(study):
+    long_text = (
+        "The old lighthouse keeper climbed the narrow stairs every evening to light the lamp"
+    )
+    study["sentences"][1]["sentence"]["text"] = long_text
+    files = assemble_site(study, OPTIONS, demo_charts())
+    html = files[sentence_filename(1, long_text)].decode()
+    assert "<h1><bdi>The old lighthouse keeper climbed the narrow stairs every…</bdi></h1>" in html
+    first = study["sentences"][0]["sentence"]["text"]
+    assert f"<h1><bdi>{first}</bdi></h1>" in files[sentence_filename(0, first)].decode()

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attnreport
-from attnreport.site import prose
+from attnreport.site import prose, wording
 from attnreport.site.context import (
     FigureContext,
     FigureInput,
@@ -37,6 +37,7 @@ PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("interventions", "4. Interventions", ("interven", "scaling", "mean", "kl")),
 )
 TERMS = ("position", "bias", "content", "query_only")
+TITLE_CHARS = 60  # a sentence page's title: its sentence, cut at a word boundary
 NOTES = {
     "top-key": "A query's top key is the token it scores highest, and so gives the most "
     "probability; ties go to the earlier token. Statistics count queries 1 to n-1: the first "
@@ -238,7 +239,7 @@ def sentence_page(
     text = str(sentence.get("sentence", {}).get("text", ""))
     return SentencePageContext(
         meta=page_meta(results, options),
-        title=f"Sentence {index}",
+        title=wording.shorten(visible(text), TITLE_CHARS) or f"Sentence {index}",
         sentence=visible(text),
         tokens=tokens_of(sentence),
         sections=sections,
