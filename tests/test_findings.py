@@ -257,3 +257,17 @@ def test_every_finding_names_a_figure_key(n_sentences):
               "focus_pooled": pooled({"first_focus": sent[0], "self_focus": sent[0]})}  # fmt: skip
     for f in fnd.key_findings(tables, None):
         assert f.figure.startswith("set-") and f.text.endswith(".")
+
+
+def test_figure_links_point_at_the_index_figure_or_the_sentence_page():
+    from attnreport.site.context import FigureContext
+    from attnreport.site.highlights import figure_link
+
+    fig = FigureContext(2, "set-first-focus", "figure-2", "t", "c", "{}", None, None, None)
+    on_index = fnd.Finding("sink-onset", "x.", "set-first-focus")
+    assert figure_link(on_index, [fig], ["s0.html"]).href == "#figure-2"
+    assert figure_link(fnd.Finding("k", "x.", "set-head-impact"), [fig], []) is None
+    grid = fnd.Finding("interventions", "x.", "scaling-grid", 1)
+    link = figure_link(grid, [fig], ["s0.html", "s1.html"])
+    assert link.href == "s1.html#ar-chart-scaling-grid" and "sentence 1" in link.label
+    assert figure_link(grid, [fig], ["s0.html"]) is None

@@ -321,3 +321,20 @@ def test_sentence_pages_are_titled_by_their_shortened_sentence(study):
     assert "<h1><bdi>The old lighthouse keeper climbed the narrow stairs every…</bdi></h1>" in html
     first = study["sentences"][0]["sentence"]["text"]
     assert f"<h1><bdi>{first}</bdi></h1>" in files[sentence_filename(0, first)].decode()
+
+
+@pytest.mark.slow
+def test_key_findings_link_to_figures_that_exist(real_site):
+    """Every finding on the index links to a figure on the index or on a sentence page."""
+    html = real_site["index.html"].decode()
+    section = html[html.index('<section id="findings">') : html.index("</section>")]
+    assert section.index("Key findings") < section.index("<p>")
+    links = re.findall(r'<a href="([^"]+)">See ', section)
+    assert len(links) == section.count("<p>") >= 4
+    for href in links:
+        page, anchor = href.split("#")
+        target = real_site[page or "index.html"].decode()
+        assert anchor in scan(target).ids, href
+        assert anchor.startswith(("figure-", "ar-chart-")), href
+    assert html.index('id="findings"') < html.index('id="sentences"')
+    assert "Xiao et al." in html  # StreamingLLM cited where sinks are explained

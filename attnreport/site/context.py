@@ -132,6 +132,7 @@ class IndexContext:
     sentences: tuple[Link, ...]
     sections: tuple[SectionContext, ...]
     footnotes: tuple[Footnote, ...] = ()
+    findings: tuple[Paragraph, ...] = ()  # key findings, each linking to its figure
 
 
 @dataclass(frozen=True)

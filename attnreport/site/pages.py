@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attnreport
-from attnreport.site import prose, wording
+from attnreport.site import highlights, prose, wording
 from attnreport.site.context import (
     FigureContext,
     FigureInput,
@@ -276,6 +276,8 @@ def index_page(
     )
     (figs,) = number_figures([list(figures)])
     notes = Notes()
+    iv = part(results, "interventions")
+    found = highlights.finding_paragraphs(tables, iv, figs, pages, notes)
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])
     numbers = sorted_lines(figs, figures)
     if numbers and paras:
@@ -291,4 +293,5 @@ def index_page(
         sentences=links,
         sections=(SectionContext("set", "Across the sentence set", tuple(paras), figs),),
         footnotes=notes.all,
+        findings=found,
     )
