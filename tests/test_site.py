@@ -338,3 +338,17 @@ def test_key_findings_link_to_figures_that_exist(real_site):
         assert anchor.startswith(("figure-", "ar-chart-")), href
     assert html.index('id="findings"') < html.index('id="sentences"')
     assert "Xiao et al." in html  # StreamingLLM cited where sinks are explained
+
+
+@pytest.mark.slow
+def test_every_chart_and_image_has_alt_text_from_the_data(real_site):
+    for name, content in real_site.items():
+        if not name.endswith(".html") or name == "404.html":
+            continue
+        html = content.decode()
+        labels = re.findall(r'class="ar-chart"[^>]* aria-label="([^"]*)"', html)
+        alts = re.findall(r'<img src="[^"]+" alt="([^"]*)"', html)
+        assert labels and len(alts) == len(labels), name
+        for text in labels + alts:
+            title, _, alt = text.partition(". ")
+            assert title.startswith("Figure ") and len(alt) > 40 and alt.endswith("."), (name, text)

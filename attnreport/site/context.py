@@ -53,6 +53,7 @@ class FigureContext:
     chunk_dir: str | None
     svg: str | None
     png: str | None
+    alt: str = ""  # what a screen reader hears: what is plotted and its main finding
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import attnreport
+from attnreport.charts.common import default_head
 from attnreport.site import highlights, prose, wording
+from attnreport.site.alt_text import ALT, AltData, alt_text
 from attnreport.site.context import (
     FigureContext,
     FigureInput,
@@ -108,6 +111,11 @@ def page_meta(results: Any, options: SiteOptions) -> PageMeta:
         model_name=visible(str(name)) if name is not None else "the model",
         version=attnreport.__version__,
     )
+
+
+def with_alt(figs: Sequence[FigureContext], data: AltData) -> tuple[FigureContext, ...]:
+    """The figures with their alt text computed from ``data`` (kept empty for unknown keys)."""
+    return tuple(replace(f, alt=alt_text(f.key, data)) if f.key in ALT else f for f in figs)
 
 
 def part_of(fig: FigureInput) -> int:
@@ -227,10 +235,11 @@ def sentence_page(
     groups: list[list[FigureInput]] = [[] for _ in PARTS]
     for fig in figures:
         groups[part_of(fig)].append(fig)
-    numbered = number_figures(groups)
+    iv = part(results, "interventions")
+    data = AltData(sentence, {}, iv or {}, default_head(sentence))
+    numbered = [with_alt(g, data) for g in number_figures(groups)]
     notes = Notes()
     sorted_figs = sorted_lines([f for g in numbered for f in g], figures)
-    iv = part(results, "interventions")
     texts = _part_texts(sentence, index, iv, notes, sorted_figs, interventions_page)
     sections = tuple(
         SectionContext(anchor, title, tuple(paras), figs)
@@ -275,6 +284,7 @@ def index_page(
         len(sentences),
     )
     (figs,) = number_figures([list(figures)])
+    figs = with_alt(figs, AltData(set_tables=tables))
     notes = Notes()
     iv = part(results, "interventions")
     found = highlights.finding_paragraphs(tables, iv, figs, pages, notes)
