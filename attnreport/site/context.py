@@ -134,6 +134,8 @@ class IndexContext:
     sections: tuple[SectionContext, ...]
     footnotes: tuple[Footnote, ...] = ()
     findings: tuple[Paragraph, ...] = ()  # key findings, each linking to its figure
+    about: tuple[tuple[str, str], ...] = ()  # (label, value): rebuild command, settings, checksum
+    check_command: str = ""  # shell line that recomputes the results checksum
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 import attnreport
 from attnreport.charts.common import default_head
-from attnreport.site import highlights, prose, wording
+from attnreport.site import about, highlights, prose, wording
 from attnreport.site.alt_text import ALT, AltData, alt_text
 from attnreport.site.context import (
     FigureContext,
@@ -278,6 +278,7 @@ def index_page(
     sentences = part(results, "sentences") or []
     tables = (part(results, "set") or {}).get("tables", {})
     meta = page_meta(results, options)
+    manifest = part(results, "manifest") or {}
     text = prose.set_summary(
         prose.rows(tables.get("focus_pooled")),
         prose.rows(tables.get("impact_pooled")),
@@ -299,9 +300,11 @@ def index_page(
     return IndexContext(
         meta=meta,
         lede=_lede(meta, len(sentences), options),
-        model_card=model_card(part(results, "manifest") or {}),
+        model_card=model_card(manifest),
         sentences=links,
         sections=(SectionContext("set", "Across the sentence set", tuple(paras), figs),),
         footnotes=notes.all,
         findings=found,
+        about=about.about_rows(results, manifest, attnreport.__version__),
+        check_command=about.CHECK_COMMAND,
     )
