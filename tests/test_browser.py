@@ -172,3 +172,26 @@ def test_print_hides_widgets_and_keeps_figures(site: Path, offline_page):
     assert page.locator(".toc").is_hidden()
     assert page.locator(".vega-bindings").first.is_hidden()
     assert page.locator("figure.ar-figure").first.is_visible()
+
+
+def test_every_key_finding_links_to_a_drawn_figure(tmp_path_factory, offline_page):
+    folder = build(fake_study(3, n_layers=3, n_heads=2), tmp_path_factory.mktemp("f") / "site")
+    page = open_page(offline_page, folder / "index.html")
+    hrefs = page.eval_on_selector_all(
+        "#findings p > a", "els => els.map(a => a.getAttribute('href'))"
+    )
+    assert len(hrefs) >= 4
+    for href in hrefs:
+        name, _, anchor = href.partition("#")
+        target = open_page(offline_page, folder / (name or "index.html"))
+        element = target.query_selector(f"[id='{anchor}']")
+        assert element is not None, href
+        chart = (
+            element
+            if "ar-chart" in (element.get_attribute("class") or "")
+            else element.query_selector(".ar-chart")
+        )
+        assert chart.get_attribute("data-rendered") == "true" and chart_has_marks(target, chart), (
+            href
+        )
+    assert offline_page.errors == []

@@ -166,7 +166,7 @@ def focus_table(first: dict[int, list[float]], self_: float = 0.1):
 def test_focus_text_names_the_first_token_layers_and_self_head():
     table = focus_table({k: [0.9, 0.8, 0.1] if k in (3, 4, 7) else [0.1] * 3 for k in range(8)})
     text = prose.focus_summary(table)
-    assert text[0].startswith("Layers 3, 4 and 7 put most heads on the first token.")
+    assert text[0].startswith("Layers 3-4 and 7 put most heads on the first token.")
     assert "layer 0, head 2: for 30% of queries" in text[1]
 
 
@@ -185,8 +185,9 @@ def test_layers_and_intervention_text():
     cells = [{"target": "K", "epsilon": 1e-10, "kl": [1.0, 3.0]},
              {"target": "Q", "epsilon": 0.5, "kl": [0.0, 0.1]}]  # fmt: skip
     text = prose.scaling_summary({"cells": cells}, 5)
-    assert text.startswith("Scaling K by 1.0e-10 in layer 5 changes")
-    assert "mean KL 2 nats" in text and "scaling Q by 0.5 changes it least" in text
+    assert text.startswith("Scaling K by 1e-10 in layer 5 changes")
+    assert "mean KL divergence of 2 nats per position" in text
+    assert "scaling Q by 0.5 changes it least (0.05 nats)" in text
 
 
 def test_text_changes_with_the_data(study):
@@ -305,5 +306,48 @@ def test_first_token_lead_for_one_all_and_no_layers():
         "Layer 0 puts most heads on the first token."
     )
     assert prose.first_token_lead(focus_table({0: [0.9, 0.9], 1: [0.8, 0.6]})) == (
-        "All 2 layers put most of their heads on the first token."
+        "Both layers put most of their heads on the first token."
     )
+
+
+def test_sentence_pages_are_titled_by_their_shortened_sentence(study):
+    long_text = (
+        "The old lighthouse keeper climbed the narrow stairs every evening to light the lamp"
+    )
+    study["sentences"][1]["sentence"]["text"] = long_text
+    files = assemble_site(study, OPTIONS, demo_charts())
+    html = files[sentence_filename(1, long_text)].decode()
+    assert "<h1><bdi>The old lighthouse keeper climbed the narrow stairs every…</bdi></h1>" in html
+    first = study["sentences"][0]["sentence"]["text"]
+    assert f"<h1><bdi>{first}</bdi></h1>" in files[sentence_filename(0, first)].decode()
+
+
+@pytest.mark.slow
+def test_key_findings_link_to_figures_that_exist(real_site):
+    """Every finding on the index links to a figure on the index or on a sentence page."""
+    html = real_site["index.html"].decode()
+    section = html[html.index('<section id="findings">') : html.index("</section>")]
+    assert section.index("Key findings") < section.index("<p>")
+    links = re.findall(r'<a href="([^"]+)">See ', section)
+    assert len(links) == section.count("<p>") >= 4
+    for href in links:
+        page, anchor = href.split("#")
+        target = real_site[page or "index.html"].decode()
+        assert anchor in scan(target).ids, href
+        assert anchor.startswith(("figure-", "ar-chart-")), href
+    assert html.index('id="findings"') < html.index('id="sentences"')
+    assert "Xiao et al." in html  # StreamingLLM cited where sinks are explained
+
+
+@pytest.mark.slow
+def test_every_chart_and_image_has_alt_text_from_the_data(real_site):
+    for name, content in real_site.items():
+        if not name.endswith(".html") or name == "404.html":
+            continue
+        html = content.decode()
+        labels = re.findall(r'class="ar-chart"[^>]* aria-label="([^"]*)"', html)
+        alts = re.findall(r'<img src="[^"]+" alt="([^"]*)"', html)
+        assert labels and len(alts) == len(labels), name
+        for text in labels + alts:
+            title, _, alt = text.partition(". ")
+            assert title.startswith("Figure ") and len(alt) > 40 and alt.endswith("."), (name, text)

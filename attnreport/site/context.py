@@ -61,6 +61,7 @@ class FigureContext:
     png: str | None
     data: str  # the results file the figure draws
     sorted_lines: bool = False
+    alt: str = ""  # what a screen reader hears: what is plotted and its main finding
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,9 @@ class IndexContext:
     sentences: tuple[Link, ...]
     sections: tuple[SectionContext, ...]
     footnotes: tuple[Footnote, ...] = ()
+    findings: tuple[Paragraph, ...] = ()  # key findings, each linking to its figure
+    about: tuple[tuple[str, str], ...] = ()  # (label, value): rebuild command, settings, checksum
+    check_command: str = ""  # shell line that recomputes the results checksum
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import attnreport
+from attnreport.charts.common import default_head
 from attnreport.results import Interventions, Manifest, Results, SentenceResults
 from attnreport.results.interventions import interventions_to_json
-from attnreport.site import prose
+from attnreport.results.types import sentence_to_json, set_to_json
+from attnreport.site import about, highlights, prose, wording
+from attnreport.site.alt_text import ALT, AltData, alt_text
 from attnreport.site.context import (
     FigureContext,
     FigureInput,
@@ -35,6 +38,7 @@ PARTS: tuple[tuple[str, str], ...] = (
     ("interventions", "4. Interventions"),
 )
 TERMS = ("position", "bias", "content", "query_only")
+TITLE_CHARS = 60  # a sentence page's title: its sentence, cut at a word boundary
 NOTES = {
     "top-key": "A query's top key is the token it scores highest, and so gives the most "
     "probability; ties go to the earlier token. Statistics count queries 1 to n-1: the first "
@@ -106,6 +110,11 @@ def page_meta(results: Results, options: SiteOptions) -> PageMeta:
         model_name=visible(name) if name else "the model",
         version=attnreport.__version__,
     )
+
+
+def with_alt(figs: Sequence[FigureContext], data: AltData) -> tuple[FigureContext, ...]:
+    """The figures with their alt text computed from ``data`` (kept empty for unknown keys)."""
+    return tuple(replace(f, alt=alt_text(f.key, data)) if f.key in ALT else f for f in figs)
 
 
 def part_of(fig: FigureInput) -> int:
@@ -221,7 +230,8 @@ def sentence_page(
     groups: list[list[FigureInput]] = [[] for _ in PARTS]
     for fig in figures:
         groups[part_of(fig)].append(fig)
-    numbered = number_figures(groups)
+    data = AltData(sentence_to_json(sentence), {}, _iv_json(results), default_head(sentence))
+    numbered = [with_alt(g, data) for g in number_figures(groups)]
     notes = Notes()
     sorted_figs = sorted_lines([f for g in numbered for f in g])
     texts = _part_texts(
@@ -234,7 +244,7 @@ def sentence_page(
     text = sentence.text
     return SentencePageContext(
         meta=page_meta(results, options),
-        title=f"Sentence {index}",
+        title=wording.shorten(visible(text), TITLE_CHARS) or f"Sentence {index}",
         sentence=visible(text),
         tokens=tokens_of(sentence),
         sections=sections,
@@ -257,19 +267,29 @@ def _lede(meta: PageMeta, n_sentences: int, options: SiteOptions) -> tuple[Parag
     )
 
 
+def _iv_json(results: Results) -> dict[str, Any]:
+    """The interventions as ``interventions.json`` reads ({} when there are none): the
+    wording modules (findings, alt text) take the results' JSON form."""
+    iv = results.interventions
+    return interventions_to_json(iv) if iv is not None else {}
+
+
 def index_page(
     results: Results, figures: Sequence[FigureInput], options: SiteOptions, pages: Sequence[str]
 ) -> IndexContext:
     """The context of the index page; ``pages[i]`` is sentence ``i``'s file name."""
     sentences = results.sentences
     meta = page_meta(results, options)
+    tables = set_to_json(results.set)["tables"]
     text = prose.set_summary(
         prose.rows(results.set.focus_pooled),
         prose.rows(results.set.impact_pooled),
         len(sentences),
     )
     (figs,) = number_figures([list(figures)])
+    figs = with_alt(figs, AltData(set_tables=tables))
     notes = Notes()
+    found = highlights.finding_paragraphs(tables, _iv_json(results) or None, figs, pages, notes)
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])
     numbers = sorted_lines(figs)
     if numbers and paras:
@@ -282,4 +302,7 @@ def index_page(
         sentences=links,
         sections=(SectionContext("set", "Across the sentence set", tuple(paras), figs),),
         footnotes=notes.all,
+        findings=found,
+        about=about.about_rows(results, attnreport.__version__),
+        check_command=about.CHECK_COMMAND,
     )
