@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attnreport.charts.figure import Figure
+from attnreport.charts.svg import stable_svg_ids
 from attnreport.site import pages, render
 from attnreport.site.context import FigureInput, Link, SiteOptions, part
 from attnreport.site.slugs import sentence_filename
@@ -43,6 +44,8 @@ class ChartSource:
     chunk_files: Callable[[Figure], Mapping[str, bytes | str]]  # file name -> content
     images: Callable[[Figure], Mapping[str, bytes]]  # "svg"/"png" -> bytes
     runtime_js: Callable[[], bytes]
+    # Every figure's images at once (cached, parallel); ``images`` one by one when None.
+    figure_images: Callable[[Sequence[Figure]], Sequence[Mapping[str, bytes]]] | None = None
 
 
 def intervention_page(results: Any) -> int | None:
@@ -62,9 +65,10 @@ def default_charts() -> ChartSource:
     from attnreport.charts import embed
 
     try:
+        from attnreport.charts.image_export import figure_images
         from attnreport.charts.images import export_images
     except ImportError:
-        export_images = None
+        export_images = figure_images = None
 
     def images(fig: Figure) -> Mapping[str, bytes]:
         pair = export_images(fig) if export_images else None  # (svg text, png) or None
@@ -88,6 +92,7 @@ def default_charts() -> ChartSource:
         chunk_files=embed.chunk_files,
         images=images,
         runtime_js=lambda: embed.runtime_js().encode("utf-8"),
+        figure_images=figure_images,
     )
 
 
@@ -103,28 +108,12 @@ def _text(value: bytes | str) -> bytes:
     return value if isinstance(value, bytes) else value.encode("utf-8")
 
 
-_SVG_ID = re.compile(rb'id="((?:gradient_|clip|pattern_)\d+)"')
-
-
-def stable_svg_ids(svg: bytes) -> bytes:
-    """Renumber Vega's generated SVG ids (``gradient_17``) 1, 2, ... in order of appearance.
-
-    Vega numbers them from a counter that lives as long as the process, so the same figure
-    exported twice differs; renumbering per file makes the images byte-reproducible.
-    """
-    ids: dict[bytes, bytes] = {}
-    for m in _SVG_ID.finditer(svg):
-        old = m.group(1)
-        ids.setdefault(old, re.sub(rb"\d+$", str(len(ids) + 1).encode(), old))
-    if not ids:
-        return svg
-    names = b"|".join(re.escape(k) for k in sorted(ids, key=len, reverse=True))
-    pattern = re.compile(rb'(?<=["#])(' + names + rb')(?=[")])')
-    return pattern.sub(lambda m: ids[m.group(1)], svg)
-
-
 def _figure_files(
-    page: str, fig: Figure, charts: ChartSource, options: SiteOptions, files: dict[str, bytes]
+    page: str,
+    fig: Figure,
+    images: Mapping[str, bytes],
+    charts: ChartSource,
+    files: dict[str, bytes],
 ) -> FigureInput:
     """Add one figure's chunk and image files to ``files``; return its page inputs."""
     if not _SAFE_KEY.fullmatch(fig.key):
@@ -138,12 +127,11 @@ def _figure_files(
                 raise ValueError(f"unsafe chunk file name {name!r} for figure {fig.key}")
             files[chunk_dir + name] = _text(content)
     paths: dict[str, str] = {}
-    if options.images:
-        for kind, content in sorted(charts.images(fig).items()):
-            if kind in ("svg", "png"):
-                paths[kind] = f"figures/{page}/{fig.key}.{kind}"
-                data = _text(content)
-                files[paths[kind]] = stable_svg_ids(data) if kind == "svg" else data
+    for kind, content in sorted(images.items()):
+        if kind in ("svg", "png"):
+            paths[kind] = f"figures/{page}/{fig.key}.{kind}"
+            data = _text(content)
+            files[paths[kind]] = stable_svg_ids(data) if kind == "svg" else data
     return FigureInput(
         figure=fig,
         payload=charts.payload(fig),
@@ -163,7 +151,13 @@ def _figures(
     keys = [f.key for f in figs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"figure keys repeat on page {page}: {keys}")
-    return [_figure_files(page, f, charts, options, files) for f in figs]
+    if not options.images:
+        images: Sequence[Mapping[str, bytes]] = [{} for _ in figs]
+    elif charts.figure_images is not None:
+        images = charts.figure_images(figs)
+    else:
+        images = [charts.images(f) for f in figs]
+    return [_figure_files(page, f, im, charts, files) for f, im in zip(figs, images, strict=True)]
 
 
 def _page(html: str) -> bytes:
