@@ -8,7 +8,8 @@ One process: the study runs once (load, capture, interventions), then the site i
 assembled in memory (``assemble_site``, what ``build`` does before writing) four times:
 
 1. without images (charts and pages only);
-2. images drawn in parallel (automatic worker count), into an empty image cache;
+2. images drawn in parallel (``--workers``, default: the automatic count, which is 1
+   on a busy machine), into an empty image cache;
 3. the same, with that cache now warm (nothing drawn);
 4. images drawn serially (``ATTNREPORT_IMAGE_WORKERS=1``) into another empty cache.
 
@@ -53,16 +54,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="attnreport.toml")
     parser.add_argument("--out", default=None, help="also write the Markdown table here")
+    parser.add_argument("--workers", default=None, help="worker processes of run 2")
     args = parser.parse_args()
     config = load_config(args.config)
     (session, results), t_study = timed(lambda: study(config))
     files, t_results = timed(results.files)
     auto = image_export.worker_count(100)
+    workers = int(args.workers) if args.workers else auto
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _, t_none = assemble_with(results, False, root / "a", None)
-        parallel, t_cold = assemble_with(results, True, root / "b", None)
-        warm, t_warm = assemble_with(results, True, root / "b", None)
+        parallel, t_cold = assemble_with(results, True, root / "b", str(workers))
+        warm, t_warm = assemble_with(results, True, root / "b", str(workers))
         image_export.shutdown_pool()
         serial, t_serial = assemble_with(results, True, root / "c", "1")
     if not parallel == warm == serial:
@@ -74,13 +77,14 @@ def main() -> None:
         ("study (load, capture, interventions)", t_study),
         ("results serialised (`StudyResults.files`)", t_results),
         ("site without images", t_none),
-        (f"site, images drawn, empty cache, {auto} worker(s)", t_cold),
+        (f"site, images drawn, empty cache, {workers} worker process(es)", t_cold),
         ("site, images, warm cache (nothing drawn)", t_warm),
         ("site, images drawn, empty cache, serial", t_serial),
     ]
     lines = [
         f"{len(parallel)} files, {n_images} images, byte-identical in all three image runs; "
-        f"os.cpu_count() = {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}.",
+        f"os.cpu_count() = {os.cpu_count()}, automatic worker count {auto}, "
+        f"load average at the end {os.getloadavg()[0]:.2f}.",
         "",
         "| Step | Seconds |",
         "| --- | --- |",

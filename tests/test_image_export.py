@@ -207,3 +207,23 @@ def test_image_export_does_not_import_torch():
         "sys.exit('torch' in sys.modules or 'transformers' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_vega_bundle_is_read_from_the_cache_once_written(tmp_path, monkeypatch):
+    import vl_convert
+
+    from attnreport.charts import bundle
+
+    monkeypatch.setenv("ATTNREPORT_CACHE", str(tmp_path))
+    first = bundle.javascript_bundle()
+    assert first == vl_convert.javascript_bundle()
+
+    def boom():
+        raise AssertionError("a cached bundle must not be drawn again")
+
+    monkeypatch.setattr(vl_convert, "javascript_bundle", boom)
+    assert bundle.javascript_bundle() == first
+    (entry,) = (tmp_path / "vega").rglob("*.bin")
+    entry.write_bytes(entry.read_bytes()[:100])
+    with pytest.raises(AssertionError, match="must not be drawn"):
+        bundle.javascript_bundle()  # a damaged entry is not used

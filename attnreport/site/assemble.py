@@ -99,9 +99,9 @@ def default_charts() -> ChartSource:
 @functools.cache
 def vega_bundle() -> bytes:
     """Vega, Vega-Lite and vega-embed as one classic script that sets window globals."""
-    import vl_convert
+    from attnreport.charts.bundle import javascript_bundle  # cached per vl-convert version
 
-    return ("(function () {\n" + vl_convert.javascript_bundle() + "\n})();\n").encode()
+    return ("(function () {\n" + javascript_bundle() + "\n})();\n").encode()
 
 
 def _text(value: bytes | str) -> bytes:
