@@ -13,6 +13,11 @@ PNG size: vl-convert compresses quickly rather than well (every row Sub-filtered
 deflate). ``optimize_png`` re-encodes the same pixels losslessly: RGB when every pixel is
 opaque, a palette when there are at most 256 colours, per-row filters, zlib level 9. The
 example site's PNGs shrink to about 40% of their size.
+
+``render_static`` is the exporter proper (same spec, same bytes, in any process);
+``image_export.figure_images`` calls it for many figures, through the image cache and in
+parallel. ``exporter_version`` names everything besides the spec that the bytes depend
+on: bump ``POSTPROCESS_VERSION`` when ``optimize_png`` or ``stable_svg_ids`` changes.
 """
 
 from __future__ import annotations
