@@ -10,13 +10,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnreport.config import Settings
 from attnreport.errors import AttnReportError
 from attnreport.results import Results, dump
 from attnreport.session import Session, open_session
-from attnreport.site.context import SiteOptions, date_from_env
 from attnreport.study import run_study
+
+if TYPE_CHECKING:  # analyze imports no chart or template code
+    from attnreport.site.context import SiteOptions
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -105,6 +108,8 @@ class BuildSummary:
 
 def site_options(settings: Settings) -> SiteOptions:
     """What the pages say that is not in the results: title, date, authors, images."""
+    from attnreport.site.context import SiteOptions, date_from_env  # analyze draws nothing
+
     return SiteOptions(
         title=settings.title,
         date=settings.date or date_from_env(),

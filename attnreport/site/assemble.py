@@ -27,6 +27,7 @@ from typing import Any
 
 from attnreport.charts.figure import Figure
 from attnreport.charts.registry import Placed
+from attnreport.charts.svg import stable_svg_ids
 from attnreport.results import Results, as_results, dump, dump_json
 from attnreport.site import pages, render
 from attnreport.site.context import FigureInput, Link, SiteOptions
@@ -47,6 +48,8 @@ class ChartSource:
     chunk_files: Callable[[Figure], Mapping[str, bytes | str]]  # file name -> content
     images: Callable[[Figure], Mapping[str, bytes]]  # "svg"/"png" -> bytes
     runtime_js: Callable[[], bytes]
+    # Every figure's images at once (cached, parallel); ``images`` one by one when None.
+    figure_images: Callable[[Sequence[Figure]], Sequence[Mapping[str, bytes]]] | None = None
 
 
 def intervention_page(results: Results) -> int | None:
@@ -64,9 +67,10 @@ def default_charts() -> ChartSource:
     from attnreport.charts.registry import build_figures, page_inputs
 
     try:
+        from attnreport.charts.image_export import figure_images
         from attnreport.charts.images import export_images
     except ImportError:
-        export_images = None
+        export_images = figure_images = None
 
     def images(fig: Figure) -> Mapping[str, bytes]:
         pair = export_images(fig) if export_images else None  # (svg text, png) or None
@@ -79,39 +83,20 @@ def default_charts() -> ChartSource:
         chunk_files=embed.chunk_files,
         images=images,
         runtime_js=lambda: embed.runtime_js().encode("utf-8"),
+        figure_images=figure_images,
     )
 
 
 @functools.cache
 def vega_bundle() -> bytes:
     """Vega, Vega-Lite and vega-embed as one classic script that sets window globals."""
-    import vl_convert
+    from attnreport.charts.bundle import javascript_bundle  # cached per vl-convert version
 
-    return ("(function () {\n" + vl_convert.javascript_bundle() + "\n})();\n").encode()
+    return ("(function () {\n" + javascript_bundle() + "\n})();\n").encode()
 
 
 def _text(value: bytes | str) -> bytes:
     return value if isinstance(value, bytes) else value.encode("utf-8")
-
-
-_SVG_ID = re.compile(rb'id="((?:gradient_|clip|pattern_)\d+)"')
-
-
-def stable_svg_ids(svg: bytes) -> bytes:
-    """Renumber Vega's generated SVG ids (``gradient_17``) 1, 2, ... in order of appearance.
-
-    Vega numbers them from a counter that lives as long as the process, so the same figure
-    exported twice differs; renumbering per file makes the images byte-reproducible.
-    """
-    ids: dict[bytes, bytes] = {}
-    for m in _SVG_ID.finditer(svg):
-        old = m.group(1)
-        ids.setdefault(old, re.sub(rb"\d+$", str(len(ids) + 1).encode(), old))
-    if not ids:
-        return svg
-    names = b"|".join(re.escape(k) for k in sorted(ids, key=len, reverse=True))
-    pattern = re.compile(rb'(?<=["#])(' + names + rb')(?=[")])')
-    return pattern.sub(lambda m: ids[m.group(1)], svg)
 
 
 RESULTS = "results/"
@@ -130,8 +115,8 @@ def _figure_files(
     page: str,
     placed: Placed,
     index: int | None,
+    images: Mapping[str, bytes],
     charts: ChartSource,
-    options: SiteOptions,
     files: dict[str, bytes],
 ) -> FigureInput:
     """Add one figure's chunk and image files to ``files``; return its page inputs."""
@@ -147,12 +132,11 @@ def _figure_files(
                 raise ValueError(f"unsafe chunk file name {name!r} for figure {fig.key}")
             files[chunk_dir + name] = _text(content)
     paths: dict[str, str] = {}
-    if options.images:
-        for kind, content in sorted(charts.images(fig).items()):
-            if kind in ("svg", "png"):
-                paths[kind] = f"figures/{page}/{fig.key}.{kind}"
-                data = _text(content)
-                files[paths[kind]] = stable_svg_ids(data) if kind == "svg" else data
+    for kind, content in sorted(images.items()):
+        if kind in ("svg", "png"):
+            paths[kind] = f"figures/{page}/{fig.key}.{kind}"
+            data = _text(content)
+            files[paths[kind]] = stable_svg_ids(data) if kind == "svg" else data
     return FigureInput(
         figure=fig,
         entry=placed.entry,
@@ -175,7 +159,16 @@ def _figures(
     keys = [p.figure.key for p in figs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"figure keys repeat on page {page}: {keys}")
-    return [_figure_files(page, p, index, charts, options, files) for p in figs]
+    plain = [p.figure for p in figs]
+    if not options.images:
+        images: Sequence[Mapping[str, bytes]] = [{} for _ in figs]
+    elif charts.figure_images is not None:
+        images = charts.figure_images(plain)
+    else:
+        images = [charts.images(f) for f in plain]
+    return [
+        _figure_files(page, p, index, im, charts, files) for p, im in zip(figs, images, strict=True)
+    ]
 
 
 def options_json(options: SiteOptions) -> bytes:
