@@ -81,7 +81,7 @@ def study(
     start = time.perf_counter()
     progress("load", 0, 1)
     session = open_session(
-        config.model, config.sentences, config.dtype, config.device, config.truncate
+        config.model, config.sentences, config.dtype, config.device, config.truncate, config.bos
     )
     start = timings.add("load", start)
     total = len(session.sentences)

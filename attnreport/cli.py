@@ -20,6 +20,19 @@ from attnreport.errors import AttnReportError
 MODEL_HELP = "'default' (embedded SmolLM2-135M), a hub id, a local directory or a .gguf file."
 
 
+BOS_HELP = "Leading BOS token: auto (the tokenizer's default), always or never."
+
+
+def bos_option(default: str | None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--bos",
+        type=click.Choice(["auto", "always", "never"]),
+        default=default,
+        show_default=default is not None,
+        help=BOS_HELP,
+    )
+
+
 def quiet_libraries() -> None:
     """Keep transformers' progress bars and advice out of the report's output."""
     import transformers
@@ -95,9 +108,10 @@ def main() -> None:
     is_flag=True,
     help="Cut sentences longer than the model's context instead of failing.",
 )
+@bos_option("auto")
 @user_errors
 def verify(
-    model_name: str, sentences_file: str | None, dtype: str, device: str, truncate: bool
+    model_name: str, sentences_file: str | None, dtype: str, device: str, truncate: bool, bos: str
 ) -> None:
     """Check that the captured numbers are the model's own; exit 0 only if all checks pass.
 
@@ -108,7 +122,7 @@ def verify(
     from attnreport.verify import verify_sentences
 
     quiet_libraries()
-    session = open_session(model_name, sentences_file, dtype, device, truncate)
+    session = open_session(model_name, sentences_file, dtype, device, truncate, bos)
     checks = verify_sentences(session.model, session.specs, session.token_tensors())
     for check in checks:
         status = "ok  " if check.passed else "FAIL"
@@ -124,6 +138,7 @@ def verify(
 
 def study_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by ``analyze`` and ``build``; each overrides attnreport.toml."""
+    fn = bos_option(None)(fn)
     fn = click.option(
         "--force",
         is_flag=True,
@@ -239,6 +254,7 @@ def build(
     intervene_layer: int | None,
     truncate: bool | None,
     force: bool,
+    bos: str | None,
 ) -> None:
     """Run the whole study and write the report as a static site.
 
@@ -256,6 +272,7 @@ def build(
         images=False if no_images else None,
         intervene_layer=intervene_layer,
         truncate=truncate,
+        bos=bos,
     )
     with RichProgress() as progress:
         summary = build_site(config, force, progress)
@@ -286,6 +303,7 @@ def analyze(
     intervene_layer: int | None,
     truncate: bool | None,
     force: bool,
+    bos: str | None,
 ) -> None:
     """Run the study and write its results as JSON tables plus a manifest."""
     from attnreport.build import write_results
@@ -298,6 +316,7 @@ def analyze(
         out=out,
         intervene_layer=intervene_layer,
         truncate=truncate,
+        bos=bos,
     )
     with RichProgress() as progress:
         path, count = write_results(config, force, progress)

@@ -26,6 +26,7 @@ class Config:
     dtype: str = "float32"
     device: str = "cpu"
     truncate: bool = False
+    bos: str = "auto"  # auto (the tokenizer's default), always or never
     images: bool = True
     breakdown_ranks: int = 3
     epsilons: tuple[float, ...] = (5e-1, 1e-3, 1e-10)
@@ -47,6 +48,7 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "dtype": (str,),
     "device": (str,),
     "truncate": (bool,),
+    "bos": (str,),
     "images": (bool,),
     "breakdown_ranks": (int,),
     "epsilons": (list,),
@@ -98,6 +100,10 @@ def validate(values: dict[str, Any], origin: str) -> dict[str, Any]:
         raise AttnReportError(
             f"{origin}: 'view_head' must be [layer, head], got {list(checked['view_head'])}"
         )
+    if checked.get("bos", "auto") not in ("auto", "always", "never"):
+        raise AttnReportError(
+            f"{origin}: 'bos' must be auto, always or never, got {checked['bos']!r}"
+        )
     for key in ("intervene_layer", "scaling_sentence"):
         if key in checked and checked[key] < 0:
             raise AttnReportError(f"{origin}: '{key}' must not be negative, got {checked[key]}")
@@ -139,6 +145,7 @@ out = "site"
 title = "What does attention focus on?"
 authors = ["Your Name"]
 # date = "2026-01-01"        # else SOURCE_DATE_EPOCH, so rebuilds are byte-identical
+bos = "auto"                 # auto (the tokenizer's default), always or never: a leading BOS token
 breakdown_ranks = 3          # ranks shown by the sort_idx widget of the breakdown figure
 epsilons = [5e-1, 1e-3, 1e-10]
 # intervene_layer = 12       # default: the layer with the strongest first-token focus

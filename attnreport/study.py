@@ -181,7 +181,7 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> di
         "schema": SCHEMA,
         "layer": layer,
         "observed_layers": observed,
-        "where": WHERE[session.loaded.family.positional],
+        "where": WHERE,
         "epsilons": list(settings.epsilons),
         "scaling": {
             "sentence": settings.scaling_sentence,
@@ -196,11 +196,10 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> di
     }
 
 
-WHERE = {
-    "rope": "q and k after the RoPE rotation (where the model computes scores), v after its projection",
-    "alibi": "q and k as they enter the score (the ALiBi bias is left unchanged), v after its projection",
-    "absolute": "q, k and v after their projections (positions are in the embeddings)",
-}
+WHERE = (
+    "q and k exactly as the model scores them (after its QK-norm and rotary transform, where it "
+    "has them; an ALiBi bias is left unchanged), v after its projection"
+)
 
 
 def mean_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ...]:
@@ -255,11 +254,12 @@ def manifest(session: Session, settings: Settings) -> dict[str, Any]:
             "model_type": config.model_type,
             "family": loaded.family.name,
             "positional": loaded.family.positional,
+            "features": model_features(session),
             "n_layers": len(session.specs),
             "n_heads": spec.layout.n_heads,
             "n_kv_heads": spec.layout.n_kv_heads,
             "head_dim": spec.layout.head_dim,
-            "hidden_size": int(spec.out_weight.shape[-1]),
+            "hidden_size": spec.layout.hidden_size,
             "context": context_length(loaded),
             "attn_implementation": "eager",
             "dtype": loaded.dtype,
@@ -267,7 +267,9 @@ def manifest(session: Session, settings: Settings) -> dict[str, Any]:
             "tokenizer": type(loaded.tokenizer).__name__,
         },
         "settings": {
-            k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()
+            **{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()},
+            "bos": session.bos,
+            "bos_added": session.bos_added,
         },
         "sentences": [
             {
@@ -279,6 +281,15 @@ def manifest(session: Session, settings: Settings) -> dict[str, Any]:
             for s in session.sentences
         ],
     }
+
+
+def model_features(session: Session) -> list[str]:
+    """What the model adds to plain attention (gqa, qk_norm, softcap, sliding_window, sinks, bos...)."""
+    found = {f for spec in session.specs for f in spec.features} - {"rope", "alibi"}
+    found |= set(session.loaded.family.architecture)
+    if session.bos_added:
+        found.add("bos")
+    return sorted(found)
 
 
 def run_study(session: Session, settings: Settings, step: Step = _noop) -> StudyResults:
