@@ -50,6 +50,7 @@ class InterfaceFamily:
     positional: str
     verified: tuple[str, ...] = ()
     architecture: tuple[str, ...] = ()
+    route: str = "interface"
 
     def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
         return _unchanged(model)

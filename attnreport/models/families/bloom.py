@@ -56,6 +56,7 @@ class BloomFamily:
     positional: str = "alibi"
     verified: tuple[str, ...] = ("alibi", "fused_qkv", "qkv_bias")
     architecture: tuple[str, ...] = ()
+    route: str = "adapter"
 
     def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
         return _bloom_routed(model)

@@ -7,5 +7,5 @@ FAMILY = InterfaceFamily(
     model_types=("gemma2",),
     positional="rope",
     architecture=("post_attention_norm",),
-    verified=("gqa", "softcap", "sliding_window", "post_attention_norm", "bos"),
+    verified=("gqa", "softcap", "sliding_window", "post_attention_norm"),
 )
