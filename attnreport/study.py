@@ -255,6 +255,7 @@ def manifest(session: Session, settings: Settings) -> dict[str, Any]:
             "family": loaded.family.name,
             "positional": loaded.family.positional,
             "features": model_features(session),
+            "bos_token": f"{'added' if session.bos_added else 'not added'} (--bos {session.bos})",
             "n_layers": len(session.specs),
             "n_heads": spec.layout.n_heads,
             "n_kv_heads": spec.layout.n_kv_heads,

@@ -186,3 +186,24 @@ def test_bos_modes(tiny_model_dirs, mode, starts):
     (sentence,) = tokenize_sentences([SENTENCE], loaded.tokenizer, 128, bos=mode)
     assert (sentence.token_ids[0] == bos) == starts
     assert sentence.token_ids.count(bos) == int(starts)
+
+
+def test_manifest_records_features_and_bos(tmp_path, tiny_model_dirs):
+    import json
+
+    from click.testing import CliRunner
+
+    from attnreport.cli import main
+
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the cat sat on the mat\nwhat does attention focus ?\n")
+    args = ["analyze", "--model", str(tiny_model_dirs["gemma3"]), "--sentences", str(sentences)]
+    result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "r"), "--bos", "never"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["settings"]["bos"] == "never" and manifest["settings"]["bos_added"] is False
+    assert manifest["model"]["positional"] == "rope"
+    features = manifest["model"]["features"]
+    assert {"gqa", "qk_norm", "sliding_window", "post_attention_norm"} <= set(features)
+    assert "bos" not in features and "softcap" not in features
+    assert all(s["token_ids"][0] != 1 for s in manifest["sentences"])  # <s> is id 1
