@@ -14,6 +14,7 @@ worst over sentences. The target is <= 1.3x.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -33,7 +34,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="default")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     session = open_session(args.model, None)
     model = session.model
 
@@ -57,8 +61,9 @@ def main() -> None:
         plain = statistics.median(a for a, _ in pairs) * 1e3
         captured = statistics.median(b for _, b in pairs) * 1e3
         print(f"| {index} | {len(ids)} | {plain:.1f} ms | {captured:.1f} ms | {ratio:.2f}x |")
+    print(f"\nLoad average at the end: {os.getloadavg()[0]:.1f}")
     print(
-        f"\nMedian ratio {statistics.median(ratios):.2f}x, worst {max(ratios):.2f}x (target <= 1.3x)."
+        f"Median ratio {statistics.median(ratios):.2f}x, worst {max(ratios):.2f}x (target <= 1.3x)."
     )
 
 
