@@ -74,7 +74,12 @@ def study(
     start = time.perf_counter()
     progress("load", 0, 1)
     session = open_session(
-        settings.model, settings.sentences, settings.dtype, settings.device, settings.truncate
+        settings.model,
+        settings.sentences,
+        settings.dtype,
+        settings.device,
+        settings.truncate,
+        settings.bos,
     )
     start = timings.add("load", start)
     total = len(session.sentences)

@@ -181,7 +181,12 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
     settings = settings_from(ctx)
     quiet_libraries()
     session = open_session(
-        settings.model, settings.sentences, settings.dtype, settings.device, settings.truncate
+        settings.model,
+        settings.sentences,
+        settings.dtype,
+        settings.device,
+        settings.truncate,
+        settings.bos,
     )
     checks = verify_sentences(session.model, session.specs, session.token_tensors())
     for check in checks:

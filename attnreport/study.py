@@ -176,7 +176,7 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
     return Interventions(
         layer=layer,
         observed_layers=dict(observed),
-        where=WHERE[session.loaded.family.positional],
+        where=WHERE,
         epsilons=tuple(settings.epsilons),
         scaling=ScalingGrid(
             sentence=settings.scaling_sentence,
@@ -191,11 +191,10 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
     )
 
 
-WHERE = {
-    "rope": "q and k after the RoPE rotation (where the model computes scores), v after its projection",
-    "alibi": "q and k as they enter the score (the ALiBi bias is left unchanged), v after its projection",
-    "absolute": "q, k and v after their projections (positions are in the embeddings)",
-}
+WHERE = (
+    "q and k exactly as the model scores them (after its QK-norm and rotary transform, where it "
+    "has them; an ALiBi bias is left unchanged), v after its projection"
+)
 
 
 def mean_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ...]:
@@ -248,15 +247,18 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         n_heads=spec.layout.n_heads,
         n_kv_heads=spec.layout.n_kv_heads,
         head_dim=spec.layout.head_dim,
-        hidden_size=int(spec.out_weight.shape[-1]),
+        hidden_size=spec.layout.hidden_size,
         context=context_length(loaded),
         attn_implementation="eager",
         dtype=loaded.dtype,
         device=loaded.device,
         tokenizer=type(loaded.tokenizer).__name__,
-        features=(),  # filled by the attention-interface branch
+        features=tuple(model_features(session)),
+        extra={
+            "bos_token": f"{'added' if session.bos_added else 'not added'} (--bos {session.bos})"
+        },
     )
-    recorded = recorded_settings(settings)
+    recorded = recorded_settings(settings, session.bos_added)
     sentences = tuple(
         ListedSentence(s.index, s.text, len(s.token_ids), tuple(s.token_ids))
         for s in session.sentences
@@ -264,13 +266,23 @@ def manifest(session: Session, settings: Settings) -> Manifest:
     return Manifest(__version__, model, recorded, sentences)
 
 
-def recorded_settings(settings: Settings) -> StudySettings:
-    """The manifest's settings: every setting that changes the numbers (``Settings.recorded``)."""
+def recorded_settings(settings: Settings, bos_added: bool) -> StudySettings:
+    """The manifest's settings: every setting that changes the numbers (``Settings.recorded``),
+    and whether the tokenizer's BOS token was put before every sentence."""
     known = {f.name for f in fields(StudySettings)} - {"extra"}
-    values = settings.recorded()
+    values = {**settings.recorded(), "bos_added": bos_added}
     typed = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known}
     extra = {k: v for k, v in values.items() if k not in known}
     return StudySettings(**typed, extra=extra)
+
+
+def model_features(session: Session) -> list[str]:
+    """What the model adds to plain attention (gqa, qk_norm, softcap, sliding_window, sinks, bos...)."""
+    found = {f for spec in session.specs for f in spec.features} - {"rope", "alibi"}
+    found |= set(session.loaded.family.architecture)
+    if session.bos_added:
+        found.add("bos")
+    return sorted(found)
 
 
 def run_study(session: Session, settings: Settings, step: Step = _noop) -> Results:

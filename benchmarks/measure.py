@@ -137,13 +137,12 @@ class GridTiming:
 
 def count_attention_calls(session: Session, fn: Callable[[], Any]) -> int:
     """How many attention modules run during ``fn`` (a replayed block runs none)."""
-    family = session.specs[0].family
     calls = [0]
 
     def hook(_module, _args, _kwargs):
         calls[0] += 1
 
-    hooks = [(family.attention(b), "pre", hook) for b in family.blocks(session.model)]
+    hooks = [(spec.attention, "pre", hook) for spec in session.specs]
     with installed_hooks(hooks):
         fn()
     return calls[0]

@@ -106,7 +106,7 @@ def task_scale(args: dict[str, Any]) -> dict[str, Any]:
     session = open_session("default", None)
     loaded_rss = peak_rss_mb()
     sentence = exact_sentence(session.loaded.tokenizer, int(args["n_tokens"]), repeat=True)
-    one = Session(session.loaded, session.specs, [sentence])
+    one = Session(session.loaded, session.specs, [sentence], session.bos)
     start = time.perf_counter()
     analysis = analyze_sentence(one, 0, Settings())
     seconds = time.perf_counter() - start

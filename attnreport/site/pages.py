@@ -65,6 +65,7 @@ CARD = (  # (label, keys tried in order, anywhere in the manifest)
     ("Hidden size", ("hidden_size",)),
     ("Context", ("context", "max_position_embeddings")),
     ("Positions", ("positional", "positional_scheme")),
+    ("BOS token", ("bos_token",)),
     ("Attention", ("attn_implementation", "attention_implementation")),
     ("Dtype", ("dtype", "torch_dtype")),
     ("Device", ("device",)),
