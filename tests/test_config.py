@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
+from attnreport.charts.embed import decode_columns
 from attnreport.cli import main
 from attnreport.config import KEYS, STARTER, Settings, load_settings
 from attnreport.errors import AttnReportError
@@ -127,4 +130,5 @@ def test_pages_open_on_the_chosen_head(tmp_path, tiny_model_dirs):
     assert code == 0, output
     page = next((tmp_path / "out").glob("s000-*.html")).read_text()
     payload = page.split('id="ar-data-attention-map">', 1)[1].split("</script>", 1)[0]
-    assert '"inline_chunk":"l1-h3"' in payload.replace(" ", "")
+    inline = decode_columns(json.loads(payload)["inline"])  # the rows drawn first
+    assert set(inline["layer"]) == {1} and set(inline["head"]) == {3}
