@@ -1,4 +1,4 @@
-"""``attnreport build`` and ``analyze`` as library calls: config in, files on disk out.
+"""``attnreport build`` and ``analyze`` as library calls: settings in, files on disk out.
 
 Stages report progress through a ``Progress`` callback so the CLI can draw it and the
 benchmark can time it; nothing here prints.
@@ -10,11 +10,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from attnreport.config import Config
+from attnreport.config import Settings
 from attnreport.errors import AttnReportError
+from attnreport.results import Results, dump
 from attnreport.session import Session, open_session
-from attnreport.study import Settings, StudyResults, run_study
+from attnreport.study import run_study
+
+if TYPE_CHECKING:  # analyze imports no chart or template code
+    from attnreport.site.context import SiteOptions
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -33,18 +38,6 @@ class Timings:
         now = time.perf_counter()
         self.seconds[stage] = self.seconds.get(stage, 0.0) + now - since
         return now
-
-
-def settings_of(config: Config) -> Settings:
-    return Settings(
-        breakdown_ranks=config.breakdown_ranks,
-        epsilons=config.epsilons,
-        intervene_layer=config.intervene_layer,
-        scaling_sentence=config.scaling_sentence,
-        mean_sentences=config.mean_sentences,
-        map_tokens=config.map_tokens,
-        view_head=config.view_head,
-    )
 
 
 def check_output(out: Path, inputs: list[Path], force: bool) -> None:
@@ -67,21 +60,26 @@ def check_output(out: Path, inputs: list[Path], force: bool) -> None:
         )
 
 
-def input_paths(config: Config) -> list[Path]:
-    paths = [Path(config.sentences)] if config.sentences else []
-    model = Path(config.model).expanduser()
-    return paths + ([model] if config.model != "default" and model.exists() else [])
+def input_paths(settings: Settings) -> list[Path]:
+    paths = [Path(settings.sentences)] if settings.sentences else []
+    model = Path(settings.model).expanduser()
+    return paths + ([model] if settings.model != "default" and model.exists() else [])
 
 
 def study(
-    config: Config, progress: Progress = _quiet, timings: Timings | None = None
-) -> tuple[Session, StudyResults]:
+    settings: Settings, progress: Progress = _quiet, timings: Timings | None = None
+) -> tuple[Session, Results]:
     """Load the model, capture and analyse every sentence, run the interventions."""
     timings = timings or Timings()
     start = time.perf_counter()
     progress("load", 0, 1)
     session = open_session(
-        config.model, config.sentences, config.dtype, config.device, config.truncate
+        settings.model,
+        settings.sentences,
+        settings.dtype,
+        settings.device,
+        settings.truncate,
+        settings.bos,
     )
     start = timings.add("load", start)
     total = len(session.sentences)
@@ -99,7 +97,7 @@ def study(
             start = timings.add(stage, start)
 
     progress("capture", 0, total)
-    results = run_study(session, settings_of(config), step)
+    results = run_study(session, settings, step)
     return session, results
 
 
@@ -113,46 +111,47 @@ class BuildSummary:
     timings: Timings
 
 
-def build_site(config: Config, force: bool, progress: Progress = _quiet) -> BuildSummary:
-    """Run the study and write the site to ``config.out`` (replacing it only when complete)."""
-    from attnreport.site.assemble import assemble_site
-    from attnreport.site.context import SiteOptions, date_from_env
+def site_options(settings: Settings) -> SiteOptions:
+    """What the pages say that is not in the results: title, date, authors, images."""
+    from attnreport.site.context import SiteOptions, date_from_env  # analyze draws nothing
+
+    return SiteOptions(
+        title=settings.title,
+        date=settings.date or date_from_env(),
+        authors=settings.authors,
+        images=settings.images,
+    )
+
+
+def build_site(settings: Settings, force: bool, progress: Progress = _quiet) -> BuildSummary:
+    """Run the study and render the site to ``settings.out`` (``analyze`` + ``render``)."""
+    from attnreport.publish import site_files, summarize
     from attnreport.site.write import write_site
 
-    out = Path(config.out)
-    check_output(out, input_paths(config), force)
+    out = Path(settings.out)
+    check_output(out, input_paths(settings), force)
+    options = site_options(settings)
     timings = Timings()
-    _, results = study(config, progress, timings)
+    _, results = study(settings, progress, timings)
     start = time.perf_counter()
     progress("site", 0, 1)
-    options = SiteOptions(
-        title=config.title,
-        date=config.date or date_from_env(),
-        authors=config.authors,
-        images=config.images,
-    )
-    files = assemble_site(results, options)
+    files = site_files(results, options)
     start = timings.add("charts and pages", start)
     progress("write", 0, 1)
     write_site(files, out, force=force)
     timings.add("write", start)
-    pages = [name for name in files if name.endswith(".html") and name != "404.html"]
-    figures = sum(
-        content.count(b'class="ar-chart"') for name, content in files.items() if name in pages
-    )
-    return BuildSummary(
-        out, len(pages), figures, len(files), sum(map(len, files.values())), timings
-    )
+    summary = summarize(out, files)
+    return BuildSummary(out, summary.pages, summary.figures, summary.files, summary.bytes, timings)
 
 
-def write_results(config: Config, force: bool, progress: Progress = _quiet) -> tuple[Path, int]:
+def write_results(settings: Settings, force: bool, progress: Progress = _quiet) -> tuple[Path, int]:
     """Run the study and write the results directory (``docs/results-schema.md``)."""
     from attnreport.site.write import MARKER, write_site
 
-    out = Path(config.out)
-    check_output(out, input_paths(config), force)
-    _, results = study(config, progress)
-    files = results.files()
+    out = Path(settings.out)
+    check_output(out, input_paths(settings), force)
+    _, results = study(settings, progress)
+    files = dump(results)
     files[MARKER] = b"attnreport results\n"
     progress("write", 0, 1)
     write_site(files, out, force=force)

@@ -1,27 +1,34 @@
 """Capture every layer's attention internals in one forward pass of the model's own code.
 
-Hooks are registered inside ``installed_hooks``, a context manager that removes them
-in ``finally``, so a model is never left instrumented, even when the pass raises.
-Capture keeps only the O(n x model) tensors the model produced per block; the
-O(n x n) scores, probabilities and score terms are recomputed one layer at a time by
-``Capture.records()``, so a caller that keeps only summaries never holds more than one
-layer's n x n tensors.
+The model's attention is routed through ``attnreport.interface`` (which computes and
+records scores, probabilities and per-head outputs exactly where the model computes
+them); a few hooks add the block input, the attention input, the rotary (cos, sin)
+and the output projection's output. ``instrumented`` registers the hooks, switches
+the attention implementation, and always undoes both, also when the pass raises.
+Score terms and per-head updates are derived one layer at a time by
+``Capture.records()``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
 
-from attnreport.attention import LayerSpec, RawLayer, layer_record
+from attnreport.attention import RawLayer, layer_record
+from attnreport.interface import Computed, routed
+from attnreport.models.layout import LayerSpec
 from attnreport.records import LayerRecord
 
 Hook = tuple[nn.Module, str, Callable[..., Any]]  # (module, "pre" | "post", fn)
+Modifier = Callable[
+    [tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+    tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+]
 
 
 @contextmanager
@@ -46,44 +53,72 @@ def _first_input(args: tuple, kwargs: dict) -> torch.Tensor:
 
 @dataclass
 class Slots:
-    """Per-layer scratch the hooks fill in; turned into ``RawLayer`` after the pass."""
+    """Per-layer scratch the hooks and the attention function fill in."""
 
     values: dict[str, Any] = field(default_factory=dict)
-    projections: list[torch.Tensor] = field(default_factory=list)
 
 
-def _positional(kwargs: dict) -> tuple[torch.Tensor, ...] | None:
-    if kwargs.get("position_embeddings") is not None:
-        cos, sin = kwargs["position_embeddings"]
-        return cos.detach(), sin.detach()
-    if kwargs.get("alibi") is not None:
-        return (kwargs["alibi"].detach(),)  # (batch * head, 1, key) with batch 1
-    return None
+class LayerTap:
+    """The interface tap: records each watched layer's ``Computed``; modifies one layer."""
+
+    def __init__(self, specs: list[LayerSpec], slots: dict[int, Slots]) -> None:
+        self.layer_of = {id(s.attention): s.layer for s in specs}
+        self.slots = slots
+        self.modifiers: dict[int, Modifier] = {}
+
+    def modify(self, module, q, k, v):
+        modifier = self.modifiers.get(self.layer_of.get(id(module), -1))
+        if modifier is None:
+            return q, k, v
+        changed = modifier((q[0], k[0], v[0]))  # per head: (heads, n, d)
+        return tuple(t[None] for t in changed)
+
+    def record(self, module, computed: Computed) -> None:
+        layer = self.layer_of.get(id(module))
+        if layer in self.slots:
+            self.slots[layer].values["computed"] = computed
 
 
-def block_hooks(spec: LayerSpec, block: nn.Module, slots: Slots) -> list[Hook]:
-    family = spec.family
-    attn = family.attention(block)
-
+def layer_hooks(spec: LayerSpec, slots: Slots) -> list[Hook]:
     def on_block(_module, args, kwargs):
         slots.values["x"] = _first_input(args, kwargs).detach()[0]
 
     def on_attention(_module, args, kwargs):
         slots.values["a"] = _first_input(args, kwargs).detach()[0]
-        mask = kwargs.get("attention_mask")
-        slots.values["mask"] = None if mask is None else mask.detach()[0, 0]
-        slots.values["positional"] = _positional(kwargs)
-
-    def on_projection(_module, _args, output):
-        slots.projections.append(output.detach()[0])
+        rotary = kwargs.get("position_embeddings")
+        slots.values["rotary"] = None if rotary is None else tuple(t.detach() for t in rotary)
 
     def on_out(_module, _args, output):
         slots.values["block_out"] = output.detach()[0]
 
-    hooks: list[Hook] = [(block, "pre", on_block), (attn, "pre", on_attention)]
-    hooks += [(getattr(attn, name), "post", on_projection) for name in family.projections]
-    hooks.append((getattr(attn, family.out_proj), "post", on_out))
-    return hooks
+    return [
+        (spec.block, "pre", on_block),
+        (spec.attention, "pre", on_attention),
+        (spec.out_proj, "post", on_out),
+    ]
+
+
+def raw_layer(slots: Slots) -> RawLayer:
+    v = slots.values
+    return RawLayer(
+        x=v["x"], a=v["a"], computed=v["computed"], rotary=v["rotary"], block_out=v["block_out"]
+    )
+
+
+@contextmanager
+def instrumented(model: nn.Module, specs: list[LayerSpec], tap: LayerTap, hooks: list[Hook]):
+    """The model routed through our attention function with ``hooks``; all undone on exit."""
+    with ExitStack() as stack:
+        stack.enter_context(specs[0].family.adapted(model))
+        stack.enter_context(routed(model, tap))
+        stack.enter_context(installed_hooks(hooks))
+        stack.enter_context(torch.no_grad())
+        yield
+
+
+def forward_logits(model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
+    device = next(model.parameters()).device
+    return model(input_ids=input_ids[None].to(device), use_cache=False).logits[0]
 
 
 @dataclass(frozen=True)
@@ -109,27 +144,9 @@ class Capture:
 
 def capture_attention(model: nn.Module, specs: list[LayerSpec], input_ids: torch.Tensor) -> Capture:
     """Run the model once on ``input_ids`` (n,) and capture every layer's internals."""
-    blocks = specs[0].family.blocks(model)
-    slots = [Slots() for _ in specs]
-    hooks = [
-        h
-        for spec, block, s in zip(specs, blocks, slots, strict=True)
-        for h in block_hooks(spec, block, s)
-    ]
-    device = next(model.parameters()).device
-    with installed_hooks(hooks), torch.no_grad():
-        logits = model(input_ids=input_ids[None].to(device), use_cache=False).logits[0]
-    raw = [raw_layer(s) for s in slots]
+    slots = {s.layer: Slots() for s in specs}
+    hooks = [h for s in specs for h in layer_hooks(s, slots[s.layer])]
+    with instrumented(model, specs, LayerTap(specs, slots), hooks):
+        logits = forward_logits(model, input_ids)
+    raw = [raw_layer(slots[s.layer]) for s in specs]
     return Capture(specs=specs, raw=raw, logits=logits.detach())
-
-
-def raw_layer(slots: Slots) -> RawLayer:
-    v = slots.values
-    return RawLayer(
-        x=v["x"],
-        a=v["a"],
-        projections=slots.projections,
-        mask=v["mask"],
-        positional=v["positional"],
-        block_out=v["block_out"],
-    )

@@ -10,11 +10,14 @@ import functools
 import logging
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from attnreport import __version__
+from attnreport.config import KEYS, RULES, Settings, default_of, load_settings
 from attnreport.errors import AttnReportError
 
 MODEL_HELP = "'default' (embedded SmolLM2-135M), a hub id, a local directory or a .gguf file."
@@ -45,33 +48,131 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--model, --sentences, --dtype, --device: shared by every command that runs the model."""
-    fn = click.option(
-        "--device",
-        default="cpu",
-        show_default=True,
-        type=click.Choice(["cpu", "cuda", "auto"]),
-        help="Where the model runs.",
-    )(fn)
-    fn = click.option(
-        "--dtype",
-        default="float32",
-        show_default=True,
-        type=click.Choice(["float32", "bfloat16", "float16"]),
-        help="Weights dtype (verification tolerances are for float32).",
-    )(fn)
-    fn = click.option(
-        "--sentences",
-        "sentences_file",
-        type=click.Path(dir_okay=True),
-        default=None,
-        help="Text file, one sentence per line (default: the built-in set).",
-    )(fn)
-    fn = click.option(
-        "--model", "model_name", default="default", show_default=True, help=MODEL_HELP
-    )(fn)
-    return fn
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def options(*decorators: Decorator) -> Decorator:
+    """Several click options as one decorator, listed in ``--help`` in the order given."""
+
+    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for decorator in reversed(decorators):
+            fn = decorator(fn)
+        return fn
+
+    return apply
+
+
+# Every option declared once. An option named like a setting (``config.Settings``) sets
+# it, over the settings file, only when given on the command line; its default is the
+# setting's own.
+MODEL = click.option("--model", default=default_of("model"), show_default=True, help=MODEL_HELP)
+SENTENCES = click.option(
+    "--sentences",
+    default=None,
+    help="Text file, one sentence per line, or .jsonl with a 'text' field (default: the built-in set).",
+)
+DTYPE = click.option(
+    "--dtype",
+    default=default_of("dtype"),
+    show_default=True,
+    type=click.Choice(RULES["dtype"].choices),
+    help="Weights dtype (verification tolerances are for float32).",
+)
+DEVICE = click.option(
+    "--device",
+    default=default_of("device"),
+    show_default=True,
+    type=click.Choice(RULES["device"].choices),
+    help="Where the model runs.",
+)
+BOS = click.option(
+    "--bos",
+    default=default_of("bos"),
+    show_default=True,
+    type=click.Choice(RULES["bos"].choices),
+    help="Begin-of-sequence token: as the tokenizer does (auto), always added, or never.",
+)
+TRUNCATE = click.option(
+    "--truncate/--no-truncate",
+    default=default_of("truncate"),
+    show_default=True,
+    help="Cut sentences longer than the model's context instead of failing.",
+)
+CONFIG = click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Settings file (default: ./attnreport.toml when present).",
+)
+INTERVENE_LAYER = click.option(
+    "--intervene-layer",
+    type=int,
+    default=None,
+    help="Layer of the interventions (default: strongest first-token focus).",
+)
+IMAGES = click.option(
+    "--images/--no-images",
+    default=default_of("images"),
+    show_default=True,
+    help="Export SVG/PNG copies of every figure (--no-images is faster).",
+)
+SITE_OUT = click.option(
+    "--out", default=default_of("out"), show_default=True, help="Output folder for the site."
+)
+RESULTS_OUT = click.option(
+    "--out", required=True, help="Folder for the results (JSON, see docs/results-schema.md)."
+)
+FORCE = click.option(
+    "--force", is_flag=True, help="Write into an existing non-empty folder not made by attnreport."
+)
+
+RESUME = click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue an interrupted run in --out: skip finished sentences (same settings only).",
+)
+ENGINE = click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Run sentences in this process, or on Ray workers (pip install 'attnreport[ray]').",
+)
+RAY_ADDRESS = click.option(
+    "--ray-address", default=None, help="Existing Ray cluster (default: start a local one)."
+)
+WORKERS = click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Ray workers (default: one per CPU or GPU).",
+)
+
+model_options = options(MODEL, SENTENCES, DTYPE, DEVICE, BOS, TRUNCATE)
+"""--model, --sentences, --dtype, --device, --bos, --truncate: every command that runs the model."""
+study_options = options(CONFIG, INTERVENE_LAYER, FORCE)
+"""--config, --intervene-layer, --force: the commands that run the study and write a folder."""
+corpus_options = options(RESUME, ENGINE, RAY_ADDRESS, WORKERS)
+"""--resume, --engine, --ray-address, --workers: how ``analyze`` runs a (large) corpus."""
+
+
+def settings_from(ctx: click.Context) -> Settings:
+    """The command's settings: defaults < settings file < options given on the command line.
+
+    The file is ``--config``, else ./attnreport.toml when present, for a command that has
+    ``--config``. An option left at its default does not override the file, but the same
+    value given explicitly (``--model default``) does.
+    """
+    given = {
+        name: value
+        for name, value in ctx.params.items()
+        if name in KEYS and ctx.get_parameter_source(name) is not ParameterSource.DEFAULT
+    }
+    path = ctx.params.get("config_file")
+    if path is None and "config_file" in ctx.params and Path("attnreport.toml").is_file():
+        path = "attnreport.toml"
+    return load_settings(path, given)
 
 
 class _WarningsToStderr(logging.Handler):
@@ -90,15 +191,9 @@ def main() -> None:
 
 @main.command()
 @model_options
-@click.option(
-    "--truncate",
-    is_flag=True,
-    help="Cut sentences longer than the model's context instead of failing.",
-)
+@click.pass_context
 @user_errors
-def verify(
-    model_name: str, sentences_file: str | None, dtype: str, device: str, truncate: bool
-) -> None:
+def verify(ctx: click.Context, **_settings: Any) -> None:
     """Check that the captured numbers are the model's own; exit 0 only if all checks pass.
 
     Prints, per check, the largest error over all layers, heads and sentences and the
@@ -107,8 +202,16 @@ def verify(
     from attnreport.session import open_session
     from attnreport.verify import verify_sentences
 
+    settings = settings_from(ctx)
     quiet_libraries()
-    session = open_session(model_name, sentences_file, dtype, device, truncate)
+    session = open_session(
+        settings.model,
+        settings.sentences,
+        settings.dtype,
+        settings.device,
+        settings.truncate,
+        settings.bos,
+    )
     checks = verify_sentences(session.model, session.specs, session.token_tensors())
     for check in checks:
         status = "ok  " if check.passed else "FAIL"
@@ -120,47 +223,6 @@ def verify(
         click.echo(f"{len(failed)} of {len(checks)} checks failed", err=True)
         sys.exit(1)
     click.echo(f"all {len(checks)} checks passed on {len(session.sentences)} sentence(s)")
-
-
-def study_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Options shared by ``analyze`` and ``build``; each overrides attnreport.toml."""
-    fn = click.option(
-        "--force",
-        is_flag=True,
-        help="Write into an existing non-empty folder not made by attnreport.",
-    )(fn)
-    fn = click.option(
-        "--truncate",
-        is_flag=True,
-        default=None,
-        help="Cut sentences longer than the model's context instead of failing.",
-    )(fn)
-    fn = click.option(
-        "--intervene-layer",
-        type=int,
-        default=None,
-        help="Layer of the interventions (default: strongest first-token focus).",
-    )(fn)
-    fn = click.option(
-        "--config",
-        "config_file",
-        type=click.Path(dir_okay=False),
-        default=None,
-        help="Settings file (default: ./attnreport.toml when present).",
-    )(fn)
-    return fn
-
-
-def load_config(config_file: str | None, **overrides: Any):
-    from pathlib import Path
-
-    from attnreport.config import merged_config
-
-    if config_file is None and Path("attnreport.toml").is_file():
-        config_file = "attnreport.toml"
-    if overrides.get("model") == "default":
-        overrides["model"] = None  # the option's default must not override the config file
-    return merged_config(config_file, overrides)
 
 
 class RichProgress:
@@ -225,26 +287,13 @@ class RichProgress:
 
 
 @main.command()
-@click.option("--model", "model", default="default", help=MODEL_HELP)
-@click.option(
-    "--sentences",
-    default=None,
-    help="Text file, one sentence per line (default: the built-in set).",
-)
-@click.option("--out", default=None, help="Output folder (default: site).")
-@click.option("--no-images", is_flag=True, help="Skip the SVG/PNG export of every figure (faster).")
+@model_options
+@SITE_OUT
+@IMAGES
 @study_options
+@click.pass_context
 @user_errors
-def build(
-    model: str,
-    sentences: str | None,
-    out: str | None,
-    no_images: bool,
-    config_file: str | None,
-    intervene_layer: int | None,
-    truncate: bool | None,
-    force: bool,
-) -> None:
+def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
     """Run the whole study and write the report as a static site.
 
     The new site is built beside the output folder and swapped in only when complete,
@@ -252,18 +301,10 @@ def build(
     """
     from attnreport.build import build_site
 
+    settings = settings_from(ctx)
     quiet_libraries()
-    config = load_config(
-        config_file,
-        model=model,
-        sentences=sentences,
-        out=out,
-        images=False if no_images else None,
-        intervene_layer=intervene_layer,
-        truncate=truncate,
-    )
     with RichProgress() as progress:
-        summary = build_site(config, force, progress)
+        summary = build_site(settings, force, progress)
     seconds = sum(summary.timings.seconds.values())
     click.echo(
         f"built {summary.pages} page(s) with {summary.figures} figure(s), {summary.files} files ({summary.bytes / 1e6:.1f} MB) in {seconds:.1f} s"
@@ -272,50 +313,20 @@ def build(
 
 
 @main.command()
-@click.option("--model", "model", default="default", help=MODEL_HELP)
-@click.option(
-    "--sentences",
-    default=None,
-    help="Text file, one sentence per line, or .jsonl with a 'text' field (default: the built-in set).",
-)
-@click.option(
-    "--out", required=True, help="Folder for the results (JSON, see docs/results-schema.md)."
-)
-@click.option(
-    "--resume",
-    is_flag=True,
-    help="Continue an interrupted run in --out: skip finished sentences (same settings only).",
-)
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="Run sentences in this process, or on Ray workers (pip install 'attnreport[ray]').",
-)
-@click.option(
-    "--ray-address", default=None, help="Existing Ray cluster (default: start a local one)."
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Ray workers (default: one per CPU or GPU).",
-)
+@model_options
+@RESULTS_OUT
+@corpus_options
 @study_options
+@click.pass_context
 @user_errors
 def analyze(
-    model: str,
-    sentences: str | None,
-    out: str,
+    ctx: click.Context,
+    force: bool,
     resume: bool,
     engine: str,
     ray_address: str | None,
     workers: int | None,
-    config_file: str | None,
-    intervene_layer: int | None,
-    truncate: bool | None,
-    force: bool,
+    **_settings: Any,
 ) -> None:
     """Run the study and write its results as JSON tables plus a manifest.
 
@@ -324,28 +335,102 @@ def analyze(
     """
     from attnreport.corpus import CorpusOptions, run_corpus
 
+    settings = settings_from(ctx)
     quiet_libraries()
-    config = load_config(
-        config_file,
-        model=model,
-        sentences=sentences,
-        out=out,
-        intervene_layer=intervene_layer,
-        truncate=truncate,
-    )
     options = CorpusOptions(engine, resume, ray_address, workers)
     try:
         with RichProgress() as progress:
-            summary = run_corpus(config, options, force, progress)
+            summary = run_corpus(settings, options, force, progress)
     except KeyboardInterrupt:
         click.echo(
-            f"interrupted; finished sentences are kept in {out}: rerun with --resume", err=True
+            f"interrupted; finished sentences are kept in {settings.out}: rerun with --resume",
+            err=True,
         )
         sys.exit(130)
     resumed = f" ({summary.resumed} from an earlier run)" if summary.resumed else ""
     click.echo(
         f"wrote {summary.files} files for {summary.sentences} sentence(s){resumed} to {summary.out}"
     )
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False))
+@click.option("--out", required=True, help="Output folder for the site.")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Settings file whose title, authors, date and images to use.",
+)
+@click.option("--title", default=None, help="Site title (overrides the config file).")
+@click.option("--no-images", is_flag=True, help="Skip the SVG/PNG export of every figure (faster).")
+@click.option(
+    "--force", is_flag=True, help="Write into an existing non-empty folder not made by attnreport."
+)
+@user_errors
+def render(
+    results_dir: str,
+    out: str,
+    config_file: str | None,
+    title: str | None,
+    no_images: bool,
+    force: bool,
+) -> None:
+    """Draw the site from a results folder (``analyze --out`` or a site's ``results/``).
+
+    Needs no model and imports neither torch nor transformers. Without --config, a
+    site's own results folder renders with the options it was built with, so
+    ``render SITE/results`` reproduces SITE byte for byte.
+    """
+    from attnreport.publish import merged_options, render_folder, stored_options
+
+    base = stored_options(results_dir)
+    values: dict[str, Any] = {"title": title, "images": False if no_images else None}
+    if config_file is not None:
+        from attnreport.config import load_settings
+        from attnreport.site.context import date_from_env
+
+        config = load_settings(config_file)
+        values = {
+            "title": title or config.title,
+            "authors": config.authors,
+            "date": config.date or date_from_env(),
+            "images": False if no_images else config.images,
+        }
+    summary = render_folder(results_dir, out, merged_options(base, **values), force)
+    click.echo(
+        f"rendered {summary.pages} page(s) with {summary.figures} figure(s), {summary.files} files ({summary.bytes / 1e6:.1f} MB)"
+    )
+    click.echo(f"open {summary.out / 'index.html'}  (or: attnreport serve {summary.out})")
+
+
+@main.command()
+@click.argument("expected", type=click.Path(file_okay=False))
+@click.argument("actual", type=click.Path(file_okay=False))
+@click.option("--rtol", default=1e-3, show_default=True, help="Relative tolerance.")
+@click.option("--atol", default=1e-4, show_default=True, help="Absolute tolerance.")
+@user_errors
+def compare(expected: str, actual: str, rtol: float, atol: float) -> None:
+    """Compare two results folders within a tolerance; exit 1 if any number moved more.
+
+    Discrete statistics (top keys, ranks, focus fractions) may differ where the top two
+    scores are within the tolerance: such near-ties are listed, not counted as failures.
+    """
+    from attnreport.results import load
+    from attnreport.results.compare import Tolerance, compare_results
+
+    result = compare_results(load(expected), load(actual), Tolerance(rtol, atol))
+    for line in result.near_ties:
+        click.echo(f"near-tie: {line}")
+    for line in result.problems:
+        click.echo(f"moved: {line}", err=True)
+    if not result.ok:
+        raise AttnReportError(
+            f"{len(result.problems)} difference(s) beyond rtol {rtol}, atol {atol} between "
+            f"{expected} and {actual}"
+        )
+    click.echo(f"{expected} and {actual} agree within rtol {rtol}, atol {atol}")
 
 
 @main.command()
@@ -359,8 +444,6 @@ def analyze(
 @user_errors
 def init(directory: str) -> None:
     """Write a starter attnreport.toml and sentences.txt (never overwrites)."""
-    from pathlib import Path
-
     from attnreport.config import STARTER
     from attnreport.sentences import default_sentence_text
 
@@ -387,7 +470,6 @@ def serve(directory: str, port: int) -> None:
     """Preview a built site on http://localhost:PORT (Ctrl-C stops)."""
     import functools as ft
     import http.server
-    from pathlib import Path
 
     if not (Path(directory) / "index.html").is_file():
         raise AttnReportError(f"{directory} has no index.html; run attnreport build first")

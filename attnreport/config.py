@@ -1,4 +1,11 @@
-"""``attnreport.toml``: the settings of a report, validated with one-line errors.
+"""The settings of a report: one typed value, checked once, read from ``attnreport.toml``.
+
+``Settings`` is the only place a setting is declared: its default, its type and its
+check live on its field, so adding a setting means adding the field, its check (when
+the type alone is not enough) and a line in ``STARTER``. Every ``Settings`` value is
+valid: the checks run when it is made, whatever made it (the command line, a file, a
+library call). Checks that need the model (does layer 12 exist?) are
+``study.check_settings``.
 
 Command-line options override the file; the file overrides the defaults. Every key is
 optional. Relative paths in the file are relative to the file's folder.
@@ -7,107 +14,169 @@ optional. Relative paths in the file are relative to the file's folder.
 from __future__ import annotations
 
 import difflib
+import math
 import tomllib
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from attnreport.errors import AttnReportError
 
+Check = Callable[[str, Any], str | None]  # (key, value) -> what is wrong, or None
+
+
+class SettingError(AttnReportError):
+    """A bad value for the setting ``key`` (the message does not say where it came from)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
 
 @dataclass(frozen=True)
-class Config:
-    model: str = "default"
-    sentences: str | None = None
-    out: str = "site"
-    title: str = "What does attention focus on?"
-    authors: tuple[str, ...] = ("attnreport",)
-    date: str | None = None  # ISO date; else SOURCE_DATE_EPOCH; else the model-independent default
-    dtype: str = "float32"
-    device: str = "cpu"
-    truncate: bool = False
-    images: bool = True
-    breakdown_ranks: int = 3
-    epsilons: tuple[float, ...] = (5e-1, 1e-3, 1e-10)
-    intervene_layer: int | None = None
-    scaling_sentence: int = 0
-    mean_sentences: tuple[int, ...] | None = None
-    map_tokens: int = 256
-    view_head: tuple[int, ...] | None = None  # [layer, head] the pages open on
+class Rule:
+    """How one setting is checked.
+
+    ``kind``: the accepted types (``list`` also accepts a tuple and stores a tuple);
+    ``items``: the accepted types of a list's items; ``choices``: the accepted strings;
+    ``check``: a further test on a well-typed value; ``recorded``: the setting changes
+    the numbers, so the results' manifest records it.
+    """
+
+    kind: tuple[type, ...]
+    items: tuple[type, ...] = ()
+    choices: tuple[str, ...] = ()
+    check: Check | None = None
+    recorded: bool = False
 
 
-KEYS = tuple(f.name for f in fields(Config))
-_KINDS: dict[str, tuple[type, ...]] = {
-    "model": (str,),
-    "sentences": (str,),
-    "out": (str,),
-    "title": (str,),
-    "authors": (list,),
-    "date": (str,),
-    "dtype": (str,),
-    "device": (str,),
-    "truncate": (bool,),
-    "images": (bool,),
-    "breakdown_ranks": (int,),
-    "epsilons": (list,),
-    "intervene_layer": (int,),
-    "scaling_sentence": (int,),
-    "mean_sentences": (list,),
-    "map_tokens": (int,),
-    "view_head": (list,),
-}
-_ITEM_KINDS = {
-    "authors": (str,),
-    "epsilons": (int, float),
-    "mean_sentences": (int,),
-    "view_head": (int,),
-}
+def setting(
+    default: Any,
+    *kind: type,
+    items: tuple[type, ...] = (),
+    choices: tuple[str, ...] = (),
+    check: Check | None = None,
+    recorded: bool = False,
+) -> Any:
+    """A ``Settings`` field: its default and its ``Rule``."""
+    rule = Rule(tuple(kind), items, choices, check, recorded)
+    return field(default=default, metadata={"rule": rule})
 
 
-def _check_key(key: str, value: Any, origin: str) -> Any:
-    if key not in _KINDS:
-        near = difflib.get_close_matches(key, KEYS, n=1)
-        hint = f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(KEYS)}"
-        raise AttnReportError(f"{origin}: unknown key {key!r}{hint}")
-    kinds = _KINDS[key]
+def at_least_one(key: str, value: int) -> str | None:
+    return f"'{key}' must be at least 1, got {value}" if value < 1 else None
+
+
+def not_negative(key: str, value: int) -> str | None:
+    return f"'{key}' must not be negative, got {value}" if value < 0 else None
+
+
+def positive_numbers(key: str, value: tuple[float, ...]) -> str | None:
+    good = value and all(v > 0 and math.isfinite(v) for v in value)
+    return None if good else f"{key} must be positive numbers, got {list(value)}"
+
+
+def layer_and_head(key: str, value: tuple[int, ...]) -> str | None:
+    good = len(value) == 2 and min(value) >= 0
+    return None if good else f"'{key}' must be [layer, head], got {list(value)}"
+
+
+DTYPES = ("float32", "bfloat16", "float16")
+DEVICES = ("cpu", "cuda", "auto")
+BOS = ("auto", "always", "never")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a report is made from. ``recorded`` settings change the numbers."""
+
+    model: str = setting("default", str)  # 'default', a hub id, a local directory or a .gguf
+    sentences: str | None = setting(None, str)  # one sentence per line; None: the built-in set
+    out: str = setting("site", str)
+    title: str = setting("What does attention focus on?", str)
+    authors: tuple[str, ...] = setting(("attnreport",), list, items=(str,))
+    date: str | None = setting(None, str)  # ISO date; else SOURCE_DATE_EPOCH; else a fixed one
+    dtype: str = setting("float32", str, choices=DTYPES)
+    device: str = setting("cpu", str, choices=DEVICES)
+    truncate: bool = setting(False, bool)  # cut sentences longer than the context
+    images: bool = setting(True, bool)  # export SVG/PNG copies of every figure
+    bos: str = setting("auto", str, choices=BOS, recorded=True)  # begin-of-sequence token
+    breakdown_ranks: int = setting(3, int, check=at_least_one, recorded=True)
+    epsilons: tuple[float, ...] = setting(
+        (5e-1, 1e-3, 1e-10), list, items=(int, float), check=positive_numbers, recorded=True
+    )
+    intervene_layer: int | None = setting(None, int, check=not_negative, recorded=True)
+    scaling_sentence: int = setting(0, int, check=not_negative, recorded=True)
+    mean_sentences: tuple[int, ...] | None = setting(None, list, items=(int,), recorded=True)
+    map_tokens: int = setting(256, int, check=at_least_one, recorded=True)  # n x n maps up to this
+    view_head: tuple[int, ...] | None = setting(
+        None, list, items=(int,), check=layer_and_head, recorded=True
+    )  # (layer, head) the pages open on; None: computed
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = checked(f.name, getattr(self, f.name), f.default, f.metadata["rule"])
+            object.__setattr__(self, f.name, value)  # lists become tuples, numbers floats
+
+    def recorded(self) -> dict[str, Any]:
+        """The settings that change the numbers, JSON-ready: the manifest's ``settings``."""
+        return {
+            f.name: list(value) if isinstance(value := getattr(self, f.name), tuple) else value
+            for f in fields(self)
+            if f.metadata["rule"].recorded
+        }
+
+
+def checked(key: str, value: Any, default: Any, rule: Rule) -> Any:
+    """``value`` normalised (tuples for lists, floats for float items); SettingError if bad."""
+    if value is None and default is None:
+        return None
+    kinds = (list, tuple) if rule.kind == (list,) else rule.kind
     if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
-        raise AttnReportError(
-            f"{origin}: '{key}' must be {kinds[0].__name__}, got {type(value).__name__} {value!r}"
-        )
-    if key in _ITEM_KINDS:
-        bad = [v for v in value if isinstance(v, bool) or not isinstance(v, _ITEM_KINDS[key])]
+        name = rule.kind[0].__name__
+        raise SettingError(key, f"'{key}' must be {name}, got {type(value).__name__} {value!r}")
+    if rule.items:
+        bad = [v for v in value if isinstance(v, bool) or not isinstance(v, rule.items)]
         if bad:
-            raise AttnReportError(
-                f"{origin}: every item of '{key}' must be {_ITEM_KINDS[key][0].__name__}, got {bad[0]!r}"
-            )
-        return tuple(float(v) if key == "epsilons" else v for v in value)
+            name = rule.items[0].__name__
+            raise SettingError(key, f"every item of '{key}' must be {name}, got {bad[0]!r}")
+        value = tuple(float(v) if float in rule.items else v for v in value)
+    if rule.choices and value not in rule.choices:
+        raise SettingError(key, f"'{key}' must be one of {', '.join(rule.choices)}; got {value!r}")
+    problem = rule.check(key, value) if rule.check else None
+    if problem:
+        raise SettingError(key, problem)
     return value
 
 
-def validate(values: dict[str, Any], origin: str) -> dict[str, Any]:
-    """Checked values (tuples for lists); raises on unknown keys, wrong types, bad numbers."""
-    checked = {key: _check_key(key, value, origin) for key, value in values.items()}
-    if "epsilons" in checked:
-        eps = checked["epsilons"]
-        if not eps or any(not (e > 0 and e != float("inf")) for e in eps):
-            raise AttnReportError(f"{origin}: epsilons must be positive numbers, got {list(eps)}")
-    for key in ("breakdown_ranks", "map_tokens"):
-        if key in checked and checked[key] < 1:
-            raise AttnReportError(f"{origin}: '{key}' must be at least 1, got {checked[key]}")
-    if "view_head" in checked and (len(checked["view_head"]) != 2 or min(checked["view_head"]) < 0):
-        raise AttnReportError(
-            f"{origin}: 'view_head' must be [layer, head], got {list(checked['view_head'])}"
-        )
-    for key in ("intervene_layer", "scaling_sentence"):
-        if key in checked and checked[key] < 0:
-            raise AttnReportError(f"{origin}: '{key}' must not be negative, got {checked[key]}")
-    return checked
+KEYS = tuple(f.name for f in fields(Settings))
+RULES = {f.name: f.metadata["rule"] for f in fields(Settings)}
 
 
-def read_config(path: str | Path | None) -> dict[str, Any]:
-    """Validated values of a config file ({} when ``path`` is None)."""
-    if path is None:
-        return {}
+def default_of(key: str) -> Any:
+    """The default value of setting ``key`` (what the command-line options show)."""
+    return next(f.default for f in fields(Settings) if f.name == key)
+
+
+def make_settings(values: dict[str, Any], origin: str | dict[str, str]) -> Settings:
+    """``Settings(**values)``, with one-line errors that say where the bad value came from
+    (``origin``: one name for every value, or one per key)."""
+    where = origin if isinstance(origin, dict) else dict.fromkeys(values, origin)
+    for key in values:
+        if key not in RULES:
+            near = difflib.get_close_matches(key, KEYS, n=1)
+            hint = f"; did you mean '{near[0]}'?" if near else f"; valid keys: {', '.join(KEYS)}"
+            raise AttnReportError(f"{where[key]}: unknown key {key!r}{hint}")
+    try:
+        return Settings(**values)
+    except SettingError as err:
+        raise AttnReportError(f"{where.get(err.key, 'settings')}: {err}") from None
+
+
+def read_settings_file(path: str | Path) -> dict[str, Any]:
+    """The raw values of a settings file, paths resolved against its folder (unchecked:
+    ``make_settings`` checks them)."""
     path = Path(path)
     if not path.is_file():
         raise AttnReportError(f"config file {path} does not exist")
@@ -115,20 +184,22 @@ def read_config(path: str | Path | None) -> dict[str, Any]:
         values = tomllib.loads(path.read_bytes().decode("utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise AttnReportError(f"{path} is not valid TOML: {err}".splitlines()[0]) from err
-    checked = validate(values, str(path))
     for key in ("sentences", "out"):
-        if key in checked:
-            checked[key] = str((path.parent / checked[key]).expanduser())
-    if checked.get("model", "").startswith((".", "~")):
-        checked["model"] = str((path.parent / checked["model"]).expanduser())
-    return checked
+        if isinstance(values.get(key), str):
+            values[key] = str((path.parent / values[key]).expanduser())
+    model = values.get("model")
+    if isinstance(model, str) and model.startswith((".", "~")):
+        values["model"] = str((path.parent / model).expanduser())
+    return values
 
 
-def merged_config(path: str | Path | None, overrides: dict[str, Any]) -> Config:
-    """Defaults < config file < command-line options given (``None`` means not given)."""
-    values = read_config(path)
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return Config(**values)
+def load_settings(path: str | Path | None, given: dict[str, Any] | None = None) -> Settings:
+    """Defaults < the settings file at ``path`` (None: no file) < ``given`` (the options
+    given on the command line). Checked once; an error names the file or the command line."""
+    given = dict(given or {})
+    from_file = read_settings_file(path) if path is not None else {}
+    origin = {key: str(path) for key in from_file} | {key: "command line" for key in given}
+    return make_settings(from_file | given, origin)
 
 
 STARTER = """\
@@ -139,11 +210,16 @@ out = "site"
 title = "What does attention focus on?"
 authors = ["Your Name"]
 # date = "2026-01-01"        # else SOURCE_DATE_EPOCH, so rebuilds are byte-identical
+dtype = "float32"            # or bfloat16, float16 (verification tolerances are for float32)
+device = "cpu"               # or cuda, auto
+truncate = false             # cut sentences longer than the model's context instead of failing
+bos = "auto"                 # begin-of-sequence token: auto (as the tokenizer does), always, never
 breakdown_ranks = 3          # ranks shown by the sort_idx widget of the breakdown figure
 epsilons = [5e-1, 1e-3, 1e-10]
 # intervene_layer = 12       # default: the layer with the strongest first-token focus
 scaling_sentence = 0
 # mean_sentences = [0, 1, 2]
+map_tokens = 256             # attention maps (n x n per head) are kept up to this many tokens
 # view_head = [3, 4]         # layer and head the pages open on (default: strongest first-token focus)
 images = true                # export SVG/PNG copies of every figure
 """

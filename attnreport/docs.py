@@ -1,7 +1,8 @@
-"""Generate the README's CLI reference from the commands' own ``--help`` text.
+"""Generate the README's CLI reference and its table of supported families.
 
-``python -m attnreport.docs`` rewrites the section between the markers in README.md;
-a test fails when the README has drifted from the commands.
+``python -m attnreport.docs`` rewrites the sections between the markers in README.md
+(from the commands' own ``--help`` text and from the family registry); a test fails
+when the README has drifted from either.
 """
 
 from __future__ import annotations
@@ -12,8 +13,15 @@ from pathlib import Path
 import click
 
 from attnreport.cli import main
+from attnreport.models.families import FAMILIES
 
 START, END = "<!-- cli-reference:start -->", "<!-- cli-reference:end -->"
+FAMILY_START, FAMILY_END = "<!-- families:start -->", "<!-- families:end -->"
+CHECKED = (
+    "the three `verify` checks; Q/K scaled to ~0 gives uniform attention over the allowed "
+    "keys; V scaled leaves the layer and changes the next; the model is restored after a "
+    "failing pass; `build --no-images` renders every page"
+)
 
 
 def cli_reference() -> str:
@@ -27,10 +35,31 @@ def cli_reference() -> str:
     return "\n".join(parts)
 
 
+def families_table() -> str:
+    """Markdown table of the family registry: what each family was verified with."""
+    rows = [
+        "| Family | `model_type` | Positions | Route | Verified on a tiny model with |",
+        "|---|---|---|---|---|",
+    ]
+    for family in FAMILIES:
+        features = ", ".join(family.verified) or "-"
+        types = ", ".join(f"`{t}`" for t in family.model_types)
+        rows.append(
+            f"| {family.name} | {types} | {family.positional} | {family.route} | {features} |"
+        )
+    note = f"Every family is checked for: {CHECKED}."
+    return "\n".join(rows) + f"\n\n{note}\n"
+
+
+def _between(text: str, start: str, end: str, body: str) -> str:
+    head, _, rest = text.partition(start)
+    _, _, tail = rest.partition(end)
+    return f"{head}{start}\n{body}{end}{tail}"
+
+
 def with_reference(readme: str) -> str:
-    head, _, rest = readme.partition(START)
-    _, _, tail = rest.partition(END)
-    return f"{head}{START}\n{cli_reference()}{END}{tail}"
+    readme = _between(readme, FAMILY_START, FAMILY_END, families_table())
+    return _between(readme, START, END, cli_reference())
 
 
 if __name__ == "__main__":

@@ -1,15 +1,14 @@
 """Interventions: real forward passes with q, k or v of every head of one layer changed.
 
-q and k are changed where the model computes scores: after the positional transform
-(RoPE rotation; ALiBi and absolute models have none on q/k), v after its projection.
-At the intervention layer the attention block output is recomputed from the changed
-tensors (``attention.attend``, verified exact) and swapped into the module's output;
-every later layer then runs the model's own code on the changed residual stream.
+The change is applied inside our attention function (``attnreport.interface``), to
+q and k exactly as the model scores them (after QK-norm and the rotary transform) and
+to v; the model's own code runs everything before and after, for every architecture.
 
-Scaling q (or k) by a small epsilon tempers the scores towards uniform causal
-attention for RoPE and absolute models; for ALiBi models the ALiBi bias is not scaled,
-so attention tends to the ALiBi pattern instead. Scaling v leaves this layer's
-probabilities unchanged by construction; its effect shows in later layers.
+Scaling q (or k) by a small epsilon tempers the logits towards uniform attention over
+each query's allowed keys (and the learned sink, where the model has one); for ALiBi
+models the ALiBi bias is not scaled, so attention tends to the ALiBi pattern instead.
+Scaling v leaves this layer's probabilities unchanged by construction; its effect
+shows in later layers.
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from attnreport.attention import LayerSpec, RawLayer, attend, heads_of
-from attnreport.capture import Slots, block_hooks, installed_hooks, raw_layer
+from attnreport.capture import LayerTap, Slots, forward_logits, instrumented
+from attnreport.models.layout import LayerSpec
 
 QKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 Modifier = Callable[[QKV], QKV]
@@ -96,21 +95,6 @@ def _record_outputs(blocks: list[nn.Module], sink: list[object]) -> list:
     return [(block, "post", hook) for block in blocks]
 
 
-def _swap_hook(spec: LayerSpec, slots: Slots, modify: Modifier, sink: dict[int, torch.Tensor]):
-    """Forward hook on the attention module: replace its output by the modified block output."""
-
-    def hook(_module: nn.Module, _args: tuple, output):
-        raw = raw_layer(slots)
-        _, _, q, k, v = heads_of(spec, raw)
-        _, probs, _, block_out = attend(spec, raw, *modify((q, k, v)))
-        sink[spec.layer] = probs
-        # The module output is block_out (+ the residual for BLOOM): swap only the block part.
-        hidden = output[0] - raw.block_out[None] + block_out[None]
-        return (hidden, *output[1:])
-
-    return hook
-
-
 def run_modified(
     model: nn.Module,
     specs: list[LayerSpec],
@@ -125,30 +109,17 @@ def run_modified(
     ``observe`` must not precede ``layer``. Pass the ``prefix`` of an unmodified pass on
     the same input to replay the blocks before ``layer``; without it the pass records one.
     """
-    family = specs[0].family
-    blocks = family.blocks(model)
-    watched = sorted(set(observe) | {layer})
-    slots = {i: Slots() for i in watched}
-    hooks = [h for i in watched for h in block_hooks(specs[i], blocks[i], slots[i])]
-    probs: dict[int, torch.Tensor] = {}
-    attn = family.attention(blocks[layer])
-    hooks.append((attn, "post", _swap_hook(specs[layer], slots[layer], modify, probs)))
+    blocks = [s.block for s in specs]
+    slots = {i: Slots() for i in sorted(set(observe) | {layer})}
+    tap = LayerTap(specs, slots)
+    tap.modifiers[layer] = modify
     recorded: list[object] = []
-    if not prefix:
-        hooks += _record_outputs(blocks[:layer], recorded)
-    device = next(model.parameters()).device
-    with replayed_blocks(blocks[:layer], prefix), installed_hooks(hooks), torch.no_grad():
-        logits = model(input_ids=input_ids[None].to(device), use_cache=False).logits[0]
-    for i in observe:
-        if i not in probs:
-            probs[i] = _probs_of(specs[i], raw_layer(slots[i]))
+    hooks = [] if prefix else _record_outputs(blocks[:layer], recorded)
+    with replayed_blocks(blocks[:layer], prefix), instrumented(model, specs, tap, hooks):
+        logits = forward_logits(model, input_ids)
+    probs = {i: slots[i].values["computed"].probs for i in observe}
     log_probs = torch.log_softmax(logits.float(), dim=-1)
-    return Outcome({i: probs[i] for i in observe}, log_probs, prefix or tuple(recorded))
-
-
-def _probs_of(spec: LayerSpec, raw: RawLayer) -> torch.Tensor:
-    _, _, q, k, v = heads_of(spec, raw)
-    return attend(spec, raw, q, k, v)[1]
+    return Outcome(probs, log_probs, prefix or tuple(recorded))
 
 
 def next_token_kl(base: torch.Tensor, changed: torch.Tensor) -> torch.Tensor:

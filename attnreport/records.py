@@ -2,8 +2,8 @@
 
 Shape letters: ``head`` (query heads H), ``kv_head`` (key/value heads, H / groups),
 ``query`` and ``key`` (token positions, both n), ``d`` (head dim), ``model`` (hidden size).
-Every tensor is on the CPU, float32 unless the model was loaded in another dtype,
-with the batch dimension removed. Nothing here is ever modified in place.
+Every tensor is on the model's device, float32 unless the model was loaded in another
+dtype, with the batch dimension removed. Nothing here is ever modified in place.
 """
 
 from __future__ import annotations
@@ -12,12 +12,16 @@ from dataclasses import dataclass, field
 
 import torch
 
-# Names of the additive score terms, in the order the report draws them.
-#   position:   RoPE: score with rotation minus score without; ALiBi: the ALiBi bias; absolute: 0.
+# Names of the additive score terms, in the order the report draws them. They sum to
+# ``logits`` (the score before any soft-cap and before the mask):
+#   position:   RoPE: logit with rotation minus logit without; ALiBi: the ALiBi bias; absolute: 0.
 #   bias:       terms that depend only on the target token (b_q . W_k a_j).
 #   content:    the quadratic term (W_q a_i) . (W_k a_j), scaled.
 #   query_only: terms that depend only on the current token ((W_q a_i) . b_k, b_q . b_k):
 #               they shift a whole row, so they have no effect after softmax.
+# With a QK-norm the projection biases pass through a norm and are no longer an additive
+# part of q and k: content is then the whole (normed, un-rotated) product and bias and
+# query_only are 0.
 TERM_NAMES: tuple[str, ...] = ("position", "bias", "content", "query_only")
 
 
@@ -26,25 +30,33 @@ class LayerRecord:
     """Everything one attention layer computed for one sentence.
 
     Invariants (checked by ``attnreport verify``):
-    - ``probs == softmax(scores)`` over ``key`` and equals the model's own attention weights;
+    - ``probs`` equals the model's own attention weights; with learned sinks
+      ``probs.sum(-1) + sink_probs == 1``, else ``probs.sum(-1) == 1``;
     - ``updates.sum(0) + out_bias == block_out``;
-    - ``sum(terms.values()) == scores`` wherever ``allowed`` is true.
+    - ``sum(terms.values()) == logits`` wherever ``allowed`` is true;
+    - ``scores == softcap(logits) + mask`` (``softcap`` is the identity when None).
     """
 
     layer: int
     x: torch.Tensor  # (query, model) residual stream entering the block
-    a: torch.Tensor  # (query, model) what attention reads: norm(x)
-    q_raw: torch.Tensor  # (head, query, d) W_q a + b_q, before the positional transform
-    k_raw: torch.Tensor  # (kv_head, key, d) W_k a + b_k, before the positional transform
-    q: torch.Tensor  # (head, query, d) as used in the score (after RoPE where the model has it)
-    k: torch.Tensor  # (kv_head, key, d) as used in the score
+    a: torch.Tensor  # (query, model) what attention reads (norm(x) for pre-norm blocks)
+    q_raw: torch.Tensor  # (head, query, d) q as scored with the rotation undone (= q without RoPE)
+    k_raw: torch.Tensor  # (kv_head, key, d) k as scored with the rotation undone
+    q: torch.Tensor  # (head, query, d) exactly as scored (after QK-norm and RoPE)
+    k: torch.Tensor  # (kv_head, key, d) exactly as scored
     v: torch.Tensor  # (kv_head, key, d)
-    scores: torch.Tensor  # (head, query, key) pre-softmax, mask included (masked = model's fill)
-    probs: torch.Tensor  # (head, query, key) post-softmax; rows sum to 1, 0 where masked
-    allowed: torch.Tensor  # (query, key) bool: entries the mask lets through
-    updates: torch.Tensor  # (head, query, model) u: what each head adds to the residual stream
+    logits: torch.Tensor  # (head, query, key) scaling * q.k (+ ALiBi), before soft-cap and mask
+    scores: torch.Tensor  # (head, query, key) softcap(logits) + mask: what the softmax reads
+    probs: torch.Tensor  # (head, query, key) post-softmax over real keys, 0 where masked
+    allowed: torch.Tensor  # (query, key) bool: keys the mask lets through (causal, window)
+    context: torch.Tensor  # (head, query, d) probs @ v: the per-head attention output
+    updates: torch.Tensor  # (head, query, model) u: context @ the head's slice of W_o
     out_bias: torch.Tensor  # (model,) b_o (zeros where the model has none)
-    block_out: torch.Tensor  # (query, model) the model's own attention block output
+    block_out: torch.Tensor  # (query, model) the model's own output-projection output
+    scaling: float = 1.0  # the score scale the model passed
+    softcap: float | None = None  # logit soft-cap c: scores = c tanh(logits / c)
+    sliding_window: int | None = None  # window size the model passed for this layer
+    sink_probs: torch.Tensor | None = None  # (head, query) probability on the learned sink
     terms: dict[str, torch.Tensor] = field(default_factory=dict)  # TERM_NAMES -> (head, query, key)
 
     @property

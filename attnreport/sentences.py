@@ -118,13 +118,41 @@ def jsonl_texts(raw: bytes, origin: str) -> bytes:
     return "\n".join(texts).encode("utf-8")
 
 
+BOS_MODES = ("auto", "always", "never")
+
+
+def with_bos(ids: list[int], tokenizer, bos: str) -> list[int]:
+    """``auto``: the tokenizer's own default; ``always``: a leading BOS is ensured;
+    ``never``: a leading BOS the tokenizer added is removed."""
+    if bos not in BOS_MODES:
+        raise AttnReportError(f"unknown bos mode '{bos}' (use {', '.join(BOS_MODES)})")
+    bos_id = getattr(tokenizer, "bos_token_id", None)
+    if bos == "auto":
+        return ids
+    if bos_id is None:
+        if bos == "always":
+            raise AttnReportError("--bos always: the tokenizer has no BOS token")
+        return ids
+    starts = bool(ids) and ids[0] == bos_id
+    if bos == "always":
+        return ids if starts else [bos_id, *ids]
+    return ids[1:] if starts else ids
+
+
+def bos_added(sentences: list[Sentence], tokenizer) -> bool:
+    """Whether every sentence starts with the tokenizer's BOS token."""
+    bos_id = getattr(tokenizer, "bos_token_id", None)
+    return bos_id is not None and all(s.token_ids[:1] == (bos_id,) for s in sentences)
+
+
 def tokenize_sentences(
-    texts: list[str], tokenizer, context: int, truncate: bool = False
+    texts: list[str], tokenizer, context: int, truncate: bool = False, bos: str = "auto"
 ) -> list[Sentence]:
-    """Token ids and per-token text for each sentence, with the model's default special tokens."""
+    """Token ids and per-token text for each sentence, with the model's default special
+    tokens, and a leading BOS as ``bos`` asks (see ``with_bos``)."""
     result = []
     for index, text in enumerate(texts):
-        ids = list(tokenizer(text).input_ids)
+        ids = with_bos(list(tokenizer(text).input_ids), tokenizer, bos)
         if not ids:
             raise AttnReportError(
                 f"the tokenizer produced no tokens for sentence {index + 1} {_quote(text)}"

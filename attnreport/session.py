@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import torch
 
-from attnreport.attention import LayerSpec, layer_specs
+from attnreport.models.layout import LayerSpec, discover
 from attnreport.models.loading import LoadedModel, load_model
-from attnreport.sentences import Sentence, read_sentences, tokenize_sentences
+from attnreport.sentences import Sentence, bos_added, read_sentences, tokenize_sentences
 
 FALLBACK_CONTEXT = 2048  # ALiBi models declare no positional limit
 
@@ -18,6 +18,12 @@ class Session:
     loaded: LoadedModel
     specs: list[LayerSpec]
     sentences: list[Sentence]
+    bos: str = "auto"  # --bos: auto (the tokenizer's default), always or never
+
+    @property
+    def bos_added(self) -> bool:
+        """Whether every sentence starts with a BOS token."""
+        return bos_added(self.sentences, self.loaded.tokenizer)
 
     @property
     def model(self) -> torch.nn.Module:
@@ -47,9 +53,10 @@ def open_session(
     dtype: str = "float32",
     device: str = "cpu",
     truncate: bool = False,
+    bos: str = "auto",
 ) -> Session:
     """Read the sentences first (cheap errors first), then load the model and tokenize."""
     texts = read_sentences(sentences_file)
     loaded = load_model(model_name, dtype=dtype, device=device)
-    sentences = tokenize_sentences(texts, loaded.tokenizer, context_length(loaded), truncate)
-    return Session(loaded, layer_specs(loaded.family, loaded.model), sentences)
+    sentences = tokenize_sentences(texts, loaded.tokenizer, context_length(loaded), truncate, bos)
+    return Session(loaded, discover(loaded.family, loaded.model), sentences, bos)

@@ -8,9 +8,8 @@ interventions follow at the layer with the strongest pooled first-token focus.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -24,54 +23,34 @@ from attnreport.analyses import (
     merge_layers,
     pool_focus,
     pool_impact,
-    table_to_json,
 )
 from attnreport.analyses.tables import round_sig, triangle
 from attnreport.capture import capture_attention
+from attnreport.config import Settings
 from attnreport.errors import AttnReportError
-from attnreport.interventions import GridCell, Outcome, mean_grid, observed_layers, scaling_grid
+from attnreport.interventions import GridCell as Cell
+from attnreport.interventions import Outcome, mean_grid, observed_layers, scaling_grid
 from attnreport.records import LayerRecord
+from attnreport.results import (
+    AttentionMaps,
+    GridCell,
+    Interventions,
+    ListedSentence,
+    Manifest,
+    MeanGrid,
+    ModelInfo,
+    Results,
+    ScalingGrid,
+    SentenceResults,
+    SentenceTables,
+    SetResults,
+    StudySettings,
+    TokensTable,
+)
+from attnreport.results import tables as rt
 from attnreport.session import Session, context_length
 
-SCHEMA = "attnreport.results/1"
 Step = Callable[[str], None]  # called once per finished unit of work, with its stage name
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Everything that changes the numbers; recorded in the manifest."""
-
-    breakdown_ranks: int = 3
-    epsilons: tuple[float, ...] = (5e-1, 1e-3, 1e-10)
-    intervene_layer: int | None = None  # None: the layer with the highest pooled first-token focus
-    scaling_sentence: int = 0
-    mean_sentences: tuple[int, ...] | None = None  # None: the first three sentences
-    map_tokens: int = 256  # attention maps (n x n per head) are kept up to this many tokens
-    view_head: tuple[int, ...] | None = None  # (layer, head) the pages open on; None: computed
-
-
-@dataclass
-class StudyResults:
-    manifest: dict[str, Any]
-    sentences: list[dict[str, Any]] = field(default_factory=list)
-    set: dict[str, Any] = field(default_factory=dict)
-    interventions: dict[str, Any] = field(default_factory=dict)
-
-    def files(self) -> dict[str, bytes]:
-        """The results directory: relative path -> canonical JSON bytes."""
-        out = {"manifest.json": dump_json(self.manifest), "set.json": dump_json(self.set)}
-        out["interventions.json"] = dump_json(self.interventions)
-        for sentence in self.sentences:
-            out[f"sentences/{sentence['sentence']['index']:03d}.json"] = dump_json(sentence)
-        return out
-
-
-def dump_json(value: Any) -> bytes:
-    """Canonical JSON: sorted keys, no NaN, UTF-8; identical input gives identical bytes."""
-    text = json.dumps(
-        value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":")
-    )
-    return (text + "\n").encode("utf-8")
 
 
 def _noop(_stage: str) -> None:
@@ -80,9 +59,19 @@ def _noop(_stage: str) -> None:
 
 @dataclass(frozen=True)
 class SentenceAnalysis:
-    json: dict[str, Any]  # schema sentences/NNN.json
+    result: SentenceResults  # schema sentences/NNN.json
     focus: dict[str, np.ndarray]  # the focus table, kept as arrays for pooling
     head_impact: dict[str, np.ndarray]
+
+
+def _with_defaults(focus: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The focus table with the columns the analyses do not produce yet set to 0.
+
+    ``first_prob`` and ``sink_share`` come from the attention-interface branch; until it
+    is merged they are 0 here, so every results file has the same columns.
+    """
+    zeros = np.zeros(len(focus["layer"]), dtype=np.float64)
+    return {"first_prob": zeros, "sink_share": zeros, **focus}
 
 
 def analyze_sentence(session: Session, index: int, settings: Settings) -> SentenceAnalysis:
@@ -99,20 +88,27 @@ def analyze_sentence(session: Session, index: int, settings: Settings) -> Senten
             for name, value in attention_triangles(record, order).items():
                 maps[name].append(value)
     tables = merge_layers(per_layer)
-    tokens = {
-        "position": np.arange(len(sentence.token_ids)),
-        "token": np.array(sentence.tokens, dtype=object),
-        "token_id": np.array(sentence.token_ids),
-    }
-    result = {
-        "schema": SCHEMA,
-        "sentence": {"index": index, "text": sentence.text, "n_tokens": len(sentence.token_ids)},
-        "tokens": table_to_json(tokens),
-        "attention": maps if keep_maps else None,
-        "tables": {name: table_to_json(table) for name, table in tables.items()},
-    }
-    if settings.view_head is not None:
-        result["view_head"] = list(settings.view_head)
+    tables["focus"] = _with_defaults(tables["focus"])
+    result = SentenceResults(
+        index=index,
+        text=sentence.text,
+        n_tokens=len(sentence.token_ids),
+        tokens=TokensTable(
+            position=np.arange(len(sentence.token_ids)),
+            token=list(sentence.tokens),
+            token_id=np.array(sentence.token_ids),
+        ),
+        tables=SentenceTables(
+            top=rt.TopTable(**tables["top"]),
+            breakdown=rt.BreakdownTable(**tables["breakdown"]),
+            focus=rt.FocusTable(**tables["focus"]),
+            focus_sorted=rt.FocusSortedTable(**tables["focus_sorted"]),
+            head_impact=rt.HeadImpactTable(**tables["head_impact"]),
+            block_impact=rt.BlockImpactTable(**tables["block_impact"]),
+        ),
+        attention=AttentionMaps(**maps) if keep_maps else None,
+        view_head=None if settings.view_head is None else tuple(settings.view_head),  # type: ignore[arg-type]
+    )
     return SentenceAnalysis(result, tables["focus"], tables["head_impact"])
 
 
@@ -128,17 +124,17 @@ def to_cpu(record: LayerRecord) -> LayerRecord:
     return replace(record, terms={k: v.cpu() for k, v in record.terms.items()}, **moved)
 
 
-def set_results(analyses: list[SentenceAnalysis]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def set_results(analyses: list[SentenceAnalysis]) -> tuple[SetResults, dict[str, np.ndarray]]:
     """Set-wide tables (schema ``set.json``) and the pooled focus table as arrays."""
     by_sentence, pooled, pooled_sorted = pool_focus([a.focus for a in analyses])
     impact = pool_impact([a.head_impact for a in analyses])
-    tables = {
-        "focus_by_sentence": by_sentence,
-        "focus_pooled": pooled,
-        "focus_sorted": pooled_sorted,
-        "impact_pooled": impact,
-    }
-    return {"schema": SCHEMA, "tables": {k: table_to_json(v) for k, v in tables.items()}}, pooled
+    result = SetResults(
+        focus_by_sentence=rt.FocusBySentenceTable(**by_sentence),
+        focus_pooled=rt.FocusPooledTable(**pooled),
+        focus_sorted=rt.PooledSortedTable(**pooled_sorted),
+        impact_pooled=rt.ImpactPooledTable(**impact),
+    )
+    return result, pooled
 
 
 def strongest_first_token_layer(pooled: dict[str, np.ndarray]) -> int:
@@ -149,23 +145,23 @@ def strongest_first_token_layer(pooled: dict[str, np.ndarray]) -> int:
     return int(np.unique(layers)[int(np.argmax(means))])  # argmax: ties to the lower layer
 
 
-def _observations(outcome: Outcome, observed: dict[str, int]) -> dict[str, Any]:
+def _observations(outcome: Outcome, observed: dict[str, int]) -> dict[str, list[Any]]:
     return {
         name: [triangle(head) for head in outcome.probs[layer].cpu()]
         for name, layer in observed.items()
     }
 
 
-def _cell_json(cell: GridCell, key: str, observed: dict[str, int]) -> dict[str, Any]:
-    return {
-        "target": cell.target,
-        key: cell.setting,
-        "observations": _observations(cell.outcome, observed),
-        "kl": [round_sig(float(v)) for v in cell.kl.cpu()],
-    }
+def _cell(cell: Cell, observed: dict[str, int]) -> GridCell:
+    return GridCell(
+        target=cell.target,
+        setting=cell.setting,
+        observations=_observations(cell.outcome, observed),
+        kl=[round_sig(float(v)) for v in cell.kl.cpu()],
+    )
 
 
-def intervention_results(session: Session, settings: Settings, layer: int) -> dict[str, Any]:
+def intervention_results(session: Session, settings: Settings, layer: int) -> Interventions:
     """Scaling and mean grids at ``layer`` (schema ``interventions.json``)."""
     n_layers = len(session.specs)
     observed = observed_layers(layer, n_layers)
@@ -177,30 +173,28 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> di
     baselines, mean_cells = mean_grid(
         session.model, session.specs, {i: ids[i] for i in mean_inputs}, layer
     )
-    return {
-        "schema": SCHEMA,
-        "layer": layer,
-        "observed_layers": observed,
-        "where": WHERE[session.loaded.family.positional],
-        "epsilons": list(settings.epsilons),
-        "scaling": {
-            "sentence": settings.scaling_sentence,
-            "baseline": _observations(base, observed),
-            "cells": [_cell_json(c, "epsilon", observed) for c in cells],
-        },
-        "mean": {
-            "sentences": list(mean_inputs),
-            "baselines": {str(i): _observations(b, observed) for i, b in baselines.items()},
-            "cells": [_cell_json(c, "sentence", observed) for c in mean_cells],
-        },
-    }
+    return Interventions(
+        layer=layer,
+        observed_layers=dict(observed),
+        where=WHERE,
+        epsilons=tuple(settings.epsilons),
+        scaling=ScalingGrid(
+            sentence=settings.scaling_sentence,
+            baseline=_observations(base, observed),
+            cells=tuple(_cell(c, observed) for c in cells),
+        ),
+        mean=MeanGrid(
+            sentences=tuple(mean_inputs),
+            baselines={i: _observations(b, observed) for i, b in baselines.items()},
+            cells=tuple(_cell(c, observed) for c in mean_cells),
+        ),
+    )
 
 
-WHERE = {
-    "rope": "q and k after the RoPE rotation (where the model computes scores), v after its projection",
-    "alibi": "q and k as they enter the score (the ALiBi bias is left unchanged), v after its projection",
-    "absolute": "q, k and v after their projections (positions are in the embeddings)",
-}
+WHERE = (
+    "q and k exactly as the model scores them (after its QK-norm and rotary transform, where it "
+    "has them; an ALiBi bias is left unchanged), v after its projection"
+)
 
 
 def mean_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ...]:
@@ -214,7 +208,8 @@ def mean_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ..
 
 
 def check_settings(settings: Settings, session: Session) -> None:
-    """Settings that depend on the model and set, checked before any work starts."""
+    """The checks that need the model and the sentence set, before any work starts (the
+    rest ran when ``settings`` was made)."""
     n_layers = len(session.specs)
     layer = settings.intervene_layer
     if layer is not None and not 0 <= layer < n_layers:
@@ -223,8 +218,6 @@ def check_settings(settings: Settings, session: Session) -> None:
         )
     if not 0 <= settings.scaling_sentence < len(session.sentences):
         raise AttnReportError(f"scaling sentence {settings.scaling_sentence} does not exist")
-    if any(not (isinstance(e, float) and e > 0 and np.isfinite(e)) for e in settings.epsilons):
-        raise AttnReportError(f"epsilons must be positive numbers, got {list(settings.epsilons)}")
     if settings.view_head is not None:
         view_layer, view_head = settings.view_head
         n_heads = session.specs[0].layout.n_heads
@@ -236,63 +229,78 @@ def check_settings(settings: Settings, session: Session) -> None:
             raise AttnReportError(
                 f"view_head head {view_head} does not exist: the model has heads 0-{n_heads - 1}"
             )
-    if settings.breakdown_ranks < 1:
-        raise AttnReportError("breakdown ranks must be at least 1")
     mean_sentence_indices(settings, len(session.sentences))
 
 
-def manifest(session: Session, settings: Settings) -> dict[str, Any]:
+def manifest(session: Session, settings: Settings) -> Manifest:
     """Model, tokenizer, settings, versions and sentences: what a reader needs to reproduce."""
     loaded, spec = session.loaded, session.specs[0]
     config = loaded.model.config
-    return {
-        "schema": SCHEMA,
-        "attnreport_version": __version__,
-        "model": {
-            "name": loaded.source.display_name,
-            "source": loaded.source.kind,
-            "fingerprint": loaded.fingerprint,
-            "model_type": config.model_type,
-            "family": loaded.family.name,
-            "positional": loaded.family.positional,
-            "n_layers": len(session.specs),
-            "n_heads": spec.layout.n_heads,
-            "n_kv_heads": spec.layout.n_kv_heads,
-            "head_dim": spec.layout.head_dim,
-            "hidden_size": int(spec.out_weight.shape[-1]),
-            "context": context_length(loaded),
-            "attn_implementation": "eager",
-            "dtype": loaded.dtype,
-            "device": loaded.device,
-            "tokenizer": type(loaded.tokenizer).__name__,
+    model = ModelInfo(
+        name=loaded.source.display_name,
+        source=loaded.source.kind,
+        fingerprint=loaded.fingerprint,
+        model_type=config.model_type,
+        family=loaded.family.name,
+        positional=loaded.family.positional,
+        n_layers=len(session.specs),
+        n_heads=spec.layout.n_heads,
+        n_kv_heads=spec.layout.n_kv_heads,
+        head_dim=spec.layout.head_dim,
+        hidden_size=spec.layout.hidden_size,
+        context=context_length(loaded),
+        attn_implementation="eager",
+        dtype=loaded.dtype,
+        device=loaded.device,
+        tokenizer=type(loaded.tokenizer).__name__,
+        features=tuple(model_features(session)),
+        extra={
+            "bos_token": f"{'added' if session.bos_added else 'not added'} (--bos {session.bos})"
         },
-        "settings": {
-            k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()
-        },
-        "sentences": [
-            {
-                "index": s.index,
-                "text": s.text,
-                "n_tokens": len(s.token_ids),
-                "token_ids": list(s.token_ids),
-            }
-            for s in session.sentences
-        ],
-    }
+    )
+    recorded = recorded_settings(settings, session.bos_added)
+    sentences = tuple(
+        ListedSentence(s.index, s.text, len(s.token_ids), tuple(s.token_ids))
+        for s in session.sentences
+    )
+    return Manifest(__version__, model, recorded, sentences)
 
 
-def run_study(session: Session, settings: Settings, step: Step = _noop) -> StudyResults:
+def recorded_settings(settings: Settings, bos_added: bool) -> StudySettings:
+    """The manifest's settings: every setting that changes the numbers (``Settings.recorded``),
+    and whether the tokenizer's BOS token was put before every sentence."""
+    known = {f.name for f in fields(StudySettings)} - {"extra"}
+    values = {**settings.recorded(), "bos_added": bos_added}
+    typed = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known}
+    extra = {k: v for k, v in values.items() if k not in known}
+    return StudySettings(**typed, extra=extra)
+
+
+def model_features(session: Session) -> list[str]:
+    """What the model adds to plain attention (gqa, qk_norm, softcap, sliding_window, sinks, bos...)."""
+    found = {f for spec in session.specs for f in spec.features} - {"rope", "alibi"}
+    found |= set(session.loaded.family.architecture)
+    if session.bos_added:
+        found.add("bos")
+    return sorted(found)
+
+
+def run_study(session: Session, settings: Settings, step: Step = _noop) -> Results:
     """Capture and analyse every sentence, pool the set, run the interventions."""
     check_settings(settings, session)
     analyses = []
     for index in range(len(session.sentences)):
         analyses.append(analyze_sentence(session, index, settings))
         step("capture")
-    set_json, pooled = set_results(analyses)
-    results = StudyResults(manifest(session, settings), [a.json for a in analyses], set_json)
+    set_result, pooled = set_results(analyses)
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(pooled)
-    results.interventions = intervention_results(session, settings, layer)
+    interventions = intervention_results(session, settings, layer)
     step("interventions")
-    return results
+    return Results(
+        manifest(session, settings),
+        tuple(a.result for a in analyses),
+        set_result,
+        interventions,
+    )

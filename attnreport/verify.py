@@ -1,11 +1,12 @@
 """Checks that the captured numbers are the model's own (``attnreport verify``).
 
-1. probabilities reconstructed from the captured q/k and mask vs the model's own
-   ``output_attentions`` (eager): max abs error <= 1e-5;
+1. probabilities our attention function computed from q, k and the mask the model
+   passed it vs the model's own ``output_attentions`` from its own eager code (with
+   its soft-cap and sinks): max abs error <= 1e-5;
 2. sum of head updates + output bias vs the model's attention block output:
    max abs error <= 1e-4 x max |block output|;
-3. sum of the score terms vs the score, where the mask allows: max abs error
-   <= 1e-4 x max |score|.
+3. sum of the score terms vs the logit before any soft-cap (the score itself for
+   models without one), where the mask allows: max abs error <= 1e-4 x max |logit|.
 Tolerances are for float32; errors are maxima over layers, heads and sentences.
 """
 
@@ -15,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from attnreport.attention import LayerSpec
 from attnreport.capture import capture_attention
+from attnreport.models.layout import LayerSpec
 from attnreport.records import LayerRecord
 
 
@@ -44,10 +45,10 @@ class _Maxima:
         summed = record.updates.sum(0) + record.out_bias
         self.updates = max(self.updates, (summed - record.block_out).abs().max().item())
         self.block_scale = max(self.block_scale, record.block_out.abs().max().item())
-        allowed = record.allowed.expand_as(record.scores)
+        allowed = record.allowed.expand_as(record.logits)
         terms = sum(record.terms.values())
-        self.terms = max(self.terms, (terms - record.scores)[allowed].abs().max().item())
-        self.score_scale = max(self.score_scale, record.scores[allowed].abs().max().item())
+        self.terms = max(self.terms, (terms - record.logits)[allowed].abs().max().item())
+        self.score_scale = max(self.score_scale, record.logits[allowed].abs().max().item())
 
 
 def verify_sentences(
@@ -69,5 +70,9 @@ def verify_sentences(
             maxima.updates,
             1e-4 * maxima.block_scale,
         ),
-        Check("sum of score terms vs pre-softmax score", maxima.terms, 1e-4 * maxima.score_scale),
+        Check(
+            "sum of score terms vs pre-softmax (pre-cap) score",
+            maxima.terms,
+            1e-4 * maxima.score_scale,
+        ),
     ]

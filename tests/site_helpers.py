@@ -13,16 +13,17 @@ from typing import Any
 
 from attnreport.charts import embed
 from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.registry import FigureEntry, Placed
+from attnreport.results import Results, SentenceResults
 from attnreport.site import ChartSource
-from attnreport.site.context import part
 from attnreport.site.prose import rows
 
 
-def _heatmap(sentence: dict[str, Any]) -> Figure:
+def _heatmap(sentence: SentenceResults) -> Figure:
     """Head 0's attention, one chunk per layer, chosen by a ``layer`` slider."""
-    tokens = sentence["tokens"]["columns"]["token"]
+    tokens = sentence.tokens.token.tolist()
     chunks: dict[str, Columns] = {}
-    for layer, heads in enumerate(sentence["attention"]["probs"]):
+    for layer, heads in enumerate(sentence.attention.probs):
         cols: Columns = {"layer": [], "query": [], "key": [], "p": [], "q_token": [], "k_token": []}
         for i, row in enumerate(heads[0]):
             for j, p in enumerate(row):
@@ -61,7 +62,7 @@ def _heatmap(sentence: dict[str, Any]) -> Figure:
     )  # fmt: skip
 
 
-def _lines(table: dict[str, Any], key: str, title: str) -> Figure:
+def _lines(table: Any, key: str, title: str) -> Figure:
     data = [r for r in rows(table) if r["statistic"] == "first_focus"]
     cols: Columns = {n: [r[n] for r in data] for n in ("layer", "line", "head", "value")}
     spec = {
@@ -90,23 +91,30 @@ def _bars(data: list[dict[str, Any]], key: str, title: str) -> Figure:
     return Figure(key, title, "Taller bars: bigger changes.", spec, cols)
 
 
-def sentence_figures(results: dict[str, Any], index: int) -> list[Figure]:
+def _placed(fig: Figure, page: str, part: str, reads: str, lines: bool = False) -> Placed:
+    entry = FigureEntry(fig.key, page, part, (reads,), lambda _i: fig, sorted_lines=lines)
+    return Placed(entry, fig)
+
+
+def sentence_figures(results: Results, index: int) -> list[Placed]:
     """Three figures for sentence ``index``: heatmap (part 1), lines (2), impact (3)."""
-    s = part(results, "sentences")[index]
-    tables = s["tables"]
+    s = results.sentences[index]
+    lines = _lines(s.tables.focus_sorted, "focus-sorted", "First-token focus, sorted heads")
+    bars = _bars(rows(s.tables.block_impact), "block-impact", "Attention block impact")
     return [
-        _heatmap(s),
-        _lines(tables["focus_sorted"], "focus-sorted", "First-token focus, sorted heads"),
-        _bars(rows(tables["block_impact"]), "block-impact", "Attention block impact"),
+        _placed(_heatmap(s), "sentence", "focus", "sentence:attention"),
+        _placed(lines, "sentence", "layers", "sentence:focus_sorted", lines=True),
+        _placed(bars, "sentence", "impact", "sentence:block_impact"),
     ]
 
 
-def index_figures(results: dict[str, Any]) -> list[Figure]:
+def index_figures(results: Results) -> list[Placed]:
     """Two set-wide figures: sorted pooled focus lines and pooled impact."""
-    tables = part(results, "set")["tables"]
+    lines = _lines(results.set.focus_sorted, "set-focus-sorted", "Pooled first-token focus")
+    bars = _bars(rows(results.set.impact_pooled), "set-impact", "Pooled head impact")
     return [
-        _lines(tables["focus_sorted"], "set-focus-sorted", "Pooled first-token focus"),
-        _bars(rows(tables["impact_pooled"]), "set-impact", "Pooled head impact"),
+        _placed(lines, "index", "set", "set:focus_sorted", lines=True),
+        _placed(bars, "index", "set", "set:impact_pooled"),
     ]
 
 

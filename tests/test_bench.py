@@ -1,4 +1,4 @@
-"""``python -m attnreport.bench --quick`` must keep working: every section, with numbers.
+"""``python -m benchmarks --quick`` must keep working: every section, with numbers.
 
 Nothing here checks a timing; the quick run only proves the script still measures and
 writes every section. The unit tests cover the report pieces without a model.
@@ -10,13 +10,15 @@ import importlib.util
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from attnreport.bench_report import KEEP_MARKER, Section, kept_notes, ratio_target, render
-from attnreport.bench_sections import TITLES
+from benchmarks.report import KEEP_MARKER, Section, kept_notes, ratio_target, render
+from benchmarks.sections import TITLES
 from tests.browser import chromium_path
 
+ROOT = Path(__file__).resolve().parent.parent
 HEADINGS = ("Targets", "Machine", *TITLES.values(), "Profile", "Reproduce")
 MEASURED = tuple(TITLES.values())  # the seven sections that must hold numbers
 
@@ -39,12 +41,13 @@ needs_chromium = pytest.mark.skipif(chromium_path() is None, reason="Chromium is
 @needs_model
 @needs_chromium
 def test_quick_bench_writes_every_section_with_numbers(tmp_path):
-    out = tmp_path / "bench.md"
+    out, work = tmp_path / "bench.md", tmp_path / "work"
     done = subprocess.run(
-        [sys.executable, "-m", "attnreport.bench", "--quick", "--out", str(out)],
+        [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out), "--workdir", str(work)],
         capture_output=True,
         text=True,
         timeout=600,
+        cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     text = out.read_text(encoding="utf-8")
@@ -57,6 +60,16 @@ def test_quick_bench_writes_every_section_with_numbers(tmp_path):
         assert re.search(r"\d+\.\d+ (s|ms|MB|MiB|x|passes)", body), f"no numbers in {heading!r}"
     assert "not judged" in sections["Targets"]
     assert KEEP_MARKER in text
+    assert (work / "site-example" / "index.html").is_file(), "--workdir keeps the scratch files"
+
+
+@pytest.mark.parametrize("command", [["-m", "benchmarks"], ["benchmarks/run.py"]])
+def test_bench_runs_from_the_repository_root_as_module_or_script(command):
+    done = subprocess.run(
+        [sys.executable, *command, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--quick" in done.stdout and "--workdir" in done.stdout
 
 
 def test_ratio_target_says_by_how_much_it_missed():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from attnreport.site import SiteOptions, assemble_site, write_site
-from attnreport.site.context import visible
+from attnreport.text import display_token
 from tests.fixtures.fake_results import fake_study
 from tests.site_helpers import HOSTILE_TOKENS, hostile_study, site_charts
 
@@ -143,7 +143,7 @@ def test_changing_the_layer_widget_redraws_the_chart(site: Path, offline_page):
 def test_hostile_sentence_runs_nothing_and_reads_literally(hostile_site: Path, offline_page):
     page = open_page(offline_page, sentence_page(hostile_site, 1))
     texts = page.locator(".tok").all_text_contents()
-    assert texts == [visible(t) for t in HOSTILE_TOKENS]
+    assert texts == [display_token(t) for t in HOSTILE_TOKENS]  # one rule for every token
     assert "</script><img src=x onerror=alert(1)>" in page.locator("blockquote").inner_text()
     assert page.locator("img[src=x]").count() == 0
     tips = []
@@ -172,3 +172,26 @@ def test_print_hides_widgets_and_keeps_figures(site: Path, offline_page):
     assert page.locator(".toc").is_hidden()
     assert page.locator(".vega-bindings").first.is_hidden()
     assert page.locator("figure.ar-figure").first.is_visible()
+
+
+def test_every_key_finding_links_to_a_drawn_figure(tmp_path_factory, offline_page):
+    folder = build(fake_study(3, n_layers=3, n_heads=2), tmp_path_factory.mktemp("f") / "site")
+    page = open_page(offline_page, folder / "index.html")
+    hrefs = page.eval_on_selector_all(
+        "#findings p > a", "els => els.map(a => a.getAttribute('href'))"
+    )
+    assert len(hrefs) >= 4
+    for href in hrefs:
+        name, _, anchor = href.partition("#")
+        target = open_page(offline_page, folder / (name or "index.html"))
+        element = target.query_selector(f"[id='{anchor}']")
+        assert element is not None, href
+        chart = (
+            element
+            if "ar-chart" in (element.get_attribute("class") or "")
+            else element.query_selector(".ar-chart")
+        )
+        assert chart.get_attribute("data-rendered") == "true" and chart_has_marks(target, chart), (
+            href
+        )
+    assert offline_page.errors == []

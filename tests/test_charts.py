@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 
 from attnreport.charts import embed, images, index_figures, sentence_figures
 from attnreport.charts.assemble import columns_to_rows, static_view
-from attnreport.charts.attention import attention_map_figure
+from attnreport.charts.attention import attention_map_figure, attention_map_rows
 from attnreport.charts.columns import sentence_tokens
 from attnreport.charts.embed import chunk_file_name, chunk_files, decode_columns, figure_payload
 from attnreport.charts.figure import Figure
-from tests.fixtures.fake_results import fake_sentence, fake_study
+from tests.fixtures.fake_results import fake_sentence, fake_study, typed, typed_sentence
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("ATTNREPORT_UPDATE_SNAPSHOTS") == "1"
@@ -59,26 +59,24 @@ HOSTILE = [
 
 @pytest.fixture(scope="module")
 def studies() -> dict[str, dict]:
-    return {p: fake_study(positional=p) for p in ("rope", "absolute", "alibi")}
+    return {p: typed(fake_study(positional=p)) for p in ("rope", "absolute", "alibi")}
 
 
 @pytest.fixture(scope="module")
 def figures(studies) -> dict[str, list[Figure]]:
     out = {}
     for name, study in studies.items():
-        s0 = study["sentences"][0]
-        out[name] = sentence_figures(
-            s0, study["interventions"], study["manifest"], study["sentences"]
-        )
+        s0 = study.sentences[0]
+        out[name] = sentence_figures(s0, study.interventions, study.manifest, study.sentences)
     rope = studies["rope"]
-    out["index"] = index_figures(rope["set"], rope["manifest"], rope["sentences"])
+    out["index"] = index_figures(rope.set, rope.manifest, rope.sentences)
     return out
 
 
 @pytest.fixture(scope="module")
 def big_study() -> dict:
     """The budget case: 30 layers x 9 heads, a 60-token sentence (plus two for the mean grid)."""
-    return fake_study(n_sentences=3, n_layers=30, n_heads=9, n_tokens=60)
+    return typed(fake_study(n_sentences=3, n_layers=30, n_heads=9, n_tokens=60))
 
 
 @pytest.fixture(scope="module")
@@ -88,9 +86,10 @@ def hostile_figures() -> list[Figure]:
 
     sentences = [fake_sentence(0, tokens=HOSTILE, n_tokens=len(HOSTILE))] + study["sentences"][1:]
     manifest = fake_manifest(sentences, n_layers=4, n_heads=3)
+    r = typed({**study, "sentences": sentences, "manifest": manifest})
     return sentence_figures(
-        sentences[0], study["interventions"], manifest, sentences
-    ) + index_figures(study["set"], manifest, sentences)
+        r.sentences[0], r.interventions, r.manifest, r.sentences
+    ) + index_figures(r.set, r.manifest, r.sentences)
 
 
 def all_figures(figures) -> list[Figure]:
@@ -102,9 +101,9 @@ def test_figures_come_in_study_order(figures, studies):
         assert [f.key for f in figures[name]] == SENTENCE_KEYS
     assert [f.key for f in figures["index"]] == INDEX_KEYS
     study = studies["rope"]
-    without = sentence_figures(study["sentences"][0], None, study["manifest"])
+    without = sentence_figures(study.sentences[0], None, study.manifest)
     assert [f.key for f in without] == SENTENCE_KEYS[:10]
-    alone = sentence_figures(study["sentences"][0], study["interventions"], study["manifest"])
+    alone = sentence_figures(study.sentences[0], study.interventions, study.manifest)
     params = {p["name"]: p.get("value") for p in alone[-1].spec["params"]}
     assert list(params["sentence_tokens"]) == ["0"]  # others: positions in the tooltips
 
@@ -149,10 +148,8 @@ def test_specs_match_snapshots(figures, group):
 
 
 def test_sentence_page_payload_is_under_one_megabyte(big_study):
-    s0 = big_study["sentences"][0]
-    figs = sentence_figures(
-        s0, big_study["interventions"], big_study["manifest"], big_study["sentences"]
-    )
+    s0 = big_study.sentences[0]
+    figs = sentence_figures(s0, big_study.interventions, big_study.manifest, big_study.sentences)
     sizes = {f.key: len(figure_payload(f).encode("utf-8")) for f in figs}
     assert sum(sizes.values()) < 1_000_000, sizes
     assert max(sizes.values()) < 300_000, sizes
@@ -160,7 +157,7 @@ def test_sentence_page_payload_is_under_one_megabyte(big_study):
 
 def test_hostile_tokens_never_appear_raw(hostile_figures):
     expected = sentence_tokens(
-        {"tokens": {"columns": {"position": list(range(len(HOSTILE))), "token": HOSTILE}}}
+        typed_sentence(fake_sentence(0, tokens=HOSTILE, n_tokens=len(HOSTILE)))
     )
     assert HOSTILE[0] in expected
     seen_tokens = False
@@ -201,15 +198,22 @@ def test_chunks_referenced_by_payloads_exist_and_match(figures):
             ident, columns = _chunk_columns(files[chunk_file_name(fig.key, chunk)])
             assert ident == f"{fig.key}--{chunk}"
             assert decode_columns(columns) == fig.chunks[chunk]
-        if fig.chunks:
+        values = {p["name"]: p.get("value") for p in fig.spec.get("params", [])}
+        key = "|".join(str(values[p]) for p in payload["chunk_params"])
+        if fig.chunks and payload["inline_chunk"] is None:
+            # the page inlines part of the default view; its file holds the rest, no repeat
+            rest = fig.chunks[payload["chunks"][key]]
+            inline = decode_columns(payload["inline"])
+            assert set(rest) == set(inline)
+            shown = set(zip(*(inline[c] for c in sorted(inline)), strict=True))
+            assert not shown & set(zip(*(rest[c] for c in sorted(rest)), strict=True))
+        elif fig.chunks:
             assert payload["inline_chunk"] in named
             ident, columns = _chunk_columns(
                 files[chunk_file_name(fig.key, payload["inline_chunk"])]
             )
             assert decode_columns(payload["inline"]) == decode_columns(columns)
             # the widgets' initial values select the inlined chunk
-            values = {p["name"]: p.get("value") for p in fig.spec["params"]}
-            key = "|".join(str(values[p]) for p in payload["chunk_params"])
             assert payload["chunks"][key] == payload["inline_chunk"]
         else:
             assert files == {} and payload["chunk_params"] == []
@@ -235,7 +239,7 @@ def test_shared_chunks_come_from_a_figure_of_the_page(figures):
                 assert set(fig.inline) <= set(chunk)
             default = source.chunks[fig.inline_chunk]
             assert {name: default[name] for name in fig.inline} == fig.inline
-    assert shared == 3  # bias-vs-position on each model
+    assert shared == 9  # bias-vs-position and both update histograms on each model
 
 
 def test_static_spec_holds_the_inline_rows(figures):
@@ -485,14 +489,21 @@ def test_attention_map_sends_scores_and_derives_prob_and_rank():
     """Probabilities and ranks that the spec computes from the scores sent match the results:
     probabilities within 1e-3, ranks exactly (ties to the lower key) unless the results'
     scores of the row tie too."""
-    sentence = fake_sentence(0, n_layers=3, n_heads=3, n_tokens=30)
+    raw_sentence = fake_sentence(0, n_layers=3, n_heads=3, n_tokens=30)
+    sentence = typed_sentence(raw_sentence)
     fig = attention_map_figure(sentence)
-    att = sentence["attention"]
+    att = raw_sentence["attention"]
     params = {p["name"]: p.get("value") for p in fig.spec["params"]}
     widened = 0
-    for chunk_values, chunk in fig.chunk_names.items():
-        layer, head = (int(v) for v in chunk_values.split("|"))
-        columns = fig.chunks[chunk]
+    per_head = attention_map_rows(sentence)
+    for layer in range(3):  # a layer's data file holds its heads, the inlined one left out
+        joined = {(h, q, k) for lay, h in per_head if lay == layer
+                  for q, k in zip(per_head[(lay, h)]["query"], per_head[(lay, h)]["key"], strict=True)}  # fmt: skip
+        chunk = fig.chunks[fig.chunk_names[str(layer)]]
+        inline = {(h, q, k) for h, q, k in zip(fig.inline["head"], fig.inline["query"],
+                                               fig.inline["key"], strict=True) if layer == fig.inline["layer"][0]}  # fmt: skip
+        assert set(zip(chunk["head"], chunk["query"], chunk["key"], strict=True)) | inline == joined
+    for (layer, head), columns in per_head.items():
         assert list(columns) == ["layer", "head", "query", "key", "score"]
         widened += sum(round(v, 3) != v for v in columns["score"])
         rows = run_transforms(

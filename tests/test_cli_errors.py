@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+from transformers import GPTNeoConfig, GPTNeoForCausalLM
 
 from attnreport.cli import main
 from attnreport.models import loading
@@ -71,21 +71,22 @@ def test_uncached_hub_id_without_network(monkeypatch, sentence_file):
 
 
 def test_unsupported_architecture_names_the_supported_ones(tmp_path, sentence_file):
-    config = GPTNeoXConfig(
+    config = GPTNeoConfig(
         hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        intermediate_size=64,
+        num_layers=1,
+        num_heads=4,
+        attention_types=[[["global"], 1]],
         vocab_size=40,
     )
-    GPTNeoXForCausalLM(config).save_pretrained(tmp_path / "neox")
-    tiny_tokenizer().save_pretrained(tmp_path / "neox")
+    GPTNeoForCausalLM(config).save_pretrained(tmp_path / "neo")
+    tiny_tokenizer().save_pretrained(tmp_path / "neo")
     assert_one_line_error(
-        ["verify", "--model", str(tmp_path / "neox"), "--sentences", sentence_file],
-        "'gpt_neox' is not supported",
+        ["verify", "--model", str(tmp_path / "neo"), "--sentences", sentence_file],
+        "'gpt_neo' is not supported",
         "llama",
+        "gemma2",
+        "gpt_oss",
         "bloom",
-        "gpt2",
     )
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
+from attnreport.charts.embed import decode_columns
 from attnreport.cli import main
-from attnreport.config import merged_config
+from attnreport.config import KEYS, STARTER, Settings, load_settings
+from attnreport.errors import AttnReportError
 
 
 def build_with(tmp_path, toml: str, *args: str):
@@ -32,6 +36,9 @@ def build_with(tmp_path, toml: str, *args: str):
         ("title = ", "is not valid TOML"),
         ("view_head = [1]", "'view_head' must be [layer, head]"),
         ("view_head = [1, -2]", "'view_head' must be [layer, head]"),
+        ('dtype = "float64"', "'dtype' must be one of float32, bfloat16, float16"),
+        ('bos = "sometimes"', "'bos' must be one of auto, always, never"),
+        ("truncate = 1", "'truncate' must be bool"),
     ],
 )
 def test_bad_config_values(tmp_path, toml, fragment):
@@ -53,9 +60,50 @@ def test_intervention_layer_out_of_range(tmp_path, tiny_model_dirs):
 def test_command_line_overrides_config(tmp_path):
     config = tmp_path / "c.toml"
     config.write_text('title = "From file"\nout = "folder"\nimages = true\n')
-    merged = merged_config(config, {"images": False, "out": None})
+    merged = load_settings(config, {"images": False})
     assert merged.title == "From file" and merged.images is False
     assert merged.out == str(tmp_path / "folder")
+
+
+def test_a_bad_command_line_value_is_blamed_on_the_command_line(tmp_path):
+    code, output = build_with(tmp_path, 'title = "fine"', "--intervene-layer", "-2")
+    assert code == 1 and "error: command line: 'intervene_layer' must not be negative" in output
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_settings_value_is_checked_when_made():
+    with pytest.raises(AttnReportError, match="'map_tokens' must be at least 1"):
+        Settings(map_tokens=0)
+    with pytest.raises(AttnReportError, match="epsilons must be positive numbers"):
+        Settings(epsilons=(1e-3, float("inf")))
+    settings = Settings(epsilons=[1, 0.5], view_head=[2, 3])
+    assert settings.epsilons == (1.0, 0.5) and isinstance(settings.epsilons[0], float)
+    assert settings.view_head == (2, 3)
+
+
+def test_starter_config_names_every_setting_and_loads(tmp_path):
+    for key in KEYS:
+        assert f"\n{key} = " in STARTER or f"\n# {key} = " in STARTER, key
+    (tmp_path / "sentences.txt").write_text("the cat sat\n")
+    (tmp_path / "attnreport.toml").write_text(STARTER)
+    settings = load_settings(tmp_path / "attnreport.toml")
+    assert settings.sentences == str(tmp_path / "sentences.txt")
+    assert settings.recorded() == Settings().recorded()
+
+
+def test_manifest_records_the_settings_that_change_the_numbers():
+    recorded = Settings(view_head=(1, 2), mean_sentences=(0, 1)).recorded()
+    assert set(recorded) == {
+        "bos",
+        "breakdown_ranks",
+        "epsilons",
+        "intervene_layer",
+        "map_tokens",
+        "mean_sentences",
+        "scaling_sentence",
+        "view_head",
+    }
+    assert recorded["view_head"] == [1, 2] and recorded["epsilons"] == [0.5, 1e-3, 1e-10]
 
 
 @pytest.mark.parametrize(
@@ -82,4 +130,5 @@ def test_pages_open_on_the_chosen_head(tmp_path, tiny_model_dirs):
     assert code == 0, output
     page = next((tmp_path / "out").glob("s000-*.html")).read_text()
     payload = page.split('id="ar-data-attention-map">', 1)[1].split("</script>", 1)[0]
-    assert '"inline_chunk":"l1-h3"' in payload.replace(" ", "")
+    inline = decode_columns(json.loads(payload)["inline"])  # the rows drawn first
+    assert set(inline["layer"]) == {1} and set(inline["head"]) == {3}

@@ -30,6 +30,8 @@ def fake_sentence(rng: np.random.Generator, n_tokens: int) -> tuple[dict, dict]:
         "first_focus": counts[1] / max(n_queries, 1),
         "concentration": rng.random(rows) if n_queries else np.zeros(rows),
         "n_queries": np.full(rows, n_queries, dtype=np.int64),
+        "first_prob": rng.random(rows) if n_queries else np.zeros(rows),
+        "sink_share": rng.random(rows) * 0.1,
     }
     impact = {
         "layer": np.repeat(np.arange(LAYERS), HEADS * n_tokens),

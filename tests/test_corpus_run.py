@@ -15,8 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from attnreport.cli import main
-from attnreport.config import Config
+from attnreport.config import load_settings
 from attnreport.errors import AttnReportError
+from attnreport.results import dump, load
+from attnreport.results.compare import compare_results
 from attnreport.sentences import read_sentences
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,13 +86,23 @@ def test_corpus_files_equal_the_one_pass_study(tmp_path, tiny_model_dirs, one_th
     )
     assert code == 0, output
     files = tree_bytes(tmp_path / "r")
-    _, results = study(Config(model=model, sentences=str(corpus)))
-    reference = results.files()
+    _, results = study(load_settings(None, {"model": model, "sentences": str(corpus)}))
+    reference = dump(results)
     for index in range(6):
         name = f"sentences/{index:03d}.json"
         assert files[name] == reference[name]  # the same per-sentence code in one process
         assert json.loads(files[f"partials/{index:03d}.json"])["index"] == index
-    assert files["manifest.json"] == reference["manifest.json"]
+    assert files["interventions.json"] == reference["interventions.json"]
+    manifest, want_manifest = (
+        json.loads(files["manifest.json"]),
+        json.loads(reference["manifest.json"]),
+    )
+    listed = manifest.pop("files")
+    assert listed.keys() == want_manifest.pop("files").keys()  # what dump lists
+    assert listed == {name: len(files[name]) for name in listed}
+    assert manifest == want_manifest
+    loaded = load(tmp_path / "r")  # the folder loads as one analyze wrote it
+    assert compare_results(results, loaded).ok
     got, want = json.loads(files["set.json"])["tables"], json.loads(reference["set.json"])["tables"]
     for table, columns in want.items():
         for column, values in columns["columns"].items():

@@ -11,15 +11,15 @@ import urllib.request
 from click.testing import CliRunner
 
 from attnreport.cli import main
-from attnreport.config import read_config
+from attnreport.config import load_settings
 from attnreport.sentences import read_sentences
 
 
 def test_init_writes_a_valid_config_and_sentences(tmp_path):
     result = CliRunner().invoke(main, ["init", "--dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    config = read_config(tmp_path / "attnreport.toml")
-    assert config["model"] == "default" and config["sentences"] == str(tmp_path / "sentences.txt")
+    settings = load_settings(tmp_path / "attnreport.toml")
+    assert settings.model == "default" and settings.sentences == str(tmp_path / "sentences.txt")
     assert len(read_sentences(tmp_path / "sentences.txt")) >= 6
 
 

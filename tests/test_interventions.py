@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnreport.attention import layer_specs
 from attnreport.capture import capture_attention
 from attnreport.interventions import (
     identity,
@@ -16,6 +15,7 @@ from attnreport.interventions import (
     scaling_grid,
 )
 from attnreport.models import load_model
+from attnreport.models.layout import discover
 
 SENTENCE = "the cat chased the mouse and the dog sat on the mat"
 
@@ -24,7 +24,7 @@ SENTENCE = "the cat chased the mouse and the dog sat on the mat"
 def llama(tiny_model_dirs):
     loaded = load_model(str(tiny_model_dirs["llama"]))
     ids = torch.tensor(loaded.tokenizer(SENTENCE).input_ids)
-    return loaded.model, layer_specs(loaded.family, loaded.model), ids
+    return loaded.model, discover(loaded.family, loaded.model), ids
 
 
 def uniform_causal(n_heads: int, n: int) -> torch.Tensor:
@@ -90,7 +90,7 @@ def test_grids_have_every_cell_and_kl(llama):
 @pytest.mark.parametrize("family", ["llama", "bloom", "gpt2"])
 def test_replaying_earlier_blocks_gives_the_same_numbers(tiny_model_dirs, family):
     loaded = load_model(str(tiny_model_dirs[family]))
-    model, specs = loaded.model, layer_specs(loaded.family, loaded.model)
+    model, specs = loaded.model, discover(loaded.family, loaded.model)
     ids = torch.tensor(loaded.tokenizer(SENTENCE).input_ids)
     base = run_modified(model, specs, ids, 1, identity, (1,))
     assert len(base.prefix) == 1
@@ -98,4 +98,4 @@ def test_replaying_earlier_blocks_gives_the_same_numbers(tiny_model_dirs, family
     replayed = run_modified(model, specs, ids, 1, scale("K", 1e-3), (1,), base.prefix)
     assert torch.equal(full.probs[1], replayed.probs[1])
     assert torch.equal(full.log_probs, replayed.log_probs)
-    assert all("forward" not in vars(block) for block in loaded.family.blocks(model))
+    assert all("forward" not in vars(block) for block in [s.block for s in specs])

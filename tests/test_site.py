@@ -12,10 +12,10 @@ from attnreport.charts.embed import figure_payload as payload
 from attnreport.errors import AttnReportError
 from attnreport.site import SiteOptions, assemble_site, date_from_env, prose
 from attnreport.site.assemble import stable_svg_ids
-from attnreport.site.context import visible
 from attnreport.site.render import render_404, script_json
 from attnreport.site.slugs import MAX_WORDS_CHARS, sentence_filename, sentence_slug
-from tests.fixtures.fake_results import fake_study
+from attnreport.text import display_token, visible
+from tests.fixtures.fake_results import fake_study, typed
 from tests.html_scan import link_problems, scan
 from tests.site_helpers import HOSTILE_TOKENS, demo_charts, hostile_study, site_charts
 
@@ -120,7 +120,7 @@ def test_payload_round_trips_through_the_page(site, study):
     html = site[sentence_filename(0, study["sentences"][0]["sentence"]["text"])].decode()
     from tests.site_helpers import sentence_figures
 
-    fig = sentence_figures(study, 0)[0]
+    fig = sentence_figures(typed(study), 0)[0].figure
     import json
 
     assert scan(html).json_scripts["ar-data-attention-map"] == json.loads(payload(fig))
@@ -138,7 +138,8 @@ def test_no_images_build_omits_images_and_downloads(study):
     files = assemble_site(study, SiteOptions(images=False), demo_charts())
     assert not any(name.startswith("figures/") for name in files)
     html = files["index.html"].decode()
-    assert "<noscript>" not in html and "download" not in html and "<time" not in html
+    assert "<noscript>" not in html and " download>" not in html and "<time" not in html
+    assert html.count('class="data"') == html.count('class="ar-chart"')  # data links stay
     assert all(not link_problems(n, scan(h), files) for n, h in pages(files).items())
 
 
@@ -165,7 +166,7 @@ def focus_table(first: dict[int, list[float]], self_: float = 0.1):
 def test_focus_text_names_the_first_token_layers_and_self_head():
     table = focus_table({k: [0.9, 0.8, 0.1] if k in (3, 4, 7) else [0.1] * 3 for k in range(8)})
     text = prose.focus_summary(table)
-    assert text[0].startswith("Layers 3, 4 and 7 put most heads on the first token.")
+    assert text[0].startswith("Layers 3-4 and 7 put most heads on the first token.")
     assert "layer 0, head 2: for 30% of queries" in text[1]
 
 
@@ -184,8 +185,9 @@ def test_layers_and_intervention_text():
     cells = [{"target": "K", "epsilon": 1e-10, "kl": [1.0, 3.0]},
              {"target": "Q", "epsilon": 0.5, "kl": [0.0, 0.1]}]  # fmt: skip
     text = prose.scaling_summary({"cells": cells}, 5)
-    assert text.startswith("Scaling K by 1.0e-10 in layer 5 changes")
-    assert "mean KL 2 nats" in text and "scaling Q by 0.5 changes it least" in text
+    assert text.startswith("Scaling K by 1e-10 in layer 5 changes")
+    assert "mean KL divergence of 2 nats per position" in text
+    assert "scaling Q by 0.5 changes it least (0.05 nats)" in text
 
 
 def test_text_changes_with_the_data(study):
@@ -204,7 +206,7 @@ def test_hostile_text_is_shown_literally_and_runs_nothing(hostile_site):
     page = scan(html)
     assert page.event_attrs == []
     assert all(s.get("type") == "application/json" or s.get("src") for s in page.scripts)
-    assert [t for t, _ in page.tokens] == [visible(t) for t in HOSTILE_TOKENS]
+    assert [t for t, _ in page.tokens] == [display_token(t) for t in HOSTILE_TOKENS]
     assert "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in html
     assert "{{ 7*7 }}" in html and "49" not in "".join(t for t, _ in page.tokens)
     assert "\x00" not in html and "␀␁␛[31m␡\\x85" in html
@@ -244,8 +246,8 @@ def test_unsafe_figure_key_is_rejected(study):
     from dataclasses import replace
 
     charts = demo_charts()
-    bad = replace(charts, index_figures=lambda r: [replace(f, key="../x") for f in
-                                                   charts.index_figures(r)][:1])  # fmt: skip
+    bad = replace(charts, index_figures=lambda r: [replace(p, figure=replace(p.figure, key="../x"))
+                                                   for p in charts.index_figures(r)][:1])  # fmt: skip
     with pytest.raises(ValueError, match="figure key"):
         assemble_site(study, OPTIONS, bad)
 
@@ -289,11 +291,9 @@ def test_svg_ids_are_renumbered_per_file():
     assert stable_svg_ids(b"<svg/>") == b"<svg/>"
 
 
-def test_results_as_an_object_give_the_same_site(study, site):
-    """``StudyResults`` passes the parts as attributes; a mapping passes them as keys."""
-    from types import SimpleNamespace
-
-    assert assemble_site(SimpleNamespace(**study), OPTIONS, demo_charts()) == site
+def test_typed_results_give_the_same_site(study, site):
+    """Typed ``Results`` and the parts as JSON values (parsed by the schema) draw alike."""
+    assert assemble_site(typed(study), OPTIONS, demo_charts()) == site
 
 
 def test_lede_from_options_replaces_the_computed_one(study):
@@ -306,5 +306,48 @@ def test_first_token_lead_for_one_all_and_no_layers():
         "Layer 0 puts most heads on the first token."
     )
     assert prose.first_token_lead(focus_table({0: [0.9, 0.9], 1: [0.8, 0.6]})) == (
-        "All 2 layers put most of their heads on the first token."
+        "Both layers put most of their heads on the first token."
     )
+
+
+def test_sentence_pages_are_titled_by_their_shortened_sentence(study):
+    long_text = (
+        "The old lighthouse keeper climbed the narrow stairs every evening to light the lamp"
+    )
+    study["sentences"][1]["sentence"]["text"] = long_text
+    files = assemble_site(study, OPTIONS, demo_charts())
+    html = files[sentence_filename(1, long_text)].decode()
+    assert "<h1><bdi>The old lighthouse keeper climbed the narrow stairs every…</bdi></h1>" in html
+    first = study["sentences"][0]["sentence"]["text"]
+    assert f"<h1><bdi>{first}</bdi></h1>" in files[sentence_filename(0, first)].decode()
+
+
+@pytest.mark.slow
+def test_key_findings_link_to_figures_that_exist(real_site):
+    """Every finding on the index links to a figure on the index or on a sentence page."""
+    html = real_site["index.html"].decode()
+    section = html[html.index('<section id="findings">') : html.index("</section>")]
+    assert section.index("Key findings") < section.index("<p>")
+    links = re.findall(r'<a href="([^"]+)">See ', section)
+    assert len(links) == section.count("<p>") >= 4
+    for href in links:
+        page, anchor = href.split("#")
+        target = real_site[page or "index.html"].decode()
+        assert anchor in scan(target).ids, href
+        assert anchor.startswith(("figure-", "ar-chart-")), href
+    assert html.index('id="findings"') < html.index('id="sentences"')
+    assert "Xiao et al." in html  # StreamingLLM cited where sinks are explained
+
+
+@pytest.mark.slow
+def test_every_chart_and_image_has_alt_text_from_the_data(real_site):
+    for name, content in real_site.items():
+        if not name.endswith(".html") or name == "404.html":
+            continue
+        html = content.decode()
+        labels = re.findall(r'class="ar-chart"[^>]* aria-label="([^"]*)"', html)
+        alts = re.findall(r'<img src="[^"]+" alt="([^"]*)"', html)
+        assert labels and len(alts) == len(labels), name
+        for text in labels + alts:
+            title, _, alt = text.partition(". ")
+            assert title.startswith("Figure ") and len(alt) > 40 and alt.endswith("."), (name, text)

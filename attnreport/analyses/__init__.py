@@ -3,54 +3,46 @@
 See ``docs/results-schema.md`` for every table, column and definition.
 """
 
-from attnreport.analyses.attention_map import (
-    KeyOrder,
-    attention_triangles,
-    key_order,
-    rank_keys,
-    top_keys,
-    top_table,
-)
-from attnreport.analyses.breakdown import breakdown_table
-from attnreport.analyses.focus import FOCUS_STATISTICS, focus_sorted, focus_table
-from attnreport.analyses.impact import block_impact_table, head_impact_table
-from attnreport.analyses.pooling import pool_focus, pool_impact
-from attnreport.analyses.sentence import (
-    LAYER_TABLES,
-    SENTENCE_TABLES,
-    analyze_layer,
-    merge_layers,
-)
-from attnreport.analyses.tables import (
-    Table,
-    concat_tables,
-    round_sig,
-    table_to_json,
-    triangle,
-)
+from __future__ import annotations
 
-__all__ = [
-    "FOCUS_STATISTICS",
-    "LAYER_TABLES",
-    "SENTENCE_TABLES",
-    "KeyOrder",
-    "Table",
-    "analyze_layer",
-    "attention_triangles",
-    "block_impact_table",
-    "breakdown_table",
-    "concat_tables",
-    "focus_sorted",
-    "focus_table",
-    "head_impact_table",
-    "key_order",
-    "merge_layers",
-    "pool_focus",
-    "pool_impact",
-    "rank_keys",
-    "round_sig",
-    "table_to_json",
-    "top_keys",
-    "top_table",
-    "triangle",
-]
+import importlib
+from typing import Any
+
+# name -> the module defining it. Imported on first use (PEP 562), so a module that needs
+# only the table-level functions (``analyses.sinks`` for the report's findings) does not
+# import torch with the capture-side analyses: ``render`` must never import torch.
+_WHERE = {
+    "FOCUS_STATISTICS": "attnreport.analyses.focus",
+    "KeyOrder": "attnreport.analyses.attention_map",
+    "LAYER_TABLES": "attnreport.analyses.sentence",
+    "SENTENCE_TABLES": "attnreport.analyses.sentence",
+    "Table": "attnreport.analyses.tables",
+    "analyze_layer": "attnreport.analyses.sentence",
+    "attention_triangles": "attnreport.analyses.attention_map",
+    "block_impact_table": "attnreport.analyses.impact",
+    "breakdown_table": "attnreport.analyses.breakdown",
+    "concat_tables": "attnreport.analyses.tables",
+    "focus_sorted": "attnreport.analyses.focus",
+    "focus_table": "attnreport.analyses.focus",
+    "head_impact_table": "attnreport.analyses.impact",
+    "key_order": "attnreport.analyses.attention_map",
+    "merge_layers": "attnreport.analyses.sentence",
+    "pool_focus": "attnreport.analyses.pooling",
+    "pool_impact": "attnreport.analyses.pooling",
+    "rank_keys": "attnreport.analyses.attention_map",
+    "round_sig": "attnreport.analyses.tables",
+    "table_to_json": "attnreport.analyses.tables",
+    "top_keys": "attnreport.analyses.attention_map",
+    "top_table": "attnreport.analyses.attention_map",
+    "triangle": "attnreport.analyses.tables",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value

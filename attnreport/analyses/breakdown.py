@@ -19,7 +19,7 @@ def breakdown_table(record: LayerRecord, ranks: int = 3, order: KeyOrder | None 
     """The ``breakdown`` table, rows in (head, query, rank) order.
 
     Columns: layer, head, query, rank, key (the key with that rank; ties to the lower key
-    index), score (``record.scores``), then one float64 column per term of ``record.terms``
+    index), score (``record.logits``: before any soft-cap), then one float64 column per term of ``record.terms``
     (position, bias, content, query_only; they sum to ``score`` up to rounding).
     Raises ValueError when ``ranks < 0`` or a term is missing from the record.
     """
@@ -42,7 +42,7 @@ def breakdown_table(record: LayerRecord, ranks: int = 3, order: KeyOrder | None 
         "rank": index[:, 2].numpy(),
         "key": keys[valid].numpy(),
     }
-    for name, values in (("score", record.scores), *((n, record.terms[n]) for n in TERM_NAMES)):
+    for name, values in (("score", record.logits), *((n, record.terms[n]) for n in TERM_NAMES)):
         picked = values.gather(-1, keys)[valid]
         table[name] = as_numpy(picked).astype(np.float64)
     return table

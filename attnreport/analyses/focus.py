@@ -1,6 +1,9 @@
 """Per-head focus statistics over the query tokens ``i >= 1`` and their sorted lines.
 
 Row 0 can only attend to itself, so it says nothing about focus and is left out.
+With sliding windows a query whose window excludes token 0 cannot focus on it: the
+first-token measures (``first_focus``, ``first_prob``) count only the queries that can
+see token 0; ``self_focus`` and ``concentration`` count every query ``i >= 1``.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ def focus_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:
     """The ``focus`` table: one row per head of the layer, in head order.
 
     Over queries ``i >= 1``: ``self_focus`` = fraction whose top key is ``i``,
-    ``first_focus`` = fraction whose top key is 0, ``concentration`` = mean of
-    ``p_top1 - p_top2`` (all in [0, 1]); ``n_queries = n - 1``. A one-token sentence has
-    ``n_queries = 0`` and every statistic 0.0.
+    ``concentration`` = mean of ``p_top1 - p_top2``; over the queries ``i >= 1`` that can
+    see token 0: ``first_focus`` = fraction whose top key is 0 and ``first_prob`` = mean
+    of ``p_i0`` (Gu et al.'s head score behind Sink_1^eps); ``sink_share`` = mean over
+    ``i >= 1`` of the learned sink's probability (0 for models without sinks). All in
+    [0, 1]; ``n_queries = n - 1``. A statistic over no query is 0.0.
     """
     top_key, p_top1, p_top2 = top_keys(record, order)
     n_heads, n_queries = record.n_heads, record.n_tokens - 1
@@ -31,18 +36,33 @@ def focus_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:
         "layer": np.full(n_heads, record.layer, dtype=np.int64),
         "head": np.arange(n_heads, dtype=np.int64),
     }
-    if n_queries == 0:
-        zeros = np.zeros(n_heads, dtype=np.float64)
-        table.update(self_focus=zeros, first_focus=zeros.copy(), concentration=zeros.copy())
-    else:
+    names = ("self_focus", "first_focus", "concentration", "n_queries", "first_prob", "sink_share")
+    table.update({name: np.zeros(n_heads, dtype=np.float64) for name in names})
+    table["n_queries"] = np.full(n_heads, n_queries, dtype=np.int64)
+    if n_queries > 0:
         top = top_key[:, 1:]
+        sees_first = record.allowed[1:, 0].cpu()  # (query - 1,) queries whose window holds 0
         table.update(
             self_focus=(top == torch.arange(1, n_queries + 1)).double().mean(1).numpy(),
-            first_focus=(top == 0).double().mean(1).numpy(),
+            first_focus=_mean_over(top == 0, sees_first),
             concentration=(p_top1 - p_top2)[:, 1:].mean(1).numpy(),
+            first_prob=_mean_over(record.probs[:, 1:, 0].cpu(), sees_first),
+            sink_share=_sink_share(record, n_heads),
         )
-    table["n_queries"] = np.full(n_heads, n_queries, dtype=np.int64)
     return table
+
+
+def _mean_over(values: torch.Tensor, rows: torch.Tensor) -> np.ndarray:
+    """(head, query) values averaged over the queries where ``rows`` holds; 0 when none does."""
+    if not bool(rows.any()):
+        return np.zeros(values.shape[0], dtype=np.float64)
+    return values[:, rows].double().mean(1).numpy()
+
+
+def _sink_share(record: LayerRecord, n_heads: int) -> np.ndarray:
+    if record.sink_probs is None:
+        return np.zeros(n_heads, dtype=np.float64)
+    return record.sink_probs[:, 1:].cpu().double().mean(1).numpy()
 
 
 def _long_form(focus: Table) -> Table:

@@ -14,11 +14,13 @@ from typing import Any
 import numpy as np
 import torch
 
-Table = dict[str, np.ndarray]
+from attnreport.results.rounding import (
+    _round_array,
+    _round_one,
+)
+from attnreport.results.rounding import column_to_list as _column_to_list
 
-SIG_DIGITS = 6
-_POW10 = np.array([float(10**i) for i in range(23)])  # 1e0 .. 1e22, all exact in float64
-_HALF_TOL = 1e-7  # far above the 1e-10 error of the scaled mantissa, far below 0.5
+Table = dict[str, np.ndarray]
 
 
 def as_numpy(values: Any) -> np.ndarray:
@@ -29,54 +31,6 @@ def as_numpy(values: Any) -> np.ndarray:
             values = values.to(torch.float64)
         return values.numpy()
     return np.asarray(values)
-
-
-def _round_one(value: float) -> float:
-    if not np.isfinite(value):
-        raise ValueError(f"cannot publish a non-finite number: {value!r}")
-    return float(f"{value:.{SIG_DIGITS}g}")
-
-
-def _scaled(magnitude: np.ndarray, exponent: np.ndarray) -> np.ndarray:
-    """``magnitude * 10**(5 - exponent)`` with an exact power of ten (clipped to 1e+-22)."""
-    k = (SIG_DIGITS - 1) - exponent
-    return _times_pow10(magnitude, k)
-
-
-def _times_pow10(values: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """``values * 10**k`` elementwise, multiplying or dividing by an exact power of ten."""
-    power = _POW10[np.minimum(np.abs(k), 22)]
-    out = np.empty_like(values)
-    np.multiply(values, power, out=out, where=k >= 0)
-    np.divide(values, power, out=out, where=k < 0)
-    return out
-
-
-def _round_array(values: np.ndarray) -> np.ndarray:
-    """Vectorised ``float(f"{v:.6g}")``: bit-identical, with the rare hard cases done by Python.
-
-    With ``m = |v| * 10**k`` in [1e5, 1e6) and ``10**k`` exact, ``rint(m) / 10**k`` is the
-    correctly rounded value of the 6-digit decimal, i.e. what ``float(str)`` returns. Only
-    when ``m`` is within ``_HALF_TOL`` of a half (where the float product may round the other
-    way) or ``|k| > 22`` (inexact power) do we fall back to string formatting.
-    """
-    v = np.asarray(values, dtype=np.float64)
-    if not np.isfinite(v).all():
-        raise ValueError("cannot publish a non-finite number (NaN or inf)")
-    magnitude = np.abs(v)
-    nonzero = magnitude > 0
-    safe = np.where(nonzero, magnitude, 1.0)
-    exponent = np.floor(np.log10(safe)).astype(np.int64)
-    m = _scaled(safe, exponent)
-    exponent = exponent + (m >= 1e6) - (m < 1e5)  # log10 can be one off near powers of ten
-    m = _scaled(safe, exponent)
-    k = (SIG_DIGITS - 1) - exponent
-    rounded = _times_pow10(np.rint(m), -k)
-    out = np.copysign(np.where(nonzero, rounded, 0.0), v)
-    hard = nonzero & ((np.abs(m - np.floor(m) - 0.5) < _HALF_TOL) | (np.abs(k) > 22))
-    for index in np.flatnonzero(hard):
-        out.flat[index] = _round_one(float(v.flat[index]))
-    return out
 
 
 def round_sig(x: Any) -> Any:
@@ -114,31 +68,9 @@ def table_length(table: Table) -> int:
     return next(iter(lengths.values()))[0] if lengths else 0
 
 
-def _json_scalar(value: Any) -> Any:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return _round_one(float(value))
-    raise TypeError(f"cannot publish a {type(value).__name__} in a table column")
-
-
 def column_to_list(values: Any) -> list[Any]:
-    """One column as JSON-ready Python values: bool, int, rounded float, str or None."""
-    array = as_numpy(values)
-    kind = array.dtype.kind
-    if kind == "b":
-        return array.tolist()
-    if kind in "iu":
-        return array.astype(np.int64).tolist()
-    if kind == "f":
-        return _round_array(array).tolist()
-    if kind == "U":
-        return array.tolist()
-    return [_json_scalar(value) for value in array.tolist()]
+    """One column as JSON-ready Python values (see ``attnreport.results.rounding``)."""
+    return _column_to_list(as_numpy(values))
 
 
 def table_to_json(table: Table) -> dict[str, dict[str, list[Any]]]:

@@ -1,4 +1,4 @@
-"""Chart builders: results dicts (``docs/results-schema.md``) -> ``Figure`` values.
+"""Chart builders: typed results (``attnreport.results``) -> ``Figure`` values.
 
 Public API:
 - ``sentence_figures(sentence, interventions, manifest)``: the figures of a sentence
@@ -14,52 +14,43 @@ Public API:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
-from attnreport.charts import attention, block_impact, breakdown, focus, impact, interventions
 from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.registry import FIGURES, FigureEntry, Inputs, build_figures, page_inputs
+from attnreport.results import Interventions, Manifest, Results, SentenceResults, SetResults
 
-__all__ = ["Columns", "Figure", "index_figures", "sentence_figures"]
+__all__ = [
+    "FIGURES",
+    "Columns",
+    "Figure",
+    "FigureEntry",
+    "build_figures",
+    "index_figures",
+    "page_inputs",
+    "sentence_figures",
+]
 
 
 def sentence_figures(
-    sentence: dict[str, Any],
-    interventions_results: dict[str, Any] | None,
-    manifest: dict[str, Any],
-    sentences: list[dict[str, Any]] | None = None,
+    sentence: SentenceResults,
+    interventions_results: Interventions | None,
+    manifest: Manifest,
+    sentences: Sequence[SentenceResults] | None = None,
 ) -> list[Figure]:
-    """The figures of one sentence page, in study order (see the module docstring).
+    """The figures of one sentence page, in registry order (``charts.registry``).
 
-    sentence: one ``sentences/NNN.json``; interventions_results: ``interventions.json``
-    or None (pass it on the page of the sentence it was run on, ``scaling.sentence``);
-    manifest: ``manifest.json`` (positional scheme, sentence texts); sentences
-    (optional): every sentence's results, so that the mean grid's tooltips can name the
-    tokens of the other inputs (the manifest lists token ids only).
+    interventions_results: given, the page shows the intervention grids; sentences
+    (optional): every sentence's results, so the mean grid can name other inputs' tokens.
     """
-    has_map = sentence.get("attention") is not None  # None past ``map_tokens`` tokens
-    figures = [
-        *([attention.attention_map_figure(sentence)] if has_map else []),
-        breakdown.breakdown_figure(sentence, manifest),
-        breakdown.bias_position_figure(sentence, manifest),
-        *(focus.focus_figure(sentence, statistic) for statistic in focus.STATISTICS),
-        impact.histogram_figure(sentence, "magnitude"),
-        impact.histogram_figure(sentence, "orientation"),
-        impact.scatter_figure(sentence),
-        block_impact.block_impact_figure(sentence),
-    ]
-    if interventions_results:
-        iv = interventions_results
-        figures.append(interventions.scaling_figure(iv, sentence, manifest, sentences))
-        figures.append(interventions.mean_figure(iv, sentence, manifest, sentences))
-    return figures
+    results = Results(manifest, tuple(sentences or (sentence,)), None, interventions_results)  # type: ignore[arg-type]
+    inputs = Inputs(results, sentence, interventions_results is not None)
+    return [placed.figure for placed in build_figures(inputs)]
 
 
 def index_figures(
-    set_results: dict[str, Any], manifest: dict[str, Any], sentences: list[dict[str, Any]]
+    set_results: SetResults, manifest: Manifest, sentences: Sequence[SentenceResults]
 ) -> list[Figure]:
     """The index page's figures: pooled focus (self, first token, concentration), head impact."""
-    n_sentences = len(sentences) or len(manifest.get("sentences") or [])
-    return [
-        *(focus.pooled_focus_figure(set_results, s, n_sentences) for s in focus.STATISTICS),
-        block_impact.pooled_impact_figure(set_results),
-    ]
+    results = Results(manifest, tuple(sentences), set_results, None)
+    return [placed.figure for placed in build_figures(Inputs(results))]

@@ -171,6 +171,7 @@ def build_figure(
     default: tuple[Any, ...] = (),
     renderer: str = "svg",
     chunk_source: str | None = None,
+    first_rows: Columns | None = None,
 ) -> Figure:
     """A Figure from a chart and either all its ``rows`` or ``chunks`` keyed by param values.
 
@@ -178,7 +179,9 @@ def build_figure(
     chunk inlined in the page. Without chunks, ``rows`` are all inlined. With
     ``chunk_source`` (the key of a figure built from chunks with the same keys, whose rows
     hold every column this one reads), only the default chunk is kept, as ``inline``: the
-    others are read from the source's chunk files.
+    others are read from the source's chunk files. With ``first_rows``, the page inlines
+    only those rows (a part of the default view) and marks no chunk as inlined: the
+    runtime loads the default chunk, which must not repeat them, after the first draw.
     """
     for name in (key, chunk_source or key):
         if not SAFE_NAME.match(name):
@@ -196,7 +199,7 @@ def build_figure(
             renderer=renderer,
         )
     names = {values: chunk_name(params, values) for values in chunks}
-    inline = chunks[default]
+    inline = chunks[default] if first_rows is None else first_rows
     return Figure(
         key=key,
         title=title,
@@ -206,7 +209,7 @@ def build_figure(
         chunks={} if chunk_source else {names[v]: cols for v, cols in chunks.items()},
         chunk_param=params[0] if len(params) == 1 else None,
         chunk_names={chunk_key(values): name for values, name in names.items()},
-        inline_chunk=names[default],
+        inline_chunk=names[default] if first_rows is None else None,
         static_spec=static_view(spec, inline),
         chunk_params=params,
         renderer=renderer,

@@ -14,8 +14,6 @@ the results' ranks, those cells keep the results' digits (``ordered_scores``).
 
 from __future__ import annotations
 
-from typing import Any
-
 import altair as alt
 import numpy as np
 
@@ -31,6 +29,7 @@ from attnreport.charts.columns import (
 from attnreport.charts.common import tip, token_axis, token_calcs
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import attention_scale, kind_expr, kind_scale
+from attnreport.results import SentenceResults
 
 ROW_FILTER = "datum.layer == layer && datum.head == head"
 
@@ -68,23 +67,24 @@ def ordered_scores(
     return shown
 
 
-def attention_map_rows(sentence: dict[str, Any]) -> dict[tuple[int, int], Columns]:
+def attention_map_rows(sentence: SentenceResults) -> dict[tuple[int, int], Columns]:
     """(layer, head) -> rows layer, head, query, key, score of one head's triangle.
 
     Cells the model's mask blocks inside the causal triangle (a sliding window: their
     score is null in the results) are left out, so the map shows them empty and the
     derived softmax runs over the keys the model could attend to.
     """
-    att = sentence["attention"]
-    n = int(sentence["sentence"]["n_tokens"])
-    all_query, all_key = triangle_index(n)
+    att = sentence.attention
+    if att is None:
+        raise ValueError(f"sentence {sentence.index} has no attention maps (map_tokens)")
+    all_query, all_key = triangle_index(sentence.n_tokens)
     out = {}
-    for layer, heads in enumerate(att["scores"]):
+    for layer, heads in enumerate(att.scores):
         for head in range(len(heads)):
-            scores = flatten(att["scores"][layer][head])
+            scores = flatten(att.scores[layer][head])
             keep = np.isfinite(scores)
             query, key = all_query[keep], all_key[keep]
-            ranks = flatten(att["ranks"][layer][head])[keep].astype(int)
+            ranks = flatten(att.ranks[layer][head])[keep].astype(int)
             out[(layer, head)] = {
                 "layer": [layer] * len(query),
                 "head": [head] * len(query),
@@ -172,11 +172,29 @@ def attention_map_chart(
     )
 
 
-def attention_map_figure(sentence: dict[str, Any], key: str = "attention-map") -> Figure:
-    """Fig 1 as a Figure, chunked per (layer, head), opening on ``common.default_head``."""
+def layer_chunks(
+    per_head: dict[tuple[int, int], Columns], first: tuple[int, int]
+) -> dict[tuple[int], Columns]:
+    """(layer,) -> rows of every head of that layer, one head after the other, leaving out
+    the ``first`` (layer, head): the page inlines it, so its file must not repeat it."""
+    out: dict[tuple[int], Columns] = {}
+    for (layer, head), rows in per_head.items():
+        chunk = out.setdefault((layer,), {name: [] for name in rows})
+        if (layer, head) == first:
+            continue
+        for name, values in rows.items():
+            chunk[name].extend(values)
+    return out
+
+
+def attention_map_figure(sentence: SentenceResults, key: str = "attention-map") -> Figure:
+    """Fig 1 as a Figure, one data file per layer (all its heads), opening on
+    ``common.default_head``: that head's rows are inlined, the rest of its layer loads
+    after the first draw."""
     n_layers, n_heads = common.n_layers_heads(sentence)
     default = common.default_head(sentence)
     chart = attention_map_chart(key, sentence_tokens(sentence), n_layers, n_heads, default)
+    per_head = attention_map_rows(sentence)
     caption = (
         "Each row is a current token and each column a target token it can attend to (only "
         "earlier tokens and itself); colour is the pre-softmax score s_ij of the chosen layer "
@@ -190,7 +208,8 @@ def attention_map_figure(sentence: dict[str, Any], key: str = "attention-map") -
         title="Attention map",
         caption=caption,
         chart=chart,
-        chunks=attention_map_rows(sentence),
-        params=("layer", "head"),
-        default=default,
+        chunks=layer_chunks(per_head, default),
+        params=("layer",),
+        default=(default[0],),
+        first_rows=per_head[default],
     )

@@ -8,16 +8,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import altair as alt
 
 from attnreport.charts import common, widgets
 from attnreport.charts.assemble import build_figure
-from attnreport.charts.columns import as_list, rounded, sentence_tokens, sort_rows, table
+from attnreport.charts.columns import as_list, rounded, sentence_tokens, sort_rows
 from attnreport.charts.common import tip, token_axis
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import FIRST_COLOR, LAYER_SCHEME, MAGNITUDE_SCHEME, ORIENTATION_SCHEME
+from attnreport.results import SentenceResults, SetResults
 
 
 def block_impact_chart(key: str, tokens: list[str], n_layers: int, n_heads: int) -> alt.LayerChart:
@@ -75,10 +74,10 @@ def block_impact_chart(key: str, tokens: list[str], n_layers: int, n_heads: int)
     )
 
 
-def block_impact_figure(sentence: dict[str, Any]) -> Figure:
+def block_impact_figure(sentence: SentenceResults) -> Figure:
     """Fig 10, all layers inline (layers x tokens rows)."""
     n_layers, n_heads = common.n_layers_heads(sentence)
-    block = sort_rows(table(sentence, "block_impact"), ("layer", "query"))
+    block = sort_rows(sentence.tables.block_impact.arrays(), ("layer", "query"))
     rows: Columns = {name: as_list(block[name]) for name in ("layer", "query", "top_first_heads")}
     rows["magnitude"] = rounded(block["magnitude"])
     chart = block_impact_chart("impact-by-position", sentence_tokens(sentence), n_layers, n_heads)
@@ -143,9 +142,9 @@ def pooled_impact_chart(key: str) -> alt.HConcatChart:
     )
 
 
-def pooled_impact_figure(set_results: dict[str, Any]) -> Figure:
+def pooled_impact_figure(set_results: SetResults) -> Figure:
     """The index page's head impact figure (all rows inline: layers x heads)."""
-    pooled = sort_rows(table(set_results, "impact_pooled"), ("layer", "head"))
+    pooled = sort_rows(set_results.impact_pooled.arrays(), ("layer", "head"))
     rows: Columns = {name: as_list(pooled[name]) for name in ("layer", "head", "n_tokens")}
     for name in ("magnitude", "orientation"):
         rows[name] = rounded(pooled[name])

@@ -10,8 +10,6 @@ charts and the captions say so.
 
 from __future__ import annotations
 
-from typing import Any
-
 import altair as alt
 import numpy as np
 
@@ -23,19 +21,19 @@ from attnreport.charts.columns import (
     rounded,
     select,
     sentence_tokens,
-    table,
 )
 from attnreport.charts.common import tip, token_axis, token_calcs
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import TERM_COLORS, TERM_LABELS
+from attnreport.results import Manifest, SentenceResults
 
 ROW_FILTER = "datum.layer == layer && datum.head == head && datum.rank == sort_idx"
 TERMS = ("position", "bias", "content", "query_only")
 
 
-def breakdown_rows(sentence: dict[str, Any], terms: tuple[str, ...]) -> dict[tuple[int], Columns]:
+def breakdown_rows(sentence: SentenceResults, terms: tuple[str, ...]) -> dict[tuple[int], Columns]:
     """(layer,) -> breakdown rows of that layer: layer, head, query, rank, key, score, terms."""
-    bd = table(sentence, "breakdown")
+    bd = sentence.tables.breakdown.arrays()
     out = {}
     for layer in sorted(set(bd["layer"].tolist())):
         rows = select(bd, bd["layer"] == layer)
@@ -169,15 +167,15 @@ def bias_position_chart(
     )
 
 
-def _n_ranks(sentence: dict[str, Any]) -> int:
-    ranks = table(sentence, "breakdown")["rank"]
+def _n_ranks(sentence: SentenceResults) -> int:
+    ranks = sentence.tables.breakdown.arrays()["rank"]
     return int(np.max(ranks)) + 1 if len(ranks) else 1
 
 
-def _setup(sentence: dict[str, Any], manifest: dict[str, Any]):
+def _setup(sentence: SentenceResults, manifest: Manifest):
     """Shared inputs of Figs 2 and 3: tokens, sizes, default head, terms drawn, rows."""
     n_layers, n_heads = common.n_layers_heads(sentence)
-    with_position = common.has_position_term(manifest, table(sentence, "breakdown"))
+    with_position = common.has_position_term(manifest, sentence.tables.breakdown.arrays())
     terms = TERMS if with_position else TERMS[1:]
     return {
         "tokens": sentence_tokens(sentence),
@@ -189,7 +187,7 @@ def _setup(sentence: dict[str, Any], manifest: dict[str, Any]):
     }
 
 
-def _position_note(manifest: dict[str, Any], with_position: bool) -> str:
+def _position_note(manifest: Manifest, with_position: bool) -> str:
     scheme = common.positional_scheme(manifest)
     if not with_position:
         return (
@@ -202,7 +200,7 @@ def _position_note(manifest: dict[str, Any], with_position: bool) -> str:
 
 
 def breakdown_figure(
-    sentence: dict[str, Any], manifest: dict[str, Any], key: str = "attention-breakdown"
+    sentence: SentenceResults, manifest: Manifest, key: str = "attention-breakdown"
 ) -> Figure:
     """Fig 2 as a Figure, chunked per layer."""
     s = _setup(sentence, manifest)
@@ -229,8 +227,8 @@ def breakdown_figure(
 
 
 def bias_position_figure(
-    sentence: dict[str, Any],
-    manifest: dict[str, Any],
+    sentence: SentenceResults,
+    manifest: Manifest,
     key: str = "bias-vs-position",
     source: str = "attention-breakdown",
 ) -> Figure:

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from attnreport.charts.figure import Columns
-from attnreport.charts.theme import display_token
+from attnreport.results import SentenceResults
+from attnreport.text import display_token
 
 SCORE_DECIMALS = 3
 VALUE_DECIMALS = 4
@@ -23,11 +24,6 @@ VALUE_DECIMALS = 4
 def rounded(values: Iterable[float], decimals: int = VALUE_DECIMALS) -> list[float]:
     """Python floats rounded to ``decimals`` places (correctly rounded, so JSON stays short)."""
     return [round(float(v), decimals) for v in values]
-
-
-def table(results: dict[str, Any], name: str) -> dict[str, np.ndarray]:
-    """Columns of ``results["tables"][name]`` as numpy arrays."""
-    return {k: np.asarray(v) for k, v in results["tables"][name]["columns"].items()}
 
 
 def select(columns: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
@@ -41,10 +37,10 @@ def sort_rows(columns: dict[str, np.ndarray], keys: Sequence[str]) -> dict[str, 
     return {k: v[order] for k, v in columns.items()}
 
 
-def sentence_tokens(sentence: dict[str, Any]) -> list[str]:
+def sentence_tokens(sentence: SentenceResults) -> list[str]:
     """Display texts of a sentence's tokens, indexed by position."""
-    cols = sentence["tokens"]["columns"]
-    by_position = dict(zip(cols["position"], cols["token"], strict=True))
+    tokens = sentence.tokens
+    by_position = dict(zip(tokens.position.tolist(), tokens.token.tolist(), strict=True))
     return [display_token(str(by_position[i])) for i in range(len(by_position))]
 
 

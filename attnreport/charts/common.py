@@ -7,7 +7,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 
-from attnreport.charts.columns import table
+from attnreport.results import Manifest, SentenceResults
 
 # Axis label of a token position: "3 focus". Reads the ``tokens`` param (see widgets).
 TOKEN_LABEL = "datum.value + ' ' + tokens[datum.value]"
@@ -54,49 +54,44 @@ def tip(field: str, title: str, fmt: str | None = None) -> alt.Tooltip:
     return alt.Tooltip(field, title=title, format=fmt) if fmt else alt.Tooltip(field, title=title)
 
 
-def n_layers_heads(sentence: dict[str, Any]) -> tuple[int, int]:
+def n_layers_heads(sentence: SentenceResults) -> tuple[int, int]:
     """Numbers of layers and heads, read from the focus table (one row per layer and head).
 
     The attention triangles are not used: a sentence longer than ``map_tokens`` has none.
     """
-    focus = table(sentence, "focus")
-    layers, heads = focus.get("layer", []), focus.get("head", [])
+    focus = sentence.tables.focus.arrays()
+    layers, heads = focus["layer"], focus["head"]
     return (int(max(layers)) + 1, int(max(heads)) + 1) if len(layers) else (0, 0)
 
 
-def default_head(sentence: dict[str, Any]) -> tuple[int, int]:
+def default_head(sentence: SentenceResults) -> tuple[int, int]:
     """The (layer, head) a sentence page opens on: the results' ``view_head`` when the
     user chose one, else the strongest first-token focus.
 
     Ties go to the lowest layer, then the lowest head; (0, 0) when there is no focus table.
     """
-    if sentence.get("view_head") is not None:
-        layer, head = sentence["view_head"]
+    if sentence.view_head is not None:
+        layer, head = sentence.view_head
         return int(layer), int(head)
-    focus = table(sentence, "focus")
-    if not len(focus.get("layer", [])):
+    focus = sentence.tables.focus.arrays()
+    if not len(focus["layer"]):
         return 0, 0
     order = np.lexsort((focus["head"], focus["layer"], -focus["first_focus"]))
     best = order[0]
     return int(focus["layer"][best]), int(focus["head"][best])
 
 
-def positional_scheme(manifest: dict[str, Any]) -> str:
+def positional_scheme(manifest: Manifest) -> str:
     """The model's positional scheme, lower case ("rope", "alibi", "absolute", ...).
 
-    Read from ``manifest["model"]["positional"]`` or ``manifest["positional"]`` (also
-    accepted: ``positional_scheme``); "unknown" when absent.
+    Read from ``manifest.model.positional``; "unknown" when empty.
     """
-    for where in (manifest.get("model") or {}, manifest):
-        for name in ("positional", "positional_scheme"):
-            if isinstance(where, dict) and where.get(name):
-                return str(where[name]).lower()
-    return "unknown"
+    return manifest.model.positional.lower() or "unknown"
 
 
-def has_position_term(manifest: dict[str, Any], breakdown: dict[str, np.ndarray]) -> bool:
+def has_position_term(manifest: Manifest, breakdown: dict[str, np.ndarray]) -> bool:
     """False for absolute-position models (and when every position term is 0)."""
     if positional_scheme(manifest) in ("absolute", "learned", "none", "sinusoidal"):
         return False
-    position = breakdown.get("position", np.zeros(0))
+    position = breakdown["position"]
     return bool(np.any(position != 0))

@@ -60,16 +60,7 @@ import numpy as np
 
 from attnreport.charts.assemble import SAFE_NAME
 from attnreport.charts.figure import Columns, Figure
-
-_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
-
-
-def script_safe_json(value: Any) -> str:
-    """Compact JSON that is safe inside ``<script>`` (JSON or JS) and in a JS source file."""
-    text = json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-    for raw, escaped in _SCRIPT_ESCAPES.items():
-        text = text.replace(raw, escaped)
-    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+from attnreport.text import script_json as script_safe_json
 
 
 def _compact(value: Any) -> Any:

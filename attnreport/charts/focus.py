@@ -8,16 +8,15 @@ each head across sentences: a min..max band, and quartiles in the tooltip.
 
 from __future__ import annotations
 
-from typing import Any
-
 import altair as alt
 import numpy as np
 
 from attnreport.charts.assemble import build_figure
-from attnreport.charts.columns import as_list, rounded, select, table
+from attnreport.charts.columns import as_list, rounded, select
 from attnreport.charts.common import n_layers_heads, tip
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import lines_scheme
+from attnreport.results import SentenceResults, SetResults
 
 STATISTICS = ("self_focus", "first_focus", "concentration")
 NAMES = {
@@ -141,9 +140,9 @@ def _caption(statistic: str, pooled: bool, n_sentences: int = 0) -> str:
     )
 
 
-def focus_figure(sentence: dict[str, Any], statistic: str) -> Figure:
+def focus_figure(sentence: SentenceResults, statistic: str) -> Figure:
     """Fig 4, 5 or 6 for one sentence (all rows inline: layers x heads)."""
-    rows = focus_rows(table(sentence, "focus_sorted"), statistic)
+    rows = focus_rows(sentence.tables.focus_sorted.arrays(), statistic)
     n_layers = n_layers_heads(sentence)[0]
     key = statistic.replace("_", "-")
     chart = focus_lines_chart(key, statistic, n_layers)
@@ -156,10 +155,10 @@ def focus_figure(sentence: dict[str, Any], statistic: str) -> Figure:
     )
 
 
-def pooled_focus_figure(set_results: dict[str, Any], statistic: str, n_sentences: int) -> Figure:
+def pooled_focus_figure(set_results: SetResults, statistic: str, n_sentences: int) -> Figure:
     """The index page's version: pooled over the set, with the spread across sentences."""
-    sorted_table = table(set_results, "focus_sorted")
-    rows = focus_rows(sorted_table, statistic, pooled=table(set_results, "focus_pooled"))
+    sorted_table = set_results.focus_sorted.arrays()
+    rows = focus_rows(sorted_table, statistic, pooled=set_results.focus_pooled.arrays())
     n_layers = int(np.max(sorted_table["layer"])) + 1 if len(sorted_table["layer"]) else 1
     key = "set-" + statistic.replace("_", "-")
     chart = focus_lines_chart(key, statistic, n_layers, pooled=True)

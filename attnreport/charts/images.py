@@ -13,10 +13,16 @@ PNG size: vl-convert compresses quickly rather than well (every row Sub-filtered
 deflate). ``optimize_png`` re-encodes the same pixels losslessly: RGB when every pixel is
 opaque, a palette when there are at most 256 colours, per-row filters, zlib level 9. The
 example site's PNGs shrink to about 40% of their size.
+
+``render_static`` is the exporter proper (same spec, same bytes, in any process);
+``image_export.figure_images`` calls it for many figures, through the image cache and in
+parallel. ``exporter_version`` names everything besides the spec that the bytes depend
+on: bump ``POSTPROCESS_VERSION`` when ``optimize_png`` or ``stable_svg_ids`` changes.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import struct
@@ -27,6 +33,7 @@ import numpy as np
 import vl_convert
 
 from attnreport.charts.figure import Figure
+from attnreport.charts.svg import stable_svg_ids
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +41,9 @@ MAX_ROWS = 40_000
 MAX_BYTES = 4_000_000
 PNG_SCALE = 1.0
 VL_VERSION = "6.4"  # the Vega-Lite version Altair 6 writes and vl-convert 1.9 ships
+# Bump whenever stable_svg_ids or optimize_png changes the bytes they write: cached
+# images made by the old code are then no longer used.
+POSTPROCESS_VERSION = 1
 
 
 def _count_rows(spec: Any) -> int:
@@ -172,11 +182,38 @@ def optimize_png(png: bytes) -> bytes:
     return out if len(out) < len(png) else png
 
 
-def export_images(fig: Figure) -> tuple[str, bytes] | None:
-    """(SVG text, PNG bytes) of the figure's default view, or None when refused or failing."""
+def exporter_version() -> str:
+    """What the bytes of an exported image depend on besides its spec: vl-convert's
+    version, the Vega-Lite version asked for, the PNG scale and our post-processing
+    (``POSTPROCESS_VERSION``). Part of every image cache key."""
+    try:
+        version = importlib.metadata.version("vl-convert-python")  # "1.9.0.post1"
+    except importlib.metadata.PackageNotFoundError:
+        version = vl_convert.__version__
+    return (
+        f"vl-convert {version}; vega-lite {VL_VERSION}; "
+        f"png scale {PNG_SCALE}; post-processing {POSTPROCESS_VERSION}"
+    )
+
+
+def render_static(spec: dict[str, Any]) -> tuple[bytes, bytes]:
+    """(SVG, PNG) bytes of a static spec: vl-convert's drawing, SVG ids renumbered
+    (``stable_svg_ids``), PNG re-encoded (``optimize_png``). Raises what vl-convert raises.
+
+    The same spec gives the same bytes in any process, which is what lets the image
+    cache and the parallel export stand in for a serial export.
+    """
+    svg = stable_svg_ids(vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION).encode("utf-8"))
+    # Rasterise the SVG rather than running Vega a second time for the PNG.
+    png = vl_convert.svg_to_png(svg.decode("utf-8"), scale=PNG_SCALE)
+    return svg, optimize_png(png)
+
+
+def exportable(fig: Figure) -> bool:
+    """Whether the figure has a static spec within bounds (a warning names any refused)."""
     spec = fig.static_spec
     if spec is None:
-        return None
+        return False
     rows, size = static_size(spec)
     if rows > MAX_ROWS or size > MAX_BYTES:
         log.warning(
@@ -188,12 +225,20 @@ def export_images(fig: Figure) -> tuple[str, bytes] | None:
             MAX_ROWS,
             MAX_BYTES,
         )
+        return False
+    return True
+
+
+def export_images(fig: Figure) -> tuple[str, bytes] | None:
+    """(SVG text, PNG bytes) of the figure's default view, or None when refused or failing.
+
+    One figure, no cache; ``attnreport.charts.image_export.figure_images`` exports many,
+    cached and in parallel."""
+    if not exportable(fig):
         return None
     try:
-        svg = vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION)
-        # Rasterise the SVG rather than running Vega a second time for the PNG.
-        png = vl_convert.svg_to_png(svg, scale=PNG_SCALE)
+        svg, png = render_static(fig.static_spec)  # type: ignore[arg-type]
     except Exception as error:  # vl-convert raises ValueError/RuntimeError on bad specs
         log.warning("figure %s: vl-convert failed: %s", fig.key, error)
         return None
-    return svg, optimize_png(png)
+    return svg.decode("utf-8"), png

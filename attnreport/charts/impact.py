@@ -10,19 +10,18 @@ figure are in ``block_impact``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import altair as alt
 
 from attnreport.charts import common, widgets
 from attnreport.charts.assemble import build_figure
-from attnreport.charts.columns import as_list, rounded, select, sentence_tokens, sort_rows, table
+from attnreport.charts.columns import as_list, rounded, select, sentence_tokens, sort_rows
 from attnreport.charts.common import tip
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import (
     KIND_DOMAIN,
     kind_scale,
 )
+from attnreport.results import SentenceResults
 
 # ``target`` column: 0 self, 1 first token, 2 other (KIND_DOMAIN order).
 TARGET_LABEL = "[" + ", ".join(f"'{k}'" for k in KIND_DOMAIN) + "][datum.target]"
@@ -37,11 +36,11 @@ MEASURES = {  # name, short axis title (histogram panels), long axis title
 
 
 def head_impact_rows(
-    sentence: dict[str, Any], fields: tuple[str, ...]
+    sentence: SentenceResults, fields: tuple[str, ...]
 ) -> dict[tuple[int], Columns]:
     """(layer,) -> rows layer, head, target (0/1/2) and ``fields`` of that layer."""
-    impact = sort_rows(table(sentence, "head_impact"), ("layer", "head", "query"))
-    top = table(sentence, "top")
+    impact = sort_rows(sentence.tables.head_impact.arrays(), ("layer", "head", "query"))
+    top = sentence.tables.top.arrays()
     kind = {
         (int(a), int(b), int(c)): 0 if c == k else (1 if k == 0 else 2)
         for a, b, c, k in zip(top["layer"], top["head"], top["query"], top["top_key"], strict=True)
@@ -145,8 +144,11 @@ HISTOGRAM_CAPTIONS = {
 }
 
 
-def histogram_figure(sentence: dict[str, Any], measure: str) -> Figure:
-    """Fig 7 (``magnitude``) or Fig 8 (``orientation``), chunked per layer."""
+def histogram_figure(
+    sentence: SentenceResults, measure: str, source: str = "orientation-vs-magnitude"
+) -> Figure:
+    """Fig 7 (``magnitude``) or Fig 8 (``orientation``), chunked per layer; other layers
+    come from the chunk files of Fig 9 (key ``source``, on the same page)."""
     n_layers, n_heads = common.n_layers_heads(sentence)
     layer = common.default_head(sentence)[0]
     key = "update-" + measure
@@ -159,10 +161,11 @@ def histogram_figure(sentence: dict[str, Any], measure: str) -> Figure:
         chunks=head_impact_rows(sentence, (measure,)),
         params=("layer",),
         default=(layer,),
+        chunk_source=source,
     )
 
 
-def scatter_figure(sentence: dict[str, Any]) -> Figure:
+def scatter_figure(sentence: SentenceResults) -> Figure:
     """Fig 9, chunked per layer."""
     n_layers, _ = common.n_layers_heads(sentence)
     layer = common.default_head(sentence)[0]

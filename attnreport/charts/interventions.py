@@ -3,26 +3,29 @@
 Input is ``interventions.json`` as loaded. Every cell holds, for each observation
 (``same`` = the intervened layer, ``next``, ``last``) and head, the post-softmax triangle
 after the intervention, plus the KL divergence of the next-token distribution at every
-position. Both figures are chunked per (head, observation): 9 cells of n(n+1)/2 rows.
+position. Both figures have one data file per observation (every head); the default head of the
+``same`` layer is inlined.
 Below each grid a small chart draws the KL divergence per position for every cell.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from attnreport.charts.assemble import build_figure
-from attnreport.charts.columns import flatten, rounded, sentence_tokens, table, triangle_index
+from attnreport.charts.columns import flatten, rounded, sentence_tokens, triangle_index
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.grids import OBSERVATIONS, TARGETS, epsilon_label, mean_chart, scaling_chart
-from attnreport.charts.theme import display_token
+from attnreport.results import GridCell, Interventions, Manifest, SentenceResults
+from attnreport.text import display_token
 
 
-def cell_rows(cell: dict[str, Any], head: int, observation: str, extra: dict[str, Any]) -> Columns:
+def cell_rows(cell: GridCell, head: int, observation: str, extra: dict[str, Any]) -> Columns:
     """Rows of one grid cell for one head and observation: query, key, prob, kl, + extras."""
-    triangle = cell["observations"][observation][head]
+    triangle = cell.observations[observation][head]
     query, key = triangle_index(len(triangle))
-    kl = rounded(cell["kl"])
+    kl = rounded(cell.kl)
     count = len(query)
     rows: Columns = {"head": [head] * count, "observation": [observation] * count}
     rows.update({name: [value] * count for name, value in extra.items()})
@@ -37,7 +40,7 @@ def concat_rows(parts: list[Columns]) -> Columns:
 
 
 def grid_rows(
-    cells: list[dict[str, Any]], n_heads: int, label: Any
+    cells: Sequence[GridCell], n_heads: int, label: Any
 ) -> dict[tuple[int, str], Columns]:
     """(head, observation) -> rows of every cell; ``label(cell)`` gives each cell's extra columns."""
     out = {}
@@ -49,28 +52,32 @@ def grid_rows(
     return out
 
 
-def _listed_sentences(manifest: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    """index -> the manifest's entry for that sentence (``text``, ``tokens`` when present)."""
-    listed = manifest.get("sentences") or []
-    return {int(s.get("index", i)): s for i, s in enumerate(listed) if isinstance(s, dict)}
+def observation_chunks(
+    per_head: dict[tuple[int, str], Columns], first: tuple[int, str]
+) -> dict[tuple[str], Columns]:
+    """(observation,) -> rows of every head, leaving out ``first`` (head, observation):
+    the page inlines it, so its file must not repeat it."""
+    out: dict[tuple[str], Columns] = {}
+    for (head, observation), rows in per_head.items():
+        chunk = out.setdefault((observation,), {name: [] for name in rows})
+        if (head, observation) != first:
+            for name, values in rows.items():
+                chunk[name].extend(values)
+    return out
 
 
-def _tokens_of(
-    index: int, known: list[dict[str, Any]], manifest: dict[str, Any]
-) -> list[str] | None:
-    """Display tokens of sentence ``index``: from a known sentence's results, else from
-    ``manifest["sentences"][k]["tokens"]`` when present (the standard manifest has none)."""
+def _tokens_of(index: int, known: Sequence[SentenceResults]) -> list[str] | None:
+    """Display tokens of sentence ``index`` from its results (None when not among them)."""
     for sentence in known:
-        if int(sentence["sentence"]["index"]) == index:
+        if sentence.index == index:
             return sentence_tokens(sentence)
-    tokens = _listed_sentences(manifest).get(index, {}).get("tokens")
-    return [display_token(str(t)) for t in tokens] if isinstance(tokens, list) else None
+    return None
 
 
-def _default_head(sentence: dict[str, Any], interventions: dict[str, Any], n_heads: int) -> int:
+def _default_head(sentence: SentenceResults, interventions: Interventions, n_heads: int) -> int:
     """The head with the strongest first-token focus at the intervened layer (0 if unknown)."""
-    focus = table(sentence, "focus")
-    layer = int(interventions.get("layer", 0))
+    focus = sentence.tables.focus.arrays()
+    layer = interventions.layer
     best = [
         (-f, int(h))
         for la, h, f in zip(focus["layer"], focus["head"], focus["first_focus"], strict=True)
@@ -79,38 +86,38 @@ def _default_head(sentence: dict[str, Any], interventions: dict[str, Any], n_hea
     return min(best)[1] if best else 0
 
 
-def _n_heads(cells: list[dict[str, Any]]) -> int:
-    return len(cells[0]["observations"]["same"]) if cells else 0
+def _n_heads(cells: Sequence[GridCell]) -> int:
+    return len(cells[0].observations["same"]) if cells else 0
 
 
 def scaling_figure(
-    interventions: dict[str, Any],
-    sentence: dict[str, Any],
-    manifest: dict[str, Any],
-    sentences: list[dict[str, Any]] | None = None,
+    interventions: Interventions,
+    sentence: SentenceResults,
+    manifest: Manifest,
+    sentences: Sequence[SentenceResults] | None = None,
 ) -> Figure:
-    """Fig 11 as a Figure, chunked per (head, observation).
+    """Fig 11 as a Figure, one data file per observation.
 
     Token texts come from ``sentence`` or ``sentences`` (whichever is the scaled one);
     without them the tooltips show positions ("#3").
     """
-    scaling = interventions["scaling"]
-    cells, epsilons = scaling["cells"], list(interventions["epsilons"])
+    scaling = interventions.scaling
+    epsilons = list(interventions.epsilons)
     order = {(t, e): i for i, (t, e) in enumerate((t, e) for t in TARGETS for e in epsilons)}
-    cells = sorted(cells, key=lambda c: order.get((c["target"], c["epsilon"]), len(order)))
+    cells = sorted(scaling.cells, key=lambda c: order.get((c.target, c.setting), len(order)))
     n_heads = _n_heads(cells)
-    index = int(scaling["sentence"])
-    n = len(cells[0]["kl"]) if cells else 0
-    tokens = _tokens_of(index, [sentence, *(sentences or [])], manifest)
+    index = scaling.sentence
+    n = len(cells[0].kl) if cells else 0
+    tokens = _tokens_of(index, [sentence, *(sentences or [])])
     tokens = tokens or [f"#{i}" for i in range(n)]
     head = _default_head(sentence, interventions, n_heads)
-    observed = {k: int(v) for k, v in interventions["observed_layers"].items()}
+    observed = dict(interventions.observed_layers)
     chart = scaling_chart("scaling-grid", tokens, epsilons, n_heads, observed, head)
     rows = grid_rows(
-        cells, n_heads, lambda c: {"target": c["target"], "eps": epsilon_label(c["epsilon"])}
+        cells, n_heads, lambda c: {"target": c.target, "eps": epsilon_label(c.setting)}
     )
     caption = (
-        f"Layer {interventions['layer']}: Q, K or V of every head is multiplied by a factor "
+        f"Layer {interventions.layer}: Q, K or V of every head is multiplied by a factor "
         "\u03b5 (columns) and attention is recomputed in a real forward pass; each cell is "
         "the post-softmax attention map of the chosen head. Scaling Q or K tempers the "
         "scores towards uniform causal attention. Scaling V leaves this layer's weights "
@@ -123,54 +130,54 @@ def scaling_figure(
         title="Scaling Q, K and V",
         caption=caption,
         chart=chart,
-        chunks=rows,
-        params=("head", "observation"),
-        default=(head, "same"),
+        chunks=observation_chunks(rows, (head, "same")),
+        params=("observation",),
+        default=("same",),
+        first_rows=rows[(head, "same")],
         renderer="canvas",
     )
 
 
-def _input_label(index: int, manifest: dict[str, Any]) -> str:
-    text = str(_listed_sentences(manifest).get(index, {}).get("text", "")).strip()
+def _input_label(index: int, manifest: Manifest) -> str:
+    listed = {s.index: s.text for s in manifest.sentences}
+    text = listed.get(index, "").strip()
     short = display_token(text[:28] + ("\u2026" if len(text) > 28 else "")) if text else ""
     return f"sentence {index}" + (f": {short}" if short else "")
 
 
 def mean_figure(
-    interventions: dict[str, Any],
-    sentence: dict[str, Any],
-    manifest: dict[str, Any],
-    sentences: list[dict[str, Any]] | None = None,
+    interventions: Interventions,
+    sentence: SentenceResults,
+    manifest: Manifest,
+    sentences: Sequence[SentenceResults] | None = None,
 ) -> Figure:
-    """Fig 12 as a Figure, chunked per (head, observation).
+    """Fig 12 as a Figure, one data file per observation.
 
     Token texts of the inputs come from ``sentence`` and ``sentences``; an input found in
     neither shows positions ("#3") in the tooltips.
     """
-    mean = interventions["mean"]
-    chosen = [int(i) for i in mean["sentences"]]
+    mean = interventions.mean
+    chosen = list(mean.sentences)
     place = {(i, t): k for k, (i, t) in enumerate((i, t) for i in chosen for t in TARGETS)}
-    cells = sorted(
-        mean["cells"], key=lambda c: place.get((int(c["sentence"]), c["target"]), len(place))
-    )
+    cells = sorted(mean.cells, key=lambda c: place.get((int(c.setting), c.target), len(place)))
     n_heads = _n_heads(cells)
     known = [sentence, *(sentences or [])]
-    tokens = {str(i): t for i in chosen if (t := _tokens_of(i, known, manifest)) is not None}
+    tokens = {str(i): t for i in chosen if (t := _tokens_of(i, known)) is not None}
     head = _default_head(sentence, interventions, n_heads)
-    observed = {k: int(v) for k, v in interventions["observed_layers"].items()}
+    observed = dict(interventions.observed_layers)
     chart = mean_chart("mean-grid", tokens, n_heads, observed, head)
     labels = {i: _input_label(i, manifest) for i in chosen}
     rows = grid_rows(
         cells,
         n_heads,
         lambda c: {
-            "sentence": int(c["sentence"]),
-            "input": labels[int(c["sentence"])],
-            "target": c["target"],
+            "sentence": int(c.setting),
+            "input": labels[int(c.setting)],
+            "target": c.target,
         },
     )
     caption = (
-        f"Layer {interventions['layer']}: for each of {len(chosen)} inputs (rows), Q, K or V "
+        f"Layer {interventions.layer}: for each of {len(chosen)} inputs (rows), Q, K or V "
         "(columns) of every head is replaced by its mean over the token positions and "
         "attention is recomputed; each cell is the post-softmax attention map of the chosen "
         "head. With Q replaced, every current token scores the targets alike; with K "
@@ -183,8 +190,9 @@ def mean_figure(
         title="Replacing Q, K and V by their mean",
         caption=caption,
         chart=chart,
-        chunks=rows,
-        params=("head", "observation"),
-        default=(head, "same"),
+        chunks=observation_chunks(rows, (head, "same")),
+        params=("observation",),
+        default=("same",),
+        first_rows=rows[(head, "same")],
         renderer="canvas",
     )

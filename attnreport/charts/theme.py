@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
 
 import altair as alt
@@ -82,25 +81,3 @@ def configure(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
         .configure_title(fontSize=15, anchor="start", subtitleFontSize=12, subtitleColor="#555")
         .configure_header(labelFontSize=12, titleFontSize=12)
     )
-
-
-def display_token(text: str) -> str:
-    """Token text safe to draw: control characters become visible symbols.
-
-    Controls (U+0000..U+001F, U+007F) map to the Control Pictures block (NUL -> U+2400),
-    lone surrogates to U+FFFD, a token of only spaces to open boxes (U+2423). Everything
-    else (quotes, emoji, right-to-left text, ``</script>``) is kept: it travels as data.
-    """
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if code < 0x20:
-            out.append(chr(0x2400 + code))
-        elif code == 0x7F:
-            out.append("\u2421")
-        elif 0xD800 <= code <= 0xDFFF or unicodedata.category(ch) == "Cs":
-            out.append("\ufffd")
-        else:
-            out.append(ch)
-    shown = "".join(out)
-    return shown if shown.strip() else "\u2423" * max(1, len(shown))

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
 from typing import Any
 
+from attnreport.config import Settings
+from attnreport.results import SCHEMA
 from attnreport.session import Session
-from attnreport.study import SCHEMA, Settings
 
 RUN_SCHEMA = "attnreport.run/1"
 
@@ -29,7 +29,8 @@ def sentences_digest(session: Session) -> str:
 
 
 def settings_json(settings: Settings) -> dict[str, Any]:
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(settings).items()}
+    """Every setting that changes the numbers (``Settings.recorded``), as JSON values."""
+    return json.loads(json.dumps(settings.recorded()))
 
 
 def run_fingerprint(session: Session, settings: Settings) -> dict[str, Any]:

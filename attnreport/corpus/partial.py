@@ -6,7 +6,8 @@ statistics and ``n_queries``) and, per (layer, head), the sum of its tokens' imp
 
 - the running totals: for each focus statistic, the sum over sentences of
   ``value * n_queries`` and the sum of ``n_queries``; for impact, the sums and counts;
-- each sentence's focus row (layers x heads x 4 numbers), because quantiles across
+- each sentence's focus row (layers x heads x 6 numbers: ``BY_SENTENCE`` and
+  ``n_queries``), because quantiles across
   sentences and the ``focus_by_sentence`` table need them. That is all that grows with
   the corpus; the attention maps and tables of a sentence are never kept.
 
@@ -28,9 +29,13 @@ import numpy as np
 from attnreport.analyses.focus import FOCUS_STATISTICS, focus_sorted
 from attnreport.analyses.pooling import SPREAD_COLUMNS
 from attnreport.analyses.tables import Table
+from attnreport.results import SetResults
 
 _SCALE = 2**1074  # 1 / the smallest positive float64: every finite float64 times it is an int
 _QUANTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
+# the per-sentence focus columns ``focus_by_sentence`` lists (besides layer, head, n_queries);
+# the pooled statistics are the first ``len(FOCUS_STATISTICS)`` of them
+BY_SENTENCE: tuple[str, ...] = (*FOCUS_STATISTICS, "first_prob", "sink_share")
 
 
 def exact(values: np.ndarray) -> list[int]:
@@ -99,7 +104,7 @@ class SentencePartial:
 class SetPartial:
     """Running set-wide totals; ``add`` a sentence or ``merge`` another part, in any order."""
 
-    rows: dict[int, np.ndarray] = field(default_factory=dict)  # index -> (4, rows) focus values
+    rows: dict[int, np.ndarray] = field(default_factory=dict)  # index -> (6, rows) focus values
     keys: tuple[np.ndarray, np.ndarray] | None = None  # focus (layer, head) columns
     impact_keys: tuple[np.ndarray, np.ndarray] | None = None
     focus_sums: list[list[int]] = field(default_factory=list)  # [statistic][row], exact
@@ -115,8 +120,9 @@ class SetPartial:
         one = SetPartial()
         focus, impact = part.focus, part.impact
         n = np.asarray(focus["n_queries"], dtype=np.int64)
+        zeros = np.zeros(len(n), dtype=np.float64)  # a column the model did not produce
         one.rows[part.index] = np.stack(
-            [np.asarray(focus[s], dtype=np.float64) for s in FOCUS_STATISTICS] + [n]
+            [np.asarray(focus.get(s, zeros), dtype=np.float64) for s in BY_SENTENCE] + [n]
         )
         one.keys = (np.asarray(focus["layer"]), np.asarray(focus["head"]))
         one.impact_keys = (np.asarray(impact["layer"]), np.asarray(impact["head"]))
@@ -159,16 +165,16 @@ class SetPartial:
         if not self.rows or self.keys is None or self.impact_keys is None:
             raise ValueError("pooling needs at least one sentence")
         order = sorted(self.rows)
-        stack = np.stack([self.rows[i] for i in order])  # (sentence, 4, rows)
+        stack = np.stack([self.rows[i] for i in order])  # (sentence, 6, rows)
         layer, head = self.keys
         by_sentence: Table = {
             "sentence": np.repeat(np.asarray(order, dtype=np.int64), len(head)),
             "layer": np.tile(layer, len(order)),
             "head": np.tile(head, len(order)),
         }
-        for k, name in enumerate(FOCUS_STATISTICS):
+        for k, name in enumerate(BY_SENTENCE):
             by_sentence[name] = stack[:, k, :].reshape(-1)
-        by_sentence["n_queries"] = stack[:, 3, :].reshape(-1).astype(np.int64)
+        by_sentence["n_queries"] = stack[:, -1, :].reshape(-1).astype(np.int64)
         pooled = self._pooled(stack)
         impact_layer, impact_head = self.impact_keys
         impact: Table = {
@@ -189,11 +195,23 @@ class SetPartial:
             "impact_pooled": impact,
         }
 
+    def set_results(self) -> SetResults:
+        """``tables()`` as the typed ``set.json`` (``attnreport.results.SetResults``)."""
+        from attnreport.results import tables as rt
+
+        tables = self.tables()
+        return SetResults(
+            focus_by_sentence=rt.FocusBySentenceTable(**tables["focus_by_sentence"]),
+            focus_pooled=rt.FocusPooledTable(**tables["focus_pooled"]),
+            focus_sorted=rt.PooledSortedTable(**tables["focus_sorted"]),
+            impact_pooled=rt.ImpactPooledTable(**tables["impact_pooled"]),
+        )
+
     def _pooled(self, stack: np.ndarray) -> Table:
         """``focus_pooled``: one row per (layer, head, statistic); value from the exact totals."""
         layer, head = self.keys  # type: ignore[misc]
         n_stats = len(FOCUS_STATISTICS)
-        valid = stack[:, 3, :] > 0  # (sentence, rows): sentences with a query count
+        valid = stack[:, -1, :] > 0  # (sentence, rows): sentences with a query count
         value = np.array(
             [[to_float(s[r], self.weights[r]) for s in self.focus_sums] for r in range(len(head))]
         )  # (rows, statistic)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnreport.config import Config
+from attnreport.config import Settings
 from attnreport.corpus.engines import Engine, EngineContext, engine_module, open_engine
 from attnreport.corpus.fingerprint import run_fingerprint
 from attnreport.corpus.partial import SetPartial
@@ -22,9 +22,7 @@ from attnreport.corpus.store import RunStore
 from attnreport.sentences import Sentence
 from attnreport.session import Session, open_session
 from attnreport.study import (
-    SCHEMA,
     check_settings,
-    dump_json,
     intervention_results,
     manifest,
     strongest_first_token_layer,
@@ -56,22 +54,26 @@ class CorpusSummary:
 
 
 def run_corpus(
-    config: Config,
+    settings: Settings,
     options: CorpusOptions = CorpusOptions(),
     force: bool = False,
     progress: Progress = _quiet,
 ) -> CorpusSummary:
-    """Analyse every sentence of ``config.sentences`` into ``config.out`` (resumable)."""
-    from attnreport.build import check_output, input_paths, settings_of
+    """Analyse every sentence of ``settings.sentences`` into ``settings.out`` (resumable)."""
+    from attnreport.build import check_output, input_paths
 
-    out = Path(config.out)
-    check_output(out, input_paths(config), force)
+    out = Path(settings.out)
+    check_output(out, input_paths(settings), force)
     engine_module(options.engine)  # a missing optional dependency fails before the model loads
     progress("load", 0, 1)
     session = open_session(
-        config.model, config.sentences, config.dtype, config.device, config.truncate
+        settings.model,
+        settings.sentences,
+        settings.dtype,
+        settings.device,
+        settings.truncate,
+        settings.bos,
     )
-    settings = settings_of(config)
     check_settings(settings, session)
     store = RunStore(out)
     done = store.start(run_fingerprint(session, settings), options.resume)
@@ -82,12 +84,14 @@ def run_corpus(
     progress("capture", len(done), len(session.sentences))
     if pending:
         context = EngineContext(
-            session, settings, config.model, config.dtype, config.device, options.ray_address,
+            session, settings, settings.model, settings.dtype, settings.device, options.ray_address,
             options.workers,
         )  # fmt: skip
         analyze_pending(open_engine(options.engine, context), pending, store, totals, progress)
     progress("interventions", 0, 1)
-    store.finish(set_files(session, settings, totals))
+    store.finish(
+        set_files(session, settings, totals), manifest(session, settings), len(session.sentences)
+    )
     return CorpusSummary(store.out, len(session.sentences), len(done), store.count())
 
 
@@ -109,17 +113,19 @@ def analyze_pending(
         engine.close()
 
 
-def set_files(session: Session, settings, totals: SetPartial) -> dict[str, bytes]:
-    """``set.json``, ``interventions.json`` and ``manifest.json`` of a finished corpus."""
-    from attnreport.analyses import table_to_json
+def set_files(session: Session, settings: Settings, totals: SetPartial) -> dict[str, bytes]:
+    """``set.json`` and ``interventions.json`` of a finished corpus, serialised by the
+    results package (``RunStore.finish`` adds the manifest, which lists every file)."""
+    from attnreport.results.interventions import interventions_to_json
+    from attnreport.results.io import dump_json
+    from attnreport.results.types import set_to_json
 
-    tables = totals.tables()
-    set_json = {"schema": SCHEMA, "tables": {k: table_to_json(v) for k, v in tables.items()}}
+    result = totals.set_results()
     layer = settings.intervene_layer
     if layer is None:
-        layer = strongest_first_token_layer(tables["focus_pooled"])
+        layer = strongest_first_token_layer(result.focus_pooled.arrays())
+    interventions = intervention_results(session, settings, layer)
     return {
-        "set.json": dump_json(set_json),
-        "interventions.json": dump_json(intervention_results(session, settings, layer)),
-        "manifest.json": dump_json(manifest(session, settings)),
+        "set.json": dump_json(set_to_json(result)),
+        "interventions.json": dump_json(interventions_to_json(interventions)),
     }

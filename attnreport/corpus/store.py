@@ -5,7 +5,10 @@ so a crash or SIGKILL leaves each file either whole or absent. Per finished sent
 the run writes ``sentences/NNN.json`` (``docs/results-schema.md``) and then
 ``partials/NNN.json`` (its ``SentencePartial`` at full precision); the partial is
 written last, so it marks the sentence as finished. ``run.json`` (the fingerprint) is
-written first and ``manifest.json``, ``set.json`` and ``interventions.json`` last.
+written first, ``set.json`` and ``interventions.json`` when every sentence is finished,
+and ``manifest.json`` last: it lists every results file with its size, as
+``attnreport.results.dump`` does, so ``attnreport.results.load`` accepts the folder only
+once the run is complete.
 
 Starting afresh in a folder attnreport wrote (or a foreign one with ``force``) empties
 it first, as ``build`` replaces a site; ``resume`` keeps it and returns the finished
@@ -19,13 +22,16 @@ import logging
 import os
 import shutil
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from attnreport.corpus.fingerprint import difference
 from attnreport.corpus.partial import SentencePartial
 from attnreport.errors import AttnReportError
-from attnreport.study import dump_json
+from attnreport.results import Manifest
+from attnreport.results.io import MANIFEST, dump_json, sentence_file
+from attnreport.results.types import manifest_to_json
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +40,7 @@ RUN_FILE = "run.json"
 
 
 def sentence_name(index: int) -> str:
-    return f"sentences/{index:03d}.json"
+    return sentence_file(index)
 
 
 def partial_name(index: int) -> str:
@@ -122,10 +128,17 @@ class RunStore:
         write_file(self.out, sentence_name(index), sentence_json)
         write_file(self.out, partial_name(index), dump_json(partial.to_json()))
 
-    def finish(self, files: Mapping[str, bytes]) -> None:
-        """The set-wide files, written once every sentence is finished."""
+    def finish(self, files: Mapping[str, bytes], manifest: Manifest, count: int) -> None:
+        """The set-wide ``files``, then the manifest listing them and the ``count``
+        sentences' files with their sizes (``manifest.files``, as ``results.dump`` does)."""
         for name in sorted(files):
             write_file(self.out, name, files[name])
+        sizes = {name: len(data) for name, data in files.items()}
+        for index in range(count):
+            name = sentence_name(index)
+            sizes[name] = (self.out / name).stat().st_size
+        listed = replace(manifest, files=dict(sorted(sizes.items())))
+        write_file(self.out, MANIFEST, dump_json(manifest_to_json(listed)))
 
     def count(self) -> int:
         return sum(1 for p in self.out.rglob("*") if p.is_file())

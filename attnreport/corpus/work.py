@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from attnreport.config import Settings
 from attnreport.corpus.partial import SentencePartial
+from attnreport.results.io import dump_json
+from attnreport.results.types import sentence_to_json
 from attnreport.sentences import Sentence
 from attnreport.session import Session
-from attnreport.study import Settings, analyze_sentence, dump_json
+from attnreport.study import analyze_sentence
 
 
 @dataclass(frozen=True)
@@ -39,4 +42,4 @@ def analyze_one(session: Session, sentence: Sentence, settings: Settings) -> Sen
     view = replace(session, sentences=_OneSentence(sentence))  # type: ignore[arg-type]
     result = analyze_sentence(view, sentence.index, settings)
     partial = SentencePartial.of(sentence.index, result.focus, result.head_impact)
-    return SentenceOutcome(sentence.index, dump_json(result.json), partial)
+    return SentenceOutcome(sentence.index, dump_json(sentence_to_json(result.result)), partial)

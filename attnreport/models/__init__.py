@@ -1,4 +1,4 @@
-"""Model loading and per-architecture layout."""
+"""Model loading, the family registry and the generic per-layer layout."""
 
 from attnreport.models.families import FAMILIES, SUPPORTED_MODEL_TYPES, Family, family_for
 from attnreport.models.loading import LoadedModel, cache_dir, load_model

@@ -27,6 +27,7 @@ from torch import nn
 
 from attnreport.errors import AttnReportError
 from attnreport.models.families import Family, family_for
+from attnreport.usercache import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -54,14 +55,6 @@ class LoadedModel:
     fingerprint: str  # sha256 of the GGUF or weight files, or the hub commit
     dtype: str
     device: str
-
-
-def cache_dir() -> Path:
-    """``$ATTNREPORT_CACHE``, else ``$XDG_CACHE_HOME/attnreport``, else ``~/.cache/attnreport``."""
-    if os.environ.get("ATTNREPORT_CACHE"):
-        return Path(os.environ["ATTNREPORT_CACHE"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser() / "attnreport"
 
 
 def default_gguf_path() -> Path:

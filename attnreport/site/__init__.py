@@ -2,11 +2,25 @@
 
 ``assemble_site(results, SiteOptions(...))`` returns ``{relative path: bytes}``;
 ``write_site(files, out_dir, force)`` puts them on disk without ever leaving a half site.
+
+The names below are imported on first use, so that ``attnreport.site.write`` (which
+``analyze`` uses to check and write its output folder) does not pull in the chart
+builders (Altair) and the templates (Jinja2).
 """
 
-from attnreport.site.assemble import ChartSource, assemble_site, default_charts
-from attnreport.site.context import SiteOptions, date_from_env
-from attnreport.site.write import write_site
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_HOMES = {
+    "ChartSource": "attnreport.site.assemble",
+    "assemble_site": "attnreport.site.assemble",
+    "default_charts": "attnreport.site.assemble",
+    "SiteOptions": "attnreport.site.context",
+    "date_from_env": "attnreport.site.context",
+    "write_site": "attnreport.site.write",
+}
 
 __all__ = [
     "ChartSource",
@@ -16,3 +30,9 @@ __all__ = [
     "default_charts",
     "write_site",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)

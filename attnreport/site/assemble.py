@@ -7,6 +7,8 @@ static host)::
     assets/vega.js  assets/runtime.js  assets/style.css
     data/PAGE/KEY/*.js                              chunk files of figure KEY on PAGE
     figures/PAGE/KEY.svg  figures/PAGE/KEY.png      static images (unless images=False)
+    results/...  results/render.json                the results drawn, and the options
+                                                    (every figure links its results file)
     .nojekyll  .attnreport-site                     GitHub Pages switch, site marker
 
 ``vl_convert.javascript_bundle()`` is a classic script (no ``import``/``export``; it ends
@@ -20,12 +22,15 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from attnreport.charts.figure import Figure
+from attnreport.charts.registry import Placed
+from attnreport.charts.svg import stable_svg_ids
+from attnreport.results import Results, as_results, dump, dump_json
 from attnreport.site import pages, render
-from attnreport.site.context import FigureInput, Link, SiteOptions, part
+from attnreport.site.context import FigureInput, Link, SiteOptions
 from attnreport.site.slugs import sentence_filename
 
 MARKER = ".attnreport-site"
@@ -37,19 +42,19 @@ _SAFE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 class ChartSource:
     """Where figures come from; defaults to ``attnreport.charts`` (see ``default_charts``)."""
 
-    sentence_figures: Callable[[Any, int], Sequence[Figure]]
-    index_figures: Callable[[Any], Sequence[Figure]]
+    sentence_figures: Callable[[Results, int], Sequence[Placed]]
+    index_figures: Callable[[Results], Sequence[Placed]]
     payload: Callable[[Figure], str]  # JSON text for the page's <script> element
     chunk_files: Callable[[Figure], Mapping[str, bytes | str]]  # file name -> content
     images: Callable[[Figure], Mapping[str, bytes]]  # "svg"/"png" -> bytes
     runtime_js: Callable[[], bytes]
+    # Every figure's images at once (cached, parallel); ``images`` one by one when None.
+    figure_images: Callable[[Sequence[Figure]], Sequence[Mapping[str, bytes]]] | None = None
 
 
-def intervention_page(results: Any) -> int | None:
+def intervention_page(results: Results) -> int | None:
     """The sentence whose page shows the intervention figures (``scaling.sentence``)."""
-    iv = part(results, "interventions") or {}
-    scaling = iv.get("scaling") or {}
-    return int(scaling["sentence"]) if "sentence" in scaling else None
+    return results.interventions.scaling.sentence if results.interventions else None
 
 
 def default_charts() -> ChartSource:
@@ -58,75 +63,64 @@ def default_charts() -> ChartSource:
     Intervention figures go on the page of the sentence the scaling grid was run on. A
     figure whose image export is refused (too big) or fails has no static image.
     """
-    from attnreport import charts
     from attnreport.charts import embed
+    from attnreport.charts.registry import build_figures, page_inputs
 
     try:
+        from attnreport.charts.image_export import figure_images
         from attnreport.charts.images import export_images
     except ImportError:
-        export_images = None
+        export_images = figure_images = None
 
     def images(fig: Figure) -> Mapping[str, bytes]:
         pair = export_images(fig) if export_images else None  # (svg text, png) or None
         return {"svg": _text(pair[0]), "png": pair[1]} if pair else {}
 
-    def sentence_figures(results: Any, index: int) -> Sequence[Figure]:
-        sentences = list(part(results, "sentences"))
-        iv = part(results, "interventions") if intervention_page(results) == index else None
-        manifest = part(results, "manifest") or {}
-        return charts.sentence_figures(sentences[index], iv, manifest, sentences)
-
-    def index_figures(results: Any) -> Sequence[Figure]:
-        manifest = part(results, "manifest") or {}
-        return charts.index_figures(part(results, "set") or {}, manifest,
-                                    list(part(results, "sentences") or []))  # fmt: skip
-
     return ChartSource(
-        sentence_figures=sentence_figures,
-        index_figures=index_figures,
+        sentence_figures=lambda results, index: build_figures(page_inputs(results, index)),
+        index_figures=lambda results: build_figures(page_inputs(results, None)),
         payload=embed.figure_payload,
         chunk_files=embed.chunk_files,
         images=images,
         runtime_js=lambda: embed.runtime_js().encode("utf-8"),
+        figure_images=figure_images,
     )
 
 
 @functools.cache
 def vega_bundle() -> bytes:
     """Vega, Vega-Lite and vega-embed as one classic script that sets window globals."""
-    import vl_convert
+    from attnreport.charts.bundle import javascript_bundle  # cached per vl-convert version
 
-    return ("(function () {\n" + vl_convert.javascript_bundle() + "\n})();\n").encode()
+    return ("(function () {\n" + javascript_bundle() + "\n})();\n").encode()
 
 
 def _text(value: bytes | str) -> bytes:
     return value if isinstance(value, bytes) else value.encode("utf-8")
 
 
-_SVG_ID = re.compile(rb'id="((?:gradient_|clip|pattern_)\d+)"')
+RESULTS = "results/"
+OPTIONS_FILE = RESULTS + "render.json"  # the options the site was drawn with
 
 
-def stable_svg_ids(svg: bytes) -> bytes:
-    """Renumber Vega's generated SVG ids (``gradient_17``) 1, 2, ... in order of appearance.
-
-    Vega numbers them from a counter that lives as long as the process, so the same figure
-    exported twice differs; renumbering per file makes the images byte-reproducible.
-    """
-    ids: dict[bytes, bytes] = {}
-    for m in _SVG_ID.finditer(svg):
-        old = m.group(1)
-        ids.setdefault(old, re.sub(rb"\d+$", str(len(ids) + 1).encode(), old))
-    if not ids:
-        return svg
-    names = b"|".join(re.escape(k) for k in sorted(ids, key=len, reverse=True))
-    pattern = re.compile(rb'(?<=["#])(' + names + rb')(?=[")])')
-    return pattern.sub(lambda m: ids[m.group(1)], svg)
+def data_link(placed: Placed, index: int | None) -> str:
+    """The site's copy of the results file that a figure draws (relative to the page)."""
+    source = placed.entry.source
+    if source == "sentence" and index is not None:
+        return f"{RESULTS}sentences/{index:03d}.json"
+    return f"{RESULTS}{source}.json"
 
 
 def _figure_files(
-    page: str, fig: Figure, charts: ChartSource, options: SiteOptions, files: dict[str, bytes]
+    page: str,
+    placed: Placed,
+    index: int | None,
+    images: Mapping[str, bytes],
+    charts: ChartSource,
+    files: dict[str, bytes],
 ) -> FigureInput:
     """Add one figure's chunk and image files to ``files``; return its page inputs."""
+    fig = placed.figure
     if not _SAFE_KEY.fullmatch(fig.key):
         raise ValueError(f"figure key {fig.key!r} must match [a-z0-9-] (page {page})")
     chunk_dir = None
@@ -138,14 +132,15 @@ def _figure_files(
                 raise ValueError(f"unsafe chunk file name {name!r} for figure {fig.key}")
             files[chunk_dir + name] = _text(content)
     paths: dict[str, str] = {}
-    if options.images:
-        for kind, content in sorted(charts.images(fig).items()):
-            if kind in ("svg", "png"):
-                paths[kind] = f"figures/{page}/{fig.key}.{kind}"
-                data = _text(content)
-                files[paths[kind]] = stable_svg_ids(data) if kind == "svg" else data
+    for kind, content in sorted(images.items()):
+        if kind in ("svg", "png"):
+            paths[kind] = f"figures/{page}/{fig.key}.{kind}"
+            data = _text(content)
+            files[paths[kind]] = stable_svg_ids(data) if kind == "svg" else data
     return FigureInput(
         figure=fig,
+        entry=placed.entry,
+        data=data_link(placed, index),
         payload=charts.payload(fig),
         chunk_dir=chunk_dir,
         svg=paths.get("svg"),
@@ -155,15 +150,31 @@ def _figure_files(
 
 def _figures(
     page: str,
-    figs: Sequence[Figure],
+    index: int | None,
+    figs: Sequence[Placed],
     charts: ChartSource,
     options: SiteOptions,
     files: dict[str, bytes],
 ) -> list[FigureInput]:
-    keys = [f.key for f in figs]
+    keys = [p.figure.key for p in figs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"figure keys repeat on page {page}: {keys}")
-    return [_figure_files(page, f, charts, options, files) for f in figs]
+    plain = [p.figure for p in figs]
+    if not options.images:
+        images: Sequence[Mapping[str, bytes]] = [{} for _ in figs]
+    elif charts.figure_images is not None:
+        images = charts.figure_images(plain)
+    else:
+        images = [charts.images(f) for f in plain]
+    return [
+        _figure_files(page, p, index, im, charts, files) for p, im in zip(figs, images, strict=True)
+    ]
+
+
+def options_json(options: SiteOptions) -> bytes:
+    """The site options as canonical JSON (``results/render.json``)."""
+    values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
+    return dump_json(values)
 
 
 def _page(html: str) -> bytes:
@@ -171,24 +182,23 @@ def _page(html: str) -> bytes:
 
 
 def assemble_site(
-    results: Any, options: SiteOptions | None = None, charts: ChartSource | None = None
+    results: Results | Mapping[str, Any],
+    options: SiteOptions | None = None,
+    charts: ChartSource | None = None,
 ) -> dict[str, bytes]:
     """Every file of the site as ``{relative POSIX path: bytes}``; same inputs, same bytes.
 
-    ``results`` holds ``manifest``, ``set``, ``sentences`` (list, by index) and
-    ``interventions`` as attributes or mapping keys (see ``docs/results-schema.md``).
+    ``results`` is typed, or the four parts as JSON values (``manifest``, ``set``,
+    ``sentences``, ``interventions``), parsed by ``attnreport.results``.
     """
+    results = as_results(results)
     options = options or SiteOptions()
     charts = charts or default_charts()
-    sentences = part(results, "sentences") or []
-    names = [
-        sentence_filename(i, str(s.get("sentence", {}).get("text", "")))
-        for i, s in enumerate(sentences)
-    ]
+    names = [sentence_filename(i, s.text) for i, s in enumerate(results.sentences)]
     files: dict[str, bytes] = {}
     for i, name in enumerate(names):
         stem = name.removesuffix(".html")
-        figs = _figures(stem, charts.sentence_figures(results, i), charts, options, files)
+        figs = _figures(stem, i, charts.sentence_figures(results, i), charts, options, files)
         prev = Link(names[i - 1], f"Sentence {i - 1}") if i > 0 else None
         nxt = Link(names[i + 1], f"Sentence {i + 1}") if i + 1 < len(names) else None
         iv = intervention_page(results)
@@ -199,13 +209,15 @@ def assemble_site(
         )
         ctx = pages.sentence_page(results, i, figs, options, prev, nxt, iv_link)
         files[name] = _page(render.render_sentence(ctx))
-    figs = _figures("index", charts.index_figures(results), charts, options, files)
+    figs = _figures("index", None, charts.index_figures(results), charts, options, files)
     index = pages.index_page(results, figs, options, names)
     files["index.html"] = _page(render.render_index(index))
     files["404.html"] = _page(render.render_404(index.meta))
     files["assets/style.css"] = render.template_asset("style.css")
     files["assets/vega.js"] = vega_bundle()
     files["assets/runtime.js"] = charts.runtime_js()
+    files.update({RESULTS + name: data for name, data in dump(results).items()})
+    files[OPTIONS_FILE] = options_json(options)
     files[".nojekyll"] = b""
     files[MARKER] = b"This folder was written by attnreport; a new build replaces it whole.\n"
     return dict(sorted(files.items()))

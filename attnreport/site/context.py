@@ -11,11 +11,15 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from attnreport.charts.figure import Figure
 from attnreport.errors import AttnReportError
 from attnreport.site import prose
+from attnreport.text import visible  # noqa: F401  (re-exported for the pages)
+
+if TYPE_CHECKING:
+    from attnreport.charts.registry import FigureEntry
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class FigureInput:
     """One figure as assembled: the builder's value plus its page-relative file paths."""
 
     figure: Figure
+    entry: FigureEntry  # the registry entry that placed it (part, tables read)
+    data: str  # relative link to the results file the figure draws
     payload: str  # JSON text, already safe inside <script type="application/json">
     chunk_dir: str | None = None  # relative folder with the figure's chunk files, ends in "/"
     svg: str | None = None
@@ -53,6 +59,9 @@ class FigureContext:
     chunk_dir: str | None
     svg: str | None
     png: str | None
+    data: str  # the results file the figure draws
+    sorted_lines: bool = False
+    alt: str = ""  # what a screen reader hears: what is plotted and its main finding
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,9 @@ class IndexContext:
     sentences: tuple[Link, ...]
     sections: tuple[SectionContext, ...]
     footnotes: tuple[Footnote, ...] = ()
+    findings: tuple[Paragraph, ...] = ()  # key findings, each linking to its figure
+    about: tuple[tuple[str, str], ...] = ()  # (label, value): rebuild command, settings, checksum
+    check_command: str = ""  # shell line that recomputes the results checksum
 
 
 @dataclass(frozen=True)
@@ -147,29 +159,6 @@ class SentencePageContext:
     prev: Link | None = None
     next: Link | None = None
     toc: tuple[Link, ...] = field(default=())
-
-
-def visible(text: str) -> str:
-    """``text`` with characters HTML cannot carry or shows as nothing made visible.
-
-    C0 controls become their U+2400 symbols (NUL -> ␀, newline -> ␊), DEL -> ␡, C1
-    controls -> ``\\x85`` text, lone surrogates -> U+FFFD. Everything else, including
-    zero-width characters, RTL text and combining marks, is kept as it is.
-    """
-    out = []
-    for ch in text:
-        o = ord(ch)
-        if o < 0x20:
-            out.append(chr(0x2400 + o))
-        elif o == 0x7F:
-            out.append("\u2421")
-        elif 0x80 <= o < 0xA0:
-            out.append(f"\\x{o:02x}")
-        elif 0xD800 <= o < 0xE000:
-            out.append("\ufffd")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 class Notes:
@@ -210,6 +199,8 @@ def number_figures(groups: Sequence[Sequence[FigureInput]]) -> list[tuple[Figure
                     chunk_dir=item.chunk_dir,
                     svg=item.svg,
                     png=item.png,
+                    data=item.data,
+                    sorted_lines=item.entry.sorted_lines,
                 )
             )
         out.append(tuple(figs))
@@ -224,13 +215,6 @@ def figure_span(numbers: Sequence[int]) -> str:
     if nums == list(range(nums[0], nums[-1] + 1)):
         return f"Figures {nums[0]}-{nums[-1]}"
     return "Figures " + prose.join_and([str(n) for n in nums])
-
-
-def part(results: Any, name: str) -> Any:
-    """``results.name`` or ``results[name]``: a bundle may be an object or a mapping."""
-    if isinstance(results, Mapping):
-        return results.get(name)
-    return getattr(results, name, None)
 
 
 def date_from_env(environ: Mapping[str, str] = os.environ) -> str | None:

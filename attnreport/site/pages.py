@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
 from typing import Any
 
 import attnreport
-from attnreport.site import prose
+from attnreport.charts.common import default_head
+from attnreport.results import Interventions, Manifest, Results, SentenceResults
+from attnreport.results.interventions import interventions_to_json
+from attnreport.results.types import sentence_to_json, set_to_json
+from attnreport.site import about, highlights, prose, wording
+from attnreport.site.alt_text import ALT, AltData, alt_text
 from attnreport.site.context import (
     FigureContext,
     FigureInput,
@@ -21,22 +27,18 @@ from attnreport.site.context import (
     TokenContext,
     figure_span,
     number_figures,
-    part,
-    visible,
 )
+from attnreport.text import display_token, visible
 
-# (anchor, heading, words in a figure key that put the figure in this part)
-PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("focus", "1. What attention focuses on", ()),
-    (
-        "layers",
-        "2. How focus changes across layers",
-        ("sorted", "across", "focus", "concentration"),
-    ),
-    ("impact", "3. What attention changes", ("impact", "update", "magnitude")),
-    ("interventions", "4. Interventions", ("interven", "scaling", "mean", "kl")),
+# (anchor, heading): the parts of a sentence page; a figure's registry entry names its part
+PARTS: tuple[tuple[str, str], ...] = (
+    ("focus", "1. What attention focuses on"),
+    ("layers", "2. How focus changes across layers"),
+    ("impact", "3. What attention changes"),
+    ("interventions", "4. Interventions"),
 )
 TERMS = ("position", "bias", "content", "query_only")
+TITLE_CHARS = 60  # a sentence page's title: its sentence, cut at a word boundary
 NOTES = {
     "top-key": "A query's top key is the token it scores highest, and so gives the most "
     "probability; ties go to the earlier token. Statistics count queries 1 to n-1: the first "
@@ -63,6 +65,7 @@ CARD = (  # (label, keys tried in order, anywhere in the manifest)
     ("Hidden size", ("hidden_size",)),
     ("Context", ("context", "max_position_embeddings")),
     ("Positions", ("positional", "positional_scheme")),
+    ("BOS token", ("bos_token",)),
     ("Attention", ("attn_implementation", "attention_implementation")),
     ("Dtype", ("dtype", "torch_dtype")),
     ("Device", ("device",)),
@@ -87,46 +90,45 @@ def find(tree: Any, keys: Sequence[str]) -> Any:
     return None
 
 
-def model_card(manifest: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
     """(label, value) rows of the model card; rows the manifest lacks are left out."""
+    tree = {"attnreport_version": manifest.attnreport_version, "model": asdict(manifest.model)}
     out = []
     for label, keys in CARD:
-        value = find(manifest, keys)
+        value = find(tree, keys)
         if value is not None and value != "":
             out.append((label, visible(str(value))))
     return tuple(out)
 
 
-def page_meta(results: Any, options: SiteOptions) -> PageMeta:
+def page_meta(results: Results, options: SiteOptions) -> PageMeta:
     """The header and footer values shared by every page."""
-    name = find(part(results, "manifest") or {}, CARD[0][1])
+    name = results.manifest.model.name
     return PageMeta(
         site_title=visible(options.title),
         date=options.date,
         authors=tuple(visible(a) for a in options.authors),
-        model_name=visible(str(name)) if name is not None else "the model",
+        model_name=visible(name) if name else "the model",
         version=attnreport.__version__,
     )
 
 
+def with_alt(figs: Sequence[FigureContext], data: AltData) -> tuple[FigureContext, ...]:
+    """The figures with their alt text computed from ``data`` (kept empty for unknown keys)."""
+    return tuple(replace(f, alt=alt_text(f.key, data)) if f.key in ALT else f for f in figs)
+
+
 def part_of(fig: FigureInput) -> int:
-    """Which part (0-3) of a sentence page a figure belongs to, from words in its key.
-
-    Sorted-head line charts (data with ``line`` and ``head``) always go to part 2.
-    """
-    key = fig.figure.key
-    if {"line", "head"} <= set(fig.figure.inline):
-        return 1
-    for i in range(len(PARTS) - 1, 0, -1):
-        if any(w in key for w in PARTS[i][2]):
-            return i
-    return 0
+    """Which part (0-3) of a sentence page a figure belongs to: its registry entry's."""
+    anchors = [anchor for anchor, _ in PARTS]
+    if fig.entry.part not in anchors:
+        raise ValueError(f"figure {fig.figure.key} names an unknown part {fig.entry.part!r}")
+    return anchors.index(fig.entry.part)
 
 
-def sorted_lines(figs: Sequence[FigureContext], inputs: Sequence[FigureInput]) -> list[int]:
-    """Numbers of figures that draw sorted-head lines (data with ``line`` and ``head``)."""
-    by_key = {i.figure.key: i.figure for i in inputs}
-    return [f.number for f in figs if {"line", "head"} <= set(by_key[f.key].inline)]
+def sorted_lines(figs: Sequence[FigureContext]) -> list[int]:
+    """Numbers of the figures that draw sorted-head lines (their entries say so)."""
+    return [f.number for f in figs if f.sorted_lines]
 
 
 def sorted_note(numbers: Sequence[int]) -> str:
@@ -137,13 +139,15 @@ def sorted_note(numbers: Sequence[int]) -> str:
     )
 
 
-def tokens_of(sentence: Mapping[str, Any]) -> tuple[TokenContext, ...]:
+def tokens_of(sentence: SentenceResults) -> tuple[TokenContext, ...]:
     """The token strip from the sentence's ``tokens`` table."""
     return tuple(
         TokenContext(
-            text=visible(str(r["token"])), token_id=int(r["token_id"]), position=int(r["position"])
+            text=display_token(str(r["token"])),
+            token_id=int(r["token_id"]),
+            position=int(r["position"]),
         )
-        for r in sorted(prose.rows(sentence.get("tokens")), key=lambda r: int(r["position"]))
+        for r in sorted(prose.rows(sentence.tokens), key=lambda r: int(r["position"]))
     )
 
 
@@ -153,43 +157,44 @@ def _paras(texts: Sequence[str], notes: Sequence[tuple[int, ...]] = ()) -> list[
 
 
 def _part_texts(
-    sentence: Mapping[str, Any],
+    sentence: SentenceResults,
     index: int,
-    interventions: Any,
+    interventions: Interventions | None,
     notes: Notes,
     sorted_figs: list[int],
     iv_link: Link | None,
 ) -> list[list[Paragraph]]:
-    tables = sentence.get("tables", {})
-    focus = prose.rows(tables.get("focus"))
+    tables = sentence.tables
+    focus = prose.rows(tables.focus)
     p1 = _paras(prose.focus_summary(focus), [notes.ref("top-key", NOTES["top-key"])])
-    if sentence.get("attention") is None:
-        n = sentence.get("sentence", {}).get("n_tokens", "many")
+    if sentence.attention is None:
+        n = sentence.n_tokens
         p1.insert(0, Paragraph(
             f"This sentence has {n} tokens, more than the report keeps full attention maps for "
             "(the map_tokens setting), so the attention map figure is left out; every other "
             "figure covers all of its tokens.", ()))  # fmt: skip
-    split = prose.breakdown_summary(prose.rows(tables.get("breakdown")), TERMS)
+    split = prose.breakdown_summary(prose.rows(tables.breakdown), TERMS)
     if split:
         p1.append(Paragraph(split, notes.ref("shift", NOTES["shift"])))
     p2 = _paras(prose.layers_summary(focus))
     if sorted_figs:
         p2[-1] = Paragraph(p2[-1].text, notes.ref("sorted", sorted_note(sorted_figs)))
     p3 = _paras(
-        prose.impact_summary(
-            prose.rows(tables.get("head_impact")), prose.rows(tables.get("block_impact"))
-        ),
+        prose.impact_summary(prose.rows(tables.head_impact), prose.rows(tables.block_impact)),
         [notes.ref("hidden", NOTES["hidden"])],
     )
     return [p1, p2, p3, _intervention_texts(interventions, index, notes, iv_link)]
 
 
-def _intervention_texts(iv: Any, index: int, notes: Notes, figures: Link | None) -> list[Paragraph]:
+def _intervention_texts(
+    typed: Interventions | None, index: int, notes: Notes, figures: Link | None
+) -> list[Paragraph]:
     """Part 4: the effects measured on this sentence; ``figures`` links to the grids' page."""
-    if not iv:
+    if typed is None:
         return [Paragraph("This build has no intervention results.")]
-    layer = int(iv.get("layer", 0))
-    scaling, mean = iv.get("scaling") or {}, iv.get("mean") or {}
+    iv = interventions_to_json(typed)  # the prose reads cells in the file's layout
+    layer = typed.layer
+    scaling, mean = iv["scaling"], iv["mean"]
     texts = []
     if scaling and int(scaling.get("sentence", -1)) == index:
         texts.append(prose.scaling_summary(scaling, layer))
@@ -210,7 +215,7 @@ def _intervention_texts(iv: Any, index: int, notes: Notes, figures: Link | None)
 
 
 def sentence_page(
-    results: Any,
+    results: Results,
     index: int,
     figures: Sequence[FigureInput],
     options: SiteOptions,
@@ -222,23 +227,25 @@ def sentence_page(
 
     ``interventions_page`` links to the page with the intervention figures (None on it).
     """
-    sentence = part(results, "sentences")[index]
+    sentence = results.sentences[index]
     groups: list[list[FigureInput]] = [[] for _ in PARTS]
     for fig in figures:
         groups[part_of(fig)].append(fig)
-    numbered = number_figures(groups)
+    data = AltData(sentence_to_json(sentence), {}, _iv_json(results), default_head(sentence))
+    numbered = [with_alt(g, data) for g in number_figures(groups)]
     notes = Notes()
-    sorted_figs = sorted_lines([f for g in numbered for f in g], figures)
-    iv = part(results, "interventions")
-    texts = _part_texts(sentence, index, iv, notes, sorted_figs, interventions_page)
+    sorted_figs = sorted_lines([f for g in numbered for f in g])
+    texts = _part_texts(
+        sentence, index, results.interventions, notes, sorted_figs, interventions_page
+    )
     sections = tuple(
         SectionContext(anchor, title, tuple(paras), figs)
-        for (anchor, title, _), paras, figs in zip(PARTS, texts, numbered, strict=True)
+        for (anchor, title), paras, figs in zip(PARTS, texts, numbered, strict=True)
     )
-    text = str(sentence.get("sentence", {}).get("text", ""))
+    text = sentence.text
     return SentencePageContext(
         meta=page_meta(results, options),
-        title=f"Sentence {index}",
+        title=wording.shorten(visible(text), TITLE_CHARS) or f"Sentence {index}",
         sentence=visible(text),
         tokens=tokens_of(sentence),
         sections=sections,
@@ -261,33 +268,42 @@ def _lede(meta: PageMeta, n_sentences: int, options: SiteOptions) -> tuple[Parag
     )
 
 
+def _iv_json(results: Results) -> dict[str, Any]:
+    """The interventions as ``interventions.json`` reads ({} when there are none): the
+    wording modules (findings, alt text) take the results' JSON form."""
+    iv = results.interventions
+    return interventions_to_json(iv) if iv is not None else {}
+
+
 def index_page(
-    results: Any, figures: Sequence[FigureInput], options: SiteOptions, pages: Sequence[str]
+    results: Results, figures: Sequence[FigureInput], options: SiteOptions, pages: Sequence[str]
 ) -> IndexContext:
     """The context of the index page; ``pages[i]`` is sentence ``i``'s file name."""
-    sentences = part(results, "sentences") or []
-    tables = (part(results, "set") or {}).get("tables", {})
+    sentences = results.sentences
     meta = page_meta(results, options)
+    tables = set_to_json(results.set)["tables"]
     text = prose.set_summary(
-        prose.rows(tables.get("focus_pooled")),
-        prose.rows(tables.get("impact_pooled")),
+        prose.rows(results.set.focus_pooled),
+        prose.rows(results.set.impact_pooled),
         len(sentences),
     )
     (figs,) = number_figures([list(figures)])
+    figs = with_alt(figs, AltData(set_tables=tables))
     notes = Notes()
+    found = highlights.finding_paragraphs(tables, _iv_json(results) or None, figs, pages, notes)
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])
-    numbers = sorted_lines(figs, figures)
+    numbers = sorted_lines(figs)
     if numbers and paras:
         paras[-1] = Paragraph(paras[-1].text, notes.ref("sorted", sorted_note(numbers)))
-    links = tuple(
-        Link(href, visible(str(s.get("sentence", {}).get("text", ""))))
-        for href, s in zip(pages, sentences, strict=True)
-    )
+    links = tuple(Link(href, visible(s.text)) for href, s in zip(pages, sentences, strict=True))
     return IndexContext(
         meta=meta,
         lede=_lede(meta, len(sentences), options),
-        model_card=model_card(part(results, "manifest") or {}),
+        model_card=model_card(results.manifest),
         sentences=links,
         sections=(SectionContext("set", "Across the sentence set", tuple(paras), figs),),
         footnotes=notes.all,
+        findings=found,
+        about=about.about_rows(results, attnreport.__version__),
+        check_command=about.CHECK_COMMAND,
     )

@@ -3,6 +3,7 @@
 Every function reads column tables (``{"columns": {name: [values]}}``, see
 ``docs/results-schema.md``) and returns plain text; nothing here is hard-coded to one
 model or one sentence. Ties are broken towards the lower layer, then the lower head.
+Numbers, ranges and lists follow the prose rules of ``wording``.
 """
 
 from __future__ import annotations
@@ -11,43 +12,35 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from attnreport.site import effects, wording
+from attnreport.site.wording import capitalise, head_name, index_set, percent, times
+
 Row = dict[str, Any]
 MOST = 0.5  # "most queries" / "most heads": strictly more than half
 
 
-def rows(table: Mapping[str, Any] | None) -> list[Row]:
-    """The rows of a column table, as dicts (empty for a missing table)."""
-    if not table:
+def rows(table: Any) -> list[Row]:
+    """The rows of a column table (a typed results table, or ``{"columns": ...}``), as
+    dicts of plain Python values (empty for a missing table)."""
+    if table is None:
         return []
-    cols = table.get("columns", {})
+    if hasattr(table, "arrays"):
+        cols = {name: values.tolist() for name, values in table.arrays().items()}
+    else:
+        cols = table.get("columns", {}) if table else {}
     names = sorted(cols)
     n = len(cols[names[0]]) if names else 0
     return [{k: cols[k][i] for k in names} for i in range(n)]
 
 
-def join_and(items: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    items = list(items)
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
+join_and = wording.join_and
+pct = wording.percent  # a share as a percentage with the precision it needs
+num = wording.number  # a decimal with three significant digits
 
 
-def pct(value: float) -> str:
-    """A fraction as a whole percentage: ``0.853`` -> ``85%``."""
-    return f"{round(100 * float(value))}%"
-
-
-def num(value: float) -> str:
-    """A short decimal: three significant digits, no exponent for ordinary sizes."""
-    v = float(value)
-    return f"{v:.3g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"
-
-
-def layer_list(layers: Iterable[int]) -> str:
-    """``Layer 3`` or ``Layers 3, 4 and 7``."""
-    items = [str(x) for x in sorted(layers)]
-    return ("Layer " if len(items) == 1 else "Layers ") + join_and(items)
+def layer_list(layers: Iterable[int], total: int | None = None) -> str:
+    """``Layer 3``, ``Layers 2-9 and 12-29`` or ``All 30 layers`` (see ``wording.index_set``)."""
+    return capitalise(index_set(layers, "layer", total))
 
 
 def by_layer(rs: Iterable[Row], field: str) -> dict[int, list[float]]:
@@ -75,15 +68,15 @@ def first_token_layers(focus: Sequence[Row], field: str = "first_focus") -> list
 
 
 def first_token_lead(focus: Sequence[Row], field: str = "first_focus") -> str:
-    """``Layers 3, 4 and 7 put most heads on the first token.`` (or all, or none)."""
+    """``Layers 2-9 and 12-29 put most heads on the first token.`` (or all, or none)."""
     layers = first_token_layers(focus, field)
     n_layers = len(by_layer(focus, field))
     if not layers:
         return "No layer puts most of its heads on the first token."
     if len(layers) == n_layers > 1:
-        return f"All {n_layers} layers put most of their heads on the first token."
-    verb = "puts" if len(layers) == 1 else "put"
-    return f"{layer_list(layers)} {verb} most heads on the first token."
+        return f"{layer_list(layers, n_layers)} put most of their heads on the first token."
+    phrase = layer_list(layers, n_layers)
+    return f"{phrase} {wording.verb_for(phrase, 'puts')} most heads on the first token."
 
 
 def focus_summary(focus: Sequence[Row]) -> list[str]:
@@ -101,15 +94,15 @@ def focus_summary(focus: Sequence[Row]) -> list[str]:
         text.append("No head ever makes a token its own top key.")
     else:
         text.append(
-            f"The strongest self-focus head is layer {self_head['layer']}, head "
-            f"{self_head['head']}: for {pct(self_head['self_focus'])} of queries its top key "
-            "is the query token itself."
+            f"The strongest self-focus head is {head_name(self_head['layer'], self_head['head'])}:"
+            f" for {pct(self_head['self_focus'])} of queries its top key is the query token itself."
         )
     sharp = best(focus, "concentration")
     if sharp is not None:
         text.append(
-            f"The most decided head is layer {sharp['layer']}, head {sharp['head']}, whose top "
-            f"key leads the runner-up by {num(sharp['concentration'])} of probability on average."
+            f"The most decided head is {head_name(sharp['layer'], sharp['head'])}: on average its "
+            f"top key gets {wording.points(sharp['concentration'])} more probability than the "
+            "runner-up."
         )
     return text
 
@@ -160,8 +153,8 @@ def impact_summary(head_impact: Sequence[Row], block_impact: Sequence[Row]) -> l
         low = min(layers, key=lambda k: (layers[k], k))
         text.append(
             f"The attention block of layer {top} changes the hidden state most: its output is "
-            f"{num(layers[top])} times the size of the hidden state on average, against "
-            f"{num(layers[low])} in layer {low}."
+            f"on average {times(layers[top], 'the hidden state')}, against "
+            f"{_relative(layers[low])} in layer {low}."
         )
     heads = _mean_by_head(head_impact)
     if heads:
@@ -169,11 +162,16 @@ def impact_summary(head_impact: Sequence[Row], block_impact: Sequence[Row]) -> l
         assert strongest is not None
         sign = "along" if float(strongest["orientation"]) >= 0 else "against"
         text.append(
-            f"The head with the largest update is layer {strongest['layer']}, head "
-            f"{strongest['head']} (relative size {num(strongest['magnitude'])}); on average it "
-            f"points {sign} the hidden state (cosine {num(strongest['orientation'])})."
+            f"The head with the largest update is {head_name(strongest['layer'], strongest['head'])}"
+            f" ({times(strongest['magnitude'], 'the hidden state')}); on average it points "
+            f"{sign} the hidden state (cosine {num(strongest['orientation'], 2)})."
         )
     return text
+
+
+def _relative(ratio: float) -> str:
+    """A second size ratio after ``times``: ``9%`` or ``1.2 times``."""
+    return percent(ratio) if float(ratio) < 1 else f"{num(ratio)} times"
 
 
 def _mean_by_head(head_impact: Sequence[Row]) -> list[Row]:
@@ -191,10 +189,11 @@ def _mean_by_head(head_impact: Sequence[Row]) -> list[Row]:
     ]
 
 
-def mean_kl(cell: Mapping[str, Any]) -> float:
-    """Mean of a cell's per-position KL values (0 for none)."""
-    kl = [float(v) for v in cell.get("kl", [])]
-    return sum(kl) / len(kl) if kl else 0.0
+mean_kl = effects.mean_kl  # mean of a cell's per-position KL values (0 for none)
+
+
+def _nats(value: float) -> str:
+    return wording.quantity(value, "nat")
 
 
 def scaling_summary(scaling: Mapping[str, Any], layer: int) -> str | None:
@@ -202,13 +201,13 @@ def scaling_summary(scaling: Mapping[str, Any], layer: int) -> str | None:
     cells = list(scaling.get("cells", []))
     if not cells:
         return None
-    top = max(cells, key=lambda c: (mean_kl(c), -float(c.get("epsilon", 0))))
+    targets, eps, kl = effects.top_scaling(cells)
     low = min(cells, key=lambda c: (mean_kl(c), float(c.get("epsilon", 0))))
     return (
-        f"Scaling {top['target']} by {num(top['epsilon'])} in layer {layer} changes the "
-        f"next-token distribution most (mean KL {num(mean_kl(top))} nats per position); "
-        f"scaling {low['target']} by {num(low['epsilon'])} changes it least "
-        f"({num(mean_kl(low))})."
+        f"Scaling {join_and(targets, 'or')} by {eps:g} in layer {layer} changes the "
+        f"next-token distribution most (a mean KL divergence of {_nats(kl)} per position); "
+        f"scaling {low['target']} by {float(low['epsilon']):g} changes it least "
+        f"({_nats(mean_kl(low))})."
     )
 
 
@@ -217,12 +216,12 @@ def mean_summary(mean: Mapping[str, Any], sentence: int, layer: int) -> str | No
     cells = [c for c in mean.get("cells", []) if int(c.get("sentence", -1)) == sentence]
     if not cells:
         return None
-    parts = [f"{c['target']} {num(mean_kl(c))}" for c in sorted(cells, key=lambda c: c["target"])]
+    parts = [f"{c['target']} {_nats(mean_kl(c))}" for c in sorted(cells, key=lambda c: c["target"])]
     top = max(cells, key=lambda c: (mean_kl(c), c["target"]))
     return (
         f"Replacing {top['target']} in layer {layer} by its mean over the token positions "
-        f"changes the next-token distribution most for this sentence; mean KL per position: "
-        f"{join_and(parts)} nats."
+        f"changes the next-token distribution most for this sentence (mean KL divergence per "
+        f"position: {join_and(parts)})."
     )
 
 
@@ -236,14 +235,15 @@ def set_summary(pooled: Sequence[Row], impact: Sequence[Row], n_sentences: int) 
         spread = best([dict(r, spread=float(r["max"]) - float(r["min"])) for r in first], "spread")
         if spread is not None and spread["spread"] > 0:
             text.append(
-                f"Layer {spread['layer']}, head {spread['head']} varies most between sentences: "
+                f"{capitalise(head_name(spread['layer'], spread['head']))} varies most between "
+                "sentences: "
                 f"its first-token share ranges from {pct(spread['min'])} to {pct(spread['max'])}."
             )
     layers_mag = {k: sum(v) / len(v) for k, v in by_layer(impact, "magnitude").items()}
     if layers_mag:
         top = max(layers_mag, key=lambda k: (layers_mag[k], -k))
         text.append(
-            f"Heads in layer {top} change the hidden state most, with updates "
-            f"{num(layers_mag[top])} times its size on average."
+            f"Heads in layer {top} change the hidden state most, with updates on average "
+            f"{times(layers_mag[top], 'the hidden state')}."
         )
     return text

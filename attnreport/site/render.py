@@ -1,15 +1,17 @@
 """Render page contexts to HTML strings with the package's Jinja templates.
 
-One ``Environment`` loads every template from ``attnreport/templates`` (shipped inside the
-wheel), with autoescape on and ``StrictUndefined`` so a missing value fails the build
-instead of printing nothing. Nothing here reads results or writes files.
+One ``Environment`` loads every template from ``attnreport.templates`` (the top-level
+``templates/`` folder, shipped inside the wheel), with autoescape on and
+``StrictUndefined`` so a missing value fails the build instead of printing nothing.
+Nothing here reads results or writes files.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.resources
+import importlib.util
 import json
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -17,6 +19,7 @@ from markupsafe import Markup
 
 import attnreport
 from attnreport.site.context import IndexContext, PageMeta, SentencePageContext
+from attnreport.text import escape_script
 
 MONTHS = (
     "January",
@@ -32,22 +35,11 @@ MONTHS = (
     "November",
     "December",
 )
-# JSON text may hold these only inside strings, where \uXXXX means the same character.
-_SCRIPT_ESCAPES = {
-    "<": "\\u003c",
-    ">": "\\u003e",
-    "&": "\\u0026",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
 
 
 def script_json(value: Any) -> Markup:
-    """JSON text (or a value to dump) made safe inside ``<script type="application/json">``.
-
-    ``<``, ``>`` and ``&`` are written as ``\\u`` escapes, so no string in the data can close
-    the script element or open a comment, and the parsed value is unchanged.
-    """
+    """JSON text (or a value to dump) made safe inside ``<script type="application/json">``
+    by ``attnreport.text.escape_script``, the one implementation."""
     text = (
         value
         if isinstance(value, str)
@@ -55,12 +47,7 @@ def script_json(value: Any) -> Markup:
             value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
         )
     )
-    return Markup("".join(_SCRIPT_ESCAPES.get(ch) or _lone(ch) for ch in text))
-
-
-def _lone(ch: str) -> str:
-    """A lone surrogate (not encodable as UTF-8) as its JSON escape; other characters as is."""
-    return f"\\u{ord(ch):04x}" if "\ud800" <= ch <= "\udfff" else ch
+    return Markup(escape_script(text))
 
 
 def long_date(iso: str) -> str:
@@ -73,11 +60,24 @@ def long_date(iso: str) -> str:
 
 
 @functools.cache
+def templates_root() -> Path:
+    """The folder of the templates: the package ``attnreport.templates`` (in the wheel; an
+    editable install maps it to the top-level ``templates/``), or, in a source checkout used
+    without installing it (``PYTHONPATH=.``), that top-level ``templates/`` itself."""
+    spec = importlib.util.find_spec("attnreport.templates")
+    if spec is not None and spec.origin and spec.origin.endswith("__init__.py"):
+        return Path(spec.origin).parent
+    checkout = Path(attnreport.__file__).resolve().parent.parent / "templates"
+    if (checkout / "__init__.py").is_file():
+        return checkout
+    raise RuntimeError("attnreport's templates are missing; reinstall attnreport")
+
+
+@functools.cache
 def environment() -> jinja2.Environment:
     """The one template environment (cached): package templates, autoescape, strict."""
-    root = importlib.resources.files(attnreport) / "templates"
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(root)),
+        loader=jinja2.FileSystemLoader(str(templates_root())),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -126,4 +126,4 @@ def render_404(meta: PageMeta | None = None) -> str:
 
 def template_asset(name: str) -> bytes:
     """The bytes of ``templates/assets/NAME`` (the stylesheet)."""
-    return (importlib.resources.files(attnreport) / "templates" / "assets" / name).read_bytes()
+    return (templates_root() / "assets" / name).read_bytes()

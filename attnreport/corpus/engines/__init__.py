@@ -13,11 +13,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from attnreport.config import Settings
 from attnreport.corpus.work import SentenceOutcome
 from attnreport.errors import AttnReportError
 from attnreport.sentences import Sentence
 from attnreport.session import Session
-from attnreport.study import Settings
 
 ENGINES = {"local": "attnreport.corpus.engines.local", "ray": "attnreport.corpus.engines.cluster"}
 

@@ -1,0 +1,169 @@
+"""The literature's attention-sink metric beside our argmax-based first-token focus.
+
+Gu et al., "When Attention Sink Emerges in Language Models: An Empirical View" (ICLR
+2025) score each head by the mean attention probability the first token receives,
+``score = mean_i p_i0`` over the queries that can see token 0, and count the head as a
+sink when ``score > eps`` (``eps = 0.3``). Their ``Sink_1^eps`` is the percentage of sink
+heads, per layer and over the whole model. We average over queries ``i >= 1`` like every
+other query statistic of the report (row 0 has a single key, so ``p_00 = 1`` always); the
+paper's average also counts that row, which adds at most ``1/n`` to a head's score.
+
+Our own first-token focus is argmax-based: the share of queries whose *top key* is token
+0. We call a head a *sink by argmax* when ``first_focus >= ARGMAX_SINK`` (0.5): the first
+token is the top key for at least half of the queries, the same "most queries" the report
+uses elsewhere. The two disagree in two ways, both informative: a head can give token 0
+a large mean share while another key wins most rows (diffuse rows, or a sink that fires
+on some queries only), and token 0 can win most rows by a narrow margin with a small
+probability (flat rows, where the argmax carries little mass).
+
+Everything here is pure: tensors or column tables (``{name: list or array}``) in, new
+values out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # the tensor functions import torch when called: findings and pages
+    import torch  # read only the table functions, and ``render`` never imports torch
+
+EPS = 0.3  # Gu et al.'s threshold on the mean first-token probability
+ARGMAX_SINK = 0.5  # first_focus at or above which a head is a sink by argmax
+
+Columns = Mapping[str, Sequence[Any] | np.ndarray]
+
+
+def first_token_scores(probs: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
+    """Gu et al.'s per-head first-token score: mean of ``p_i0`` over queries that see token 0.
+
+    probs: (head, query, key) attention probabilities of one layer (rows of real tokens;
+    with learned sink logits they sum to less than 1). allowed: bool, (query, key) or
+    (head, query, key), True where the mask lets query ``i`` attend to key ``j``; default
+    causal. Counted queries: ``i >= 1`` with ``allowed[i, 0]`` (a sliding window can hide
+    token 0 from late queries). Returns (head,) float64; 0.0 for a head with no such query
+    (a one-token sentence). The input is not changed.
+    """
+    import torch
+
+    if probs.dim() != 3 or probs.shape[1] != probs.shape[2]:
+        raise ValueError(
+            f"probs must be (head, query, key) with query == key, not {tuple(probs.shape)}"
+        )
+    n_heads, n = probs.shape[0], probs.shape[1]
+    if allowed is None:
+        allowed = torch.ones(n, n, dtype=torch.bool).tril()
+    sees_first = allowed[..., 1:, 0].expand(n_heads, n - 1)  # (head, query-1)
+    p_first = probs[:, 1:, 0].double()  # (head, query-1)
+    counted = sees_first.double().sum(1)
+    total = torch.where(sees_first, p_first, torch.zeros_like(p_first)).sum(1)
+    return torch.where(counted > 0, total / counted.clamp(min=1), torch.zeros_like(total))
+
+
+def first_token_counts(allowed: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """(head,) number of queries ``i >= 1`` that can see token 0: the weight of each score."""
+    return allowed[..., 1:, 0].expand(n_heads, allowed.shape[-2] - 1).sum(1)
+
+
+def scores_from_triangles(probs: Sequence[Sequence[Sequence[float | None]]]) -> list[float]:
+    """The same score from a results file's triangles: ``probs[head][i][j]`` (``None`` where
+    the mask blocks the key). Returns one float per head (0.0 when no query sees token 0).
+    """
+    out = []
+    for tri in probs:
+        seen = [float(row[0]) for row in tri[1:] if row[0] is not None]
+        out.append(sum(seen) / len(seen) if seen else 0.0)
+    return out
+
+
+def pooled_scores(by_sentence: Columns, score: str = "first_prob") -> dict[tuple[int, int], float]:
+    """Per (layer, head), the set-wide score: per-sentence scores weighted by ``n_queries``.
+
+    by_sentence: columns layer, head, ``score``, n_queries (e.g. ``focus_by_sentence``).
+    Sentences with no query carry no weight; a head with no weight at all scores 0.0.
+    The weight is ``n - 1`` for every sentence whose token 0 no window hides.
+    """
+    num: dict[tuple[int, int], float] = {}
+    den: dict[tuple[int, int], float] = {}
+    for layer, head, value, n in zip(
+        by_sentence["layer"], by_sentence["head"], by_sentence[score], by_sentence["n_queries"],
+        strict=True,
+    ):  # fmt: skip
+        key = (int(layer), int(head))
+        num[key] = num.get(key, 0.0) + float(value) * float(n)
+        den[key] = den.get(key, 0.0) + float(n)
+    return {k: num[k] / den[k] if den[k] > 0 else 0.0 for k in sorted(num)}
+
+
+@dataclass(frozen=True)
+class SinkRates:
+    """Gu et al.'s Sink_1^eps: percentages (0-100) of heads whose score exceeds ``eps``."""
+
+    eps: float
+    by_layer: dict[int, float]  # layer -> percentage of that layer's heads
+    overall: float  # percentage of all heads
+    sinks: tuple[tuple[int, int], ...]  # (layer, head) of every sink head, sorted
+    n_heads: int
+
+
+def sink_rates(scores: Mapping[tuple[int, int], float], eps: float = EPS) -> SinkRates:
+    """Sink_1^eps per layer and overall from per-head scores ``{(layer, head): score}``.
+
+    A head is a sink when its score is strictly greater than ``eps``. With the same number
+    of heads in every layer, ``overall`` is the mean of ``by_layer``.
+    """
+    if not scores:
+        raise ValueError("no head scores to rate")
+    per_layer: dict[int, list[bool]] = {}
+    for (layer, _), value in sorted(scores.items()):
+        per_layer.setdefault(layer, []).append(float(value) > eps)
+    sinks = tuple(k for k, v in sorted(scores.items()) if float(v) > eps)
+    return SinkRates(
+        eps=eps,
+        by_layer={k: 100.0 * sum(v) / len(v) for k, v in per_layer.items()},
+        overall=100.0 * len(sinks) / len(scores),
+        sinks=sinks,
+        n_heads=len(scores),
+    )
+
+
+def head_values(table: Columns, column: str) -> dict[tuple[int, int], float]:
+    """``{(layer, head): value}`` of one column of a per-head table (one row per head)."""
+    pairs = zip(table["layer"], table["head"], table[column], strict=True)
+    return {(int(a), int(b)): float(v) for a, b, v in pairs}
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Heads that are sinks by one measure and not by the other (each sorted)."""
+
+    by_probability_only: tuple[tuple[int, int], ...]  # score > eps, first_focus < threshold
+    by_argmax_only: tuple[tuple[int, int], ...]  # first_focus >= threshold, score <= eps
+    both: tuple[tuple[int, int], ...]
+    neither: int  # how many heads are sinks by neither measure
+
+
+def compare_sinks(
+    scores: Mapping[tuple[int, int], float],
+    first_focus: Mapping[tuple[int, int], float],
+    eps: float = EPS,
+    argmax_sink: float = ARGMAX_SINK,
+) -> Disagreement:
+    """Where Gu et al.'s probability-based sinks and our argmax-based ones disagree.
+
+    Both mappings are ``{(layer, head): value}`` over the same heads (e.g. the pooled
+    ``first_prob`` and ``first_focus`` of the set, or one sentence's focus table).
+    """
+    if set(scores) != set(first_focus):
+        raise ValueError("scores and first_focus must cover the same heads")
+    prob = {k for k, v in scores.items() if float(v) > eps}
+    arg = {k for k, v in first_focus.items() if float(v) >= argmax_sink}
+    return Disagreement(
+        by_probability_only=tuple(sorted(prob - arg)),
+        by_argmax_only=tuple(sorted(arg - prob)),
+        both=tuple(sorted(prob & arg)),
+        neither=len(set(scores) - prob - arg),
+    )

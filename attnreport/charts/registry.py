@@ -1,0 +1,150 @@
+"""The figure registry: one declaration per figure, in the order the pages number them.
+
+Each ``FigureEntry`` says which page the figure is on, which part of that page, the
+results file and tables it reads (its "data" link points at that file in the site's
+``results/``), and how to build it. Pages, sections, data links and footnotes are
+decided from these entries, never from words in figure keys or from chart columns.
+Adding a figure from existing tables: its builder, one entry here, its test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from attnreport.charts import attention, block_impact, breakdown, focus, impact, interventions
+from attnreport.charts.figure import Figure
+from attnreport.results import Results, SentenceResults
+
+PARTS = ("focus", "layers", "impact", "interventions")  # sentence pages; the index has "set"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a builder may read: the results and, on a sentence page, its sentence.
+
+    ``show_interventions``: the page shows the intervention grids (on the page of the
+    sentence the scaling grid was run on).
+    """
+
+    results: Results
+    page_sentence: SentenceResults | None = None  # None on the index
+    show_interventions: bool = False
+
+    @property
+    def sentence(self) -> SentenceResults:
+        if self.page_sentence is None:
+            raise ValueError("a sentence figure was asked for on the index page")
+        return self.page_sentence
+
+
+@dataclass(frozen=True)
+class FigureEntry:
+    key: str
+    page: str  # "sentence" or "index"
+    part: str  # one of PARTS on sentence pages, "set" on the index
+    reads: tuple[str, ...]  # "FILE:TABLE"; FILE is sentence, set or interventions
+    build: Callable[[Inputs], Figure]
+    when: Callable[[Inputs], bool] = lambda _inputs: True
+    sorted_lines: bool = False  # draws sorted-head lines (line k = k-th strongest head)
+
+    @property
+    def source(self) -> str:
+        """The results file the figure draws: "sentence", "set" or "interventions"."""
+        return self.reads[0].split(":")[0]
+
+
+def _has_map(inputs: Inputs) -> bool:
+    return inputs.sentence.attention is not None  # None past ``map_tokens`` tokens
+
+
+def _iv(build: Callable) -> Callable[[Inputs], Figure]:
+    def wrapped(i: Inputs) -> Figure:
+        r = i.results
+        return build(r.interventions, i.sentence, r.manifest, r.sentences)
+
+    return wrapped
+
+
+def _focus(statistic: str) -> Callable[[Inputs], Figure]:
+    return lambda i: focus.focus_figure(i.sentence, statistic)
+
+
+def _pooled(statistic: str) -> Callable[[Inputs], Figure]:
+    return lambda i: focus.pooled_focus_figure(
+        i.results.set, statistic, len(i.results.sentences) or len(i.results.manifest.sentences)
+    )
+
+
+def _shows_grids(inputs: Inputs) -> bool:
+    """Intervention grids go on the page of the sentence the scaling grid ran on."""
+    return inputs.show_interventions and inputs.results.interventions is not None
+
+
+FIGURES: tuple[FigureEntry, ...] = (
+    FigureEntry("attention-map", "sentence", "focus", ("sentence:attention",),
+                lambda i: attention.attention_map_figure(i.sentence), when=_has_map),
+    FigureEntry("attention-breakdown", "sentence", "focus", ("sentence:breakdown",),
+                lambda i: breakdown.breakdown_figure(i.sentence, i.results.manifest)),
+    FigureEntry("bias-vs-position", "sentence", "focus", ("sentence:breakdown",),
+                lambda i: breakdown.bias_position_figure(i.sentence, i.results.manifest)),
+    *(
+        FigureEntry(key, "sentence", "layers", ("sentence:focus_sorted",), _focus(stat),
+                    sorted_lines=True)
+        for key, stat in zip(("self-focus", "first-focus", "concentration"), focus.STATISTICS,
+                             strict=True)
+    ),
+    FigureEntry("update-magnitude", "sentence", "impact", ("sentence:head_impact", "sentence:top"),
+                lambda i: impact.histogram_figure(i.sentence, "magnitude")),
+    FigureEntry("update-orientation", "sentence", "impact",
+                ("sentence:head_impact", "sentence:top"),
+                lambda i: impact.histogram_figure(i.sentence, "orientation")),
+    FigureEntry("orientation-vs-magnitude", "sentence", "impact",
+                ("sentence:head_impact", "sentence:top"),
+                lambda i: impact.scatter_figure(i.sentence)),
+    FigureEntry("impact-by-position", "sentence", "impact", ("sentence:block_impact",),
+                lambda i: block_impact.block_impact_figure(i.sentence)),
+    FigureEntry("scaling-grid", "sentence", "interventions",
+                ("interventions:scaling", "sentence:focus"),
+                _iv(interventions.scaling_figure), when=_shows_grids),
+    FigureEntry("mean-grid", "sentence", "interventions", ("interventions:mean", "sentence:focus"),
+                _iv(interventions.mean_figure), when=_shows_grids),
+    *(
+        FigureEntry(f"set-{key}", "index", "set", ("set:focus_sorted", "set:focus_pooled"),
+                    _pooled(stat), sorted_lines=True)
+        for key, stat in zip(("self-focus", "first-focus", "concentration"), focus.STATISTICS,
+                             strict=True)
+    ),
+    FigureEntry("set-head-impact", "index", "set", ("set:impact_pooled",),
+                lambda i: block_impact.pooled_impact_figure(i.results.set)),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A built figure with the registry entry that placed it."""
+
+    entry: FigureEntry
+    figure: Figure
+
+
+def page_inputs(results: Results, index: int | None) -> Inputs:
+    """Inputs of sentence ``index``'s page, or of the index page when None."""
+    if index is None:
+        return Inputs(results)
+    iv = results.interventions
+    shows = iv is not None and iv.scaling.sentence == index
+    return Inputs(results, results.sentences[index], shows)
+
+
+def build_figures(inputs: Inputs, entries: Sequence[FigureEntry] = FIGURES) -> list[Placed]:
+    """The figures of one page in registry order (entries whose ``when`` holds)."""
+    page = "index" if inputs.page_sentence is None else "sentence"
+    out = []
+    for entry in entries:
+        if entry.page == page and entry.when(inputs):
+            figure = entry.build(inputs)
+            if figure.key != entry.key:
+                raise ValueError(f"figure {entry.key} was built with key {figure.key}")
+            out.append(Placed(entry, figure))
+    return out

@@ -1,0 +1,179 @@
+"""Our attention function, registered in transformers' attention interface.
+
+transformers 5 routes the attention of most decoder models through one function
+signature (``AttentionInterface``): the model's own code computes q and k exactly as
+it scores them (after QK-norm and the rotary transform), v, the mask it uses (causal,
+sliding window) and hands them over with the scaling and, where the model has them,
+the logit soft-cap, the sliding window and learned sink logits. ``attention`` below is
+eager attention in the model's own operation order; while a ``Tap`` is active it
+records what it computed and may change q, k or v first (interventions).
+
+``routed(model, tap)`` switches the model (and every sub-model's config) to this
+function and always switches it back, also when the pass raises. A mask function is
+registered under the same name, otherwise transformers builds no mask for it.
+
+Shape letters: ``batch`` (always 1 here), ``head``, ``kv_head``, ``query``, ``key``, ``d``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import nn
+from transformers import AttentionInterface
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+NAME = "attnreport"
+
+
+@dataclass(frozen=True)
+class Computed:
+    """What the function computed for one call (batch removed).
+
+    ``logits`` (head, query, key) = scaling * q.k (+ ALiBi) before the soft-cap and the
+    mask; ``scores`` = the capped logits plus the mask (what the softmax reads);
+    ``probs`` over real keys; ``sink_probs`` (head, query) the sink's share, or None;
+    ``context`` (head, query, d) = probs @ v, the per-head attention output.
+    """
+
+    q: torch.Tensor  # (head, query, d) as scored
+    k: torch.Tensor  # (kv_head, key, d) as scored
+    v: torch.Tensor  # (kv_head, key, d)
+    mask: torch.Tensor | None  # (query, key) additive, as the model passed it
+    scaling: float
+    softcap: float | None
+    sliding_window: int | None
+    sinks: torch.Tensor | None  # (head,) learned sink logits
+    score_bias: torch.Tensor | None  # (head, query or 1, key) e.g. ALiBi, added to the logits
+    logits: torch.Tensor
+    scores: torch.Tensor
+    probs: torch.Tensor
+    sink_probs: torch.Tensor | None
+    context: torch.Tensor
+
+
+class Tap(Protocol):
+    """Receives every call of the function while active."""
+
+    def modify(self, module: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
+        """Return (q, k, v) to score, each (batch, heads, n, d); identity when not intervening."""
+        ...
+
+    def record(self, module: nn.Module, computed: Computed) -> None: ...
+
+
+_ACTIVE: list[Tap] = []
+
+
+def repeat_kv(t: torch.Tensor, groups: int) -> torch.Tensor:
+    """(batch, kv_head, n, d) -> (batch, head, n, d): each kv head serves ``groups`` query heads."""
+    return t if groups == 1 else t.repeat_interleave(groups, dim=1)
+
+
+def _logits(q, k_all, scaling: float, score_bias) -> torch.Tensor:
+    if score_bias is None:
+        return torch.matmul(q, k_all.transpose(2, 3)) * scaling  # (batch, head, query, key)
+    batch, heads, n, d = q.shape
+    bias = score_bias.reshape(batch * heads, -1, k_all.shape[2])
+    fused = bias.baddbmm(  # ALiBi models add the bias in one fused op; so do we
+        q.reshape(batch * heads, n, d), k_all.reshape(batch * heads, -1, d).transpose(1, 2),
+        beta=1.0, alpha=scaling,
+    )  # fmt: skip
+    return fused.view(batch, heads, n, -1)
+
+
+def _softmax(scores: torch.Tensor, sinks: torch.Tensor | None, dtype: torch.dtype):
+    """Probabilities over real keys and the sink's share (as gpt-oss computes them)."""
+    if sinks is None:
+        return torch.softmax(scores, dim=-1, dtype=torch.float32).to(dtype), None
+    batch, heads, n, _ = scores.shape
+    sink = sinks.reshape(1, -1, 1, 1).expand(batch, -1, n, -1)
+    combined = torch.cat([scores, sink], dim=-1)
+    combined = combined - combined.max(dim=-1, keepdim=True).values
+    full = torch.softmax(combined, dim=-1, dtype=combined.dtype)
+    return full[..., :-1].to(dtype), full[..., -1]
+
+
+def attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    softcap: float | None = None,
+    sliding_window: int | None = None,
+    s_aux: torch.Tensor | None = None,
+    score_bias: torch.Tensor | None = None,
+    **_kwargs: object,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eager attention; returns (output (batch, query, head, d), probs (batch, head, query, key))."""
+    tap = _ACTIVE[-1] if _ACTIVE else None
+    if tap is not None:
+        query, key, value = tap.modify(module, query, key, value)
+    scaling = float(query.shape[-1] ** -0.5 if scaling is None else scaling)
+    groups = query.shape[1] // key.shape[1]
+    k_all, v_all = repeat_kv(key, groups), repeat_kv(value, groups)
+    logits = _logits(query, k_all, scaling, score_bias)
+    capped = logits if softcap is None else torch.tanh(logits / softcap) * softcap
+    scores = capped if attention_mask is None else capped + attention_mask
+    probs, sink_probs = _softmax(scores, s_aux, query.dtype)
+    context = torch.matmul(probs, v_all)  # (batch, head, query, d)
+    if tap is not None:
+        mask = None if attention_mask is None else attention_mask[0, 0]
+        tap.record(
+            module,
+            Computed(
+                query[0], key[0], value[0], mask, scaling, softcap, sliding_window,
+                None if s_aux is None else s_aux.detach(),
+                None if score_bias is None else score_bias.reshape(query.shape[1], -1, key.shape[2]),
+                logits[0], scores[0], probs[0],
+                None if sink_probs is None else sink_probs[0], context[0],
+            ),
+        )  # fmt: skip
+    return context.transpose(1, 2).contiguous(), probs
+
+
+AttentionInterface.register(NAME, attention)
+AttentionMaskInterface.register(NAME, eager_mask)  # the additive masks eager attention uses
+
+
+def _configs(model: nn.Module) -> list[object]:
+    """Every config object the model's modules read ``_attn_implementation`` from."""
+    found: dict[int, object] = {}
+    pending = [m.config for m in model.modules() if hasattr(m, "config")]
+    while pending:
+        config = pending.pop()
+        if id(config) in found or not hasattr(config, "_attn_implementation_internal"):
+            continue
+        found[id(config)] = config
+        for name in getattr(config, "sub_configs", {}) or {}:
+            sub = getattr(config, name, None)
+            if sub is not None:
+                pending.append(sub)
+    return list(found.values())
+
+
+@contextmanager
+def routed(model: nn.Module, tap: Tap) -> Iterator[None]:
+    """Run the model's attention through ``attention`` with ``tap`` active; always restore.
+
+    Sets ``_attn_implementation`` on the model's config and every sub-config directly
+    (``set_attn_implementation`` refuses models whose source it cannot inspect and logs
+    warnings), and puts back exactly the values that were there.
+    """
+    saved = [(c, c._attn_implementation_internal) for c in _configs(model)]  # type: ignore[attr-defined]
+    _ACTIVE.append(tap)
+    try:
+        for config, _ in saved:
+            config._attn_implementation_internal = NAME  # type: ignore[attr-defined]
+        yield
+    finally:
+        _ACTIVE.remove(tap)
+        for config, value in saved:
+            config._attn_implementation_internal = value  # type: ignore[attr-defined]

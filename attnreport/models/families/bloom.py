@@ -1,0 +1,65 @@
+"""BLOOM (ALiBi): an adapter, because BLOOM's attention does not call the interface.
+
+While ``adapted`` is active each ``BloomAttention`` runs ``routed_forward``: BLOOM's
+own forward up to the scores, with the attention itself handed to our interface
+function, the ALiBi tensor passed as ``score_bias`` (added in the same fused
+``baddbmm`` BLOOM uses). The projection, the output ``dense`` and the residual add are
+BLOOM's own modules and ops. Refused: ``pretraining_tp > 1`` with ``slow_but_exact``
+(a sliced output projection that is not one linear map per call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+
+from torch import nn
+
+from attnreport.errors import AttnReportError
+from attnreport.interface import attention
+
+
+def routed_forward(self, hidden_states, residual, alibi, attention_mask, **_kwargs):
+    """BLOOM's attention forward (no cache) with the interface in place of its inline math."""
+    from transformers.models.bloom.modeling_bloom import dropout_add
+
+    batch, n, _ = hidden_states.shape
+    fused = self.query_key_value(hidden_states).view(batch, n, self.num_heads, 3, self.head_dim)
+    q, k, v = (fused[..., i, :].transpose(1, 2) for i in range(3))  # (batch, head, n, d)
+    context, probs = attention(
+        self, q, k, v, attention_mask, scaling=self.inv_norm_factor,
+        score_bias=alibi.view(batch, self.num_heads, 1, -1),
+    )  # fmt: skip
+    output = self.dense(context.reshape(batch, n, -1))
+    return dropout_add(output, residual, self.hidden_dropout, self.training), probs
+
+
+@contextmanager
+def _bloom_routed(model: nn.Module) -> Iterator[None]:
+    modules = [m for m in model.modules() if type(m).__name__ == "BloomAttention"]
+    if any(m.pretraining_tp > 1 and m.slow_but_exact for m in modules):
+        raise AttnReportError("BLOOM with pretraining_tp > 1 and slow_but_exact is not supported")
+    try:
+        for module in modules:
+            module.forward = routed_forward.__get__(module)
+        yield
+    finally:
+        for module in modules:
+            vars(module).pop("forward", None)
+
+
+@dataclass(frozen=True)
+class BloomFamily:
+    name: str = "BLOOM"
+    model_types: tuple[str, ...] = ("bloom",)
+    positional: str = "alibi"
+    verified: tuple[str, ...] = ("alibi", "fused_qkv", "qkv_bias")
+    architecture: tuple[str, ...] = ()
+    route: str = "adapter"
+
+    def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
+        return _bloom_routed(model)
+
+
+FAMILY = BloomFamily()

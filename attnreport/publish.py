@@ -1,0 +1,109 @@
+"""Draw a site from results: ``attnreport render`` and the second half of ``build``.
+
+Rendering is a pure function of the results files and the site options: the results
+are dumped to their canonical bytes and parsed back before any chart is drawn, so a
+site built straight after ``analyze`` equals one rendered later from the folder. The
+site ships what it was drawn from: ``results/`` (the results files) and
+``results/render.json`` (the options), so ``render SITE/results`` rebuilds it byte for
+byte. Nothing here imports torch or transformers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from attnreport.errors import AttnReportError
+from attnreport.results import Results, dump
+from attnreport.results.io import parse_files, read_folder
+from attnreport.site.context import SiteOptions
+
+OPTIONS_FILE = "render.json"  # inside a site's results/: the options it was drawn with
+
+
+@dataclass(frozen=True)
+class RenderSummary:
+    out: Path
+    pages: int
+    figures: int
+    files: int
+    bytes: int
+
+
+def options_from_json(data: bytes, where: str) -> SiteOptions:
+    try:
+        values = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AttnReportError(f"{where} is truncated or not valid JSON ({err})") from err
+    known = {f.name for f in fields(SiteOptions)}
+    if not isinstance(values, dict) or set(values) - known:
+        raise AttnReportError(f"{where} holds unknown site options; expected {sorted(known)}")
+    if "authors" in values:
+        values["authors"] = tuple(values["authors"])
+    return SiteOptions(**values)
+
+
+def site_files(results: Results | Mapping[str, bytes], options: SiteOptions) -> dict[str, bytes]:
+    """Every file of the site drawn from ``results`` (typed, or the results files' bytes).
+
+    Typed results are dumped and parsed back first, so the pages draw exactly what the
+    shipped ``results/`` files say (6 significant digits), as a later render would.
+    """
+    from attnreport.site.assemble import assemble_site
+
+    files = dict(results) if isinstance(results, Mapping) else dump(results)
+    return assemble_site(parse_files(files), options)
+
+
+def summarize(out: Path, files: Mapping[str, bytes]) -> RenderSummary:
+    pages = [n for n in files if n.endswith(".html") and "/" not in n and n != "404.html"]
+    figures = sum(files[n].count(b'class="ar-chart"') for n in pages)
+    return RenderSummary(out, len(pages), figures, len(files), sum(map(len, files.values())))
+
+
+def read_results(folder: str | Path) -> tuple[dict[str, bytes], SiteOptions | None]:
+    """The results files of ``folder`` (checked by parsing) and the options stored with
+    them by an earlier render, if any."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise AttnReportError(f"results folder {folder} does not exist")
+    files = read_folder(folder)
+    stored = files.pop(OPTIONS_FILE, None)
+    parse_files(files, f"{folder}/")  # one-line errors before any work
+    options = options_from_json(stored, str(folder / OPTIONS_FILE)) if stored else None
+    return files, options
+
+
+def render_folder(
+    results_dir: str | Path, out: str | Path, options: SiteOptions, force: bool = False
+) -> RenderSummary:
+    """Render the results in ``results_dir`` as a site in ``out``.
+
+    The results are read into memory first, so ``out`` may be the site that holds them
+    (``render site/results --out site``): the new site carries them again.
+    """
+    from attnreport.site.write import check_target, write_site
+
+    out = Path(out)
+    check_target(out, force)
+    files, _ = read_results(results_dir)
+    site = site_files(files, options)
+    write_site(site, out, force=force)
+    return summarize(out, site)
+
+
+def stored_options(results_dir: str | Path) -> SiteOptions | None:
+    """The options a site's ``results/`` was rendered with (None for analyze output)."""
+    path = Path(results_dir) / OPTIONS_FILE
+    return options_from_json(path.read_bytes(), str(path)) if path.is_file() else None
+
+
+def merged_options(base: SiteOptions | None, **overrides: Any) -> SiteOptions:
+    """``base`` (or the defaults) with every override that is not None."""
+    values = asdict(base or SiteOptions())
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    values["authors"] = tuple(values["authors"])
+    return SiteOptions(**values)

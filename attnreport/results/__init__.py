@@ -1,0 +1,72 @@
+"""The results schema's one owner: typed values, canonical ``dump``, checked ``load``,
+and ``compare`` of two runs within a tolerance (``docs/results-schema.md``).
+
+Nothing here imports torch or transformers: a site renders from results alone.
+"""
+
+from attnreport.results.interventions import GridCell, Interventions, MeanGrid, ScalingGrid
+from attnreport.results.io import Results, as_results, dump, dump_json, from_parts, load, to_json
+from attnreport.results.tables import (
+    BlockImpactTable,
+    BreakdownTable,
+    FocusBySentenceTable,
+    FocusPooledTable,
+    FocusSortedTable,
+    FocusTable,
+    HeadImpactTable,
+    ImpactPooledTable,
+    PooledSortedTable,
+    Table,
+    TokensTable,
+    TopTable,
+)
+from attnreport.results.types import (
+    READABLE_VERSIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    AttentionMaps,
+    ListedSentence,
+    Manifest,
+    ModelInfo,
+    SentenceResults,
+    SentenceTables,
+    SetResults,
+    StudySettings,
+)
+
+__all__ = [
+    "READABLE_VERSIONS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "AttentionMaps",
+    "BlockImpactTable",
+    "BreakdownTable",
+    "FocusBySentenceTable",
+    "FocusPooledTable",
+    "FocusSortedTable",
+    "FocusTable",
+    "GridCell",
+    "HeadImpactTable",
+    "ImpactPooledTable",
+    "Interventions",
+    "ListedSentence",
+    "Manifest",
+    "MeanGrid",
+    "ModelInfo",
+    "PooledSortedTable",
+    "Results",
+    "ScalingGrid",
+    "SentenceResults",
+    "SentenceTables",
+    "SetResults",
+    "StudySettings",
+    "Table",
+    "TokensTable",
+    "TopTable",
+    "as_results",
+    "dump",
+    "dump_json",
+    "from_parts",
+    "load",
+    "to_json",
+]

@@ -1,0 +1,287 @@
+"""Compare two runs of a study within a tolerance: the same model on another CPU, BLAS or
+thread count gives the same results up to the last digits, never byte for byte.
+
+Continuous values (scores, probabilities, magnitudes, KL, ...) must agree within
+``|a - b| <= atol + rtol * max(|a|, |b|)``. Discrete statistics (a query's top key, the
+ranks, the breakdown's keys, focus fractions, sorted-head order, first-token head
+counts) may differ only where a near-tie explains it: the top two probabilities of the
+query (or, for ranks and breakdown keys, any two scores of the row) within that same
+tolerance, in either run. Such differences are listed as ``near_ties``, not problems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from attnreport.results.io import Results
+from attnreport.results.tables import Table
+from attnreport.results.ties import Ties, find_ties
+
+FRACTIONS = ("self_focus", "first_focus")  # statistics that count top keys
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float = 1e-3
+    atol: float = 1e-4
+
+    def close(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        both_nan = np.isnan(a) & np.isnan(b)
+        with np.errstate(invalid="ignore"):
+            ok = np.abs(a - b) <= self.atol + self.rtol * np.maximum(np.abs(a), np.abs(b))
+        return ok | both_nan
+
+
+@dataclass
+class Comparison:
+    """What moved: ``problems`` fail a comparison, ``near_ties`` are reported only."""
+
+    problems: list[str] = field(default_factory=list)
+    near_ties: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _scope(table: Table, s: int | None, keep: tuple[bool, bool, bool, bool]) -> list[tuple]:
+    cols = table.arrays()
+    n = len(table)
+    parts = [
+        [s] * n
+        if s is not None
+        else cols["sentence"].tolist()
+        if "sentence" in cols
+        else [None] * n,
+        cols["layer"].tolist() if "layer" in cols else [None] * n,
+        cols["head"].tolist() if "head" in cols else [None] * n,
+        cols["query"].tolist() if "query" in cols else [None] * n,
+    ]
+    return [
+        tuple(v if k else None for v, k in zip(r, keep, strict=True))
+        for r in zip(*parts, strict=True)
+    ]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Which columns of a table a near-tie may change, and the scope of the tie."""
+
+    which: str  # "top" (top-two ties) or "row" (any two scores of a row)
+    keep: tuple[bool, bool, bool, bool]  # (sentence, layer, head, query) parts that must match
+    columns: tuple[str, ...]  # columns a tie may change; () = every column
+    statistic_rows: bool = False  # only rows whose ``statistic`` counts top keys
+
+
+POLICIES = {
+    "top": Policy("top", (True, True, True, True), ("top_key", "top_is_self", "top_is_first")),
+    "breakdown": Policy("row", (True, True, True, True), ()),
+    "focus": Policy("top", (True, True, True, False), FRACTIONS),
+    "focus_sorted": Policy("top", (True, True, False, False), ("head", "value", "line")),
+    "block_impact": Policy("top", (True, True, False, True), ("top_first_heads",)),
+    "focus_by_sentence": Policy("top", (True, True, True, False), FRACTIONS),
+    "focus_pooled": Policy("top", (False, True, True, False), (), statistic_rows=True),
+    "set_focus_sorted": Policy("top", (False, True, False, False), (), statistic_rows=False),
+}
+
+
+def _describe(table: Table, row: int) -> str:
+    cols = table.arrays()
+    keys = [
+        k for k in ("sentence", "statistic", "layer", "head", "query", "rank", "line") if k in cols
+    ]
+    return ", ".join(f"{k} {cols[k][row]}" for k in keys)
+
+
+def compare_table(
+    where: str,
+    a: Table,
+    b: Table,
+    tol: Tolerance,
+    ties: Ties,
+    policy: Policy | None,
+    out: Comparison,
+) -> None:
+    """Add what differs between two versions of one table to ``out``."""
+    if len(a) != len(b):
+        out.problems.append(f"{where}: {len(a)} rows vs {len(b)}")
+        return
+    tied = np.zeros(len(a), dtype=bool)
+    if policy is not None:
+        s = None if not policy.keep[0] else _sentence_of(where)
+        allowed = ties.project(policy.which, policy.keep)
+        tied = np.array([key in allowed for key in _scope(a, s, policy.keep)], dtype=bool)
+        if policy.statistic_rows:
+            tied &= np.isin(a.arrays()["statistic"], FRACTIONS)
+    for f in fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        bad = ~tol.close(x, y) if x.dtype.kind == "f" else x != y
+        if not bad.any():
+            continue
+        may_move = policy is not None and (not policy.columns or f.name in policy.columns)
+        excused = bad & tied if may_move else np.zeros_like(bad)
+        _report(out.near_ties, where, f.name, a, excused, x, y, "at near-ties")
+        _report(out.problems, where, f.name, a, bad & ~excused, x, y, "beyond tolerance")
+
+
+def _sentence_of(where: str) -> int | None:
+    name = where.split(" ")[0]
+    if name.startswith("sentences/"):
+        return int(name.split("/")[1].split(".")[0])
+    return None
+
+
+def _report(sink: list[str], where: str, column: str, table: Table, mask, x, y, how: str) -> None:
+    rows = np.flatnonzero(mask)
+    if len(rows):
+        r = rows[0]
+        sink.append(
+            f"{where}.{column}: {len(rows)} value(s) differ {how}, e.g. "
+            f"{_describe(table, r)}: {x[r].item()!r} vs {y[r].item()!r}"
+        )
+
+
+def _flat(nested: Iterable) -> np.ndarray:
+    values: list[float] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key in sorted(node):
+                walk(node[key])
+        elif isinstance(node, list | tuple):
+            for item in node:
+                walk(item)
+        else:
+            values.append(np.nan if node is None else float(node))  # type: ignore[arg-type]
+
+    walk(nested)
+    return np.array(values, dtype=float)
+
+
+def _compare_values(where: str, a: object, b: object, tol: Tolerance, out: Comparison) -> None:
+    x, y = _flat(a), _flat(b)  # type: ignore[arg-type]
+    if x.shape != y.shape:
+        out.problems.append(f"{where}: shapes differ ({x.shape} vs {y.shape})")
+    elif not tol.close(x, y).all():
+        i = int(np.flatnonzero(~tol.close(x, y))[0])
+        count = int((~tol.close(x, y)).sum())
+        out.problems.append(
+            f"{where}: {count} value(s) differ beyond tolerance, e.g. {x[i]} vs {y[i]}"
+        )
+
+
+def _compare_ranks(where: str, a: list, b: list, s: int, ties: Ties, out: Comparison) -> None:
+    """Ranks may differ only in rows where two scores nearly tie."""
+    moved, excused = [], []
+    for layer, (heads_a, heads_b) in enumerate(zip(a, b, strict=True)):
+        for head, (tri_a, tri_b) in enumerate(zip(heads_a, heads_b, strict=True)):
+            for query, (row_a, row_b) in enumerate(zip(tri_a, tri_b, strict=True)):
+                if row_a != row_b:
+                    tied = (s, layer, head, query) in ties.row
+                    (excused if tied else moved).append((layer, head, query))
+    for sink, rows, how in (
+        (out.near_ties, excused, "at near-ties"),
+        (out.problems, moved, "beyond tolerance"),
+    ):
+        if rows:
+            layer, head, query = rows[0]
+            sink.append(
+                f"{where}: ranks of {len(rows)} row(s) differ {how}, e.g. layer {layer}, "
+                f"head {head}, query {query}"
+            )
+
+
+def _compare_manifest(a: Results, b: Results, out: Comparison) -> None:
+    ma, mb = a.manifest, b.manifest
+    for name in ("name", "fingerprint", "n_layers", "n_heads", "positional", "dtype"):
+        if getattr(ma.model, name) != getattr(mb.model, name):
+            out.problems.append(
+                f"manifest.json: model {name} differs ({getattr(ma.model, name)!r} vs "
+                f"{getattr(mb.model, name)!r})"
+            )
+    if ma.settings != mb.settings:
+        out.problems.append("manifest.json: the settings differ")
+    if ma.sentences != mb.sentences:
+        out.problems.append("manifest.json: the sentences or their token ids differ")
+
+
+def _compare_sentence(
+    a: Results, b: Results, s: int, tol: Tolerance, ties: Ties, out: Comparison
+) -> None:
+    sa, sb = a.sentences[s], b.sentences[s]
+    where = f"sentences/{s:03d}.json"
+    compare_table(f"{where} tokens", sa.tokens, sb.tokens, tol, ties, None, out)
+    for f in fields(sa.tables):
+        policy = POLICIES.get(f.name)
+        compare_table(
+            f"{where} {f.name}", getattr(sa.tables, f.name), getattr(sb.tables, f.name),
+            tol, ties, policy, out,
+        )  # fmt: skip
+    if (sa.attention is None) != (sb.attention is None):
+        out.problems.append(f"{where}: attention maps kept in one run only")
+    elif sa.attention is not None and sb.attention is not None:
+        _compare_values(
+            f"{where} attention.scores", sa.attention.scores, sb.attention.scores, tol, out
+        )
+        _compare_values(
+            f"{where} attention.probs", sa.attention.probs, sb.attention.probs, tol, out
+        )
+        _compare_ranks(
+            f"{where} attention.ranks", sa.attention.ranks, sb.attention.ranks, s, ties, out
+        )
+
+
+def _compare_set(a: Results, b: Results, tol: Tolerance, ties: Ties, out: Comparison) -> None:
+    for f in fields(a.set):
+        key = "set_focus_sorted" if f.name == "focus_sorted" else f.name
+        compare_table(
+            f"set.json {f.name}", getattr(a.set, f.name), getattr(b.set, f.name),
+            tol, ties, POLICIES.get(key), out,
+        )  # fmt: skip
+
+
+def _compare_interventions(a: Results, b: Results, tol: Tolerance, out: Comparison) -> None:
+    ia, ib = a.interventions, b.interventions
+    if ia is None or ib is None:
+        if (ia is None) != (ib is None):
+            out.problems.append("interventions.json: present in one run only")
+        return
+    if (ia.layer, ia.observed_layers, ia.epsilons) != (ib.layer, ib.observed_layers, ib.epsilons):
+        out.problems.append(f"interventions.json: layer {ia.layer} vs {ib.layer} (or its settings)")
+        return
+    for name, grid_a, grid_b in (("scaling", ia.scaling, ib.scaling), ("mean", ia.mean, ib.mean)):
+        if [(c.target, c.setting) for c in grid_a.cells] != [
+            (c.target, c.setting) for c in grid_b.cells
+        ]:
+            out.problems.append(f"interventions.json: the {name} grid has other cells")
+            continue
+        for k, (ca, cb) in enumerate(zip(grid_a.cells, grid_b.cells, strict=True)):
+            where = f"interventions.json {name} cell {k} ({ca.target} {ca.setting})"
+            _compare_values(where + " observations", ca.observations, cb.observations, tol, out)
+            _compare_values(where + " kl", ca.kl, cb.kl, tol, out)
+    _compare_values(
+        "interventions.json scaling baseline", ia.scaling.baseline, ib.scaling.baseline, tol, out
+    )
+    _compare_values(
+        "interventions.json mean baselines", ia.mean.baselines, ib.mean.baselines, tol, out
+    )
+
+
+def compare_results(expected: Results, actual: Results, tol: Tolerance | None = None) -> Comparison:
+    """Everything that differs between two runs beyond ``tol``, and the near-ties."""
+    tol = tol or Tolerance()
+    out = Comparison()
+    _compare_manifest(expected, actual, out)
+    if len(expected.sentences) != len(actual.sentences) or out.problems:
+        out.problems.append("the runs cover different sentences or models; nothing else compared")
+        return out
+    ties = find_ties(expected, actual, tol)
+    for s in range(len(expected.sentences)):
+        _compare_sentence(expected, actual, s, tol, ties, out)
+    _compare_set(expected, actual, tol, ties, out)
+    _compare_interventions(expected, actual, tol, out)
+    return out

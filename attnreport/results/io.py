@@ -1,0 +1,197 @@
+"""``dump`` results to their canonical files and ``load`` them back, with one-line errors.
+
+Canonical JSON: UTF-8, sorted keys, no NaN, compact separators, floats already rounded to
+6 significant digits, so the same results give byte-identical files. The manifest lists
+every other file with its size (``files``); ``load`` checks that list, so a folder that
+an interrupted ``analyze`` or copy left half-written is refused by name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from attnreport.errors import AttnReportError
+from attnreport.results.interventions import (
+    Interventions,
+    interventions_from_json,
+    interventions_to_json,
+)
+from attnreport.results.types import (
+    READABLE_VERSIONS,
+    SCHEMA_VERSION,
+    Manifest,
+    SentenceResults,
+    SetResults,
+    manifest_from_json,
+    manifest_to_json,
+    sentence_from_json,
+    sentence_to_json,
+    set_from_json,
+    set_to_json,
+)
+
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True, eq=False)
+class Results:
+    """Everything one study computed; ``sentences[i].index == i``."""
+
+    manifest: Manifest
+    sentences: tuple[SentenceResults, ...]
+    set: SetResults
+    interventions: Interventions | None = None
+
+
+def sentence_file(index: int) -> str:
+    return f"sentences/{index:03d}.json"
+
+
+def dump_json(value: Any) -> bytes:
+    """Canonical JSON bytes of a JSON value (sorted keys, no NaN, one trailing newline)."""
+    text = json.dumps(
+        value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    )
+    return (text + "\n").encode("utf-8")
+
+
+def dump(results: Results) -> dict[str, bytes]:
+    """The results folder as ``{relative path: bytes}``; the manifest lists the others."""
+    files = {"set.json": dump_json(set_to_json(results.set))}
+    if results.interventions is not None:
+        files["interventions.json"] = dump_json(interventions_to_json(results.interventions))
+    for s in results.sentences:
+        files[sentence_file(s.index)] = dump_json(sentence_to_json(s))
+    sizes = {name: len(data) for name, data in sorted(files.items())}
+    files[MANIFEST] = dump_json(manifest_to_json(replace(results.manifest, files=sizes)))
+    return dict(sorted(files.items()))
+
+
+def to_json(results: Results) -> dict[str, Any]:
+    """The parts as JSON values: {"manifest", "set", "sentences", "interventions"}."""
+    files = {name: json.loads(data) for name, data in dump(results).items()}
+    return {
+        "manifest": files[MANIFEST],
+        "set": files["set.json"],
+        "sentences": [files[sentence_file(s.index)] for s in results.sentences],
+        "interventions": files.get("interventions.json"),
+    }
+
+
+def _schema_version(value: Any, where: str) -> int:
+    schema = value.get("schema") if isinstance(value, dict) else None
+    understood = " and ".join(str(v) for v in READABLE_VERSIONS)
+    prefix = "attnreport.results/"
+    if not isinstance(schema, str) or not schema.startswith(prefix):
+        raise AttnReportError(f"{where} is not an attnreport results file (no schema field)")
+    version = schema[len(prefix) :]
+    if not version.isdigit() or int(version) not in READABLE_VERSIONS:
+        newer = version.isdigit() and int(version) > SCHEMA_VERSION
+        hint = "; upgrade attnreport" if newer else ""
+        raise AttnReportError(
+            f"{where} has schema version {version}; this attnreport reads versions {understood}{hint}"
+        )
+    return int(version)
+
+
+def _parse(data: bytes, where: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise AttnReportError(f"{where} is truncated or not valid JSON ({err})") from err
+
+
+def from_parts(
+    manifest: Any, set_: Any, sentences: list[Any], interventions: Any = None, where: str = ""
+) -> Results:
+    """Typed results from the four parts as JSON values (what the files hold)."""
+    for value, name in ((manifest, MANIFEST), (set_, "set.json")):
+        _schema_version(value, where + name)
+    return Results(
+        manifest=manifest_from_json(manifest, where + MANIFEST),
+        sentences=tuple(
+            sentence_from_json(s, where + sentence_file(i)) for i, s in enumerate(sentences)
+        ),
+        set=set_from_json(set_, where + "set.json"),
+        interventions=None
+        if interventions is None
+        else interventions_from_json(interventions, where + "interventions.json"),
+    )
+
+
+def as_results(value: Results | Mapping[str, Any]) -> Results:
+    """``value`` if typed, else the parts of a mapping parsed by the schema's owner."""
+    if isinstance(value, Results):
+        return value
+    return from_parts(
+        value["manifest"], value["set"], list(value["sentences"]), value.get("interventions")
+    )
+
+
+def _check_complete(files: Mapping[str, bytes], listed: Any, where: str) -> None:
+    if not isinstance(listed, dict):
+        raise AttnReportError(f"{where}{MANIFEST} lists no files; the folder is not complete")
+    for name, size in listed.items():
+        if name not in files:
+            raise AttnReportError(
+                f"results folder {where.rstrip('/')} is incomplete: {name} is missing "
+                "(an interrupted analyze or copy?); run attnreport analyze again"
+            )
+        if len(files[name]) != size:
+            raise AttnReportError(
+                f"{where}{name} is truncated or was changed: {len(files[name])} bytes, "
+                f"the manifest says {size}"
+            )
+
+
+def _part(files: Mapping[str, bytes], name: str, where: str) -> Any:
+    if name not in files:
+        raise AttnReportError(
+            f"results folder {where.rstrip('/')} is incomplete: {name} is missing; "
+            "run attnreport analyze again"
+        )
+    value = _parse(files[name], where + name)
+    _schema_version(value, where + name)
+    return value
+
+
+def parse_files(files: Mapping[str, bytes], where: str = "") -> Results:
+    """Typed results from ``{relative path: bytes}`` (what ``dump`` returns); ``where``
+    prefixes file names in errors (the folder, ending in "/")."""
+    if MANIFEST not in files:
+        if any(name.endswith(".json") for name in files):
+            raise AttnReportError(
+                f"results folder {where.rstrip('/')} has no {MANIFEST} (it is written with "
+                "the other files: an interrupted analyze?); run attnreport analyze again"
+            )
+        raise AttnReportError(
+            f"{where.rstrip('/') or 'this'} is not a results folder: no {MANIFEST}"
+        )
+    manifest = _part(files, MANIFEST, where)
+    if _schema_version(manifest, where + MANIFEST) >= 2:
+        _check_complete(files, manifest.get("files"), where)
+    count = len(manifest.get("sentences") or [])
+    sentences = [_part(files, sentence_file(i), where) for i in range(count)]
+    iv = _part(files, "interventions.json", where) if "interventions.json" in files else None
+    return from_parts(manifest, _part(files, "set.json", where), sentences, iv, where)
+
+
+def read_folder(folder: Path) -> dict[str, bytes]:
+    """Every JSON file of a results folder, by relative POSIX path."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*.json"))
+        if p.is_file()
+    }
+
+
+def load(folder: str | Path) -> Results:
+    """Read a results folder written by ``attnreport analyze`` (or a site's ``results/``)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise AttnReportError(f"results folder {folder} does not exist")
+    return parse_files(read_folder(folder), f"{folder}/")

@@ -1,0 +1,225 @@
+"""Typed column tables of the results schema (``docs/results-schema.md``).
+
+A table is a frozen dataclass whose fields are its columns, each a 1-D numpy array of
+one length (int64 ids and positions, float64 statistics, bool flags, object strings).
+On disk it is ``{"columns": {name: [values...]}}``. Readers use the fields
+(``focus.first_focus``), never dictionary keys. A column declared with a ``fill`` is
+optional on load (results written before it existed get the fill value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Self
+
+import numpy as np
+
+from attnreport.errors import AttnReportError
+from attnreport.results.rounding import column_to_list
+
+_DTYPES = {"int": np.int64, "float": np.float64, "bool": np.bool_, "str": object}
+
+
+def col(kind: str) -> Any:
+    """A required column field of ``kind`` ("int", "float", "bool", "str")."""
+    return field(metadata={"kind": kind, "fill": None})
+
+
+def optional_col(kind: str, fill: Any) -> Any:
+    """A column absent from older results: ``fill`` on every row when missing."""
+    return field(default=None, metadata={"kind": kind, "fill": fill})
+
+
+def as_column(values: Any, kind: str) -> np.ndarray:
+    """``values`` as a 1-D array of the column's dtype (strings stay exact Python str)."""
+    if kind == "str":
+        out = np.empty(len(values), dtype=object)
+        out[:] = [str(v) for v in values]
+        return out
+    array = np.asarray(values, dtype=_DTYPES[kind])
+    return array.reshape(-1) if array.ndim != 1 else array
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """Base of every results table; subclasses declare their columns with ``col``."""
+
+    NAME: ClassVar[str] = "table"
+
+    def __post_init__(self) -> None:
+        lengths = set()
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            object.__setattr__(self, f.name, as_column(value, f.metadata["kind"]))
+            lengths.add(len(getattr(self, f.name)))
+        n = lengths.pop() if len(lengths) == 1 else 0
+        if lengths:
+            raise ValueError(f"columns of table {self.NAME} differ in length")
+        for f in fields(self):
+            if getattr(self, f.name) is None:
+                filled = np.full(n, f.metadata["fill"], dtype=_DTYPES[f.metadata["kind"]])
+                object.__setattr__(self, f.name, filled)
+
+    def __len__(self) -> int:
+        first = fields(self)[0].name
+        return len(getattr(self, first))
+
+    @classmethod
+    def columns_of(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Column name -> array (the names are the charts' field names)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"columns": {...}}`` with floats rounded to 6 significant digits."""
+        return {"columns": {name: column_to_list(v) for name, v in self.arrays().items()}}
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> Self:
+        """Parse ``{"columns": ...}``; a missing required column is a one-line error."""
+        columns = value.get("columns") if isinstance(value, dict) else None
+        if not isinstance(columns, dict):
+            raise AttnReportError(f"{where}: table {cls.NAME} is not a column table")
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name in columns:
+                values[f.name] = columns[f.name]
+            elif f.metadata["fill"] is None:
+                raise AttnReportError(f"{where}: table {cls.NAME} lacks column {f.name!r}")
+        try:
+            return cls(**values)
+        except (ValueError, TypeError) as err:
+            raise AttnReportError(f"{where}: table {cls.NAME} is malformed ({err})") from err
+
+
+def _table(name: str) -> Any:
+    def wrap(cls: type) -> type:
+        cls.NAME = name
+        return dataclass(frozen=True, eq=False)(cls)
+
+    return wrap
+
+
+@_table("tokens")
+class TokensTable(Table):
+    position: np.ndarray = col("int")
+    token: np.ndarray = col("str")  # the token's text as decoded alone
+    token_id: np.ndarray = col("int")
+
+
+@_table("top")
+class TopTable(Table):
+    layer: np.ndarray = col("int")
+    head: np.ndarray = col("int")
+    query: np.ndarray = col("int")
+    top_key: np.ndarray = col("int")
+    top_is_self: np.ndarray = col("bool")
+    top_is_first: np.ndarray = col("bool")
+    p_top1: np.ndarray = col("float")
+    p_top2: np.ndarray = col("float")
+    concentration: np.ndarray = col("float")
+
+
+@_table("breakdown")
+class BreakdownTable(Table):
+    layer: np.ndarray = col("int")
+    head: np.ndarray = col("int")
+    query: np.ndarray = col("int")
+    rank: np.ndarray = col("int")
+    key: np.ndarray = col("int")
+    score: np.ndarray = col("float")
+    position: np.ndarray = col("float")
+    bias: np.ndarray = col("float")
+    content: np.ndarray = col("float")
+    query_only: np.ndarray = col("float")
+
+
+@_table("focus")
+class FocusTable(Table):
+    layer: np.ndarray = col("int")
+    head: np.ndarray = col("int")
+    self_focus: np.ndarray = col("float")
+    first_focus: np.ndarray = col("float")
+    concentration: np.ndarray = col("float")
+    n_queries: np.ndarray = col("int")
+    # first_prob: mean p_i0 over queries i >= 1 that can see token 0;
+    # sink_share: mean learned-sink probability (0 without sinks)
+    first_prob: np.ndarray = optional_col("float", 0.0)
+    sink_share: np.ndarray = optional_col("float", 0.0)
+
+
+@_table("focus_sorted")
+class FocusSortedTable(Table):
+    statistic: np.ndarray = col("str")
+    layer: np.ndarray = col("int")
+    line: np.ndarray = col("int")
+    head: np.ndarray = col("int")
+    value: np.ndarray = col("float")
+
+
+@_table("head_impact")
+class HeadImpactTable(Table):
+    layer: np.ndarray = col("int")
+    head: np.ndarray = col("int")
+    query: np.ndarray = col("int")
+    magnitude: np.ndarray = col("float")
+    orientation: np.ndarray = col("float")
+
+
+@_table("block_impact")
+class BlockImpactTable(Table):
+    layer: np.ndarray = col("int")
+    query: np.ndarray = col("int")
+    magnitude: np.ndarray = col("float")
+    top_first_heads: np.ndarray = col("int")
+
+
+@_table("focus_by_sentence")
+class FocusBySentenceTable(Table):
+    sentence: np.ndarray = col("int")
+    layer: np.ndarray = col("int")
+    head: np.ndarray = col("int")
+    self_focus: np.ndarray = col("float")
+    first_focus: np.ndarray = col("float")
+    concentration: np.ndarray = col("float")
+    n_queries: np.ndarray = col("int")
+    first_prob: np.ndarray = optional_col("float", 0.0)
+    sink_share: np.ndarray = optional_col("float", 0.0)
+
+
+@_table("focus_pooled")
+class FocusPooledTable(Table):
+    layer: np.ndarray = col("int")
+    head: np.ndarray = col("int")
+    statistic: np.ndarray = col("str")
+    value: np.ndarray = col("float")
+    min: np.ndarray = col("float")
+    q1: np.ndarray = col("float")
+    median: np.ndarray = col("float")
+    q3: np.ndarray = col("float")
+    max: np.ndarray = col("float")
+    n_sentences: np.ndarray = col("int")
+
+
+@_table("focus_sorted")
+class PooledSortedTable(Table):
+    statistic: np.ndarray = col("str")
+    layer: np.ndarray = col("int")
+    line: np.ndarray = col("int")
+    head: np.ndarray = col("int")
+    value: np.ndarray = col("float")
+    min: np.ndarray = col("float")
+    max: np.ndarray = col("float")
+
+
+@_table("impact_pooled")
+class ImpactPooledTable(Table):
+    layer: np.ndarray = col("int")
+    head: np.ndarray = col("int")
+    magnitude: np.ndarray = col("float")
+    orientation: np.ndarray = col("float")
+    n_tokens: np.ndarray = col("int")

@@ -1,0 +1,68 @@
+"""Near-ties: rows of the attention where two scores are within the comparison's
+tolerance, so that a discrete statistic (top key, rank) may flip between two runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from attnreport.results.io import Results
+from attnreport.results.tables import Table
+
+if TYPE_CHECKING:
+    from attnreport.results.compare import Tolerance
+
+
+@dataclass(frozen=True)
+class Ties:
+    """Rows (sentence, layer, head, query) whose top two, or any two, scores nearly tie."""
+
+    top: frozenset[tuple[int, int, int, int]]
+    row: frozenset[tuple[int, int, int, int]]
+
+    def project(self, which: str, keep: tuple[bool, bool, bool, bool]) -> set[tuple]:
+        rows = self.top if which == "top" else self.row
+        return {tuple(v if k else None for v, k in zip(r, keep, strict=True)) for r in rows}
+
+
+def _top_ties(s: int, top: Table, tol: Tolerance) -> set[tuple[int, int, int, int]]:
+    p1, p2 = top.p_top1, top.p_top2
+    near = (p1 - p2 <= tol.atol + tol.rtol * p1) & (top.query > 0)
+    return {
+        (s, int(la), int(h), int(q))
+        for la, h, q in zip(top.layer[near], top.head[near], top.query[near], strict=True)
+    }
+
+
+def _row_ties(s: int, results: Results, tol: Tolerance) -> set[tuple[int, int, int, int]]:
+    sentence = results.sentences[s]
+    out: set[tuple[int, int, int, int]] = set()
+    if sentence.attention is None:
+        bd = sentence.tables.breakdown
+        order = np.lexsort((bd.rank, bd.query, bd.head, bd.layer))
+        same = np.diff(bd.query[order]) == 0
+        near = same & tol.close(bd.score[order][:-1], bd.score[order][1:])
+        for i in np.flatnonzero(near):
+            r = order[i]
+            out.add((s, int(bd.layer[r]), int(bd.head[r]), int(bd.query[r])))
+        return out
+    for layer, heads in enumerate(sentence.attention.scores):
+        for head, triangle in enumerate(heads):
+            for query, row in enumerate(triangle):
+                values = np.sort(np.array([np.nan if v is None else v for v in row], dtype=float))
+                values = values[np.isfinite(values)]
+                if len(values) > 1 and tol.close(values[:-1], values[1:]).any():
+                    out.add((s, layer, head, query))
+    return out
+
+
+def find_ties(a: Results, b: Results, tol: Tolerance) -> Ties:
+    top: set[tuple[int, int, int, int]] = set()
+    row: set[tuple[int, int, int, int]] = set()
+    for results in (a, b):
+        for s, sentence in enumerate(results.sentences):
+            top |= _top_ties(s, sentence.tables.top, tol)
+            row |= _row_ties(s, results, tol)
+    return Ties(frozenset(top), frozenset(row | top))

@@ -1,0 +1,287 @@
+"""The results of one study as typed values: the contract between analysis and rendering.
+
+``attnreport.study`` produces a ``Results``; charts and pages read it; ``io.dump`` and
+``io.load`` turn it into and out of the JSON files of ``docs/results-schema.md``. Every
+``from_json`` raises ``AttnReportError`` naming the file and the missing part; every
+``to_json`` gives the schema's JSON (a round trip is byte-identical after ``dump``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from attnreport.errors import AttnReportError
+from attnreport.results.tables import (
+    BlockImpactTable,
+    BreakdownTable,
+    FocusBySentenceTable,
+    FocusPooledTable,
+    FocusSortedTable,
+    FocusTable,
+    HeadImpactTable,
+    ImpactPooledTable,
+    PooledSortedTable,
+    TokensTable,
+    TopTable,
+)
+
+SCHEMA_VERSION = 2
+SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
+READABLE_VERSIONS = (1, 2)  # version 1 lacks manifest.files and the optional columns
+
+Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i
+Observations = dict[str, list[Triangle]]  # "same"/"next"/"last" -> [head] -> triangle
+
+
+def need(obj: Any, key: str, where: str) -> Any:
+    """``obj[key]``, or a one-line error naming the file and the missing key."""
+    if not isinstance(obj, dict) or key not in obj:
+        raise AttnReportError(f"{where} is incomplete: it has no {key!r}")
+    return obj[key]
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the manifest says about the model (``extra`` keeps keys this version ignores)."""
+
+    name: str
+    source: str
+    fingerprint: str
+    model_type: str
+    family: str
+    positional: str  # "rope", "alibi", "absolute", ...
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    hidden_size: int
+    context: int | None
+    attn_implementation: str
+    dtype: str
+    device: str
+    tokenizer: str
+    features: tuple[str, ...] = ()  # attention features the model uses (sinks, window, ...)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """The settings that changed the numbers, as recorded in the manifest."""
+
+    breakdown_ranks: int = 3
+    epsilons: tuple[float, ...] = (5e-1, 1e-3, 1e-10)
+    intervene_layer: int | None = None
+    scaling_sentence: int = 0
+    mean_sentences: tuple[int, ...] | None = None
+    map_tokens: int = 256
+    view_head: tuple[int, ...] | None = None
+    bos: str = "auto"  # "auto" | "always" | "never"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ListedSentence:
+    index: int
+    text: str
+    n_tokens: int
+    token_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    attnreport_version: str
+    model: ModelInfo
+    settings: StudySettings
+    sentences: tuple[ListedSentence, ...]
+    files: dict[str, int] | None = None  # every other file -> its size in bytes (v2)
+
+
+def _tuple_or_none(value: Any) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _known(cls: type, obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    names = {f.name for f in fields(cls)} - {"extra"}
+    return {k: v for k, v in obj.items() if k in names}, {
+        k: v for k, v in obj.items() if k not in names
+    }
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _with_extra(obj: Any) -> dict[str, Any]:
+    out = {f.name: _plain(getattr(obj, f.name)) for f in fields(obj) if f.name != "extra"}
+    return {**obj.extra, **out}
+
+
+def model_from_json(obj: Any, where: str) -> ModelInfo:
+    if not isinstance(obj, dict):
+        raise AttnReportError(f"{where} is incomplete: its model is not an object")
+    known, extra = _known(ModelInfo, obj)
+    missing = [
+        f.name
+        for f in fields(ModelInfo)
+        if f.name not in known and f.name not in ("features", "extra")
+    ]
+    if missing:
+        raise AttnReportError(f"{where} is incomplete: model has no {missing[0]!r}")
+    known["features"] = tuple(known.get("features", ()))
+    return ModelInfo(**known, extra=extra)
+
+
+def settings_from_json(obj: Any) -> StudySettings:
+    known, extra = _known(StudySettings, obj or {})
+    for name in ("epsilons", "mean_sentences", "view_head"):
+        if name in known:
+            known[name] = _tuple_or_none(known[name])
+    return StudySettings(**known, extra=extra)
+
+
+def manifest_from_json(obj: Any, where: str = "manifest.json") -> Manifest:
+    listed = tuple(
+        ListedSentence(
+            int(need(s, "index", where)),
+            str(need(s, "text", where)),
+            int(need(s, "n_tokens", where)),
+            tuple(int(t) for t in need(s, "token_ids", where)),
+        )
+        for s in need(obj, "sentences", where)
+    )
+    files = obj.get("files")
+    return Manifest(
+        attnreport_version=str(need(obj, "attnreport_version", where)),
+        model=model_from_json(need(obj, "model", where), where),
+        settings=settings_from_json(obj.get("settings")),
+        sentences=listed,
+        files=None if files is None else {str(k): int(v) for k, v in files.items()},
+    )
+
+
+def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
+    out = {
+        "schema": SCHEMA,
+        "attnreport_version": manifest.attnreport_version,
+        "model": _with_extra(manifest.model),
+        "settings": _with_extra(manifest.settings),
+        "sentences": [
+            {
+                "index": s.index,
+                "text": s.text,
+                "n_tokens": s.n_tokens,
+                "token_ids": list(s.token_ids),
+            }
+            for s in manifest.sentences
+        ],
+    }
+    if manifest.files is not None:
+        out["files"] = dict(manifest.files)
+    return out
+
+
+@dataclass(frozen=True)
+class AttentionMaps:
+    """[layer][head] -> causal triangle; ``scores`` may hold None where a window masks."""
+
+    scores: list[list[Triangle]]
+    probs: list[list[Triangle]]
+    ranks: list[list[Triangle]]
+
+
+@dataclass(frozen=True, eq=False)
+class SentenceTables:
+    top: TopTable
+    breakdown: BreakdownTable
+    focus: FocusTable
+    focus_sorted: FocusSortedTable
+    head_impact: HeadImpactTable
+    block_impact: BlockImpactTable
+
+
+@dataclass(frozen=True, eq=False)
+class SentenceResults:
+    """One ``sentences/NNN.json``."""
+
+    index: int
+    text: str
+    n_tokens: int
+    tokens: TokensTable
+    tables: SentenceTables
+    attention: AttentionMaps | None = None  # None past ``map_tokens`` tokens
+    view_head: tuple[int, int] | None = None  # the (layer, head) the user chose to open on
+
+
+_SENTENCE_TABLES = {
+    "top": TopTable,
+    "breakdown": BreakdownTable,
+    "focus": FocusTable,
+    "focus_sorted": FocusSortedTable,
+    "head_impact": HeadImpactTable,
+    "block_impact": BlockImpactTable,
+}
+_SET_TABLES = {
+    "focus_by_sentence": FocusBySentenceTable,
+    "focus_pooled": FocusPooledTable,
+    "focus_sorted": PooledSortedTable,
+    "impact_pooled": ImpactPooledTable,
+}
+
+
+def _parse_tables(kinds: dict[str, type], obj: Any, where: str) -> dict[str, Any]:
+    tables = need(obj, "tables", where)
+    return {name: kind.from_json(need(tables, name, where), where) for name, kind in kinds.items()}  # type: ignore[attr-defined]
+
+
+def sentence_from_json(obj: Any, where: str) -> SentenceResults:
+    info = need(obj, "sentence", where)
+    att = need(obj, "attention", where)
+    maps = None
+    if att is not None:
+        maps = AttentionMaps(
+            need(att, "scores", where), need(att, "probs", where), need(att, "ranks", where)
+        )
+    view = obj.get("view_head")
+    return SentenceResults(
+        index=int(need(info, "index", where)),
+        text=str(need(info, "text", where)),
+        n_tokens=int(need(info, "n_tokens", where)),
+        tokens=TokensTable.from_json(need(obj, "tokens", where), where),
+        tables=SentenceTables(**_parse_tables(_SENTENCE_TABLES, obj, where)),
+        attention=maps,
+        view_head=None if view is None else (int(view[0]), int(view[1])),
+    )
+
+
+def sentence_to_json(s: SentenceResults) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "schema": SCHEMA,
+        "sentence": {"index": s.index, "text": s.text, "n_tokens": s.n_tokens},
+        "tokens": s.tokens.to_json(),
+        "attention": None
+        if s.attention is None
+        else {"scores": s.attention.scores, "probs": s.attention.probs, "ranks": s.attention.ranks},
+        "tables": {name: getattr(s.tables, name).to_json() for name in _SENTENCE_TABLES},
+    }
+    if s.view_head is not None:
+        out["view_head"] = list(s.view_head)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class SetResults:
+    """``set.json``: focus and impact pooled over the sentences."""
+
+    focus_by_sentence: FocusBySentenceTable
+    focus_pooled: FocusPooledTable
+    focus_sorted: PooledSortedTable
+    impact_pooled: ImpactPooledTable
+
+
+def set_from_json(obj: Any, where: str = "set.json") -> SetResults:
+    return SetResults(**_parse_tables(_SET_TABLES, obj, where))
+
+
+def set_to_json(s: SetResults) -> dict[str, Any]:
+    return {"schema": SCHEMA, "tables": {n: getattr(s, n).to_json() for n in _SET_TABLES}}

@@ -1,0 +1,72 @@
+"""The "About this report" rows: settings, the command that rebuilds it, version, checksum.
+
+The checksum identifies the results the report was drawn from: the SHA-256 of the
+``sha256sum`` listing of the results files (``results.dump``: the site's ``results/``)
+in path order, so a reader can check a results folder with one shell line::
+
+    cd RESULTS && find . -name '*.json' -printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from attnreport.results import Manifest, Results, dump
+from attnreport.results.types import manifest_to_json
+
+CHECK_COMMAND = (
+    "find . -name '*.json' -printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum"
+)
+
+
+def results_checksum(files: Mapping[str, bytes]) -> str:
+    """``sha256:HEX`` of the ``sha256sum`` listing of the ``.json`` files, in path order."""
+    listing = "".join(
+        f"{hashlib.sha256(files[path]).hexdigest()}  {path}\n"
+        for path in sorted(p for p in files if p.endswith(".json"))
+    )
+    return "sha256:" + hashlib.sha256(listing.encode("utf-8")).hexdigest()
+
+
+def settings_text(settings: Mapping[str, Any]) -> str:
+    """``breakdown_ranks 3 · epsilons 0.5, 0.001, 1e-10 · map_tokens 256`` (unset ones left out)."""
+    parts = []
+    for name, value in sorted(settings.items()):
+        if value is None or value == []:
+            continue
+        if isinstance(value, list | tuple):
+            value = ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+        elif isinstance(value, float):
+            value = f"{value:g}"
+        parts.append(f"{name} {value}")
+    return " · ".join(parts)
+
+
+def rebuild_command(manifest: Manifest) -> str:
+    """The ``attnreport build`` command line for this model and these settings.
+
+    The model argument is ``default`` for the embedded model, else its hub id or the name of
+    its file or folder (a local path is the reader's own to fill in).
+    """
+    model = manifest.model
+    embedded = model.source == "gguf" and "embedded" in model.name
+    words = ["attnreport", "build", "--model", "default" if embedded else model.name]
+    if manifest.settings.bos != "auto":
+        words += ["--bos", manifest.settings.bos]
+    if manifest.settings.intervene_layer is not None:
+        words += ["--intervene-layer", str(manifest.settings.intervene_layer)]
+    return shlex.join(words)
+
+
+def about_rows(results: Results, version: str) -> tuple[tuple[str, str], ...]:
+    """(label, value) rows of the About section; the settings row is left out when empty."""
+    rows = [("Rebuild with", rebuild_command(results.manifest))]
+    settings = settings_text(manifest_to_json(results.manifest)["settings"])
+    if settings:
+        rows.append(("Settings", settings))
+    rows.append(("attnreport", version))
+    rows.append(("Results checksum", results_checksum(dump(results))))
+    return tuple(rows)

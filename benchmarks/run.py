@@ -1,0 +1,268 @@
+"""``python -m benchmarks`` (or ``python benchmarks/run.py``): measure attnreport on this
+machine and write BENCHMARKS.md. Run from the repository root; the benchmarks are not
+part of the package and are not shipped in the wheel.
+
+Nothing here is a timed test: the script measures, and the file it writes records what
+was measured, on which machine, and the command that reproduces it. ``--quick`` runs
+every section on small inputs (two short sentences, one length each, no targets judged)
+so ``tests/test_bench.py`` can keep the script from rotting. Scratch files (built sites,
+model caches) go to a temporary folder removed at the end, or to ``--workdir``.
+
+Sections: 1 capture + focus vs the model's pass, 2 interventions, 3 model load,
+4 example build, 5 sequence-length scaling, 6 page weight and render time, 7 bertviz;
+then a pyinstrument profile of the slowest warm-build stage (when pyinstrument is there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: import the repository, not this folder
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from benchmarks import pages, sections  # noqa: E402
+from benchmarks.report import Section, kept_notes, render  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "BENCHMARKS.md"
+BERTVIZ_VENV = REPO / ".bench" / "bertviz-venv"  # ignored by git; see the Reproduce section
+BERTVIZ_VENV_PYTHON = BERTVIZ_VENV / "bin" / "python"
+QUICK_SENTENCES = ("The harbour town woke slowly on winter mornings", "def add(a, b): return a + b")
+FULL_SCALING = (16, 64, 256, 1024)
+FULL_PAGES = (8, 60, 512)
+
+
+@dataclass(frozen=True)
+class Options:
+    quick: bool
+    out: Path
+    repeats: int
+    bertviz_python: str | None
+    profile: bool
+    workdir: Path | None  # None: a temporary folder, removed at the end
+
+
+def has_bertviz(python: str) -> bool:
+    """Whether ``python`` can import bertviz (and so run the bertviz worker)."""
+    try:
+        done = subprocess.run([python, "-c", "import bertviz"], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def find_bertviz_python(given: str | None) -> str | None:
+    """``--bertviz-python`` ("none" to skip), else the throwaway venv, else this Python."""
+    if given is not None:
+        return None if given.lower() in ("", "none") else given
+    if BERTVIZ_VENV_PYTHON.exists() and has_bertviz(str(BERTVIZ_VENV_PYTHON)):
+        return str(BERTVIZ_VENV_PYTHON)
+    return sys.executable if importlib.util.find_spec("bertviz") else None
+
+
+def parse_args(argv: list[str] | None = None) -> Options:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="small inputs, no targets judged")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Markdown file to write")
+    parser.add_argument("--repeats", type=int, default=None, help="timed repeats (5; quick: 1)")
+    parser.add_argument(
+        "--bertviz-python", default=None, help="a Python with bertviz ('none': skip)"
+    )
+    parser.add_argument("--no-profile", action="store_true", help="skip the pyinstrument profile")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="scratch folder to keep (default: a temporary one)",
+    )
+    args = parser.parse_args(argv)
+    repeats = args.repeats or (1 if args.quick else 5)
+    return Options(
+        args.quick,
+        args.out,
+        repeats,
+        find_bertviz_python(args.bertviz_python),
+        not args.no_profile and not args.quick,
+        args.workdir,
+    )
+
+
+def machine_section(info: dict[str, str], started: float) -> Section:
+    """Where and when it ran: CPU, cores, RAM, versions, load before and after."""
+    section = Section("Machine")
+    end_load = " / ".join(f"{v:.2f}" for v in os.getloadavg())
+    rows = [*info.items(), ("Load average at end (1/5/15 min)", end_load)]
+    rows.append(("Bench wall time", f"{time.perf_counter() - started:.0f} s"))
+    section.table(("", ""), rows)
+    section.add(
+        "Timings are wall-clock on a shared machine; a load average above the core count means "
+        "other processes competed for the CPU during the run, which inflates every time here.",
+        "",
+    )
+    return section
+
+
+def reproduce_section(options: Options) -> Section:
+    """The command that wrote this file, and how to set up bertviz and pyinstrument."""
+    section = Section("Reproduce")
+    venv_site = (
+        f"{sys.prefix}/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+    )
+    command = shlex.join(["python", "-m", "benchmarks", *sys.argv[1:]]) if sys.argv[1:] else ""
+    section.add(
+        "```sh",
+        "make bench                       # = python -m benchmarks (writes BENCHMARKS.md)",
+        "python -m benchmarks --quick --out bench-quick.md   # small smoke run, as in tests/test_bench.py",
+        "# optional, for the Profile section (local venv only):",
+        "pip install pyinstrument",
+        "# optional, for section 7: bertviz in a throwaway venv that also sees the project's packages",
+        "python -m venv --system-site-packages .bench/bertviz-venv",
+        ".bench/bertviz-venv/bin/pip install --no-deps bertviz",
+        ".bench/bertviz-venv/bin/pip install -c constraints.txt ipython",
+        f"echo \"import site; site.addsitedir('{venv_site}')\" \\",
+        "  > .bench/bertviz-venv/lib/python3.11/site-packages/zz-attnreport.pth",
+        "```",
+        "",
+        f"This file: `{command or 'python -m benchmarks'}` ({'quick' if options.quick else 'full'} "
+        f"mode, {options.repeats} timed repeats, bertviz Python: `{options.bertviz_python or 'none'}`).",
+        "",
+    )
+    return section
+
+
+@contextmanager
+def environment(name: str, value: str):
+    """Set an environment variable for the block, then restore it."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+def _quick_sentences(work: Path) -> Path:
+    path = work / "quick-sentences.txt"
+    path.write_text("".join(s + "\n" for s in QUICK_SENTENCES), encoding="utf-8")
+    return path
+
+
+Log = Callable[[str], None]
+
+
+def _quiet(_message: str) -> None:
+    return None
+
+
+def section_plan(ctx: sections.Context) -> list[tuple[str, Callable[[], Section]]]:
+    """(name, call) for sections 1-7 in order; lengths shrink in quick mode."""
+    quick = ctx.quick
+    page_lengths = (len(ctx.loaded().sentences[0].token_ids),) if quick else FULL_PAGES
+    return [
+        ("capture", lambda: sections.capture_section(ctx)),
+        ("interventions", lambda: sections.interventions_section(ctx)),
+        ("load", lambda: sections.load_section(ctx)),
+        ("build", lambda: sections.build_section(ctx)),
+        ("scaling", lambda: sections.scaling_section(ctx, (16,) if quick else FULL_SCALING)),
+        ("pages", lambda: pages.pages_section(ctx, page_lengths)),
+        ("bertviz", lambda: pages.bertviz_section(ctx, page_lengths[0 if quick else 1])),
+    ]
+
+
+def run_sections(ctx: sections.Context, log: Log) -> tuple[list[Section], list[str]]:
+    """Every section; one that raises is written as failed and named in the second list."""
+    done, failed = [], []
+    for name, call in section_plan(ctx):
+        log(f"bench: {sections.TITLES[name]} ...")
+        start = time.perf_counter()
+        try:
+            done.append(call())
+        except Exception as err:  # a broken section must not lose the others' numbers
+            failed.append(name)
+            section = Section(sections.TITLES[name])
+            section.add(f"**Failed**: `{type(err).__name__}: {err}`", "")
+            done.append(section)
+        log(f"bench:   {time.perf_counter() - start:.0f} s")
+    return done, failed
+
+
+def profile(ctx: sections.Context, options: Options, log: Log) -> Section:
+    """The Profile section, on the warm cache section 4 left behind."""
+    from attnreport.config import load_settings
+    from benchmarks.profiling import profile_section
+
+    log("bench: profile ...")
+    settings = load_settings(sections.EXAMPLE_CONFIG, {"out": str(ctx.work / "site-profile")})
+    cache = ctx.work / ("cache-build" if not ctx.quick else "unused")
+    with environment("ATTNREPORT_CACHE", str(cache)):
+        return profile_section(ctx.warm_stages, settings, options.profile)
+
+
+INTRO = (
+    "Written by `python -m benchmarks` from one run on the machine below; every number "
+    "is a measurement of that run, not a target or an estimate. Targets are the project's; "
+    "the summary says which were met. Do not edit above the marker at the end: regenerate.",
+)
+
+
+@contextmanager
+def scratch(workdir: Path | None) -> Iterator[Path]:
+    """``workdir`` (created, kept afterwards) or a temporary folder removed at the end."""
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        yield workdir
+        return
+    with tempfile.TemporaryDirectory(prefix="attnreport-bench-") as tmp:
+        yield Path(tmp)
+
+
+def run_bench(options: Options, log: Log = _quiet) -> tuple[str, list[str]]:
+    """Measure everything; the Markdown text and the names of sections that failed."""
+    from benchmarks.inputs import machine_info
+
+    started = time.perf_counter()
+    info = machine_info()
+    with scratch(options.workdir) as work:
+        ctx = sections.Context(
+            quick=options.quick,
+            repeats=options.repeats,
+            work=work,
+            sentences_file=_quick_sentences(work) if options.quick else None,
+            bertviz_python=options.bertviz_python,
+        )
+        measured, failed = run_sections(ctx, log)
+        measured.append(profile(ctx, options, log))
+    title = "Benchmarks" + (" (quick mode)" if options.quick else "")
+    body = [machine_section(info, started), *measured, reproduce_section(options)]
+    return render(title, INTRO, body, kept_notes(options.out), options.quick), failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the bench, write ``--out``; exit status 1 when a section failed."""
+    options = parse_args(argv)
+    text, failed = run_bench(
+        options, log=lambda message: print(message, file=sys.stderr, flush=True)
+    )
+    options.out.write_text(text, encoding="utf-8")
+    print(f"wrote {options.out}" + (f"; failed sections: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

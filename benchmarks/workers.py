@@ -1,0 +1,151 @@
+"""Benchmark work that must run in a fresh process: ``python -m benchmarks.workers TASK ARGS``.
+
+Each task takes one JSON object of arguments and prints one JSON object (its
+measurements) as the last line of stdout; ``run_worker`` starts the process, times it
+from start to exit (interpreter start and imports included) and parses that line.
+Peak memory is ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` read at the end.
+
+Tasks: ``load`` (load the default model), ``build`` (``build_site`` on a config),
+``scale`` (``analyze_sentence`` on N tokens) and ``bertviz`` (bertviz's HTML for one
+sentence; run with a Python that has bertviz).
+"""
+
+from __future__ import annotations
+
+import time
+
+STARTED = time.perf_counter()  # before any heavy import of this process
+
+import json  # noqa: E402
+import os  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+
+@dataclass(frozen=True)
+class WorkerRun:
+    """A finished worker: wall seconds from start to exit and what it reported."""
+
+    wall_s: float
+    result: dict[str, Any]
+
+
+def run_worker(
+    task: str,
+    args: dict[str, Any],
+    env: dict[str, str] | None = None,
+    python: str | None = None,
+    timeout: float = 1800,
+) -> WorkerRun:
+    """Run ``task`` in a new process; RuntimeError with the stderr tail when it fails."""
+    command = [python or sys.executable, "-m", "benchmarks.workers", task, json.dumps(args)]
+    start = time.perf_counter()
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    wall = time.perf_counter() - start
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = done.stderr.strip().splitlines()[-5:]
+        raise RuntimeError(f"bench worker '{task}' failed ({done.returncode}): {' | '.join(tail)}")
+    return WorkerRun(wall, json.loads(lines[-1]))
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def since_start() -> float:
+    return time.perf_counter() - STARTED
+
+
+def task_load(_args: dict[str, Any]) -> dict[str, Any]:
+    """Import the loader and load the default model (cold or cached, per ATTNREPORT_CACHE)."""
+    from attnreport.models.loading import load_model
+
+    imported = since_start()
+    load_model("default")
+    return {"import_s": imported, "in_process_s": since_start(), "peak_rss_mb": peak_rss_mb()}
+
+
+def task_build(args: dict[str, Any]) -> dict[str, Any]:
+    """``build_site`` on a settings file with overrides; stage seconds and site size."""
+    from attnreport.build import build_site
+    from attnreport.config import load_settings
+
+    settings = load_settings(args.get("config"), args.get("overrides", {}))
+    summary = build_site(settings, force=True)
+    return {
+        "stages": summary.timings.seconds,
+        "pages": summary.pages,
+        "figures": summary.figures,
+        "files": summary.files,
+        "bytes": summary.bytes,
+        "in_process_s": since_start(),
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def task_scale(args: dict[str, Any]) -> dict[str, Any]:
+    """``analyze_sentence`` on exactly ``n_tokens`` tokens of the default model."""
+    from attnreport.config import Settings
+    from attnreport.session import Session, open_session
+    from attnreport.study import analyze_sentence
+    from benchmarks.inputs import exact_sentence
+
+    session = open_session("default", None)
+    loaded_rss = peak_rss_mb()
+    sentence = exact_sentence(session.loaded.tokenizer, int(args["n_tokens"]), repeat=True)
+    one = Session(session.loaded, session.specs, [sentence], session.bos)
+    start = time.perf_counter()
+    analysis = analyze_sentence(one, 0, Settings())
+    seconds = time.perf_counter() - start
+    return {
+        "n_tokens": len(sentence.token_ids),
+        "analyze_s": seconds,
+        "maps_kept": analysis.result.attention is not None,
+        "rss_after_load_mb": loaded_rss,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def task_bertviz(args: dict[str, Any]) -> dict[str, Any]:
+    """bertviz ``head_view`` and ``model_view`` HTML for one sentence of the default model."""
+    import torch
+    from bertviz import head_view, model_view
+
+    from attnreport.models.loading import load_model
+
+    loaded = load_model("default")
+    ids = loaded.tokenizer(args["text"]).input_ids
+    tokens = [loaded.tokenizer.decode([i]) for i in ids]
+    with torch.no_grad():
+        out = loaded.model(input_ids=torch.tensor([ids]), output_attentions=True, use_cache=False)
+    result: dict[str, Any] = {"n_tokens": len(ids)}
+    for name, view in (("head_view", head_view), ("model_view", model_view)):
+        start = time.perf_counter()
+        html = view(out.attentions, tokens, html_action="return").data
+        result[f"{name}_s"] = time.perf_counter() - start
+        path = Path(args["out_dir"]) / f"{name}.html"
+        path.write_text(html, encoding="utf-8")
+        result[f"{name}_path"] = str(path)
+        result[f"{name}_bytes"] = path.stat().st_size
+    return result
+
+
+TASKS = {"load": task_load, "build": task_build, "scale": task_scale, "bertviz": task_bertviz}
+
+
+if __name__ == "__main__":
+    task, raw = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "{}"
+    print(json.dumps(TASKS[task](json.loads(raw))))

@@ -1,0 +1,275 @@
+"""Key findings on hand-made results: no sink, a sink in every layer, ties."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnreport.site import findings as fnd
+
+
+def by_sentence(values: dict[int, dict[tuple[int, int], float]], n_queries: int = 5, **extra):
+    """focus_by_sentence columns from ``{sentence: {(layer, head): first_focus}}``."""
+    rows = [(s, lh, v) for s, heads in values.items() for lh, v in sorted(heads.items())]
+    cols = {
+        "sentence": [s for s, _, _ in rows],
+        "layer": [lh[0] for _, lh, _ in rows],
+        "head": [lh[1] for _, lh, _ in rows],
+        "first_focus": [v for _, _, v in rows],
+        "self_focus": [0.0 for _ in rows],
+        "n_queries": [n_queries for _ in rows],
+    }
+    for name, column in extra.items():
+        cols[name] = column
+    return cols
+
+
+def pooled(stats: dict[str, dict[tuple[int, int], float]]):
+    """focus_pooled (long) columns wrapped as the results file holds them."""
+    rows = [(s, lh, v) for s, heads in stats.items() for lh, v in sorted(heads.items())]
+    return {"columns": {"statistic": [s for s, _, _ in rows], "layer": [lh[0] for _, lh, _ in rows],
+                        "head": [lh[1] for _, lh, _ in rows], "value": [v for _, _, v in rows]}}  # fmt: skip
+
+
+def grid(n_layers: int, n_heads: int, value) -> dict[tuple[int, int], float]:
+    return {(lay, h): value(lay, h) for lay in range(n_layers) for h in range(n_heads)}
+
+
+def test_per_head_reads_long_and_wide_tables():
+    long = pooled(
+        {"first_focus": {(0, 0): 0.2, (0, 1): 0.4}, "self_focus": {(0, 0): 0.1, (0, 1): 0.0}}
+    )
+    assert fnd.per_head(long, "first_focus") == {(0, 0): 0.2, (0, 1): 0.4}
+    wide = {"layer": [1], "head": [2], "magnitude": [0.5]}
+    assert fnd.per_head(wide, "magnitude") == {(1, 2): 0.5}
+    assert fnd.per_head(None, "magnitude") == {}
+
+
+def test_no_sink():
+    f = fnd.sink_onset(grid(4, 3, lambda lay, h: 0.1 * h))
+    assert f.key == "sink-onset" and f.figure == "set-first-focus" and f.sentence is None
+    assert f.text.startswith("No layer has a first-token sink")
+    assert "layer 0, head 2, does so for 20% of queries" in f.text  # tie: lowest layer
+
+
+def test_sink_in_every_layer():
+    f = fnd.sink_onset(grid(30, 4, lambda lay, h: 0.95 if lay != 6 else 1.0))
+    assert f.text.startswith(
+        "The first token is an attention sink from the first layer on: in all 30 layers"
+    )
+    assert "strongest in layer 6, whose heads send 100% of queries" in f.text
+
+
+def test_sink_starts_later_with_a_gap():
+    first = grid(30, 2, lambda lay, h: 0.9 if 2 <= lay <= 9 or lay >= 12 else 0.2)
+    first[(20, 0)] = 0.996
+    first[(20, 1)] = 0.998
+    f = fnd.sink_onset(first)
+    assert f.text.startswith(
+        "An attention sink on the first token appears in layer 2: in layers 2-9 and 12-29,"
+    )
+    assert "layer 20, whose heads send 99.7% of queries" in f.text
+
+
+def test_sink_layer_needs_more_than_half_of_its_heads():
+    # layer 0: 2 of 4 heads (not most); layer 1: 3 of 4
+    first = {
+        (0, 0): 0.9,
+        (0, 1): 0.9,
+        (0, 2): 0.1,
+        (0, 3): 0.1,
+        (1, 0): 0.6,
+        (1, 1): 0.6,
+        (1, 2): 0.6,
+        (1, 3): 0.0,
+    }
+    assert "appears in layer 1: in layer 1," in fnd.sink_onset(first).text
+
+
+def test_sink_strength_ties_go_to_the_lower_layer():
+    f = fnd.sink_onset(grid(3, 2, lambda lay, h: 0.8))
+    assert "strongest in layer 0," in f.text
+
+
+def test_heads_that_are_sinks_in_every_sentence():
+    sent = {
+        s: grid(2, 3, lambda lay, h: 0.95 if (lay, h) in ((0, 1), (1, 0), (1, 2)) else 0.5)
+        for s in range(3)
+    }
+    sent[2][(1, 2)] = 0.89  # one sentence below 90%: not a sink in every sentence
+    sent[1][(0, 1)] = 0.9  # exactly the threshold counts
+    f = fnd.persistent_sinks(by_sentence(sent))
+    assert f.text == (
+        "2 heads are sinks in every one of the 3 sentences (the first token is the top key for at "
+        "least 90% of queries in each): head 1 of layer 0 and head 0 of layer 1."
+    )
+
+
+def test_one_head_in_one_sentence_and_one_token_sentences_ignored():
+    sent = {0: {(0, 0): 1.0, (0, 1): 0.2}}
+    cols = by_sentence(sent)
+    one_token = by_sentence({1: {(0, 0): 0.0, (0, 1): 0.0}}, n_queries=0)
+    both = {k: cols[k] + one_token[k] for k in cols}
+    f = fnd.persistent_sinks(both)
+    assert f.text.startswith("1 head is a sink in the one sentence (") and f.text.endswith(
+        ": head 0 of layer 0."
+    )
+
+
+def test_no_head_is_a_sink_everywhere_and_many_are_summarised():
+    none = fnd.persistent_sinks(by_sentence({0: grid(2, 2, lambda lay, h: 0.5)}))
+    assert none.text.startswith("No head is a first-token sink in the one sentence")
+    many = fnd.persistent_sinks(
+        by_sentence({0: grid(10, 2, lambda lay, h: 0.95 if lay % 3 else 0.0)})
+    )
+    assert "12 heads are sinks" in many.text and many.text.endswith(
+        "in each), in layers 1-2, 4-5 and 7-8."
+    )
+
+
+def test_self_focus_heads():
+    none = fnd.self_focus_heads(grid(2, 2, lambda lay, h: 0.0))
+    assert (
+        none.text == "No head ever makes a token its own top key."
+        and none.figure == "set-self-focus"
+    )
+    weak = fnd.self_focus_heads(grid(2, 2, lambda lay, h: 0.1 * (lay + h)))
+    assert "layer 1, head 1, makes it the top key for 20% of queries" in weak.text
+    one = fnd.self_focus_heads({(0, 0): 0.2, (3, 1): 0.996})
+    assert one.text == ("One head attends mostly to the current token: layer 3, head 1 makes the "
+                        "query token its own top key for 99.6% of queries.")  # fmt: skip
+    tie = fnd.self_focus_heads({(2, 0): 0.8, (1, 3): 0.8, (1, 1): 0.8})
+    assert tie.text.startswith(
+        "3 heads attend mostly to the current token (heads 1 and 3 of layer 1 and"
+    )
+    assert "the strongest, layer 1, head 1," in tie.text
+
+
+def test_impact_peak():
+    impact = {
+        "layer": [0, 0, 1, 1, 2, 2],
+        "head": [0, 1] * 3,
+        "magnitude": [0.2, 0.3, 0.02, 0.04, 1.1, 1.0],
+    }
+    f = fnd.impact_peak(impact)
+    assert f.figure == "set-head-impact"
+    assert f.text == ("Heads change the hidden state most in layer 2: a head's update there is on "
+                      "average 1.05 times the size of the hidden state, against 3% in layer 1.")  # fmt: skip
+    flat = fnd.impact_peak({"layer": [0, 1], "head": [0, 0], "magnitude": [0.5, 0.5]})
+    assert flat.text == (
+        "Heads change the hidden state equally in every layer: each update is 50% of the size "
+        "of the hidden state."
+    )
+    one = fnd.impact_peak({"layer": [0], "head": [0], "magnitude": [0.999]})
+    assert one.text.endswith(
+        "most in layer 0: a head's update there is on average about the size of the hidden state."
+    )
+    assert fnd.impact_peak(None) is None
+
+
+def cells(kl: dict[tuple[str, float], list[float]]):
+    return [{"target": t, "epsilon": e, "kl": v} for (t, e), v in kl.items()]
+
+
+def test_intervention_effect_names_target_epsilon_and_kl_with_q_k_ties():
+    iv = {"layer": 20, "scaling": {"sentence": 3, "cells": cells({
+        ("Q", 0.5): [0.005], ("Q", 1e-10): [0.1, 0.3], ("K", 0.5): [0.005], ("K", 1e-10): [0.3, 0.1],
+        ("V", 0.5): [0.001], ("V", 1e-10): [0.012]})},
+        "mean": {"cells": [{"target": "K", "sentence": 0, "kl": [0.2]}, {"target": "V", "sentence": 0, "kl": [0.1]},
+                           {"target": "K", "sentence": 1, "kl": [0.3]}, {"target": "V", "sentence": 1, "kl": [0.3]}]}}  # fmt: skip
+    f = fnd.intervention_effect(iv)
+    assert f.figure == "scaling-grid" and f.sentence == 3
+    assert f.text == (
+        "Of the interventions in layer 20, scaling Q or K by 1e-10 (the same change: both scale every "
+        "score) moves the next-token distribution most: a mean KL divergence of 0.2 nats per position; "
+        "scaling V moves it at most 0.012 nats. Replacing K by its mean over the token positions moves "
+        "the distribution most (0.25 nats on average over 2 sentences)."
+    )
+
+
+def test_intervention_ties_across_epsilons_go_to_the_milder_one():
+    iv = {
+        "layer": 1,
+        "scaling": {"sentence": 0, "cells": cells({("V", 0.5): [1.0], ("V", 1e-3): [1.0]})},
+    }
+    assert "scaling V by 0.5 moves" in fnd.intervention_effect(iv).text
+
+
+def test_interventions_that_change_nothing_or_are_missing():
+    iv = {
+        "layer": 4,
+        "scaling": {"sentence": 0, "cells": cells({("Q", 0.5): [0.0], ("V", 0.5): [0.0, 0.0]})},
+    }
+    assert fnd.intervention_effect(iv).text == (
+        "Scaling Q, K or V in layer 4 left the next-token distribution unchanged (KL 0)."
+    )
+    assert fnd.intervention_effect(None) is None
+    assert fnd.intervention_effect({"layer": 1, "scaling": {"cells": []}}) is None
+
+
+def test_sink_rate_and_disagreement():
+    prob = {(0, 0): 0.1, (0, 1): 0.2, (1, 0): 0.9, (1, 1): 0.4}
+    focus = {(0, 0): 0.6, (0, 1): 0.1, (1, 0): 1.0, (1, 1): 0.3}
+    f = fnd.sink_rate(prob, focus)
+    assert f.text == (
+        "By the literature's measure (a head is a sink when the first token gets more than 0.3 of its "
+        "attention on average), 50% of heads are sinks, and every head of layer 1 is one. The argmax "
+        "measure agrees on every head but 1 head gives the first token that much probability without "
+        "making it the top key for most queries and 1 head makes it the top key for most queries with "
+        "less probability."
+    )
+    agree = fnd.sink_rate({(0, 0): 0.9}, {(0, 0): 0.9})
+    assert agree.text.endswith(
+        "The argmax measure (top key for most queries) agrees on every head."
+    )
+    assert fnd.sink_rate({}, {}) is None
+
+
+def test_key_findings_in_order_and_with_first_prob():
+    sent = {s: grid(3, 2, lambda lay, h: 0.95 if lay else 0.1) for s in range(2)}
+    cols = by_sentence(sent, first_prob=[0.7 if i % 6 >= 2 else 0.05 for i in range(12)])
+    tables = {
+        "focus_by_sentence": {"columns": cols},
+        "focus_pooled": pooled(
+            {"first_focus": sent[0], "self_focus": grid(3, 2, lambda lay, h: 0.0)}
+        ),
+        "impact_pooled": {
+            "columns": {"layer": [0, 1, 2], "head": [0, 0, 0], "magnitude": [0.1, 0.2, 0.3]}
+        },
+    }
+    keys = [f.key for f in fnd.key_findings(tables, None)]
+    assert keys == ["sink-onset", "sink-rate", "sinks-every-sentence", "self-focus", "impact-peak"]
+    rate = fnd.key_findings(tables, None)[1]
+    assert "67% of heads are sinks, and every head of layers 1-2 is one" in rate.text
+    assert rate.text.endswith("agrees on every head.")
+    without = {k: v for k, v in tables.items() if k != "focus_by_sentence"}
+    assert [f.key for f in fnd.key_findings(without, None)] == [
+        "sink-onset",
+        "self-focus",
+        "impact-peak",
+    ]
+    assert fnd.key_findings({}, None) == []
+
+
+@pytest.mark.parametrize("n_sentences", [1, 4])
+def test_every_finding_names_a_figure_key(n_sentences):
+    sent = {s: grid(2, 2, lambda lay, h: 0.5 + 0.1 * h) for s in range(n_sentences)}
+    tables = {"focus_by_sentence": by_sentence(sent),
+              "focus_pooled": pooled({"first_focus": sent[0], "self_focus": sent[0]})}  # fmt: skip
+    for f in fnd.key_findings(tables, None):
+        assert f.figure.startswith("set-") and f.text.endswith(".")
+
+
+def test_figure_links_point_at_the_index_figure_or_the_sentence_page():
+    from attnreport.site.context import FigureContext
+    from attnreport.site.highlights import figure_link
+
+    fig = FigureContext(
+        2, "set-first-focus", "figure-2", "t", "c", "{}", None, None, None, "data.json"
+    )
+    on_index = fnd.Finding("sink-onset", "x.", "set-first-focus")
+    assert figure_link(on_index, [fig], ["s0.html"]).href == "#figure-2"
+    assert figure_link(fnd.Finding("k", "x.", "set-head-impact"), [fig], []) is None
+    grid = fnd.Finding("interventions", "x.", "scaling-grid", 1)
+    link = figure_link(grid, [fig], ["s0.html", "s1.html"])
+    assert link.href == "s1.html#ar-chart-scaling-grid" and "sentence 1" in link.label
+    assert figure_link(grid, [fig], ["s0.html"]) is None
