@@ -60,8 +60,10 @@ def analyze(model: str, corpus: Path, out: Path, *extra: str) -> tuple[float, in
 
 def one_pass(model: str, corpus: Path, out: Path) -> tuple[float, int]:
     code = (
-        "import sys; from attnreport.config import Config; from attnreport.build import write_results; "
-        "write_results(Config(model=sys.argv[1], sentences=sys.argv[2], out=sys.argv[3]), False)"
+        "import sys; from attnreport.config import load_settings; "
+        "from attnreport.build import write_results; "
+        "write_results(load_settings(None, dict(model=sys.argv[1], sentences=sys.argv[2], "
+        "out=sys.argv[3])), False)"
     )
     return run([sys.executable, "-c", code, model, str(corpus), str(out)])
 
@@ -71,7 +73,7 @@ def throughput(model: str, corpus: Path, out: Path, engine: str, workers: int) -
     the last finished sentence (the steady rate, without model loads and Ray start-up)."""
     import torch
 
-    from attnreport.config import Config
+    from attnreport.config import load_settings
     from attnreport.corpus import CorpusOptions, run_corpus
 
     torch.set_num_threads(1)
@@ -83,7 +85,8 @@ def throughput(model: str, corpus: Path, out: Path, engine: str, workers: int) -
 
     start = time.perf_counter()
     options = CorpusOptions(engine=engine, workers=workers if engine == "ray" else None)
-    run_corpus(Config(model=model, sentences=str(corpus), out=str(out)), options, progress=progress)
+    settings = load_settings(None, {"model": model, "sentences": str(corpus), "out": str(out)})
+    run_corpus(settings, options, progress=progress)
     wall = time.perf_counter() - start
     return {"wall": wall, "rate": (len(stamps) - 1) / (stamps[-1] - stamps[0])}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnreport.config import Config
+from attnreport.config import load_settings
 from attnreport.corpus import CorpusOptions, run_corpus
 from tests.test_corpus_run import (  # noqa: F401  (one_thread is a fixture)
     _analyze_process,
@@ -65,7 +65,9 @@ def assert_same_results(a: Path, b: Path) -> None:
 
 
 def corpus_run(tmp_path: Path, model: Path, corpus: Path, name: str, engine: str, progress=None):
-    config = Config(model=str(model), sentences=str(corpus), out=str(tmp_path / name))
+    config = load_settings(
+        None, {"model": str(model), "sentences": str(corpus), "out": str(tmp_path / name)}
+    )
     options = CorpusOptions(engine=engine, workers=2 if engine == "ray" else None)
     if progress is None:
         return run_corpus(config, options)

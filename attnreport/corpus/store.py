@@ -32,10 +32,10 @@ from attnreport.errors import AttnReportError
 from attnreport.results import Manifest
 from attnreport.results.io import MANIFEST, dump_json, sentence_file
 from attnreport.results.types import manifest_to_json
+from attnreport.site.write import MARKER  # the site writer's marker: this folder is attnreport's
 
 log = logging.getLogger(__name__)
 
-MARKER = ".attnreport-site"  # same marker as the site writer: this folder is attnreport's
 RUN_FILE = "run.json"
 
 
