@@ -19,7 +19,8 @@ from attnreport.config import KEYS
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_COMMANDS = ("verify", "build", "analyze")
-NOT_SETTINGS = {"config_file", "force", "help"}
+# how a command runs, not what it computes: never a setting (nor in the manifest)
+NOT_SETTINGS = {"config_file", "force", "help", "resume", "engine", "ray_address", "workers"}
 
 
 def parsed(command: str, *args: str) -> click.Context:
