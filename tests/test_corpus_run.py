@@ -216,6 +216,9 @@ def test_resume_redoes_unfinished_sentences_and_drops_stale_temporaries(
     (out / "partials" / "001.json").unlink()  # killed between its two files
     (out / "sentences" / ".002.json.tmp-99999").write_bytes(b"half a fi")  # killed mid-write
     (out / "set.json").unlink()
+    with pytest.raises(AttnReportError, match="set.json is missing"):
+        load(out)  # an interrupted run's folder is refused until it is complete
     code, output = analyze(*args, "--resume")
     assert code == 0 and "(2 from an earlier run)" in output, output
     assert tree_bytes(out) == before
+    assert len(load(out).sentences) == 3

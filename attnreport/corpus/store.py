@@ -79,6 +79,7 @@ class RunStore:
                     f"cannot resume into {self.out}: {why}; rerun with the same settings or choose another --out"
                 )
             self._remove_stale_temporaries()
+            (self.out / MANIFEST).unlink(missing_ok=True)  # present only when complete
             return self._finished()
         self._empty()
         write_file(self.out, MARKER, b"attnreport results\n")
