@@ -86,7 +86,8 @@ def run_synthetic(n: int, hold: bool, layers: int) -> dict:
     return {"seconds": time.perf_counter() - start, "layers": layers}
 
 
-def run_model(n: int) -> dict:
+def run_model(n: int, layers: int) -> dict:
+    """The model's pass through all 30 layers; the first ``layers`` of them analysed."""
     from attnreport.attention import layer_specs
     from attnreport.capture import Slots, block_hooks, installed_hooks, raw_layer
     from attnreport.models.loading import load_model
@@ -100,8 +101,8 @@ def run_model(n: int) -> dict:
 
     def analyse_when_done(spec, slots):
         def hook(_module, _args, _output):
-            raw = raw_layer(slots)
-            tables.append(analyze_layer_blockwise(tensors_of(spec, raw)))
+            if spec.layer < layers:
+                tables.append(analyze_layer_blockwise(tensors_of(spec, raw_layer(slots))))
             slots.values.clear()
             slots.projections.clear()
 
@@ -148,7 +149,7 @@ def run_one(mode: str, n: int, layers: int) -> dict:
     torch.manual_seed(0)
     before = peak_rss_bytes()
     if mode == "model":
-        result = run_model(n)
+        result = run_model(n, layers)
     else:
         result = run_synthetic(n, hold=mode == "held", layers=layers)
     return {**result, "rss_before": before, "peak_rss": peak_rss_bytes()}
@@ -187,9 +188,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=("synthetic", "held", "model", "all"), default="all")
     parser.add_argument("--tokens", type=int, nargs="+", default=list(SIZES))
-    parser.add_argument(
-        "--layers", type=int, default=LAYERS, help="synthetic layers to analyse (of 30)"
-    )
+    parser.add_argument("--layers", type=int, default=LAYERS, help="layers to analyse (of 30)")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
