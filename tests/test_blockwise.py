@@ -256,3 +256,19 @@ def test_blockwise_tables_equal_dense_tables_on_every_tiny_family(tiny_model_dir
             captured_tensors(spec, raw, loaded.model.config), rows=3
         )
         assert_tables_match(blockwise, dense, record.scores, torch.zeros(1, 1), None)
+
+
+def test_bfloat16_scores_are_the_models_own_and_the_rest_is_float32():
+    # The model's eager code scores in its dtype; ranks, ties and probabilities follow that
+    # score, then everything is float32 (a float32 score would split the model's own ties).
+    t32 = make_tensors(n=40, heads=6, kv=2, seed=3)
+    low = {name: getattr(t32, name).to(torch.bfloat16) for name in ("q_raw", "k_raw", "q", "k")}
+    t = LayerTensors(**{**t32.__dict__, **low})
+    raw = (t.q @ t.k.repeat_interleave(3, 0).transpose(1, 2) * t.scaling).float()
+    allowed = torch.ones(40, 40, dtype=torch.bool).tril()
+    probs = torch.softmax(raw.masked_fill(~allowed, -torch.inf), -1)
+    top = analyze_layer_blockwise(t, rows=7)["top"]
+    expected = torch.argmax(raw.masked_fill(~allowed, -torch.inf), -1)  # first maximum
+    np.testing.assert_array_equal(top["top_key"], expected.reshape(-1).numpy())
+    p_top1 = probs.gather(-1, expected[..., None])[..., 0].reshape(-1).double().numpy()
+    np.testing.assert_allclose(top["p_top1"], p_top1, rtol=1e-6)

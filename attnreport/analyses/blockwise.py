@@ -44,16 +44,20 @@ def block_scores(t: LayerTensors, block: QueryBlock) -> tuple[torch.Tensor, torc
     """``(raw, scores)``, both (head, block query, block key) float32.
 
     ``raw`` is (q.k) * scaling + ALiBi, before soft-capping; ``scores`` is the model's score
-    after soft-capping, with -inf where the mask blocks the key.
+    after soft-capping, with -inf where the mask blocks the key. The arithmetic up to the
+    score runs in the dtype of ``q`` (the model's), as the model's eager code does, so a
+    bfloat16 model's ranks and ties are its own; everything after is float32.
     """
-    k = _repeat(t.k[:, block.first : block.stop], t.groups)  # (head, key, d)
-    q = t.q[:, block.start : block.stop].float()  # (head, query, d)
-    raw = torch.matmul(q, k.transpose(1, 2)) * t.scaling
+    k = t.k[:, block.first : block.stop]
+    if t.groups > 1:
+        k = k.repeat_interleave(t.groups, dim=0)  # (head, key, d)
+    raw = torch.matmul(t.q[:, block.start : block.stop], k.transpose(1, 2)) * t.scaling
     if t.alibi_slopes is not None:
         keys = torch.arange(block.first, block.stop, dtype=torch.float32)
-        raw = raw + t.alibi_slopes.float()[:, None, None] * keys
+        raw = raw + (t.alibi_slopes.float()[:, None, None] * keys).to(raw.dtype)
     scores = raw if t.softcap is None else torch.tanh(raw / t.softcap) * t.softcap
-    return raw, scores.masked_fill(~block.allowed(t.window), -torch.inf)
+    allowed = block.allowed(t.window)
+    return raw.float(), scores.float().masked_fill(~allowed, -torch.inf)
 
 
 def block_probs(t: LayerTensors, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
