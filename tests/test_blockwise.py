@@ -160,6 +160,9 @@ def test_blockwise_tables_equal_dense_tables(case):
     dense = analyze_layer(record, ranks=3)
     blockwise = analyze_layer_blockwise(t, ranks=3, rows=rows)
     assert list(blockwise) == list(dense)
+    for name, table in dense.items():  # the dense columns in their order, then the new ones
+        extra = ["first_prob", "sink_share"] if name == "focus" else []
+        assert list(blockwise[name]) == [*table, *extra]
     assert_tables_match(blockwise, dense, raw, sink, t)
 
 

@@ -11,8 +11,10 @@ from attnreport.analyses.attention_map import (
     top_keys,
     top_table,
 )
+from attnreport.analyses.blockwise import analyze_layer_blockwise
 from attnreport.analyses.breakdown import breakdown_table
 from attnreport.analyses.focus import FOCUS_STATISTICS, focus_sorted, focus_table
+from attnreport.analyses.heads import LayerTensors
 from attnreport.analyses.impact import block_impact_table, head_impact_table
 from attnreport.analyses.pooling import pool_focus, pool_impact
 from attnreport.analyses.sentence import (
@@ -34,8 +36,10 @@ __all__ = [
     "LAYER_TABLES",
     "SENTENCE_TABLES",
     "KeyOrder",
+    "LayerTensors",
     "Table",
     "analyze_layer",
+    "analyze_layer_blockwise",
     "attention_triangles",
     "block_impact_table",
     "breakdown_table",

@@ -224,20 +224,22 @@ def focus_rows(
     }
     names = ("self_focus", "first_focus", "concentration", "first_prob", "sink_share")
     if n_queries == 0:
-        table.update({name: np.zeros(n_heads, dtype=np.float64) for name in names})
+        values = [torch.zeros(n_heads, dtype=torch.float64) for _ in names]
     else:
         top, queries = top_key[:, 1:], torch.arange(1, t.n_tokens)
         sees_first = queries < (t.window or t.n_tokens + 1)  # key 0 inside the window
         p_first = per_query["p_first"][:, 1:][:, sees_first]
-        values = (
+        values = [
             (top == queries).double().mean(1),
             (top == 0).double().mean(1),
             gap[:, 1:].double().mean(1),
             p_first.mean(1) if p_first.shape[1] else torch.zeros(n_heads, dtype=torch.float64),
             per_query["sink"][:, 1:].mean(1),
-        )
-        table.update({name: v.numpy() for name, v in zip(names, values, strict=True)})
+        ]
+    stats = {name: v.numpy() for name, v in zip(names, values, strict=True)}
+    table.update({name: stats[name] for name in names[:3]})  # the dense table's order
     table["n_queries"] = np.full(n_heads, n_queries, dtype=np.int64)
+    table.update({name: stats[name] for name in names[3:]})
     return table
 
 
