@@ -5,8 +5,9 @@
 ``LayerRecord``, but from the O(n x d) tensors of ``LayerTensors``: it never holds more
 than one block of query rows (head, block query, key) at once, so memory grows with
 n x block instead of n x n. Each block holds whole rows (every key a query may see), so
-the softmax is exact, not an online approximation. All arithmetic is float32 (float64
-for the norms), whatever dtype the model ran in.
+the softmax is exact, not an online approximation. The score itself is computed in the
+model's dtype, as the model's eager code does (a bfloat16 model's ranks and ties are its
+own); everything after it is float32 (float64 for the norms).
 
 Ranks follow ``analyses.attention_map``: by the score ``s_ij`` as the model computes it
 (after soft-capping), ties to the lower key index (``torch.argmax`` returns the first
