@@ -64,16 +64,6 @@ class SentenceAnalysis:
     head_impact: dict[str, np.ndarray]
 
 
-def _with_defaults(focus: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The focus table with the columns the analyses do not produce yet set to 0.
-
-    ``first_prob`` and ``sink_share`` come from the attention-interface branch; until it
-    is merged they are 0 here, so every results file has the same columns.
-    """
-    zeros = np.zeros(len(focus["layer"]), dtype=np.float64)
-    return {"first_prob": zeros, "sink_share": zeros, **focus}
-
-
 def analyze_sentence(session: Session, index: int, settings: Settings) -> SentenceAnalysis:
     """Every per-sentence table of one sentence (schema ``sentences/NNN.json``)."""
     sentence = session.sentences[index]
@@ -88,7 +78,6 @@ def analyze_sentence(session: Session, index: int, settings: Settings) -> Senten
             for name, value in attention_triangles(record, order).items():
                 maps[name].append(value)
     tables = merge_layers(per_layer)
-    tables["focus"] = _with_defaults(tables["focus"])
     result = SentenceResults(
         index=index,
         text=sentence.text,

@@ -459,10 +459,6 @@ def test_pool_impact_is_the_mean_over_all_tokens() -> None:
 # --- sentence assembly ----------------------------------------------------------------------
 
 
-# focus columns the study fills with 0 until the attention-interface analyses compute them
-LATER = ("first_prob", "sink_share")
-
-
 def schema_columns(file: str) -> dict[str, list[str]]:
     """Table name -> column names of ``file``'s section of docs/results-schema.md."""
     pattern = re.compile(r'^\s+"(\w+)":\s+([a-z0-9_]+(?:, [a-z0-9_]+)+)\s*$')
@@ -505,7 +501,7 @@ def test_merged_sentence_tables_follow_the_schema() -> None:
         "block_impact",
     ]
     for name, table in merged.items():
-        assert list(table) == [c for c in columns[name] if c not in LATER], name
+        assert list(table) == columns[name], name
     assert merged["top"]["layer"].tolist() == [0] * 15 + [1] * 15 + [2] * 15
     assert merged["block_impact"]["layer"].tolist() == [0] * 5 + [1] * 5 + [2] * 5
     assert len(merged["focus_sorted"]["head"]) == 3 * 3 * 3
@@ -521,7 +517,7 @@ def test_merged_sentence_tables_follow_the_schema() -> None:
         "impact_pooled": impact,
     }
     for name, table in set_tables.items():
-        assert list(table) == [c for c in set_columns[name] if c not in LATER], name
+        assert list(table) == set_columns[name], name
     json.dumps({name: table_to_json(table) for name, table in set_tables.items()})
     json.dumps({name: table_to_json(table) for name, table in merged.items()})
 

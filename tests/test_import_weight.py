@@ -5,7 +5,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY_FOR_ANALYZE = ("altair", "jinja2", "vl_convert")
+# Chart and page code: Altair, vl-convert and our own renderers. (jinja2 itself is not on
+# the list: transformers imports it, and analyze must load transformers for the model.)
+HEAVY_FOR_ANALYZE = (
+    "altair",
+    "vl_convert",
+    "attnreport.charts",
+    "attnreport.site.render",
+    "attnreport.site.pages",
+)
 
 
 def modules_after(code: str, names: tuple[str, ...]) -> list[str]:

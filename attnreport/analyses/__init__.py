@@ -12,6 +12,8 @@ from typing import Any
 # only the table-level functions (``analyses.sinks`` for the report's findings) does not
 # import torch with the capture-side analyses: ``render`` must never import torch.
 _WHERE = {
+    "LayerTensors": "attnreport.analyses.heads",
+    "analyze_layer_blockwise": "attnreport.analyses.blockwise",
     "FOCUS_STATISTICS": "attnreport.analyses.focus",
     "KeyOrder": "attnreport.analyses.attention_map",
     "LAYER_TABLES": "attnreport.analyses.sentence",

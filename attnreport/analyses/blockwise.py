@@ -1,0 +1,269 @@
+"""The per-layer tables of the results schema, computed over blocks of queries.
+
+``analyze_layer_blockwise`` gives the same ``top``, ``breakdown``, ``focus``,
+``head_impact`` and ``block_impact`` tables as ``analyses.analyze_layer`` on a dense
+``LayerRecord``, but from the O(n x d) tensors of ``LayerTensors``: it never holds more
+than one block of query rows (head, block query, key) at once, so memory grows with
+n x block instead of n x n. Each block holds whole rows (every key a query may see), so
+the softmax is exact, not an online approximation. The score itself is computed in the
+model's dtype, as the model's eager code does (a bfloat16 model's ranks and ties are its
+own); everything after it is float32 (float64 for the norms).
+
+Ranks follow ``analyses.attention_map``: by the score ``s_ij`` as the model computes it
+(after soft-capping), ties to the lower key index (``torch.argmax`` returns the first
+maximum). The breakdown's ``score`` is the score before soft-capping, which its terms
+sum to (without a soft-cap it is ``s_ij`` itself).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from attnreport.analyses.attention_map import head_query_columns
+from attnreport.analyses.heads import (
+    DEFAULT_BUDGET_BYTES,
+    LayerTensors,
+    QueryBlock,
+    block_rows,
+    query_blocks,
+)
+from attnreport.analyses.impact import _ratio
+from attnreport.analyses.tables import Table
+from attnreport.records import TERM_NAMES
+
+Block = dict[str, torch.Tensor]  # per-block results, every value (head, block query, ...)
+
+
+def _repeat(t: torch.Tensor, groups: int) -> torch.Tensor:
+    """(kv_head, n, d) -> (head, n, d) float32: each kv head serves ``groups`` query heads."""
+    t = t.float()
+    return t if groups == 1 else t.repeat_interleave(groups, dim=0)
+
+
+def block_scores(t: LayerTensors, block: QueryBlock) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(raw, scores)``, both (head, block query, block key) float32.
+
+    ``raw`` is (q.k) * scaling + ALiBi, before soft-capping; ``scores`` is the model's score
+    after soft-capping, with -inf where the mask blocks the key. The arithmetic up to the
+    score runs in the dtype of ``q`` (the model's), as the model's eager code does, so a
+    bfloat16 model's ranks and ties are its own; everything after is float32.
+    """
+    k = t.k[:, block.first : block.stop]
+    if t.groups > 1:
+        k = k.repeat_interleave(t.groups, dim=0)  # (head, key, d)
+    raw = torch.matmul(t.q[:, block.start : block.stop], k.transpose(1, 2)) * t.scaling
+    if t.alibi_slopes is not None:
+        keys = torch.arange(block.first, block.stop, dtype=torch.float32)
+        raw = raw + (t.alibi_slopes.float()[:, None, None] * keys).to(raw.dtype)
+    scores = raw if t.softcap is None else torch.tanh(raw / t.softcap) * t.softcap
+    allowed = block.allowed(t.window)
+    return raw.float(), scores.float().masked_fill(~allowed, -torch.inf)
+
+
+def block_probs(t: LayerTensors, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(probs, sink)``: probabilities over the block's keys (head, query, key) and the
+    probability of the learned sink logit (head, query), 0 without sinks."""
+    if t.sinks is None:
+        return torch.softmax(scores, dim=-1), scores.new_zeros(scores.shape[:2])
+    sink = t.sinks.float()[:, None, None].expand(-1, scores.shape[1], 1)
+    probs = torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1)
+    return probs[..., :-1], probs[..., -1]
+
+
+def ranked_keys(scores: torch.Tensor, n_ranks: int) -> torch.Tensor:
+    """(head, query, n_ranks) int64: the keys with ranks 0..n_ranks-1 of each row, as indices
+    into the last axis of ``scores``; ties to the lower index. Entries past a row's allowed
+    keys are meaningless (callers mask them with the row's key count)."""
+    work = scores.clone()
+    picks = []
+    for _ in range(n_ranks):
+        best = work.argmax(dim=-1)  # the first maximum: ties go to the lower key index
+        picks.append(best)
+        work.scatter_(-1, best[..., None], -torch.inf)
+    return torch.stack(picks, dim=-1)
+
+
+def rank_terms(t: LayerTensors, block: QueryBlock, keys: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The score terms (``records.TERM_NAMES``) at the chosen keys, each (head, query, rank).
+
+    ``keys`` (head, query, rank) are global key indices. They sum to the raw score up to
+    float32 rounding.
+    With scale c: content = c (q_raw - b_q).(k_raw - b_k); bias = c b_q.(k_raw - b_k);
+    query_only = c (q_raw - b_q).b_k + c b_q.b_k; position = c q.k - c q_raw.k_raw + ALiBi
+    (RoPE: the score with rotation minus without; ALiBi: its bias; absolute: 0).
+    """
+    kv = (torch.arange(t.n_heads) // t.groups)[:, None, None]  # (head, 1, 1)
+    k_raw = t.k_raw.float()[kv, keys]  # (head, query, rank, d)
+    k = t.k.float()[kv, keys]
+    q_raw = t.q_raw[:, block.start : block.stop, None].float()  # (head, query, 1, d)
+    q = t.q[:, block.start : block.stop, None].float()
+    bq = t.q_bias.float()[:, None, None, :]  # (head, 1, 1, d)
+    bk = t.k_bias.float()[kv[:, 0, 0]][:, None, None, :]  # (head, 1, 1, d)
+    q_lin, k_lin = q_raw - bq, k_raw - bk
+    c = t.scaling
+    # The same reduction on both sides, so the term is exactly 0 where q, k are unrotated.
+    position = (q * k).sum(-1) * c - (q_raw * k_raw).sum(-1) * c
+    if t.alibi_slopes is not None:
+        position = position + t.alibi_slopes.float()[:, None, None] * keys.float()
+    return {
+        "position": position,
+        "bias": (bq * k_lin).sum(-1) * c,
+        "content": (q_lin * k_lin).sum(-1) * c,
+        "query_only": ((q_lin * bk).sum(-1) + (bq * bk).sum(-1)).expand_as(position) * c,
+    }
+
+
+def head_updates(t: LayerTensors, block: QueryBlock, probs: torch.Tensor) -> torch.Tensor:
+    """(head, query, model) float32: u = (probs @ v) @ W_o slice, each head's residual update."""
+    v = _repeat(t.v[:, block.first : block.stop], t.groups)  # (head, key, d)
+    context = torch.matmul(probs, v)  # (head, query, d)
+    return torch.einsum("hqd,hdm->hqm", context, t.out_weight.float())
+
+
+def analyze_block(t: LayerTensors, block: QueryBlock, n_ranks: int) -> Block:
+    """Every per-query number of one block (see ``analyze_layer_blockwise``)."""
+    raw, scores = block_scores(t, block)
+    probs, sink = block_probs(t, scores)
+    local = ranked_keys(scores, n_ranks)  # (head, query, rank)
+    keys = local + block.first
+    u = head_updates(t, block, probs).double()  # (head, query, model)
+    x = t.x[block.start : block.stop].double()  # (query, model)
+    sees_first = block.first == 0
+    zeros = torch.zeros(probs.shape[:2], dtype=torch.float64)
+    return {
+        "keys": keys,
+        "probs_at": probs.gather(-1, local).double(),
+        "raw_at": raw.gather(-1, local).double(),
+        **{name: v.double() for name, v in rank_terms(t, block, keys).items()},
+        "p_first": probs[..., 0].double() if sees_first else zeros,
+        "sink": sink.double(),
+        "u_norm": torch.linalg.vector_norm(u, dim=-1),
+        "u_dot": torch.einsum("hqm,qm->hq", u, x),
+    }
+
+
+def blockwise_rows(t: LayerTensors, n_ranks: int, rows: int) -> Block:
+    """``analyze_block`` over every block, concatenated along the query axis."""
+    blocks = [analyze_block(t, b, n_ranks) for b in query_blocks(t, rows)]
+    return {name: torch.cat([b[name] for b in blocks], dim=1) for name in blocks[0]}
+
+
+def analyze_layer_blockwise(
+    t: LayerTensors,
+    ranks: int = 3,
+    budget_bytes: int = DEFAULT_BUDGET_BYTES,
+    rows: int | None = None,
+) -> dict[str, Table]:
+    """``top``, ``breakdown``, ``focus``, ``head_impact``, ``block_impact`` of one layer.
+
+    The tables and their row order are those of ``analyses.analyze_layer``; ``focus`` has
+    two more columns, ``first_prob`` (mean of p_i0 over queries i >= 1 that may attend to
+    token 0; the sink rate of Gu et al. compares it with 0.3) and ``sink_share`` (mean
+    probability of the learned sink logit over queries i >= 1; 0 without one).
+    ``rows`` queries per block, or as many as ``budget_bytes`` allows (``heads.block_rows``).
+    """
+    if ranks < 0:
+        raise ValueError(f"breakdown ranks must be >= 0, got {ranks}")
+    rows = rows or block_rows(t.n_heads, t.n_tokens, budget_bytes)
+    per_query = blockwise_rows(t, max(ranks, 2), rows)
+    n_allowed = t.n_allowed()
+    p_top2 = torch.where(n_allowed > 1, per_query["probs_at"][..., 1], 0.0)
+    top_key, p_top1 = per_query["keys"][..., 0], per_query["probs_at"][..., 0]
+    return {
+        "top": top_rows(t, top_key, p_top1, p_top2),
+        "breakdown": breakdown_rows(t, per_query, ranks, n_allowed),
+        "focus": focus_rows(t, per_query, top_key, p_top1 - p_top2),
+        "head_impact": impact_rows(t, per_query),
+        "block_impact": block_impact_rows(t, top_key),
+    }
+
+
+def top_rows(
+    t: LayerTensors, top_key: torch.Tensor, p_top1: torch.Tensor, p_top2: torch.Tensor
+) -> Table:
+    """The ``top`` table from (head, query) top keys and their two largest probabilities."""
+    query = torch.arange(t.n_tokens)
+    table = head_query_columns(t.layer, t.n_heads, t.n_tokens)
+    table.update(
+        top_key=top_key.reshape(-1).numpy().astype(np.int64),
+        top_is_self=(top_key == query).reshape(-1).numpy(),
+        top_is_first=(top_key == 0).reshape(-1).numpy(),
+        p_top1=p_top1.reshape(-1).numpy(),
+        p_top2=p_top2.reshape(-1).numpy(),
+        concentration=(p_top1 - p_top2).reshape(-1).numpy(),
+    )
+    return table
+
+
+def breakdown_rows(t: LayerTensors, per_query: Block, ranks: int, n_allowed: torch.Tensor) -> Table:
+    """The ``breakdown`` table, rows in (head, query, rank) order, ranks the row has."""
+    n_ranks = min(ranks, t.n_tokens)
+    keys = per_query["keys"][..., :n_ranks]
+    valid = (torch.arange(n_ranks) < n_allowed[:, None]).expand_as(keys)
+    index = valid.nonzero()  # (rows, 3): head, query, rank
+    table: Table = {
+        "layer": np.full(index.shape[0], t.layer, dtype=np.int64),
+        "head": index[:, 0].numpy(),
+        "query": index[:, 1].numpy(),
+        "rank": index[:, 2].numpy(),
+        "key": keys[valid].numpy(),
+    }
+    for column, name in (("score", "raw_at"), *((n, n) for n in TERM_NAMES)):
+        table[column] = per_query[name][..., :n_ranks][valid].numpy().astype(np.float64)
+    return table
+
+
+def focus_rows(
+    t: LayerTensors, per_query: Block, top_key: torch.Tensor, gap: torch.Tensor
+) -> Table:
+    """The ``focus`` table (one row per head) with ``first_prob`` and ``sink_share``."""
+    n_heads, n_queries = t.n_heads, t.n_tokens - 1
+    table: Table = {
+        "layer": np.full(n_heads, t.layer, dtype=np.int64),
+        "head": np.arange(n_heads, dtype=np.int64),
+    }
+    names = ("self_focus", "first_focus", "concentration", "first_prob", "sink_share")
+    if n_queries == 0:
+        values = [torch.zeros(n_heads, dtype=torch.float64) for _ in names]
+    else:
+        top, queries = top_key[:, 1:], torch.arange(1, t.n_tokens)
+        sees_first = queries < (t.window or t.n_tokens + 1)  # key 0 inside the window
+        zeros = torch.zeros(n_heads, dtype=torch.float64)
+        seen = bool(sees_first.any())  # first-token statistics: queries that can see key 0
+        values = [
+            (top == queries).double().mean(1),
+            (top[:, sees_first] == 0).double().mean(1) if seen else zeros,
+            gap[:, 1:].double().mean(1),
+            per_query["p_first"][:, 1:][:, sees_first].mean(1) if seen else zeros,
+            per_query["sink"][:, 1:].mean(1),
+        ]
+    stats = {name: v.numpy() for name, v in zip(names, values, strict=True)}
+    table.update({name: stats[name] for name in names[:3]})  # the dense table's order
+    table["n_queries"] = np.full(n_heads, n_queries, dtype=np.int64)
+    table.update({name: stats[name] for name in names[3:]})
+    return table
+
+
+def impact_rows(t: LayerTensors, per_query: Block) -> Table:
+    """The ``head_impact`` table: ||u|| / ||x|| and cos(u, x) per (head, query)."""
+    x_norm = torch.linalg.vector_norm(t.x.double(), dim=-1)  # (query,)
+    u_norm = per_query["u_norm"]  # (head, query)
+    table = head_query_columns(t.layer, t.n_heads, t.n_tokens)
+    table.update(
+        magnitude=_ratio(u_norm, x_norm.expand_as(u_norm)).reshape(-1).numpy(),
+        orientation=_ratio(per_query["u_dot"], u_norm * x_norm).clamp(-1, 1).reshape(-1).numpy(),
+    )
+    return table
+
+
+def block_impact_rows(t: LayerTensors, top_key: torch.Tensor) -> Table:
+    """The ``block_impact`` table: ||block_out|| / ||x|| and heads whose top key is token 0."""
+    x_norm = torch.linalg.vector_norm(t.x.double(), dim=-1)
+    out_norm = torch.linalg.vector_norm(t.block_out.double(), dim=-1)
+    return {
+        "layer": np.full(t.n_tokens, t.layer, dtype=np.int64),
+        "query": np.arange(t.n_tokens, dtype=np.int64),
+        "magnitude": _ratio(out_norm, x_norm).numpy(),
+        "top_first_heads": (top_key == 0).sum(0).numpy().astype(np.int64),
+    }
