@@ -71,26 +71,20 @@ SENTENCES = click.option(
     default=None,
     help="Text file, one sentence per line, or .jsonl with a 'text' field (default: the built-in set).",
 )
-DTYPE = click.option(
-    "--dtype",
-    default=default_of("dtype"),
-    show_default=True,
-    type=click.Choice(RULES["dtype"].choices),
-    help="Weights dtype (verification tolerances are for float32).",
-)
-DEVICE = click.option(
-    "--device",
-    default=default_of("device"),
-    show_default=True,
-    type=click.Choice(RULES["device"].choices),
-    help="Where the model runs.",
-)
-BOS = click.option(
-    "--bos",
-    default=default_of("bos"),
-    show_default=True,
-    type=click.Choice(RULES["bos"].choices),
-    help="Begin-of-sequence token: as the tokenizer does (auto), always added, or never.",
+
+
+def choice_option(key: str, help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--KEY`` limited to the setting's choices, defaulting to the setting's default."""
+    choices = click.Choice(RULES[key].choices)
+    return click.option(
+        f"--{key}", default=default_of(key), show_default=True, type=choices, help=help
+    )
+
+
+DTYPE = choice_option("dtype", "Weights dtype (verification tolerances are for float32).")
+DEVICE = choice_option("device", "Where the model runs.")
+BOS = choice_option(
+    "bos", "Begin-of-sequence token: as the tokenizer does (auto), always added, or never."
 )
 TRUNCATE = click.option(
     "--truncate/--no-truncate",

@@ -191,7 +191,9 @@ def test_intervention_ties_across_epsilons_go_to_the_milder_one():
         "layer": 1,
         "scaling": {"sentence": 0, "cells": cells({("V", 0.5): [1.0], ("V", 1e-3): [1.0]})},
     }
-    assert "scaling V by 0.5 moves" in fnd.intervention_effect(iv).text
+    text = fnd.intervention_effect(iv).text
+    assert "scaling V by 0.5 moves" in text
+    assert "scaling V moves it at most" not in text  # V is the top target: said once
 
 
 def test_interventions_that_change_nothing_or_are_missing():
@@ -213,7 +215,7 @@ def test_sink_rate_and_disagreement():
     assert f.text == (
         "By the literature's measure (a head is a sink when the first token gets more than 0.3 of its "
         "attention on average), 50% of heads are sinks, and every head of layer 1 is one. The argmax "
-        "measure agrees on every head but 1 head gives the first token that much probability without "
+        "measure disagrees on 2 heads: 1 head gives the first token that much probability without "
         "making it the top key for most queries and 1 head makes it the top key for most queries with "
         "less probability."
     )

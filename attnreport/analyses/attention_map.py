@@ -95,8 +95,17 @@ def top_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:
     p_top2 = 0 for a one-key row such as query 0), concentration = p_top1 - p_top2.
     """
     top_key, p_top1, p_top2 = top_keys(record, order)
-    query = torch.arange(record.n_tokens)
-    table = head_query_columns(record.layer, record.n_heads, record.n_tokens)
+    return top_columns(record.layer, top_key, p_top1, p_top2)
+
+
+def top_columns(
+    layer: int, top_key: torch.Tensor, p_top1: torch.Tensor, p_top2: torch.Tensor
+) -> Table:
+    """The ``top`` table from (head, query) top keys and their two largest probabilities
+    (shared by the dense and the blockwise analyses)."""
+    n_heads, n_tokens = top_key.shape
+    query = torch.arange(n_tokens)
+    table = head_query_columns(layer, n_heads, n_tokens)
     table.update(
         top_key=top_key.reshape(-1).numpy().astype(np.int64),
         top_is_self=(top_key == query).reshape(-1).numpy(),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnreport.analyses.attention_map import head_query_columns
+from attnreport.analyses.attention_map import head_query_columns, top_columns
 from attnreport.analyses.heads import (
     DEFAULT_BUDGET_BYTES,
     LayerTensors,
@@ -183,17 +183,7 @@ def top_rows(
     t: LayerTensors, top_key: torch.Tensor, p_top1: torch.Tensor, p_top2: torch.Tensor
 ) -> Table:
     """The ``top`` table from (head, query) top keys and their two largest probabilities."""
-    query = torch.arange(t.n_tokens)
-    table = head_query_columns(t.layer, t.n_heads, t.n_tokens)
-    table.update(
-        top_key=top_key.reshape(-1).numpy().astype(np.int64),
-        top_is_self=(top_key == query).reshape(-1).numpy(),
-        top_is_first=(top_key == 0).reshape(-1).numpy(),
-        p_top1=p_top1.reshape(-1).numpy(),
-        p_top2=p_top2.reshape(-1).numpy(),
-        concentration=(p_top1 - p_top2).reshape(-1).numpy(),
-    )
-    return table
+    return top_columns(t.layer, top_key, p_top1, p_top2)
 
 
 def breakdown_rows(t: LayerTensors, per_query: Block, ranks: int, n_allowed: torch.Tensor) -> Table:

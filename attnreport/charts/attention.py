@@ -29,7 +29,7 @@ from attnreport.charts.columns import (
 from attnreport.charts.common import tip, token_axis, token_calcs
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import attention_scale, kind_expr, kind_scale
-from attnreport.results import SentenceResults
+from attnreport.results import Manifest, SentenceResults
 
 ROW_FILTER = "datum.layer == layer && datum.head == head"
 
@@ -187,7 +187,9 @@ def layer_chunks(
     return out
 
 
-def attention_map_figure(sentence: SentenceResults, key: str = "attention-map") -> Figure:
+def attention_map_figure(
+    sentence: SentenceResults, key: str = "attention-map", manifest: Manifest | None = None
+) -> Figure:
     """Fig 1 as a Figure, one data file per layer (all its heads), opening on
     ``common.default_head``: that head's rows are inlined, the rest of its layer loads
     after the first draw."""
@@ -202,7 +204,7 @@ def attention_map_figure(sentence: SentenceResults, key: str = "attention-map") 
         "most to itself, purple when it attends most to the first token. Look for columns of "
         "purple dots (a first-token sink) and green diagonals. Hover a cell for both tokens, "
         "the score, the probability and the rank in the row."
-    )
+    ) + (common.feature_notes(manifest, "attention-map") if manifest else "")
     return build_figure(
         key=key,
         title="Attention map",

@@ -214,6 +214,7 @@ def breakdown_figure(
         + _position_note(manifest, "position" in s["terms"])
         + " Bias depends only on the target; content depends on both tokens. The query-only "
         "term shifts a whole row by the same amount, so it has no effect after softmax."
+        + common.feature_notes(manifest, "attention-breakdown")
     )
     return build_figure(
         key=key,

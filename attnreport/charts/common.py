@@ -89,6 +89,56 @@ def positional_scheme(manifest: Manifest) -> str:
     return manifest.model.positional.lower() or "unknown"
 
 
+# What an attention feature changes in a figure, said in that figure's caption: figure key ->
+# (feature in ``manifest.model.features``, the sentence). One table, so a feature's
+# definition reads the same wherever it applies.
+FEATURE_NOTES: dict[str, tuple[tuple[str, str], ...]] = {
+    "attention-map": (
+        (
+            "softcap",
+            "This model soft-caps its scores (s = c tanh(s_raw / c)): the map shows "
+            "the capped score, which keeps the order of the raw one.",
+        ),
+        (
+            "sliding_window",
+            "Some layers attend through a sliding window: keys outside a "
+            "query's window are not allowed targets and stay blank, and first-token statistics "
+            "count only the queries that can still see the first token.",
+        ),
+        (
+            "sinks",
+            "Each head also gives probability to a learned sink that is not a token, "
+            "so a row's probabilities over the tokens sum to less than 1.",
+        ),
+    ),
+    "attention-breakdown": (
+        (
+            "partial_rotary",
+            "Only part of each head's dimensions is rotated (partial rotary); "
+            "the position term is still the score minus the score without rotation.",
+        ),
+        (
+            "qk_norm",
+            "q and k are taken after the model's QK-norm, so the projection bias is "
+            "not separable: the bias terms are 0 and content is the whole normed product.",
+        ),
+        (
+            "softcap",
+            "The terms add up to the score before the soft-cap c tanh(s / c), which "
+            "keeps the order of the targets.",
+        ),
+    ),
+}
+
+
+def feature_notes(manifest: Manifest, key: str) -> str:
+    """The caption sentences (leading space each) for the features the model has."""
+    features = set(manifest.model.features)
+    return "".join(
+        f" {text}" for feature, text in FEATURE_NOTES.get(key, ()) if feature in features
+    )
+
+
 def has_position_term(manifest: Manifest, breakdown: dict[str, np.ndarray]) -> bool:
     """False for absolute-position models (and when every position term is 0)."""
     if positional_scheme(manifest) in ("absolute", "learned", "none", "sinusoidal"):

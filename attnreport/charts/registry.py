@@ -83,7 +83,7 @@ def _shows_grids(inputs: Inputs) -> bool:
 
 FIGURES: tuple[FigureEntry, ...] = (
     FigureEntry("attention-map", "sentence", "focus", ("sentence:attention",),
-                lambda i: attention.attention_map_figure(i.sentence), when=_has_map),
+                lambda i: attention.attention_map_figure(i.sentence, manifest=i.results.manifest), when=_has_map),
     FigureEntry("attention-breakdown", "sentence", "focus", ("sentence:breakdown",),
                 lambda i: breakdown.breakdown_figure(i.sentence, i.results.manifest)),
     FigureEntry("bias-vs-position", "sentence", "focus", ("sentence:breakdown",),

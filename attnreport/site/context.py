@@ -8,6 +8,7 @@ the same pages. Text is stored raw; the templates escape it (Jinja autoescape).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -180,8 +181,33 @@ class Notes:
         return tuple(self._by_key.values())
 
 
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def without_repeats(captions: Sequence[str], first_number: int = 1) -> list[str]:
+    """The captions of consecutive figures (numbered from ``first_number``), each less the
+    sentences an earlier one already said, which it points back to instead: a reader of
+    Figure 6 is not told again what Figure 4 explained."""
+    said: dict[str, int] = {}
+    out = []
+    for number, caption in enumerate(captions, start=first_number):
+        kept, earlier = [], []
+        for sentence in _SENTENCE_BREAK.split(caption.strip()):
+            if sentence in said:
+                earlier.append(said[sentence])
+            else:
+                said[sentence] = number
+                kept.append(sentence)
+        if earlier:
+            kept.append(f"Otherwise read it as Figure {min(earlier)}.")
+        out.append(" ".join(kept))
+    return out
+
+
 def number_figures(groups: Sequence[Sequence[FigureInput]]) -> list[tuple[FigureContext, ...]]:
-    """Number figures 1, 2, ... across ``groups`` (the page's sections, in order)."""
+    """Number figures 1, 2, ... across ``groups`` (the page's sections, in order); a caption
+    leaves out what an earlier caption of the page said (``without_repeats``)."""
+    captions = iter(without_repeats([item.figure.caption for g in groups for item in g]))
     out, n = [], 0
     for group in groups:
         figs = []
@@ -194,7 +220,7 @@ def number_figures(groups: Sequence[Sequence[FigureInput]]) -> list[tuple[Figure
                     key=f.key,
                     anchor=f"figure-{n}",
                     title=f.title,
-                    caption=f.caption,
+                    caption=next(captions),
                     payload=item.payload,
                     chunk_dir=item.chunk_dir,
                     svg=item.svg,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attnreport.analyses import sinks
-from attnreport.site.effects import mean_kl, mean_text, scaling_text
+from attnreport.site.effects import mean_kl, mean_text, scaling_text, top_scaling
 from attnreport.site.wording import (
     MAX_ITEMS,
     capitalise,
@@ -238,7 +238,7 @@ def intervention_effect(interventions: Mapping[str, Any] | None) -> Finding | No
     else:
         text = scaling_text(cells, layer)
         v = [mean_kl(c) for c in cells if c["target"] == "V"]
-        if v:
+        if v and "V" not in top_scaling(cells)[0]:  # V's own effect, when V is not the top one
             text += f"; scaling V moves it at most {quantity(max(v), 'nat')}"
         text += "."
     text += mean_text(interventions.get("mean") or {})
@@ -272,8 +272,9 @@ def sink_rate(first_prob: Heads, first_focus: Heads) -> Finding | None:
         n = len(diff.by_argmax_only)
         parts.append(f"{count(n, 'head')} {plural('makes', n)} it the top key for most "
                      "queries with less probability")  # fmt: skip
+    n_differ = len(diff.by_probability_only) + len(diff.by_argmax_only)
     text += ". " + (
-        f"The argmax measure agrees on every head but {join_and(parts)}."
+        f"The argmax measure disagrees on {count(n_differ, 'head')}: {join_and(parts)}."
         if parts
         else "The argmax measure (top key for most queries) agrees on every head."
     )

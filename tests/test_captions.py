@@ -1,0 +1,73 @@
+"""Captions: a page never repeats what an earlier caption said, and the definitions of what
+a model's attention adds (soft-cap, windows, sinks, QK-norm, partial rotary) are stated in
+the captions of the figures they change."""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import replace
+
+from attnreport.charts.attention import attention_map_figure
+from attnreport.charts.breakdown import breakdown_figure
+from attnreport.charts.common import FEATURE_NOTES
+from attnreport.site import SiteOptions, assemble_site
+from attnreport.site.context import without_repeats
+from tests.fixtures.fake_results import fake_study, typed
+
+SORTED = "At each layer the heads are sorted, so lines never cross."
+
+
+def test_a_repeated_sentence_is_said_once_and_pointed_back_to():
+    captions = [
+        f"Self focus per layer. {SORTED}",
+        f"First-token focus per layer. {SORTED}",
+        f"Concentration per layer. {SORTED} Near 1 a head looks at one token.",
+    ]
+    assert without_repeats(captions, first_number=4) == [
+        f"Self focus per layer. {SORTED}",
+        "First-token focus per layer. Otherwise read it as Figure 4.",
+        "Concentration per layer. Near 1 a head looks at one token. Otherwise read it as Figure 4.",
+    ]
+
+
+def test_captions_without_repeats_are_unchanged():
+    captions = ["One thing. Another thing.", "A third thing; not split at semicolons."]
+    assert without_repeats(captions) == captions
+    assert without_repeats([]) == []
+
+
+def test_no_page_of_a_built_site_repeats_a_caption_sentence():
+    files = assemble_site(typed(fake_study(2)), SiteOptions(images=False))  # the real builders
+    pages = [name for name in files if name.endswith(".html") and name != "404.html"]
+    repeated = []
+    for name in pages:
+        text = files[name].decode()
+        seen: set[str] = set()
+        for caption in re.findall(r"<figcaption[^>]*>(.*?)</figcaption>", text, flags=re.S):
+            plain = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", caption))).strip()
+            for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", plain):
+                if len(sentence) > 30 and "Figure" not in sentence:
+                    repeated += [(name, sentence)] if sentence in seen else []
+                    seen.add(sentence)
+    assert pages and not repeated, repeated
+
+
+def _manifest_with(*features: str):
+    results = typed(fake_study(1))
+    model = replace(results.manifest.model, features=tuple(features))
+    return results.sentences[0], replace(results.manifest, model=model)
+
+
+def test_feature_definitions_appear_only_for_models_that_have_the_feature():
+    sentence, plain = _manifest_with()
+    _, modern = _manifest_with("softcap", "sliding_window", "sinks", "qk_norm", "partial_rotary")
+    for key, build in (
+        ("attention-map", lambda m: attention_map_figure(sentence, manifest=m)),
+        ("attention-breakdown", lambda m: breakdown_figure(sentence, m)),
+    ):
+        notes = [text for _, text in FEATURE_NOTES[key]]
+        assert not any(note in build(plain).caption for note in notes), key
+        caption = build(modern).caption
+        assert all(note in caption for note in notes), key
+        assert caption.count("soft-cap") == 1, caption
