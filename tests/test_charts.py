@@ -45,7 +45,13 @@ SENTENCE_KEYS = [
     "scaling-grid",
     "mean-grid",
 ]
-INDEX_KEYS = ["set-self-focus", "set-first-focus", "set-concentration", "set-head-impact"]
+INDEX_KEYS = [
+    "set-self-focus",
+    "set-first-focus",
+    "set-sink-rate",
+    "set-concentration",
+    "set-head-impact",
+]
 HOSTILE = [
     "</script><img src=x onerror=alert(1)>",
     " \"quoted\" 'single' & <b>",

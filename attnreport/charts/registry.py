@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from attnreport.charts import attention, block_impact, breakdown, focus, impact, interventions
+from attnreport.charts import (
+    attention,
+    block_impact,
+    breakdown,
+    focus,
+    impact,
+    interventions,
+    sink_rate,
+)
 from attnreport.charts.figure import Figure
 from attnreport.results import Results, SentenceResults
 
@@ -76,6 +84,12 @@ def _pooled(statistic: str) -> Callable[[Inputs], Figure]:
     )
 
 
+def _set_focus(key: str, statistic: str) -> FigureEntry:
+    """An index figure of one pooled focus statistic (sorted-head lines)."""
+    reads = ("set:focus_sorted", "set:focus_pooled")
+    return FigureEntry(f"set-{key}", "index", "set", reads, _pooled(statistic), sorted_lines=True)
+
+
 def _shows_grids(inputs: Inputs) -> bool:
     """Intervention grids go on the page of the sentence the scaling grid ran on."""
     return inputs.show_interventions and inputs.results.interventions is not None
@@ -109,12 +123,11 @@ FIGURES: tuple[FigureEntry, ...] = (
                 _iv(interventions.scaling_figure), when=_shows_grids),
     FigureEntry("mean-grid", "sentence", "interventions", ("interventions:mean", "sentence:focus"),
                 _iv(interventions.mean_figure), when=_shows_grids),
-    *(
-        FigureEntry(f"set-{key}", "index", "set", ("set:focus_sorted", "set:focus_pooled"),
-                    _pooled(stat), sorted_lines=True)
-        for key, stat in zip(("self-focus", "first-focus", "concentration"), focus.STATISTICS,
-                             strict=True)
-    ),
+    _set_focus("self-focus", "self_focus"),
+    _set_focus("first-focus", "first_focus"),
+    FigureEntry(sink_rate.KEY, "index", "set", ("set:focus_by_sentence",),
+                lambda i: sink_rate.sink_rate_figure(i.results.set)),
+    _set_focus("concentration", "concentration"),
     FigureEntry("set-head-impact", "index", "set", ("set:impact_pooled",),
                 lambda i: block_impact.pooled_impact_figure(i.results.set)),
 )  # fmt: skip

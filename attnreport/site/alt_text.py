@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from attnreport.analyses import sinks
 from attnreport.site.effects import mean_kl, top_scaling
 from attnreport.site.findings import columns, layer_means, per_head
 from attnreport.site.wording import (
@@ -238,6 +239,19 @@ def set_head_impact(data: AltData) -> str:
     return text
 
 
+def set_sink_rate(data: AltData) -> str:
+    by_sentence = columns(data.set_tables.get("focus_by_sentence"))
+    text = (
+        "Line chart, one line per measure: the percentage of each layer's heads that are "
+        "attention sinks, by Gu et al.'s mean first-token probability above 0.3 and by the "
+        "first token being the top key for at least half of the queries."
+    )
+    if "first_prob" in by_sentence:
+        rates = sinks.sink_rates(sinks.pooled_scores(by_sentence, "first_prob"))
+        text += f" Over all layers, {percent(rates.overall / 100)} of heads are sinks by the first measure."
+    return text
+
+
 def _grid(data: AltData, kind: str, columns_: str) -> str:
     iv = data.interventions or {}
     layer = int(iv.get("layer", 0))
@@ -289,6 +303,7 @@ ALT: dict[str, Callable[[AltData], str]] = {
     "scaling-grid": scaling_grid,
     "mean-grid": mean_grid,
     **{"set-" + k.replace("_", "-"): set_focus(k) for k in NAMES},
+    "set-sink-rate": set_sink_rate,
     "set-head-impact": set_head_impact,
 }
 

@@ -278,7 +278,7 @@ def sink_rate(first_prob: Heads, first_focus: Heads) -> Finding | None:
         if parts
         else "The argmax measure (top key for most queries) agrees on every head."
     )
-    return Finding("sink-rate", text, "set-first-focus")
+    return Finding("sink-rate", text, "set-sink-rate")
 
 
 def key_findings(
