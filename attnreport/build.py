@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from attnreport.config import Settings
 from attnreport.errors import AttnReportError
 from attnreport.results import Results, dump
-from attnreport.session import Session, open_session
+from attnreport.session import Session, session_for
 from attnreport.study import run_study
 
 if TYPE_CHECKING:  # analyze imports no chart or template code
@@ -73,14 +73,7 @@ def study(
     timings = timings or Timings()
     start = time.perf_counter()
     progress("load", 0, 1)
-    session = open_session(
-        settings.model,
-        settings.sentences,
-        settings.dtype,
-        settings.device,
-        settings.truncate,
-        settings.bos,
-    )
+    session = session_for(settings)
     start = timings.add("load", start)
     total = len(session.sentences)
     done = {"capture": 0}

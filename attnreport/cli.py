@@ -193,19 +193,12 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
     Prints, per check, the largest error over all layers, heads and sentences and the
     tolerance it must stay within (float32).
     """
-    from attnreport.session import open_session
+    from attnreport.session import session_for
     from attnreport.verify import verify_sentences
 
     settings = settings_from(ctx)
     quiet_libraries()
-    session = open_session(
-        settings.model,
-        settings.sentences,
-        settings.dtype,
-        settings.device,
-        settings.truncate,
-        settings.bos,
-    )
+    session = session_for(settings)
     checks = verify_sentences(session.model, session.specs, session.token_tensors())
     for check in checks:
         status = "ok  " if check.passed else "FAIL"

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attnreport.config import Settings
 from attnreport.models.layout import LayerSpec, discover
 from attnreport.models.loading import LoadedModel, load_model
 from attnreport.sentences import Sentence, bos_added, read_sentences, tokenize_sentences
@@ -60,3 +61,16 @@ def open_session(
     loaded = load_model(model_name, dtype=dtype, device=device)
     sentences = tokenize_sentences(texts, loaded.tokenizer, context_length(loaded), truncate, bos)
     return Session(loaded, discover(loaded.family, loaded.model), sentences, bos)
+
+
+def session_for(settings: Settings) -> Session:
+    """``open_session`` with the model, sentences, dtype, device, truncation and BOS of
+    ``settings``: how every command that runs the model starts."""
+    return open_session(
+        settings.model,
+        settings.sentences,
+        settings.dtype,
+        settings.device,
+        settings.truncate,
+        settings.bos,
+    )

@@ -20,7 +20,7 @@ from attnreport.corpus.fingerprint import run_fingerprint
 from attnreport.corpus.partial import SetPartial
 from attnreport.corpus.store import RunStore
 from attnreport.sentences import Sentence
-from attnreport.session import Session, open_session
+from attnreport.session import Session, session_for
 from attnreport.study import (
     check_settings,
     intervention_results,
@@ -66,14 +66,7 @@ def run_corpus(
     check_output(out, input_paths(settings), force)
     engine_module(options.engine)  # a missing optional dependency fails before the model loads
     progress("load", 0, 1)
-    session = open_session(
-        settings.model,
-        settings.sentences,
-        settings.dtype,
-        settings.device,
-        settings.truncate,
-        settings.bos,
-    )
+    session = session_for(settings)
     check_settings(settings, session)
     store = RunStore(out)
     done = store.start(run_fingerprint(session, settings), options.resume)
