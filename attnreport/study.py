@@ -243,6 +243,7 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         device=loaded.device,
         tokenizer=type(loaded.tokenizer).__name__,
         features=tuple(model_features(session)),
+        layer_windows={s.layer: s.window for s in session.specs if s.window is not None},
         extra={
             "bos_token": f"{'added' if session.bos_added else 'not added'} (--bos {session.bos})"
         },

@@ -114,6 +114,37 @@ def test_pooled_value_is_counts_over_all_queries_not_a_mean_of_means():
     assert np.allclose(tables["focus_pooled"]["median"][rows], 0.5)  # across sentences
 
 
+def test_first_token_focus_pools_over_the_queries_that_can_see_token_0():
+    """A windowed layer: sentence A has 9 queries of which 3 see token 0 (1 hit there),
+    sentence B 2 queries that both see it (2 hits). Pooled first-token focus is
+    (1 + 2) / (3 + 2), not the n_queries-weighted (1/3 * 9 + 2) / 11; self focus keeps
+    n_queries as its weight. Both the one-pass pooling and the partial sums agree."""
+    a, b = corpus(3, [10, 3])
+    a[0].update(first_focus=np.full(6, 1 / 3), self_focus=np.full(6, 1 / 9))
+    b[0].update(first_focus=np.full(6, 1.0), self_focus=np.full(6, 1.0))
+    a[0]["n_first"] = np.full(6, 3, dtype=np.int64)
+    b[0]["n_first"] = np.full(6, 2, dtype=np.int64)
+    expected = {"first_focus": 3 / 5, "self_focus": 3 / 11}
+    for pooled in (pool_focus([a[0], b[0]])[1], merged([a, b], [[1], [0]])["focus_pooled"]):
+        for statistic, value in expected.items():
+            rows = pooled["statistic"] == statistic
+            np.testing.assert_allclose(pooled["value"][rows], value, rtol=1e-15)
+    by_sentence = merged([a, b], [[0, 1]])["focus_by_sentence"]
+    assert by_sentence["n_first"].tolist() == [3] * 6 + [2] * 6
+
+
+def test_tables_without_n_first_pool_by_n_queries():
+    """Results written before ``n_first`` existed carry -1 there: weight n_queries."""
+    a, b = corpus(4, [10, 3])
+    with_unknown = [dict(t[0], n_first=np.full(6, -1)) for t in (a, b)]
+    for statistic in ("first_focus", "self_focus"):
+        rows = pool_focus(with_unknown)[1]["statistic"] == statistic
+        reference = pool_focus([a[0], b[0]])[1]
+        np.testing.assert_array_equal(
+            pool_focus(with_unknown)[1]["value"][rows], reference["value"][rows]
+        )
+
+
 def test_a_sentence_is_never_counted_twice():
     tables = corpus(2, [4, 5])
     total = SetPartial()

@@ -160,12 +160,15 @@ def test_sliding_layers_mask_outside_the_window(tiny_model_dirs):
     window = causal & ~torch.ones(n, n, dtype=torch.bool).tril(-4)
     records = list(capture_attention(loaded.model, specs, ids).records(False))
     assert [r.sliding_window for r in records] == [4, None, 4]
+    assert [s.window for s in specs] == [4, None, 4]  # what the manifest records per layer
     assert [torch.equal(r.allowed, window) for r in records] == [True, False, True]
     assert torch.equal(records[1].allowed, causal)
     focus = focus_table(records[0])
     seen = records[0].allowed[1:, 0]  # queries 1..3 see token 0; later ones do not
     expected = records[0].probs[:, 1:, 0][:, seen].double().mean(1)
     torch.testing.assert_close(torch.from_numpy(focus["first_prob"]), expected)
+    assert focus["n_first"].tolist() == [3] * records[0].n_heads  # the pooling weight
+    assert focus_table(records[1])["n_first"].tolist() == [n - 1] * records[1].n_heads
 
 
 def test_sink_share_is_the_sink_probability(tiny_model_dirs):
@@ -207,3 +210,10 @@ def test_manifest_records_features_and_bos(tmp_path, tiny_model_dirs):
     assert {"gqa", "qk_norm", "sliding_window", "post_attention_norm"} <= set(features)
     assert "bos" not in features and "softcap" not in features
     assert all(s["token_ids"][0] != 1 for s in manifest["sentences"])  # <s> is id 1
+    config = json.loads((tiny_model_dirs["gemma3"] / "config.json").read_text())
+    windows = {
+        str(layer): config["sliding_window"]
+        for layer, kind in enumerate(config["layer_types"])
+        if kind == "sliding_attention"
+    }
+    assert windows and manifest["model"]["layer_windows"] == windows

@@ -214,6 +214,7 @@ def focus_rows(
         "head": np.arange(n_heads, dtype=np.int64),
     }
     names = ("self_focus", "first_focus", "concentration", "first_prob", "sink_share")
+    n_first = 0
     if n_queries == 0:
         values = [torch.zeros(n_heads, dtype=torch.float64) for _ in names]
     else:
@@ -221,6 +222,7 @@ def focus_rows(
         sees_first = queries < (t.window or t.n_tokens + 1)  # key 0 inside the window
         zeros = torch.zeros(n_heads, dtype=torch.float64)
         seen = bool(sees_first.any())  # first-token statistics: queries that can see key 0
+        n_first = int(sees_first.sum())
         values = [
             (top == queries).double().mean(1),
             (top[:, sees_first] == 0).double().mean(1) if seen else zeros,
@@ -232,6 +234,7 @@ def focus_rows(
     table.update({name: stats[name] for name in names[:3]})  # the dense table's order
     table["n_queries"] = np.full(n_heads, n_queries, dtype=np.int64)
     table.update({name: stats[name] for name in names[3:]})
+    table["n_first"] = np.full(n_heads, n_first, dtype=np.int64)
     return table
 
 

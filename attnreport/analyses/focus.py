@@ -28,7 +28,8 @@ def focus_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:
     see token 0: ``first_focus`` = fraction whose top key is 0 and ``first_prob`` = mean
     of ``p_i0`` (Gu et al.'s head score behind Sink_1^eps); ``sink_share`` = mean over
     ``i >= 1`` of the learned sink's probability (0 for models without sinks). All in
-    [0, 1]; ``n_queries = n - 1``. A statistic over no query is 0.0.
+    [0, 1]; ``n_queries = n - 1``; ``n_first`` = the queries ``i >= 1`` that can see token
+    0 (``n_queries`` without a window). A statistic over no query is 0.0.
     """
     top_key, p_top1, p_top2 = top_keys(record, order)
     n_heads, n_queries = record.n_heads, record.n_tokens - 1
@@ -39,9 +40,11 @@ def focus_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:
     names = ("self_focus", "first_focus", "concentration", "n_queries", "first_prob", "sink_share")
     table.update({name: np.zeros(n_heads, dtype=np.float64) for name in names})
     table["n_queries"] = np.full(n_heads, n_queries, dtype=np.int64)
+    table["n_first"] = np.zeros(n_heads, dtype=np.int64)
     if n_queries > 0:
         top = top_key[:, 1:]
         sees_first = record.allowed[1:, 0].cpu()  # (query - 1,) queries whose window holds 0
+        table["n_first"] = np.full(n_heads, int(sees_first.sum()), dtype=np.int64)
         table.update(
             self_focus=(top == torch.arange(1, n_queries + 1)).double().mean(1).numpy(),
             first_focus=_mean_over(top == 0, sees_first),

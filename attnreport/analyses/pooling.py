@@ -1,9 +1,10 @@
 """Set-wide tables: focus and impact pooled over the sentences of a set.
 
-A pooled focus statistic is the mean of the per-sentence values weighted by each
-sentence's ``n_queries``, which equals the statistic computed over all query tokens
-of the set at once; sentences with ``n_queries = 0`` (one token) carry no weight and are
-left out of the spread (min, q1, median, q3, max across sentences, ``numpy.quantile``'s
+A pooled focus statistic is the mean of the per-sentence values weighted by the number
+of queries each averaged over (``n_queries``; ``n_first`` for first-token focus, which
+with a sliding window counts only the queries that can see token 0), which equals the
+statistic computed over all those query tokens of the set at once; sentences with no
+such query carry no weight and are left out of the spread (min, q1, median, q3, max across sentences, ``numpy.quantile``'s
 default linear interpolation).
 """
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from attnreport.analyses.focus import FOCUS_STATISTICS, focus_sorted
 from attnreport.analyses.tables import Table, concat_tables
+from attnreport.analyses.weights import query_weights
 
 SPREAD_COLUMNS: tuple[str, ...] = ("min", "q1", "median", "q3", "max")
 _QUANTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -39,12 +41,15 @@ def _spread(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 
 def _pooled_columns(per_sentence: Sequence[Table]) -> dict[str, np.ndarray]:
-    """(rows, statistic) arrays for value and spread, and n_sentences per row."""
-    weights = np.stack([np.asarray(t["n_queries"], dtype=np.float64) for t in per_sentence])
-    valid = weights > 0
-    total = weights.sum(0)
-    columns: dict[str, list[np.ndarray]] = {name: [] for name in ("value", *SPREAD_COLUMNS)}
+    """(rows, statistic) arrays for value, spread and n_sentences."""
+    columns: dict[str, list[np.ndarray]] = {
+        name: [] for name in ("value", *SPREAD_COLUMNS, "n_sentences")
+    }
     for statistic in FOCUS_STATISTICS:
+        weights = np.stack([query_weights(t, statistic) for t in per_sentence]).astype(float)
+        valid = weights > 0
+        total = weights.sum(0)
+        columns["n_sentences"].append(valid.sum(0))
         values = np.stack([np.asarray(t[statistic], dtype=np.float64) for t in per_sentence])
         weighted = (values * weights).sum(0)
         columns["value"].append(
@@ -52,9 +57,7 @@ def _pooled_columns(per_sentence: Sequence[Table]) -> dict[str, np.ndarray]:
         )
         for name, quantile in zip(SPREAD_COLUMNS, _spread(values, valid), strict=True):
             columns[name].append(quantile)
-    pooled = {name: np.stack(parts, axis=1) for name, parts in columns.items()}
-    pooled["n_sentences"] = np.repeat(valid.sum(0)[:, None], len(FOCUS_STATISTICS), axis=1)
-    return pooled
+    return {name: np.stack(parts, axis=1) for name, parts in columns.items()}
 
 
 def pool_focus(per_sentence: Sequence[Table]) -> tuple[Table, Table, Table]:

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from attnreport.analyses.weights import query_weights
+
 if TYPE_CHECKING:  # the tensor functions import torch when called: findings and pages
     import torch  # read only the table functions, and ``render`` never imports torch
 
@@ -80,18 +82,19 @@ def scores_from_triangles(probs: Sequence[Sequence[Sequence[float | None]]]) -> 
 
 
 def pooled_scores(by_sentence: Columns, score: str = "first_prob") -> dict[tuple[int, int], float]:
-    """Per (layer, head), the set-wide score: per-sentence scores weighted by ``n_queries``.
+    """Per (layer, head), the set-wide score: per-sentence scores weighted by the queries
+    each averaged over (``n_first`` for ``first_prob``: ``analyses.focus.query_weights``).
 
-    by_sentence: columns layer, head, ``score``, n_queries (e.g. ``focus_by_sentence``).
-    Sentences with no query carry no weight; a head with no weight at all scores 0.0.
-    The weight is ``n - 1`` for every sentence whose token 0 no window hides.
+    by_sentence: columns layer, head, ``score``, n_queries (and n_first) (e.g.
+    ``focus_by_sentence``). Sentences with no query carry no weight; a head with no weight
+    at all scores 0.0.
     """
     num: dict[tuple[int, int], float] = {}
     den: dict[tuple[int, int], float] = {}
+    weights = query_weights({k: np.asarray(v) for k, v in by_sentence.items()}, score)
     for layer, head, value, n in zip(
-        by_sentence["layer"], by_sentence["head"], by_sentence[score], by_sentence["n_queries"],
-        strict=True,
-    ):  # fmt: skip
+        by_sentence["layer"], by_sentence["head"], by_sentence[score], weights, strict=True
+    ):
         key = (int(layer), int(head))
         num[key] = num.get(key, 0.0) + float(value) * float(n)
         den[key] = den.get(key, 0.0) + float(n)

@@ -5,9 +5,10 @@ statistics and ``n_queries``) and, per (layer, head), the sum of its tokens' imp
 ``magnitude`` and ``orientation`` with the token count. A ``SetPartial`` holds
 
 - the running totals: for each focus statistic, the sum over sentences of
-  ``value * n_queries`` and the sum of ``n_queries``; for impact, the sums and counts;
-- each sentence's focus row (layers x heads x 6 numbers: ``BY_SENTENCE`` and
-  ``n_queries``), because quantiles across
+  ``value * weight`` and the sum of the weights (``n_queries``, or ``n_first`` for
+  first-token focus: ``analyses.focus.query_weights``); for impact, the sums and counts;
+- each sentence's focus row (layers x heads x 7 numbers: ``BY_SENTENCE``,
+  ``n_queries`` and ``n_first``), because quantiles across
   sentences and the ``focus_by_sentence`` table need them. That is all that grows with
   the corpus; the attention maps and tables of a sentence are never kept.
 
@@ -29,6 +30,7 @@ import numpy as np
 from attnreport.analyses.focus import FOCUS_STATISTICS, focus_sorted
 from attnreport.analyses.pooling import SPREAD_COLUMNS
 from attnreport.analyses.tables import Table
+from attnreport.analyses.weights import FIRST_TOKEN_MEASURES, query_weights
 from attnreport.results import SetResults
 
 _SCALE = 2**1074  # 1 / the smallest positive float64: every finite float64 times it is an int
@@ -104,11 +106,11 @@ class SentencePartial:
 class SetPartial:
     """Running set-wide totals; ``add`` a sentence or ``merge`` another part, in any order."""
 
-    rows: dict[int, np.ndarray] = field(default_factory=dict)  # index -> (6, rows) focus values
+    rows: dict[int, np.ndarray] = field(default_factory=dict)  # index -> (7, rows) focus values
     keys: tuple[np.ndarray, np.ndarray] | None = None  # focus (layer, head) columns
     impact_keys: tuple[np.ndarray, np.ndarray] | None = None
     focus_sums: list[list[int]] = field(default_factory=list)  # [statistic][row], exact
-    weights: list[int] = field(default_factory=list)  # per row: sum of n_queries
+    weights: list[list[int]] = field(default_factory=list)  # [statistic][row]: summed weights
     impact_sums: list[list[int]] = field(default_factory=list)  # [magnitude|orientation][row]
     tokens: list[int] = field(default_factory=list)  # per impact row: tokens pooled
 
@@ -120,16 +122,18 @@ class SetPartial:
         one = SetPartial()
         focus, impact = part.focus, part.impact
         n = np.asarray(focus["n_queries"], dtype=np.int64)
+        weights = {s: query_weights(focus, s) for s in FOCUS_STATISTICS}
         zeros = np.zeros(len(n), dtype=np.float64)  # a column the model did not produce
         one.rows[part.index] = np.stack(
-            [np.asarray(focus.get(s, zeros), dtype=np.float64) for s in BY_SENTENCE] + [n]
+            [np.asarray(focus.get(s, zeros), dtype=np.float64) for s in BY_SENTENCE]
+            + [n, query_weights(focus, "first_focus")]
         )
         one.keys = (np.asarray(focus["layer"]), np.asarray(focus["head"]))
         one.impact_keys = (np.asarray(impact["layer"]), np.asarray(impact["head"]))
         one.focus_sums = [
-            exact(np.asarray(focus[s], dtype=np.float64) * n) for s in FOCUS_STATISTICS
+            exact(np.asarray(focus[s], dtype=np.float64) * weights[s]) for s in FOCUS_STATISTICS
         ]
-        one.weights = n.tolist()
+        one.weights = [weights[s].tolist() for s in FOCUS_STATISTICS]
         one.impact_sums = [exact(impact["magnitude"]), exact(impact["orientation"])]
         one.tokens = np.asarray(impact["n_tokens"], dtype=np.int64).tolist()
         self.merge(one)
@@ -144,7 +148,8 @@ class SetPartial:
         if not self.rows:
             self.keys, self.impact_keys = other.keys, other.impact_keys
             self.focus_sums = [list(s) for s in other.focus_sums]
-            self.weights, self.tokens = list(other.weights), list(other.tokens)
+            self.weights = [list(w) for w in other.weights]
+            self.tokens = list(other.tokens)
             self.impact_sums = [list(s) for s in other.impact_sums]
             self.rows.update(other.rows)
             return
@@ -154,7 +159,7 @@ class SetPartial:
         self.focus_sums = [
             _add(a, b) for a, b in zip(self.focus_sums, other.focus_sums, strict=True)
         ]
-        self.weights = _add(self.weights, other.weights)
+        self.weights = [_add(a, b) for a, b in zip(self.weights, other.weights, strict=True)]
         self.impact_sums = [
             _add(a, b) for a, b in zip(self.impact_sums, other.impact_sums, strict=True)
         ]
@@ -165,7 +170,7 @@ class SetPartial:
         if not self.rows or self.keys is None or self.impact_keys is None:
             raise ValueError("pooling needs at least one sentence")
         order = sorted(self.rows)
-        stack = np.stack([self.rows[i] for i in order])  # (sentence, 6, rows)
+        stack = np.stack([self.rows[i] for i in order])  # (sentence, 7, rows)
         layer, head = self.keys
         by_sentence: Table = {
             "sentence": np.repeat(np.asarray(order, dtype=np.int64), len(head)),
@@ -174,7 +179,8 @@ class SetPartial:
         }
         for k, name in enumerate(BY_SENTENCE):
             by_sentence[name] = stack[:, k, :].reshape(-1)
-        by_sentence["n_queries"] = stack[:, -1, :].reshape(-1).astype(np.int64)
+        by_sentence["n_queries"] = stack[:, -2, :].reshape(-1).astype(np.int64)
+        by_sentence["n_first"] = stack[:, -1, :].reshape(-1).astype(np.int64)
         pooled = self._pooled(stack)
         impact_layer, impact_head = self.impact_keys
         impact: Table = {
@@ -211,11 +217,15 @@ class SetPartial:
         """``focus_pooled``: one row per (layer, head, statistic); value from the exact totals."""
         layer, head = self.keys  # type: ignore[misc]
         n_stats = len(FOCUS_STATISTICS)
-        valid = stack[:, -1, :] > 0  # (sentence, rows): sentences with a query count
+        # (statistic, sentence, rows): the sentences with a query that statistic counts
+        valid = [stack[:, -1 if s in FIRST_TOKEN_MEASURES else -2, :] > 0 for s in FOCUS_STATISTICS]
         value = np.array(
-            [[to_float(s[r], self.weights[r]) for s in self.focus_sums] for r in range(len(head))]
+            [
+                [to_float(s[r], w[r]) for s, w in zip(self.focus_sums, self.weights, strict=True)]
+                for r in range(len(head))
+            ]
         )  # (rows, statistic)
-        spreads = [_spread(stack[:, k, :], valid) for k in range(n_stats)]  # [stat](5, rows)
+        spreads = [_spread(stack[:, k, :], valid[k]) for k in range(n_stats)]  # [stat](5, rows)
         table: Table = {
             "layer": np.repeat(np.asarray(layer, dtype=np.int64), n_stats),
             "head": np.repeat(np.asarray(head, dtype=np.int64), n_stats),
@@ -224,7 +234,7 @@ class SetPartial:
         }
         for q, name in enumerate(SPREAD_COLUMNS):
             table[name] = np.stack([s[q] for s in spreads], axis=1).reshape(-1)
-        table["n_sentences"] = np.repeat(valid.sum(0), n_stats).astype(np.int64)
+        table["n_sentences"] = np.stack([v.sum(0) for v in valid], axis=1).reshape(-1)
         return table
 
 

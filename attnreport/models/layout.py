@@ -59,6 +59,7 @@ class LayerSpec:
     k_bias: torch.Tensor | None  # (kv_head, d)
     rotate: Rotate | None  # the model's apply_rotary_pos_emb, when it rotates q and k
     features: frozenset[str] = field(default_factory=frozenset)
+    window: int | None = None  # sliding window in tokens: key j allowed iff i - window < j <= i
 
 
 def find_blocks(model: nn.Module) -> list[nn.Module]:
@@ -225,8 +226,14 @@ def _layer_spec(index, family, block, attn, computed: Computed, tap: _Discovery)
         q_bias, k_bias = q0[:, 0].clone(), k0[:, 0].clone()
     return LayerSpec(
         index, family, layout, block, attn, readers[0], out_weight, out_bias,
-        q_bias, k_bias, rotate, frozenset(features),
+        q_bias, k_bias, rotate, frozenset(features), _window(computed),
     )  # fmt: skip
+
+
+def _window(computed: Computed) -> int | None:
+    """The layer's sliding window as the model passed it to the attention function."""
+    window = computed.sliding_window
+    return None if window is None else int(window)
 
 
 def _partially_rotated(attn: nn.Module, rotary, layout: HeadLayout) -> bool:

@@ -150,6 +150,8 @@ class FocusTable(Table):
     # sink_share: mean learned-sink probability (0 without sinks)
     first_prob: np.ndarray = optional_col("float", 0.0)
     sink_share: np.ndarray = optional_col("float", 0.0)
+    # queries i >= 1 that can see token 0 (the first-token measures' count); -1: not recorded
+    n_first: np.ndarray = optional_col("int", -1)
 
 
 @_table("focus_sorted")
@@ -189,6 +191,8 @@ class FocusBySentenceTable(Table):
     n_queries: np.ndarray = col("int")
     first_prob: np.ndarray = optional_col("float", 0.0)
     sink_share: np.ndarray = optional_col("float", 0.0)
+    # queries i >= 1 that can see token 0 (the first-token measures' count); -1: not recorded
+    n_first: np.ndarray = optional_col("int", -1)
 
 
 @_table("focus_pooled")

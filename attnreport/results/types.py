@@ -62,6 +62,8 @@ class ModelInfo:
     device: str
     tokenizer: str
     features: tuple[str, ...] = ()  # attention features the model uses (sinks, window, ...)
+    # layer -> sliding window in tokens, for the layers that attend through one
+    layer_windows: dict[int, int] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -124,11 +126,15 @@ def model_from_json(obj: Any, where: str) -> ModelInfo:
     missing = [
         f.name
         for f in fields(ModelInfo)
-        if f.name not in known and f.name not in ("features", "extra")
+        if f.name not in known and f.name not in ("features", "layer_windows", "extra")
     ]
     if missing:
         raise AttnReportError(f"{where} is incomplete: model has no {missing[0]!r}")
     known["features"] = tuple(known.get("features", ()))
+    windows = known.get("layer_windows", {})
+    if not isinstance(windows, dict):
+        raise AttnReportError(f"{where} is malformed: model.layer_windows is not an object")
+    known["layer_windows"] = {int(layer): int(w) for layer, w in windows.items()}
     return ModelInfo(**known, extra=extra)
 
 
