@@ -114,6 +114,32 @@ def test_figures_come_in_study_order(figures, studies):
     assert list(params["sentence_tokens"]) == ["0"]  # others: positions in the tooltips
 
 
+def test_windowed_layers_are_shaded_on_layer_axes_and_named_in_captions(studies):
+    """Layer 1 of the fake model attends through a 3-token window: every figure with a
+    layer x axis shades exactly that layer, and the map and the layer figures name it."""
+    rope = studies["rope"]
+    model = replace(rope.manifest.model, layer_windows={1: 3})
+    manifest = replace(rope.manifest, model=model)
+    s0 = rope.sentences[0]
+    figs = sentence_figures(s0, rope.interventions, manifest, rope.sentences)
+    figs += index_figures(rope.set, manifest, rope.sentences)
+    schema = load_schema()
+    shaded = {"self-focus", "first-focus", "concentration", "set-self-focus",
+              "set-first-focus", "set-concentration", "set-sink-rate"}  # fmt: skip
+    for fig in figs:
+        bands = [
+            part["data"]["values"]
+            for part in fig.spec.get("layer", [])
+            if part.get("mark", {}).get("type") == "rect" and "values" in part.get("data", {})
+        ]
+        assert bands == (
+            [[{"from": 0.5, "to": 1.5, "layer": 1, "window": 3}]] if fig.key in shaded else []
+        )
+        if fig.key in shaded or fig.key in ("attention-map", "attention-breakdown"):
+            assert "layer 1 a window of 3 tokens" in fig.caption, fig.key
+        validate_jsonschema(fig.spec, schema)
+
+
 def test_every_spec_validates_against_vega_lite(figures):
     """Builders validate through Altair's ``to_dict()``; this re-checks the final dicts."""
     schema = load_schema()

@@ -3,6 +3,7 @@ checked against hand-made pooled values."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -63,6 +64,21 @@ def test_a_layer_of_sinks_by_both_measures_and_one_of_none():
 
 
 def test_figure_draws_every_row_and_names_both_measures():
-    fig = sink_rate_figure(set_with([0.5] * 4, [1.0] * 4, [2] * 4))
+    manifest = typed(fake_study(1)).manifest
+    fig = sink_rate_figure(set_with([0.5] * 4, [1.0] * 4, [2] * 4), manifest)
     assert fig.key == "set-sink-rate" and "Gu et al." in fig.caption
     assert sorted(set(fig.inline["measure"])) == sorted(MEASURES)
+    assert "window" not in fig.caption and "window" not in json.dumps(fig.spec)
+
+
+def test_windowed_layers_are_shaded_and_named():
+    """A model whose layer 1 attends through a 4-token window: the chart has a band over
+    layer 1 only (x from 0.5 to 1.5) and the caption names the layer and the width."""
+    results = typed(fake_study(1))
+    model = replace(results.manifest.model, layer_windows={1: 4})
+    manifest = replace(results.manifest, model=model)
+    fig = sink_rate_figure(set_with([0.5] * 4, [1.0] * 4, [2] * 4), manifest)
+    assert "Sliding windows (shaded): layer 1 a window of 4 tokens" in fig.caption
+    bands = [layer for layer in fig.spec["layer"] if layer.get("mark", {}).get("type") == "rect"]
+    assert len(bands) == 1
+    assert bands[0]["data"]["values"] == [{"from": 0.5, "to": 1.5, "layer": 1, "window": 4}]

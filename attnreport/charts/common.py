@@ -8,6 +8,7 @@ import altair as alt
 import numpy as np
 
 from attnreport.results import Manifest, SentenceResults
+from attnreport.site import wording
 
 # Axis label of a token position: "3 focus". Reads the ``tokens`` param (see widgets).
 TOKEN_LABEL = "datum.value + ' ' + tokens[datum.value]"
@@ -132,10 +133,61 @@ FEATURE_NOTES: dict[str, tuple[tuple[str, str], ...]] = {
 
 
 def feature_notes(manifest: Manifest, key: str) -> str:
-    """The caption sentences (leading space each) for the features the model has."""
+    """The caption sentences (leading space each) for the features the model has, then the
+    sentence naming the windowed layers (``window_note``) where the figure has a layer."""
     features = set(manifest.model.features)
-    return "".join(
+    notes = "".join(
         f" {text}" for feature, text in FEATURE_NOTES.get(key, ()) if feature in features
+    )
+    return notes + window_note(manifest, shaded=key in SHADED_WINDOWS)
+
+
+# figures whose layer axis shades the windowed layers (``window_bands``)
+SHADED_WINDOWS = frozenset(
+    {"self-focus", "first-focus", "concentration", "set-self-focus", "set-first-focus",
+     "set-concentration", "set-sink-rate"}
+)  # fmt: skip
+
+
+def window_note(manifest: Manifest, shaded: bool = False) -> str:
+    """`` Layers 0, 2 and 4 attend through a sliding window of 4 tokens ...``: which layers
+    are windowed and how wide (one clause per window size), or "" without windows."""
+    windows = manifest.model.layer_windows
+    if not windows:
+        return ""
+    by_size: dict[int, list[int]] = {}
+    for layer, size in sorted(windows.items()):
+        by_size.setdefault(size, []).append(layer)
+    n_layers = manifest.model.n_layers
+    clauses = [
+        f"{wording.index_set(layers, 'layer', n_layers)} a window of {wording.count(size, 'token')}"
+        for size, layers in sorted(by_size.items())
+    ]
+    where = " (shaded)" if shaded else ""
+    return (
+        f" Sliding windows{where}: {wording.join_and(clauses)}; a query there sees only "
+        "that many latest tokens, itself included."
+    )
+
+
+def window_bands(manifest: Manifest) -> alt.Chart | None:
+    """A light band behind each windowed layer of a chart whose x axis is ``layer:Q``
+    (layer it first under the chart's marks); None when no layer has a window."""
+    windows = manifest.model.layer_windows
+    if not windows:
+        return None
+    values = [
+        {"from": layer - 0.5, "to": layer + 0.5, "layer": layer, "window": size}
+        for layer, size in sorted(windows.items())
+    ]
+    return (
+        alt.Chart(alt.Data(values=values))
+        .mark_rect(color="#9aa7b8", opacity=0.16)
+        .encode(
+            x=alt.X("from:Q"),
+            x2="to:Q",
+            tooltip=[tip("layer:O", "windowed layer"), tip("window:Q", "sliding window (tokens)")],
+        )
     )
 
 

@@ -13,10 +13,10 @@ import numpy as np
 
 from attnreport.charts.assemble import build_figure
 from attnreport.charts.columns import as_list, rounded, select
-from attnreport.charts.common import n_layers_heads, tip
+from attnreport.charts.common import feature_notes, n_layers_heads, tip, window_bands
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import lines_scheme
-from attnreport.results import SentenceResults, SetResults
+from attnreport.results import Manifest, SentenceResults, SetResults
 
 STATISTICS = ("self_focus", "first_focus", "concentration")
 NAMES = {
@@ -76,9 +76,10 @@ def _tooltips(statistic: str, pooled: bool) -> list[alt.Tooltip]:
 
 
 def focus_lines_chart(
-    key: str, statistic: str, n_layers: int, pooled: bool = False
+    key: str, statistic: str, n_layers: int, pooled: bool = False, bands: alt.Chart | None = None
 ) -> alt.LayerChart:
-    """One line per rank: ``value`` against layer, coloured dark (rank 0) to light."""
+    """One line per rank: ``value`` against layer, coloured dark (rank 0) to light;
+    ``bands`` (``common.window_bands``) shade the windowed layers behind the lines."""
     name, axis_title = NAMES[statistic]
     base = alt.Chart().encode(
         x=alt.X(
@@ -106,6 +107,8 @@ def focus_lines_chart(
     if pooled:
         band = base.mark_area(opacity=0.1).encode(y=alt.Y("min:Q", title=axis_title), y2="max:Q")
         layers.insert(0, band)
+    if bands is not None:
+        layers.insert(0, bands)
     subtitle = "lines join the heads of equal rank; hover for the real head"
     if pooled:
         subtitle += "; band = min..max over sentences"
@@ -140,32 +143,34 @@ def _caption(statistic: str, pooled: bool, n_sentences: int = 0) -> str:
     )
 
 
-def focus_figure(sentence: SentenceResults, statistic: str) -> Figure:
+def focus_figure(sentence: SentenceResults, statistic: str, manifest: Manifest) -> Figure:
     """Fig 4, 5 or 6 for one sentence (all rows inline: layers x heads)."""
     rows = focus_rows(sentence.tables.focus_sorted.arrays(), statistic)
     n_layers = n_layers_heads(sentence)[0]
     key = statistic.replace("_", "-")
-    chart = focus_lines_chart(key, statistic, n_layers)
+    chart = focus_lines_chart(key, statistic, n_layers, bands=window_bands(manifest))
     return build_figure(
         key=key,
         title=NAMES[statistic][0] + " across layers",
-        caption=_caption(statistic, False),
+        caption=_caption(statistic, False) + feature_notes(manifest, key),
         chart=chart,
         rows=rows,
     )
 
 
-def pooled_focus_figure(set_results: SetResults, statistic: str, n_sentences: int) -> Figure:
+def pooled_focus_figure(
+    set_results: SetResults, statistic: str, n_sentences: int, manifest: Manifest
+) -> Figure:
     """The index page's version: pooled over the set, with the spread across sentences."""
     sorted_table = set_results.focus_sorted.arrays()
     rows = focus_rows(sorted_table, statistic, pooled=set_results.focus_pooled.arrays())
     n_layers = int(np.max(sorted_table["layer"])) + 1 if len(sorted_table["layer"]) else 1
     key = "set-" + statistic.replace("_", "-")
-    chart = focus_lines_chart(key, statistic, n_layers, pooled=True)
+    chart = focus_lines_chart(key, statistic, n_layers, True, window_bands(manifest))
     return build_figure(
         key=key,
         title=NAMES[statistic][0] + " over the sentence set",
-        caption=_caption(statistic, True, n_sentences),
+        caption=_caption(statistic, True, n_sentences) + feature_notes(manifest, key),
         chart=chart,
         rows=rows,
     )

@@ -75,12 +75,15 @@ def _iv(build: Callable) -> Callable[[Inputs], Figure]:
 
 
 def _focus(statistic: str) -> Callable[[Inputs], Figure]:
-    return lambda i: focus.focus_figure(i.sentence, statistic)
+    return lambda i: focus.focus_figure(i.sentence, statistic, i.results.manifest)
 
 
 def _pooled(statistic: str) -> Callable[[Inputs], Figure]:
     return lambda i: focus.pooled_focus_figure(
-        i.results.set, statistic, len(i.results.sentences) or len(i.results.manifest.sentences)
+        i.results.set,
+        statistic,
+        len(i.results.sentences) or len(i.results.manifest.sentences),
+        i.results.manifest,
     )
 
 
@@ -126,7 +129,7 @@ FIGURES: tuple[FigureEntry, ...] = (
     _set_focus("self-focus", "self_focus"),
     _set_focus("first-focus", "first_focus"),
     FigureEntry(sink_rate.KEY, "index", "set", ("set:focus_by_sentence",),
-                lambda i: sink_rate.sink_rate_figure(i.results.set)),
+                lambda i: sink_rate.sink_rate_figure(i.results.set, i.results.manifest)),
     _set_focus("concentration", "concentration"),
     FigureEntry("set-head-impact", "index", "set", ("set:impact_pooled",),
                 lambda i: block_impact.pooled_impact_figure(i.results.set)),

@@ -13,8 +13,9 @@ import altair as alt
 
 from attnreport.analyses import sinks
 from attnreport.charts.assemble import build_figure
+from attnreport.charts.common import feature_notes, window_bands
 from attnreport.charts.figure import Columns, Figure
-from attnreport.results import SetResults
+from attnreport.results import Manifest, SetResults
 
 KEY = "set-sink-rate"
 MEASURES = (
@@ -42,8 +43,9 @@ def sink_rate_rows(set_results: SetResults) -> Columns:
     return rows
 
 
-def sink_rate_chart(key: str, n_layers: int) -> alt.LayerChart:
-    """Percent of sink heads against layer, one coloured line per measure."""
+def sink_rate_chart(key: str, n_layers: int, bands: alt.Chart | None = None) -> alt.LayerChart:
+    """Percent of sink heads against layer, one coloured line per measure; ``bands``
+    (``common.window_bands``) shade the windowed layers."""
     base = alt.Chart().encode(
         x=alt.X(
             "layer:Q",
@@ -69,10 +71,11 @@ def sink_rate_chart(key: str, n_layers: int) -> alt.LayerChart:
         text="Sink heads per layer, two measures",
         subtitle="pooled over the sentence set",
     )
-    return alt.layer(lines, data=alt.Data(name=key)).properties(title=title, width=520, height=240)
+    marks = [lines] if bands is None else [bands, lines]
+    return alt.layer(*marks, data=alt.Data(name=key)).properties(title=title, width=520, height=240)
 
 
-def sink_rate_figure(set_results: SetResults) -> Figure:
+def sink_rate_figure(set_results: SetResults, manifest: Manifest) -> Figure:
     """The per-layer Sink_1^eps of Gu et al. beside the argmax-based count."""
     rows = sink_rate_rows(set_results)
     n_layers = max(rows["layer"], default=0) + 1
@@ -84,11 +87,11 @@ def sink_rate_figure(set_results: SetResults) -> Figure:
         "measure is argmax-based: the first token is the top key for at least half of the "
         "queries. Where the lines part, a head either spreads a large share onto the first "
         "token without it winning most rows, or wins most rows with a small share."
-    )
+    ) + feature_notes(manifest, KEY)
     return build_figure(
         key=KEY,
         title="Sink heads per layer",
         caption=caption,
-        chart=sink_rate_chart(KEY, n_layers),
+        chart=sink_rate_chart(KEY, n_layers, window_bands(manifest)),
         rows=rows,
     )
