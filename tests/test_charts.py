@@ -556,3 +556,21 @@ def test_attention_map_sends_scores_and_derives_prob_and_rank():
             (i, att["ranks"][layer][head][i].index(0)) for i in range(len(att["ranks"][0][0]))
         ]
     assert widened  # some rows needed more digits than 3 decimals to keep their order
+
+
+def test_small_chunks_pack_into_few_files_and_the_default_stays_alone():
+    """Layers of 3 rows each, packing limit 7: the default layer 2 is a file of its own,
+    the others pack in runs that close once they hold 7 rows or more."""
+    from attnreport.charts.assemble import pack_chunks
+
+    chunks = {(layer,): {"layer": [layer] * 3, "value": [0.5] * 3} for layer in range(8)}
+    names, packed = pack_chunks(("layer",), chunks, default=(2,), limit=7)
+    assert names == {
+        (0,): "l0-to-l1", (1,): "l0-to-l1", (2,): "l2",
+        (3,): "l3-to-l5", (4,): "l3-to-l5", (5,): "l3-to-l5",
+        (6,): "l6-to-l7", (7,): "l6-to-l7",
+    }  # fmt: skip
+    assert packed["l3-to-l5"]["layer"] == [3, 3, 3, 4, 4, 4, 5, 5, 5]
+    assert packed["l2"] is chunks[(2,)]
+    big = {(layer,): {"layer": [layer] * 9} for layer in range(3)}
+    assert set(pack_chunks(("layer",), big, default=(0,), limit=7)[1]) == {"l0", "l1", "l2"}

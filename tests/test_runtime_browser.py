@@ -72,8 +72,19 @@ def page_path(tmp_path_factory) -> Path:
     ]
     folder = tmp_path_factory.mktemp("runtime") / "site"
     path = write_page(folder, figures)
-    (folder / "data" / "attention-map" / "attention-map--l3.js").unlink()  # a missing chunk
+    FILES.update({f.key: f.chunk_names for f in figures})
+    missing = chunk_file("attention-map", 3)
+    (folder / missing).unlink()  # a missing chunk
     return path
+
+
+FILES: dict[str, dict[str, str]] = {}  # figure key -> layer -> its data file's chunk name
+
+
+def chunk_file(key: str, layer: int) -> str:
+    """The data file (relative to the page) that holds ``layer``'s rows of figure ``key``:
+    several small layers share one file."""
+    return f"data/{key}/{key}--{FILES[key][str(layer)]}.js"
 
 
 def set_slider(page, chart: str, index: int, value: int) -> None:
@@ -98,9 +109,10 @@ def test_runtime_renders_and_loads_chunks_from_file_urls(offline_page, page_path
             "els => els.map(e => e.value)"
         )
     )
-    other = 2 if layer != 2 else 1
+    loaded = {chunk_file("attention-map", layer), chunk_file("attention-map", 3)}
+    other = next(la for la in range(4) if chunk_file("attention-map", la) not in loaded)
     set_slider(page, "attention-map", 0, other)
-    script = f"data/attention-map/attention-map--l{other}.js"  # every head of the layer
+    script = chunk_file("attention-map", other)  # every head of the layer
     page.wait_for_function(f"!!document.querySelector('script[src=\"{script}\"]')", timeout=5_000)
     page.wait_for_function("!document.getElementById('ar-chart-attention-map').dataset.loading")
     cells = f"({RECTS})(document.getElementById('ar-chart-attention-map')) === {n * (n + 1) // 2}"
@@ -115,7 +127,7 @@ def test_runtime_renders_and_loads_chunks_from_file_urls(offline_page, page_path
     grid_head = int(page.locator("#ar-chart-scaling-grid input[type=range]").input_value())
     page.locator("#ar-chart-scaling-grid input[value=last]").check()
     assert grid_head >= 0
-    last = "scaling-grid--last.js"  # every head of the last layer
+    last = f"scaling-grid--{FILES['scaling-grid']['last']}.js"  # every head of the last layer
     page.wait_for_function(f"!!document.querySelector('script[src$=\"{last}\"]')")
     # the only error is the chunk file removed on purpose
     assert offline_page.errors == ["Failed to load resource: net::ERR_FILE_NOT_FOUND"]
@@ -176,7 +188,7 @@ def test_shared_chunk_file_is_loaded_once_for_both_figures(offline_page, page_pa
     page.wait_for_function(READY, timeout=30_000)
     layer = int(page.locator("#ar-chart-bias-vs-position input[type=range]").first.input_value())
     other = 2 if layer != 2 else 1
-    src = f"data/attention-breakdown/attention-breakdown--l{other}.js"
+    src = chunk_file("attention-breakdown", other)
     scripts = f"document.querySelectorAll('script[src=\"{src}\"]').length"
     points = "el => el.querySelectorAll('.mark-symbol.role-mark path').length"
     idle = "key => !document.getElementById('ar-chart-' + key).dataset.loading"

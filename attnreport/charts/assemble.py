@@ -13,6 +13,12 @@ from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import configure
 
 SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+# Chunks with fewer rows than this are packed with their neighbours into one data file
+# (consecutive param values, the default view's chunk always alone): a short sentence
+# then has a few data files per figure instead of one per layer, and a long one keeps
+# one per layer. Rows, not bytes, so that a figure and the figures that read its chunk
+# files (``chunk_source``, same rows and fewer columns) pack the same way.
+PACK_ROWS = 4096
 
 
 def chunk_key(values: Sequence[Any]) -> str:
@@ -29,6 +35,55 @@ def chunk_name(params: Sequence[str], values: Sequence[Any]) -> str:
     if not SAFE_NAME.match(name):
         raise ValueError(f"chunk name {name!r} is not [a-z0-9_-]")
     return name
+
+
+def pack_chunks(
+    params: Sequence[str],
+    chunks: dict[tuple[Any, ...], Columns],
+    default: tuple[Any, ...],
+    limit: int = PACK_ROWS,
+) -> tuple[dict[tuple[Any, ...], str], dict[str, Columns]]:
+    """Group ``chunks`` (in key order) into data files of about ``limit`` rows or more.
+
+    Returns (param values -> data file name, data file name -> its rows). A group is a
+    run of consecutive keys, closed once it holds ``limit`` rows; the ``default`` chunk
+    is a group of its own, so the page inlines exactly one file's rows. A group of one
+    key keeps that key's name (``l3``); a longer one is named by its first and last
+    (``l4-to-l9``). The runtime inserts a file's rows once, whichever key asked for it,
+    and the specs filter by their params, so a file may hold several keys' rows.
+    """
+    groups: list[list[tuple[Any, ...]]] = []
+    open_rows = limit  # rows in the last group; >= limit: start a new one
+    for values in sorted(chunks, key=_sort_key):
+        rows = _row_count(chunks[values])
+        if values == default or open_rows >= limit:
+            groups.append([values])
+            open_rows = rows if values != default else limit
+        else:
+            groups[-1].append(values)
+            open_rows += rows
+    names: dict[tuple[Any, ...], str] = {}
+    packed: dict[str, Columns] = {}
+    for group in groups:
+        first, last = chunk_name(params, group[0]), chunk_name(params, group[-1])
+        name = first if len(group) == 1 else f"{first}-to-{last}"
+        packed[name] = _concat([chunks[v] for v in group])
+        names.update({v: name for v in group})
+    return names, packed
+
+
+def _sort_key(values: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
+    return tuple((0, v) if isinstance(v, int) else (1, str(v)) for v in values)
+
+
+def _row_count(columns: Columns) -> int:
+    return max((len(v) for v in columns.values()), default=0)
+
+
+def _concat(parts: list[Columns]) -> Columns:
+    if len(parts) == 1:
+        return parts[0]
+    return {name: [v for part in parts for v in part[name]] for name in parts[0]}
 
 
 def columns_to_rows(columns: Columns) -> list[dict[str, Any]]:
@@ -198,7 +253,7 @@ def build_figure(
             static_spec=static_view(spec, inline),
             renderer=renderer,
         )
-    names = {values: chunk_name(params, values) for values in chunks}
+    names, packed = pack_chunks(params, chunks, default)
     inline = chunks[default] if first_rows is None else first_rows
     return Figure(
         key=key,
@@ -206,7 +261,7 @@ def build_figure(
         caption=caption,
         spec=spec,
         inline=inline,
-        chunks={} if chunk_source else {names[v]: cols for v, cols in chunks.items()},
+        chunks={} if chunk_source else packed,
         chunk_param=params[0] if len(params) == 1 else None,
         chunk_names={chunk_key(values): name for values, name in names.items()},
         inline_chunk=names[default] if first_rows is None else None,
