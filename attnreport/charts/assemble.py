@@ -93,10 +93,15 @@ def columns_to_rows(columns: Columns) -> list[dict[str, Any]]:
 
 
 def to_spec(chart: alt.TopLevelMixin, key: str) -> dict[str, Any]:
-    """Validated Vega-Lite dict of a chart that reads the named dataset ``key``."""
+    """Vega-Lite dict of a chart that reads the named dataset ``key``.
+
+    Not validated against the Vega-Lite schema here: that took a quarter of ``render``,
+    and the specs depend only on the builders, not on the numbers, so the tests validate
+    every builder's specs (``tests/test_charts.py``) instead of every build.
+    """
     # resize: re-run the layout when rows arrive after the first render (chunks, inline rows)
     autosize = alt.AutoSizeParams(type="pad", resize=True)
-    spec = configure(chart.properties(autosize=autosize)).to_dict(validate=True)
+    spec = configure(chart.properties(autosize=autosize)).to_dict(validate=False)
     if spec.get("data") != {"name": key}:
         raise ValueError(f"figure {key}: the top-level data must be {{'name': {key!r}}}")
     return spec
