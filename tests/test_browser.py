@@ -195,3 +195,59 @@ def test_every_key_finding_links_to_a_drawn_figure(tmp_path_factory, offline_pag
             href
         )
     assert offline_page.errors == []
+
+
+FIRST_DRAW = """(() => {
+  window.__firstDraw = null;
+  new MutationObserver(() => {
+    if (window.__firstDraw === null && document.querySelector('.ar-chart[data-rendered]'))
+      window.__firstDraw = performance.timeOrigin + performance.now();
+  }).observe(document, {subtree: true, attributes: true, attributeFilter: ['data-rendered']});
+})();"""
+
+
+@pytest.mark.parametrize("scheme", ["file", "http"])
+def test_longest_example_page_loads_under_300_kb_before_its_first_chart(browser, scheme):
+    """The example's 63-token page: the HTML and every file requested before the first
+    chart drew (the shared Vega bundle aside, every page loads it once) stay under
+    300 KB, opened from disk and served over http."""
+    import functools
+    import threading
+    import time
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import unquote, urlparse
+
+    page_name = max(EXAMPLE.glob("s*.html"), key=lambda p: p.stat().st_size).name
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(EXAMPLE))
+    handler.log_message = lambda *args: None
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    context = browser.new_context()
+    requests: list[tuple[float, str]] = []
+
+    def route(route):
+        url = route.request.url
+        requests.append((time.time() * 1000, url))
+        if url.startswith(("file://", base)):
+            route.continue_()
+        else:
+            route.abort()
+
+    try:
+        context.route("**/*", route)
+        page = context.new_page()
+        page.add_init_script(FIRST_DRAW)
+        page.goto(base + page_name if scheme == "http" else (EXAMPLE / page_name).as_uri())
+        page.wait_for_function("window.__firstDraw !== null", timeout=30_000)
+        first = page.evaluate("window.__firstDraw")
+    finally:
+        context.close()
+        server.shutdown()
+    early = {url for at, url in requests if at <= first and "assets/vega" not in url}
+    paths = [EXAMPLE / unquote(urlparse(url).path).split(str(EXAMPLE))[-1].lstrip("/")
+             if scheme == "file" else EXAMPLE / unquote(urlparse(url).path).lstrip("/")
+             for url in early]  # fmt: skip
+    assert EXAMPLE / page_name in paths
+    weight = sum(p.stat().st_size for p in paths if p.is_file())
+    assert 0 < weight < 300_000, (weight, sorted(p.name for p in paths))
