@@ -16,22 +16,52 @@ from typing import Any
 from attnreport.charts.assemble import build_figure
 from attnreport.charts.columns import flatten, rounded, sentence_tokens, triangle_index
 from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.grid_blocks import (
+    block_kl,
+    block_labels,
+    block_means,
+    blocks_for,
+    blocks_sentence,
+)
 from attnreport.charts.grids import OBSERVATIONS, TARGETS, epsilon_label, mean_chart, scaling_chart
 from attnreport.results import GridCell, Interventions, Manifest, SentenceResults
 from attnreport.text import display_token
 
 
 def cell_rows(cell: GridCell, head: int, observation: str, extra: dict[str, Any]) -> Columns:
-    """Rows of one grid cell for one head and observation: query, key, prob, kl, + extras."""
+    """Rows of one grid cell for one head and observation: query, key, prob, kl, + extras.
+
+    Past ``grid_blocks.GRID_TOKENS`` observed positions, query and key are block indices
+    and prob and kl block means (``grid_blocks``)."""
     triangle = cell.observations[observation][head]
-    query, key = triangle_index(len(triangle))
-    kl = rounded(cell.kl)
-    count = len(query)
+    blocks = blocks_for(len(triangle))
+    if blocks.blocked:
+        query_list, key_list, probs = block_means(triangle, blocks)
+        kl = rounded(block_kl(cell.kl, blocks))
+        prob = rounded(probs)
+    else:
+        query, key = triangle_index(len(triangle))
+        query_list, key_list, prob = query.tolist(), key.tolist(), rounded(flatten(triangle))
+        kl = rounded(cell.kl)
+    count = len(query_list)
     rows: Columns = {"head": [head] * count, "observation": [observation] * count}
     rows.update({name: [value] * count for name, value in extra.items()})
-    rows.update(query=query.tolist(), key=key.tolist(), prob=rounded(flatten(triangle)))
+    rows.update(query=query_list, key=key_list, prob=prob)
     rows["kl"] = [kl[q] if q < len(kl) else 0.0 for q in rows["query"]]
     return rows
+
+
+def _observed(cell: GridCell) -> int:
+    """Positions a cell's triangles cover (a long input: only its first ``map_tokens``)."""
+    return len(cell.observations["same"][0]) if cell.observations["same"] else 0
+
+
+def _shown_tokens(tokens: list[str], cell: GridCell) -> tuple[list[str], str]:
+    """The labels a grid draws for an input (block labels when blocked) and the caption
+    sentence saying so."""
+    blocks = blocks_for(_observed(cell))
+    sentence = blocks_sentence(len(cell.kl), blocks)
+    return (block_labels(tokens, blocks) if blocks.blocked else tokens), sentence
 
 
 def concat_rows(parts: list[Columns]) -> Columns:
@@ -110,6 +140,7 @@ def scaling_figure(
     n = len(cells[0].kl) if cells else 0
     tokens = _tokens_of(index, [sentence, *(sentences or [])])
     tokens = tokens or [f"#{i}" for i in range(n)]
+    tokens, shown = _shown_tokens(tokens, cells[0]) if cells else (tokens, "")
     head = _default_head(sentence, interventions, n_heads)
     observed = dict(interventions.observed_layers)
     chart = scaling_chart("scaling-grid", tokens, epsilons, n_heads, observed, head)
@@ -124,7 +155,7 @@ def scaling_figure(
         "unchanged by construction: choose the next or the last layer to see its effect. "
         "Below, the KL divergence of the next-token distribution from the unmodified run at "
         "each position, for every cell."
-    )
+    ) + shown
     return build_figure(
         key="scaling-grid",
         title="Scaling Q, K and V",
@@ -162,7 +193,15 @@ def mean_figure(
     cells = sorted(mean.cells, key=lambda c: place.get((int(c.setting), c.target), len(place)))
     n_heads = _n_heads(cells)
     known = [sentence, *(sentences or [])]
-    tokens = {str(i): t for i in chosen if (t := _tokens_of(i, known)) is not None}
+    first_cell = {int(c.setting): c for c in reversed(cells)}
+    tokens, shown = {}, []
+    for i in chosen:
+        t = _tokens_of(i, known)
+        cell = first_cell.get(i)
+        labels, sentence_text = _shown_tokens(t or [], cell) if cell else (t, "")
+        if t is not None:
+            tokens[str(i)] = labels
+        shown.append(sentence_text)
     head = _default_head(sentence, interventions, n_heads)
     observed = dict(interventions.observed_layers)
     chart = mean_chart("mean-grid", tokens, n_heads, observed, head)
@@ -184,7 +223,7 @@ def mean_figure(
         "replaced, every target gets the same score, so attention is uniform; replacing V "
         "leaves this layer's weights unchanged, so observe the next or last layer. Below, "
         "the KL divergence of the next-token distribution per position."
-    )
+    ) + "".join(dict.fromkeys(shown))
     return build_figure(
         key="mean-grid",
         title="Replacing Q, K and V by their mean",
