@@ -81,7 +81,10 @@ def choice_option(key: str, help: str) -> Callable[[Callable[..., Any]], Callabl
     )
 
 
-DTYPE = choice_option("dtype", "Weights dtype (verification tolerances are for float32).")
+DTYPE = choice_option(
+    "dtype",
+    "Dtype the model runs in; analyses are float32 whatever it is (verify's tolerances follow it).",
+)
 DEVICE = choice_option("device", "Where the model runs.")
 BOS = choice_option(
     "bos", "Begin-of-sequence token: as the tokenizer does (auto), always added, or never."
@@ -191,7 +194,8 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
     """Check that the captured numbers are the model's own; exit 0 only if all checks pass.
 
     Prints, per check, the largest error over all layers, heads and sentences and the
-    tolerance it must stay within (float32).
+    tolerance it must stay within, derived from the model's dtype (its machine epsilon)
+    and the magnitudes compared, with the numbers it was derived from.
     """
     from attnreport.session import session_for
     from attnreport.verify import verify_sentences
@@ -203,7 +207,7 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
     for check in checks:
         status = "ok  " if check.passed else "FAIL"
         click.echo(
-            f"{status} {check.name}: max error {check.max_error:.3g} (tolerance {check.tolerance:.3g})"
+            f"{status} {check.name}: max error {check.max_error:.3g}, tolerance {check.rule}"
         )
     failed = [c for c in checks if not c.passed]
     if failed:
