@@ -100,3 +100,40 @@ def swapped_forward(module: nn.Module, forward: Callable[..., Any]) -> Iterator[
             vars(module).pop("forward", None)
         else:
             module.forward = previous
+
+
+def map_options(device: str, device_map: str, max_memory: dict | None = None) -> dict[str, Any]:
+    """``from_pretrained`` keyword arguments that let accelerate place the model.
+
+    ``device_map`` is ``auto`` (fill the GPUs in order) or ``balanced`` (spread evenly);
+    what does not fit goes to CPU memory, then to disk (a temporary folder under the user
+    cache, removed when the process ends). ``device`` ``cpu`` keeps the model off the GPUs
+    (CPU memory, then disk). ``max_memory`` ({device: bytes or "10GiB"}) overrides
+    accelerate's budget per device, as in ``from_pretrained``.
+    """
+    if max_memory is None and device == "cpu" and torch.cuda.is_available():
+        from accelerate.utils import get_max_memory
+
+        max_memory = {"cpu": get_max_memory()["cpu"]}
+    return {"device_map": device_map, "max_memory": max_memory, "offload_folder": _offload_folder()}
+
+
+def _offload_folder() -> str:
+    import atexit
+    import shutil
+    import tempfile
+
+    from attnreport.usercache import cache_dir
+
+    root = cache_dir() / "offload"
+    root.mkdir(parents=True, exist_ok=True)
+    folder = tempfile.mkdtemp(prefix="run-", dir=root)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def placement_of(model: nn.Module, device_map: str) -> str:
+    """Where accelerate put the model, for the manifest: e.g. ``auto: cuda:0, cuda:1, cpu``."""
+    placed = getattr(model, "hf_device_map", None) or {"": "cpu"}
+    names = [f"cuda:{d}" if isinstance(d, int) else str(d) for d in placed.values()]
+    return f"{device_map}: " + ", ".join(dict.fromkeys(names))
