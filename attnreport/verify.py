@@ -122,8 +122,9 @@ def verify_sentences(
 def checks_from(m: _Maxima, dtype: torch.dtype) -> list[Check]:
     """The three checks with the tolerances of ``docs/precision.md``.
 
-    1. probabilities: the model's softmax output is rounded once to its dtype; ours sums
-       ``n`` exponentials in float32 exactly as the model's eager code does;
+    1. probabilities: ours and the model's are each rounded once to its dtype (two
+       roundings apart where the eager code orders its softmax differently: GPT-2's
+       runs in the model's dtype, ours in float32); the softmax sums ``n`` exponentials;
     2. block output: the model rounds its output projection once; we add ``H x d``
        products in float32;
     3. score terms: the model's logit is rounded twice (the product q.k, then the
@@ -132,7 +133,7 @@ def checks_from(m: _Maxima, dtype: torch.dtype) -> list[Check]:
     return [
         _check(
             "attention probabilities vs the model's output_attentions",
-            m.probs, dtype, m.prob_scale, m.keys, 1,
+            m.probs, dtype, m.prob_scale, m.keys, 2,
         ),
         _check(
             "sum of head updates + output bias vs block output",
