@@ -119,3 +119,12 @@ def test_swapped_forward_puts_back_what_was_there():
     with pytest.raises(RuntimeError), swapped_forward(wrapped, lambda x: x):
         raise RuntimeError("the pass failed")
     assert vars(wrapped)["forward"] is wrapper
+
+
+def test_ray_workers_and_a_device_map_are_refused_together(tmp_path, sentence_file):
+    args = ["analyze", "--sentences", sentence_file, "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(main, [*args, "--engine", "ray", "--device-map", "auto"])
+    assert result.exit_code == 1
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "--device-map" in errors[0], result.output
+    assert not (tmp_path / "out").exists()  # refused before anything was written
