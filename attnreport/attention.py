@@ -1,8 +1,12 @@
 """Turn what the attention function computed into a ``LayerRecord``: updates and score terms.
 
-The scores and probabilities come from the pass itself (``attnreport.interface``);
-this module adds the per-head updates (the output projection's per-head slices applied
-to the function's output) and the additive score terms of the study.
+The scores and probabilities come from the pass itself (``attnreport.interface``), in
+the model's dtype, exactly as the model computed them; this module adds the per-head
+updates (the output projection's per-head slices applied to the function's output) and
+the additive score terms of the study. Everything it derives is computed in float32 on
+the CPU from the captured tensors (a bfloat16 value upcast to float32 is exact), so a
+bfloat16 or float16 model loses nothing to a second, low-precision computation of ours:
+see ``docs/precision.md``.
 
 Shape letters: ``head``, ``kv_head``, ``query``, ``key``, ``d`` (head dim), ``model``.
 """
@@ -15,6 +19,7 @@ import torch
 
 from attnreport.interface import Computed
 from attnreport.models.layout import LayerSpec, unrotate
+from attnreport.models.placement import host
 from attnreport.records import LayerRecord
 
 
@@ -44,11 +49,15 @@ def allowed_keys(mask: torch.Tensor | None, n: int) -> torch.Tensor:
 
 
 def unrotated(spec: LayerSpec, raw: RawLayer) -> tuple[torch.Tensor, torch.Tensor]:
-    """q (head, query, d) and k (kv_head, key, d) as scored, with any rotation undone."""
-    q, k = raw.computed.q, raw.computed.k
+    """q (head, query, d) and k (kv_head, key, d) as scored, with any rotation undone, float32.
+
+    The inverse rotation runs in float32 on the upcast q, k, cos and sin: in the model's
+    dtype it would add its own rounding to every un-rotated value."""
+    q, k = _float32(raw.computed.q), _float32(raw.computed.k)
     if spec.rotate is None or raw.rotary is None:
         return q, k
-    return unrotate(spec.rotate, q, k, *raw.rotary)
+    cos, sin = (_float32(t) for t in raw.rotary)
+    return unrotate(spec.rotate, q, k, cos, sin)
 
 
 def score_terms(spec: LayerSpec, raw: RawLayer, q_raw, k_raw) -> dict[str, torch.Tensor]:
@@ -59,7 +68,10 @@ def score_terms(spec: LayerSpec, raw: RawLayer, q_raw, k_raw) -> dict[str, torch
     query_only = c (W_q a_i).b_k + c b_q.b_k (current token only); position =
     RoPE: logit - c q_raw_i.k_raw_j; a score bias (ALiBi): that bias; else 0.
     With a QK-norm (biases None) content = c q_raw.k_raw and bias = query_only = 0.
-    Each is (head, query, key), broadcast views where constant along an axis.
+    Each is (head, query, key) float32, broadcast views where constant along an axis;
+    ``q_raw``, ``k_raw`` are float32 (``unrotated``). With RoPE the position term is the
+    model's own logit (upcast) minus our float32 product, so the four terms sum back to
+    the model's logit up to float32 rounding whatever the model's dtype.
     """
     computed, groups, c = raw.computed, spec.layout.groups, raw.computed.scaling
     n = q_raw.shape[1]
@@ -76,43 +88,53 @@ def score_terms(spec: LayerSpec, raw: RawLayer, q_raw, k_raw) -> dict[str, torch
         row = ((q_lin * bk).sum(-1, keepdim=True) + (bq * bk).sum(-1, keepdim=True)) * c
         query_only = row.expand(-1, -1, n)
     if raw.rotary is not None and spec.rotate is not None:
-        position = computed.logits - torch.matmul(q_raw, k_all.transpose(1, 2)) * c
+        position = computed.logits.float() - torch.matmul(q_raw, k_all.transpose(1, 2)) * c
     elif computed.score_bias is not None:
-        position = computed.score_bias.expand(-1, n, -1)
+        position = computed.score_bias.float().expand(-1, n, -1)
     else:
         position = zero.expand_as(content)
     return {"position": position, "bias": bias, "content": content, "query_only": query_only}
 
 
-def head_updates(spec: LayerSpec, context: torch.Tensor) -> torch.Tensor:
-    """(head, query, model): each head's slice of the output projection applied to its output."""
-    return torch.einsum("hqd,hdm->hqm", context, spec.out_weight)
+def head_updates(out_weight: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+    """(head, query, model) float32: each head's slice of the output projection applied to
+    its output, ``out_weight`` (head, d, model) and ``context`` (head, query, d) upcast."""
+    return torch.einsum("hqd,hdm->hqm", context.float(), out_weight.float())
 
 
 def layer_record(spec: LayerSpec, raw: RawLayer, with_terms: bool = True) -> LayerRecord:
-    """Everything the study measures in one layer, as a ``LayerRecord``."""
+    """Everything the study measures in one layer, as a ``LayerRecord`` of float32 CPU
+    tensors (the captured values upcast, exactly; the derived ones computed in float32)."""
     computed = raw.computed
     q_raw, k_raw = unrotated(spec, raw)
+    out_weight, out_bias = (host(t).float() for t in spec.out_projection())
+    f32 = _float32
     return LayerRecord(
         layer=spec.layer,
-        x=raw.x,
-        a=raw.a,
+        x=f32(raw.x),
+        a=f32(raw.a),
         q_raw=q_raw,
         k_raw=k_raw,
-        q=computed.q,
-        k=computed.k,
-        v=computed.v,
-        logits=computed.logits,
-        scores=computed.scores,
-        probs=computed.probs,
-        allowed=allowed_keys(computed.mask, computed.q.shape[1]).to(computed.q.device),
-        context=computed.context,
-        updates=head_updates(spec, computed.context),
-        out_bias=spec.out_bias,
-        block_out=raw.block_out,
+        q=f32(computed.q),
+        k=f32(computed.k),
+        v=f32(computed.v),
+        logits=f32(computed.logits),
+        scores=f32(computed.scores),
+        probs=f32(computed.probs),
+        allowed=allowed_keys(computed.mask, computed.q.shape[1]).cpu(),
+        context=f32(computed.context),
+        updates=head_updates(out_weight, host(computed.context)),
+        out_bias=out_bias,
+        block_out=f32(raw.block_out),
         scaling=computed.scaling,
         softcap=computed.softcap,
         sliding_window=computed.sliding_window,
-        sink_probs=computed.sink_probs,
+        sink_probs=None if computed.sink_probs is None else f32(computed.sink_probs),
         terms=score_terms(spec, raw, q_raw, k_raw) if with_terms else {},
+        dtype=computed.q.dtype,
     )
+
+
+def _float32(tensor: torch.Tensor) -> torch.Tensor:
+    """A captured tensor on the CPU in float32 (exact for bfloat16 and float16 values)."""
+    return host(tensor).float()

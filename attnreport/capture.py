@@ -7,13 +7,18 @@ and the output projection's output. ``instrumented`` registers the hooks, switch
 the attention implementation, and always undoes both, also when the pass raises.
 Score terms and per-head updates are derived one layer at a time by
 ``Capture.records()``.
+
+Each layer's tensors are moved to CPU memory as that layer finishes (in the model's
+dtype; a no-op for a model on the CPU), so a model spread over GPUs, or offloaded by
+accelerate, holds only the layer it is running on its devices; nothing ever moves the
+whole model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import torch
@@ -22,6 +27,7 @@ from torch import nn
 from attnreport.attention import RawLayer, layer_record
 from attnreport.interface import Computed, routed
 from attnreport.models.layout import LayerSpec
+from attnreport.models.placement import HostCopies, host, input_device
 from attnreport.records import LayerRecord
 
 Hook = tuple[nn.Module, str, Callable[..., Any]]  # (module, "pre" | "post", fn)
@@ -58,13 +64,25 @@ class Slots:
     values: dict[str, Any] = field(default_factory=dict)
 
 
+def hosted(computed: Computed, copies: HostCopies) -> Computed:
+    """``computed`` with every tensor in CPU memory (the mask, shared by the layers, once)."""
+    moved = {
+        f.name: copies(value) if f.name == "mask" else host(value)
+        for f in fields(computed)
+        if isinstance(value := getattr(computed, f.name), torch.Tensor)
+    }
+    return replace(computed, **moved)
+
+
 class LayerTap:
-    """The interface tap: records each watched layer's ``Computed``; modifies one layer."""
+    """The interface tap: records each watched layer's ``Computed`` (moved to CPU memory);
+    modifies one layer."""
 
     def __init__(self, specs: list[LayerSpec], slots: dict[int, Slots]) -> None:
         self.layer_of = {id(s.attention): s.layer for s in specs}
         self.slots = slots
         self.modifiers: dict[int, Modifier] = {}
+        self.copies = HostCopies()
 
     def modify(self, module, q, k, v):
         modifier = self.modifiers.get(self.layer_of.get(id(module), -1))
@@ -76,20 +94,23 @@ class LayerTap:
     def record(self, module, computed: Computed) -> None:
         layer = self.layer_of.get(id(module))
         if layer in self.slots:
-            self.slots[layer].values["computed"] = computed
+            self.slots[layer].values["computed"] = hosted(computed, self.copies)
 
 
-def layer_hooks(spec: LayerSpec, slots: Slots) -> list[Hook]:
+def layer_hooks(spec: LayerSpec, slots: Slots, copies: HostCopies) -> list[Hook]:
+    """Hooks that keep the block input, the attention input, the rotary (cos, sin) and the
+    output projection's output of one layer, in CPU memory."""
+
     def on_block(_module, args, kwargs):
-        slots.values["x"] = _first_input(args, kwargs).detach()[0]
+        slots.values["x"] = host(_first_input(args, kwargs)[0])
 
     def on_attention(_module, args, kwargs):
-        slots.values["a"] = _first_input(args, kwargs).detach()[0]
+        slots.values["a"] = host(_first_input(args, kwargs)[0])
         rotary = kwargs.get("position_embeddings")
-        slots.values["rotary"] = None if rotary is None else tuple(t.detach() for t in rotary)
+        slots.values["rotary"] = None if rotary is None else tuple(copies(t) for t in rotary)
 
     def on_out(_module, _args, output):
-        slots.values["block_out"] = output.detach()[0]
+        slots.values["block_out"] = host(output[0])
 
     return [
         (spec.block, "pre", on_block),
@@ -117,8 +138,9 @@ def instrumented(model: nn.Module, specs: list[LayerSpec], tap: LayerTap, hooks:
 
 
 def forward_logits(model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
-    device = next(model.parameters()).device
-    return model(input_ids=input_ids[None].to(device), use_cache=False).logits[0]
+    """The model's logits (query, vocab) for ``input_ids`` (n,), in CPU memory."""
+    ids = input_ids[None].to(input_device(model))
+    return host(model(input_ids=ids, use_cache=False).logits[0])
 
 
 @dataclass(frozen=True)
@@ -145,8 +167,9 @@ class Capture:
 def capture_attention(model: nn.Module, specs: list[LayerSpec], input_ids: torch.Tensor) -> Capture:
     """Run the model once on ``input_ids`` (n,) and capture every layer's internals."""
     slots = {s.layer: Slots() for s in specs}
-    hooks = [h for s in specs for h in layer_hooks(s, slots[s.layer])]
-    with instrumented(model, specs, LayerTap(specs, slots), hooks):
+    tap = LayerTap(specs, slots)
+    hooks = [h for s in specs for h in layer_hooks(s, slots[s.layer], tap.copies)]
+    with instrumented(model, specs, tap, hooks):
         logits = forward_logits(model, input_ids)
     raw = [raw_layer(slots[s.layer]) for s in specs]
-    return Capture(specs=specs, raw=raw, logits=logits.detach())
+    return Capture(specs=specs, raw=raw, logits=logits)

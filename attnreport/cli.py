@@ -74,15 +74,27 @@ SENTENCES = click.option(
 
 
 def choice_option(key: str, help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--KEY`` limited to the setting's choices, defaulting to the setting's default."""
+    """``--KEY`` (``_`` written ``-``) limited to the setting's choices, defaulting to the
+    setting's default."""
     choices = click.Choice(RULES[key].choices)
+    flag = "--" + key.replace("_", "-")
     return click.option(
-        f"--{key}", default=default_of(key), show_default=True, type=choices, help=help
+        flag, key, default=default_of(key), show_default=True, type=choices, help=help
     )
 
 
-DTYPE = choice_option("dtype", "Weights dtype (verification tolerances are for float32).")
-DEVICE = choice_option("device", "Where the model runs.")
+DTYPE = choice_option(
+    "dtype",
+    "Dtype the model runs in; analyses are float32 whatever it is (verify's tolerances follow it).",
+)
+DEVICE = choice_option(
+    "device", "Where the model runs (with --device-map: cpu keeps it off the GPUs)."
+)
+DEVICE_MAP = choice_option(
+    "device_map",
+    "Spread the model over the GPUs, then CPU memory, then disk (accelerate); "
+    "captured tensors move to the CPU layer by layer.",
+)
 BOS = choice_option(
     "bos", "Begin-of-sequence token: as the tokenizer does (auto), always added, or never."
 )
@@ -143,8 +155,9 @@ WORKERS = click.option(
     help="Ray workers (default: one per CPU or GPU).",
 )
 
-model_options = options(MODEL, SENTENCES, DTYPE, DEVICE, BOS, TRUNCATE)
-"""--model, --sentences, --dtype, --device, --bos, --truncate: every command that runs the model."""
+model_options = options(MODEL, SENTENCES, DTYPE, DEVICE, DEVICE_MAP, BOS, TRUNCATE)
+"""--model, --sentences, --dtype, --device, --device-map, --bos, --truncate: every command that
+runs the model."""
 study_options = options(CONFIG, INTERVENE_LAYER, FORCE)
 """--config, --intervene-layer, --force: the commands that run the study and write a folder."""
 corpus_options = options(RESUME, ENGINE, RAY_ADDRESS, WORKERS)
@@ -191,7 +204,8 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
     """Check that the captured numbers are the model's own; exit 0 only if all checks pass.
 
     Prints, per check, the largest error over all layers, heads and sentences and the
-    tolerance it must stay within (float32).
+    tolerance it must stay within, derived from the model's dtype (its machine epsilon)
+    and the magnitudes compared, with the numbers it was derived from.
     """
     from attnreport.session import session_for
     from attnreport.verify import verify_sentences
@@ -203,7 +217,7 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
     for check in checks:
         status = "ok  " if check.passed else "FAIL"
         click.echo(
-            f"{status} {check.name}: max error {check.max_error:.3g} (tolerance {check.tolerance:.3g})"
+            f"{status} {check.name}: max error {check.max_error:.3g}, tolerance {check.rule}"
         )
     failed = [c for c in checks if not c.passed]
     if failed:

@@ -84,6 +84,7 @@ def layer_and_head(key: str, value: tuple[int, ...]) -> str | None:
 
 DTYPES = ("float32", "bfloat16", "float16")
 DEVICES = ("cpu", "cuda", "auto")
+DEVICE_MAPS = ("auto", "balanced")  # accelerate's placements over the GPUs, then CPU, then disk
 BOS = ("auto", "always", "never")
 
 
@@ -99,6 +100,7 @@ class Settings:
     date: str | None = setting(None, str)  # ISO date; else SOURCE_DATE_EPOCH; else a fixed one
     dtype: str = setting("float32", str, choices=DTYPES)
     device: str = setting("cpu", str, choices=DEVICES)
+    device_map: str | None = setting(None, str, choices=DEVICE_MAPS)  # None: all on ``device``
     truncate: bool = setting(False, bool)  # cut sentences longer than the context
     images: bool = setting(True, bool)  # export SVG/PNG copies of every figure
     bos: str = setting("auto", str, choices=BOS, recorded=True)  # begin-of-sequence token
@@ -210,8 +212,9 @@ out = "site"
 title = "What does attention focus on?"
 authors = ["Your Name"]
 # date = "2026-01-01"        # else SOURCE_DATE_EPOCH, so rebuilds are byte-identical
-dtype = "float32"            # or bfloat16, float16 (verification tolerances are for float32)
+dtype = "float32"            # or bfloat16, float16 (analyses stay float32; verify's tolerances follow it)
 device = "cpu"               # or cuda, auto
+# device_map = "auto"        # or balanced: spread the model over the GPUs (then CPU, disk) with accelerate
 truncate = false             # cut sentences longer than the model's context instead of failing
 bos = "auto"                 # begin-of-sequence token: auto (as the tokenizer does), always, never
 breakdown_ranks = 3          # ranks shown by the sort_idx widget of the breakdown figure

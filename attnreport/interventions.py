@@ -14,7 +14,7 @@ shows in later layers.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -22,6 +22,7 @@ from torch import nn
 
 from attnreport.capture import LayerTap, Slots, forward_logits, instrumented
 from attnreport.models.layout import LayerSpec
+from attnreport.models.placement import swapped_forward
 
 QKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 Modifier = Callable[[QKV], QKV]
@@ -71,17 +72,13 @@ def replayed_blocks(blocks: list[nn.Module], outputs: tuple[object, ...]) -> Ite
 
     Blocks before the intervention layer see the same input in every pass of a grid,
     so replaying the unmodified pass's outputs gives the same numbers without the work.
-    The instance attribute shadows the class's ``forward`` and is always removed.
+    The instance attribute shadows the class's ``forward`` (or accelerate's wrapper of it,
+    which then does not load an offloaded block's weights either) and is always undone.
     """
-    replaced = []
-    try:
+    with ExitStack() as stack:
         for block, output in zip(blocks, outputs, strict=False):
-            block.forward = _constant(output)
-            replaced.append(block)
+            stack.enter_context(swapped_forward(block, _constant(output)))
         yield
-    finally:
-        for block in replaced:
-            del block.forward
 
 
 def _constant(output: object) -> Callable[..., object]:

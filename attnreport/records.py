@@ -2,8 +2,10 @@
 
 Shape letters: ``head`` (query heads H), ``kv_head`` (key/value heads, H / groups),
 ``query`` and ``key`` (token positions, both n), ``d`` (head dim), ``model`` (hidden size).
-Every tensor is on the model's device, float32 unless the model was loaded in another
-dtype, with the batch dimension removed. Nothing here is ever modified in place.
+Every tensor is float32 on the CPU, with the batch dimension removed, whatever the
+model's dtype and devices: captured values are upcast (exact), derived ones (updates,
+score terms, un-rotated q and k) are computed in float32 from them. ``LayerRecord.dtype``
+says what the model itself computed in. Nothing here is ever modified in place.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ TERM_NAMES: tuple[str, ...] = ("position", "bias", "content", "query_only")
 class LayerRecord:
     """Everything one attention layer computed for one sentence.
 
-    Invariants (checked by ``attnreport verify``):
+    Invariants (checked by ``attnreport verify``, within ``attnreport.tolerance``'s bound
+    for ``dtype``):
     - ``probs`` equals the model's own attention weights; with learned sinks
       ``probs.sum(-1) + sink_probs == 1``, else ``probs.sum(-1) == 1``;
     - ``updates.sum(0) + out_bias == block_out``;
@@ -58,6 +61,7 @@ class LayerRecord:
     sliding_window: int | None = None  # window size the model passed for this layer
     sink_probs: torch.Tensor | None = None  # (head, query) probability on the learned sink
     terms: dict[str, torch.Tensor] = field(default_factory=dict)  # TERM_NAMES -> (head, query, key)
+    dtype: torch.dtype = torch.float32  # the model's: logits, scores, probs were rounded to it
 
     @property
     def n_heads(self) -> int:

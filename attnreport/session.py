@@ -55,17 +55,18 @@ def open_session(
     device: str = "cpu",
     truncate: bool = False,
     bos: str = "auto",
+    device_map: str | None = None,
 ) -> Session:
     """Read the sentences first (cheap errors first), then load the model and tokenize."""
     texts = read_sentences(sentences_file)
-    loaded = load_model(model_name, dtype=dtype, device=device)
+    loaded = load_model(model_name, dtype=dtype, device=device, device_map=device_map)
     sentences = tokenize_sentences(texts, loaded.tokenizer, context_length(loaded), truncate, bos)
     return Session(loaded, discover(loaded.family, loaded.model), sentences, bos)
 
 
 def session_for(settings: Settings) -> Session:
-    """``open_session`` with the model, sentences, dtype, device, truncation and BOS of
-    ``settings``: how every command that runs the model starts."""
+    """``open_session`` with the model, sentences, dtype, device (and device map), truncation
+    and BOS of ``settings``: how every command that runs the model starts."""
     return open_session(
         settings.model,
         settings.sentences,
@@ -73,4 +74,5 @@ def session_for(settings: Settings) -> Session:
         settings.device,
         settings.truncate,
         settings.bos,
+        settings.device_map,
     )

@@ -27,8 +27,12 @@ def test_three_checks_hold(tiny_model_dir):
     checks = verify_sentences(loaded.model, specs, ids)
     assert len(checks) == 3
     for check in checks:
-        assert check.passed, (check.name, check.max_error, check.tolerance)
-    assert checks[0].tolerance == 1e-5
+        assert check.passed, (check.name, check.max_error, check.rule)
+        assert check.dtype == "float32"
+    assert checks[0].inner == max(len(i) for i in ids)  # softmax over the longest row
+    assert checks[0].magnitude <= 1.0  # probabilities
+    assert checks[1].inner == specs[0].layout.n_heads * specs[0].layout.head_dim
+    assert checks[2].inner == specs[0].layout.head_dim and checks[2].roundings == 2
 
 
 def test_probabilities_are_causal_and_normalised(tiny_model_dir):

@@ -63,7 +63,7 @@ def test_build_and_analyze_accept_dtype_device_and_bos(command, tmp_path, monkey
 
 def test_model_options_are_declared_once():
     """Every model command has the same model options, with the same help and defaults."""
-    shared = ("model", "sentences", "dtype", "device", "bos", "truncate")
+    shared = ("model", "sentences", "dtype", "device", "device_map", "bos", "truncate")
     first = {p.name: p for p in main.commands["verify"].params}
     for command in MODEL_COMMANDS:
         params = {p.name: p for p in main.commands[command].params}

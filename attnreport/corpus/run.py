@@ -19,6 +19,7 @@ from attnreport.corpus.engines import Engine, EngineContext, engine_module, open
 from attnreport.corpus.fingerprint import run_fingerprint
 from attnreport.corpus.partial import SetPartial
 from attnreport.corpus.store import RunStore
+from attnreport.errors import AttnReportError
 from attnreport.sentences import Sentence
 from attnreport.session import Session, session_for
 from attnreport.study import (
@@ -64,6 +65,11 @@ def run_corpus(
 
     out = Path(settings.out)
     check_output(out, input_paths(settings), force)
+    if options.engine != "local" and settings.device_map is not None:
+        raise AttnReportError(
+            f"--device-map spreads one model over the GPUs, --engine {options.engine} gives each "
+            "worker its own: use one or the other"
+        )
     engine_module(options.engine)  # a missing optional dependency fails before the model loads
     progress("load", 0, 1)
     session = session_for(settings)

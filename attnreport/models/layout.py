@@ -27,6 +27,7 @@ from torch import nn
 from attnreport.errors import AttnReportError
 from attnreport.interface import Computed, routed
 from attnreport.models.families import Family
+from attnreport.models.placement import input_device, materialised
 
 Rotate = Callable[..., tuple[torch.Tensor, torch.Tensor]]
 
@@ -45,7 +46,9 @@ class HeadLayout:
 
 @dataclass(frozen=True)
 class LayerSpec:
-    """Fixed per-layer facts (weights are views of the model's, not copies)."""
+    """Fixed per-layer facts. ``q_bias`` and ``k_bias`` are float32 CPU copies (exact: the
+    model's biases upcast); the output projection is read from the model when asked for
+    (``out_weight``, ``out_bias``), so a layer offloaded by accelerate stays offloaded."""
 
     layer: int
     family: Family
@@ -53,13 +56,29 @@ class LayerSpec:
     block: nn.Module
     attention: nn.Module
     out_proj: nn.Module
-    out_weight: torch.Tensor  # (head, d, model): u^h = context^h @ out_weight[h]
-    out_bias: torch.Tensor  # (model,) zeros where the projection has none
     q_bias: torch.Tensor | None  # (head, d); None: not separable (QK-norm)
     k_bias: torch.Tensor | None  # (kv_head, d)
     rotate: Rotate | None  # the model's apply_rotary_pos_emb, when it rotates q and k
     features: frozenset[str] = field(default_factory=frozenset)
     window: int | None = None  # sliding window in tokens: key j allowed iff i - window < j <= i
+
+    def out_projection(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(head, d, model) weight and (model,) bias of the output projection, in the model's
+        dtype on the layer's device: u^h = context^h @ weight[h]; the bias is zeros where the
+        projection has none. Views of the model's weights, or loaded from accelerate's
+        offload (CPU or disk) for an offloaded layer."""
+        with materialised(self.out_proj) as proj:
+            return per_head_out(proj, self.layout.n_heads, self.layout.head_dim)
+
+    @property
+    def out_weight(self) -> torch.Tensor:
+        """(head, d, model): ``out_projection()[0]``."""
+        return self.out_projection()[0]
+
+    @property
+    def out_bias(self) -> torch.Tensor:
+        """(model,): ``out_projection()[1]``."""
+        return self.out_projection()[1]
 
 
 def find_blocks(model: nn.Module) -> list[nn.Module]:
@@ -184,10 +203,9 @@ def discover(family: Family, model: nn.Module) -> list[LayerSpec]:
     tap = _Discovery()
     handles = [h for a in attns for h in _hooks(a, tap)]
     ids = torch.arange(min(4, int(model.config.vocab_size)))[None]
-    device = next(model.parameters()).device
     try:
         with family.adapted(model), routed(model, tap), torch.no_grad():
-            model(input_ids=ids.to(device), use_cache=False)
+            model(input_ids=ids.to(input_device(model)), use_cache=False)
     finally:
         for handle in handles:
             handle.remove()
@@ -211,8 +229,7 @@ def _layer_spec(index, family, block, attn, computed: Computed, tap: _Discovery)
             f"cannot identify the output projection of {type(attn).__name__} "
             f"({len(readers)} children read the attention output)"
         )
-    out_weight, out_bias = per_head_out(readers[0], n_heads, d)
-    layout = HeadLayout(n_heads, int(computed.k.shape[0]), d, int(out_weight.shape[-1]))
+    layout = HeadLayout(n_heads, int(computed.k.shape[0]), d, _out_features(readers[0]))
     kwargs = tap.kwargs[id(attn)]["kwargs"]
     rotary = kwargs.get("position_embeddings")
     rotate = rotary_function(attn) if rotary is not None else None
@@ -223,11 +240,18 @@ def _layer_spec(index, family, block, attn, computed: Computed, tap: _Discovery)
         q0, k0 = probe.q, probe.k
         if rotate is not None:
             q0, k0 = unrotate(rotate, q0, k0, *rotary)
-        q_bias, k_bias = q0[:, 0].clone(), k0[:, 0].clone()
+        q_bias, k_bias = q0[:, 0].float().cpu(), k0[:, 0].float().cpu()
     return LayerSpec(
-        index, family, layout, block, attn, readers[0], out_weight, out_bias,
-        q_bias, k_bias, rotate, frozenset(features), _window(computed),
+        index, family, layout, block, attn, readers[0], q_bias, k_bias, rotate,
+        frozenset(features), _window(computed),
     )  # fmt: skip
+
+
+def _out_features(proj: nn.Module) -> int:
+    """The hidden size a Linear (out, in) or Conv1D (in, out) writes (shapes are known even
+    for an offloaded weight)."""
+    shape = proj.weight.shape
+    return int(shape[0] if isinstance(proj, nn.Linear) else shape[1])
 
 
 def _window(computed: Computed) -> int | None:

@@ -2,7 +2,8 @@
 
 Every model is loaded the same way: eager attention (the only implementation that
 materialises the scores we reproduce), float32 unless asked otherwise, evaluation
-mode. A GGUF file is dequantised once (about 16-30 s for the default model) and the
+mode, on one device or placed by accelerate (``device_map``, see
+``attnreport.models.placement``). A GGUF file is dequantised once (about 16-30 s for the default model) and the
 result cached as an ordinary ``save_pretrained`` directory under the user cache, so
 later loads are plain local loads; the cache entry is written to a temporary folder
 and renamed into place, so concurrent builds never see a half-written entry.
@@ -27,6 +28,7 @@ from torch import nn
 
 from attnreport.errors import AttnReportError
 from attnreport.models.families import Family, family_for
+from attnreport.models.placement import map_options, placement_of
 from attnreport.usercache import cache_dir
 
 log = logging.getLogger(__name__)
@@ -54,7 +56,7 @@ class LoadedModel:
     source: ModelSource
     fingerprint: str  # sha256 of the GGUF or weight files, or the hub commit
     dtype: str
-    device: str
+    device: str  # the device, or where a device map put the model ("auto: cpu, disk")
 
 
 def default_gguf_path() -> Path:
@@ -178,11 +180,26 @@ def pick_device(device: str) -> str:
     return device
 
 
-def load_model(name: str = "default", dtype: str = "float32", device: str = "cpu") -> LoadedModel:
-    """Load ``name`` for analysis (eager attention, eval mode) with its tokenizer and family."""
+def load_model(
+    name: str = "default",
+    dtype: str = "float32",
+    device: str = "cpu",
+    device_map: str | None = None,
+    max_memory: dict | None = None,
+) -> LoadedModel:
+    """Load ``name`` for analysis (eager attention, eval mode) with its tokenizer and family.
+
+    Without ``device_map`` the whole model goes to ``device``. With ``device_map``
+    (``auto`` or ``balanced``) accelerate places its blocks over the GPUs (none with device
+    ``cpu``), then CPU memory, then disk; ``max_memory`` caps each device's share (see
+    ``placement.map_options``). ``LoadedModel.device`` then says where it went.
+    """
     if dtype not in DTYPES:
         raise AttnReportError(f"unknown dtype '{dtype}' (use {', '.join(DTYPES)})")
+    if device_map not in (None, "auto", "balanced"):
+        raise AttnReportError(f"unknown device map '{device_map}' (use auto or balanced)")
     device = pick_device(device)
+    placement = {} if device_map is None else map_options(device, device_map, max_memory)
     source = resolve_source(name)
     if source.kind == "gguf":
         digest = file_sha256(Path(source.location))
@@ -190,12 +207,15 @@ def load_model(name: str = "default", dtype: str = "float32", device: str = "cpu
         fingerprint = f"sha256:{digest}"
     else:
         location, fingerprint = source.location, ""
-    model, tokenizer, family = _load_pretrained(location, source, DTYPES[dtype])
+    model, tokenizer, family = _load_pretrained(location, source, DTYPES[dtype], placement)
     if source.kind == "directory":
         fingerprint = f"sha256:{directory_fingerprint(Path(location))}"
     elif source.kind == "hub":
         fingerprint = f"revision:{getattr(model.config, '_commit_hash', None) or 'unknown'}"
-    model.to(device)
+    if device_map is None:
+        model.to(device)
+    else:
+        device = placement_of(model, device_map)
     return LoadedModel(model, tokenizer, family, source, fingerprint, dtype, device)
 
 
@@ -223,7 +243,7 @@ def _hub_locally_cached(hub_id: str) -> bool:
     return True
 
 
-def _load_pretrained(location: str, source: ModelSource, dtype: torch.dtype):
+def _load_pretrained(location: str, source: ModelSource, dtype: torch.dtype, placement: dict):
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     local_only = source.kind != "hub" or _hub_locally_cached(location)
@@ -246,7 +266,7 @@ def _load_pretrained(location: str, source: ModelSource, dtype: torch.dtype):
         ) from err
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            location, attn_implementation="eager", dtype=dtype
+            location, attn_implementation="eager", dtype=dtype, **placement
         )
     except OSError as err:
         raise AttnReportError(_not_found_message(source)) from err

@@ -11,13 +11,14 @@ BLOOM's own modules and ops. Refused: ``pretraining_tp > 1`` with ``slow_but_exa
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 
 from torch import nn
 
 from attnreport.errors import AttnReportError
 from attnreport.interface import attention
+from attnreport.models.placement import swapped_forward
 
 
 def routed_forward(self, hidden_states, residual, alibi, attention_mask, **_kwargs):
@@ -40,13 +41,10 @@ def _bloom_routed(model: nn.Module) -> Iterator[None]:
     modules = [m for m in model.modules() if type(m).__name__ == "BloomAttention"]
     if any(m.pretraining_tp > 1 and m.slow_but_exact for m in modules):
         raise AttnReportError("BLOOM with pretraining_tp > 1 and slow_but_exact is not supported")
-    try:
+    with ExitStack() as stack:
         for module in modules:
-            module.forward = routed_forward.__get__(module)
+            stack.enter_context(swapped_forward(module, routed_forward.__get__(module)))
         yield
-    finally:
-        for module in modules:
-            vars(module).pop("forward", None)
 
 
 @dataclass(frozen=True)
