@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 from torch import nn
 
@@ -20,14 +21,19 @@ from attnreport.errors import AttnReportError
 from attnreport.interface import attention
 
 
-def routed_forward(self, hidden_states, residual, alibi, attention_mask, **_kwargs):
-    """BLOOM's attention forward (no cache) with the interface in place of its inline math."""
+def routed_forward(self, config, hidden_states, residual, alibi, attention_mask, **_kwargs):
+    """BLOOM's attention forward (no cache) with the interface in place of its inline math:
+    the function registered under the name ``config`` routes to (``interface.attention``,
+    or the blockwise one of ``attnreport.streaming`` for long inputs)."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
     from transformers.models.bloom.modeling_bloom import dropout_add
+
+    function = ALL_ATTENTION_FUNCTIONS.get(config._attn_implementation, attention)
 
     batch, n, _ = hidden_states.shape
     fused = self.query_key_value(hidden_states).view(batch, n, self.num_heads, 3, self.head_dim)
     q, k, v = (fused[..., i, :].transpose(1, 2) for i in range(3))  # (batch, head, n, d)
-    context, probs = attention(
+    context, probs = function(
         self, q, k, v, attention_mask, scaling=self.inv_norm_factor,
         score_bias=alibi.view(batch, self.num_heads, 1, -1),
     )  # fmt: skip
@@ -42,7 +48,7 @@ def _bloom_routed(model: nn.Module) -> Iterator[None]:
         raise AttnReportError("BLOOM with pretraining_tp > 1 and slow_but_exact is not supported")
     try:
         for module in modules:
-            module.forward = routed_forward.__get__(module)
+            module.forward = partial(routed_forward, module, model.config)
         yield
     finally:
         for module in modules:
