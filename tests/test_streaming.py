@@ -128,3 +128,17 @@ def test_replaying_a_longer_prefix_gives_the_same_numbers(tiny_model_dirs):
     replayed = run_modified(model, specs, ids, layer, scale("Q", 1e-3), (layer,), base.prefix)
     assert torch.equal(full.probs[layer], replayed.probs[layer])
     assert torch.equal(full.log_probs, replayed.log_probs)
+
+
+def test_streamed_json_is_byte_identical_to_the_committed_sentences():
+    from pathlib import Path
+
+    from attnreport.results import load
+    from attnreport.results.io import dump_json, dump_json_streamed
+    from attnreport.results.types import sentence_to_json
+
+    folder = Path(__file__).parents[1] / "site" / "results"
+    for sentence in load(folder).sentences:
+        streamed = dump_json_streamed(sentence_to_json(sentence, lazy=True))
+        assert bytes(streamed) == dump_json(sentence_to_json(sentence))
+        assert bytes(streamed) == (folder / f"sentences/{sentence.index:03d}.json").read_bytes()
