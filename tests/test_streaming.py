@@ -142,3 +142,13 @@ def test_streamed_json_is_byte_identical_to_the_committed_sentences():
         streamed = dump_json_streamed(sentence_to_json(sentence, lazy=True))
         assert bytes(streamed) == dump_json(sentence_to_json(sentence))
         assert bytes(streamed) == (folder / f"sentences/{sentence.index:03d}.json").read_bytes()
+
+
+def test_a_head_that_cannot_be_reproduced_is_refused(tiny_model_dirs, monkeypatch):
+    from attnreport.errors import AttnReportError
+
+    model, specs, ids = tiny(tiny_model_dirs, "llama")
+    # Llama ignores a final soft-cap, so the blockwise head (which applies it) disagrees.
+    monkeypatch.setattr(model.config, "final_logit_softcapping", 0.01, raising=False)
+    with pytest.raises(AttnReportError, match="final logits"):
+        run_modified(model, specs, ids, 1, identity, (1,), leading=4)
