@@ -63,7 +63,7 @@ def run_size(text: str) -> dict:
         peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)[1])
         sentence = json.loads(Path(folder, "results", "sentences", "000.json").read_text())
     return {
-        "tokens": sentence["n_tokens"],
+        "tokens": sentence["sentence"]["n_tokens"],
         "seconds": seconds,
         "peak_gib": peak * 1024 / 2**30,
         "load": (load_before, os.getloadavg()[0]),
