@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from attnreport.attention import RawLayer, layer_record
-from attnreport.interface import Computed, routed
+from attnreport.interface import NAME, Computed, routed
 from attnreport.models.layout import LayerSpec
 from attnreport.models.placement import HostCopies, host, input_device
 from attnreport.records import LayerRecord
@@ -127,20 +127,26 @@ def raw_layer(slots: Slots) -> RawLayer:
 
 
 @contextmanager
-def instrumented(model: nn.Module, specs: list[LayerSpec], tap: LayerTap, hooks: list[Hook]):
-    """The model routed through our attention function with ``hooks``; all undone on exit."""
+def instrumented(
+    model: nn.Module, specs: list[LayerSpec], tap: LayerTap, hooks: list[Hook], name: str = NAME
+):
+    """The model routed through our attention function (the one registered as ``name``)
+    with ``hooks``; all undone on exit."""
     with ExitStack() as stack:
         stack.enter_context(specs[0].family.adapted(model))
-        stack.enter_context(routed(model, tap))
+        stack.enter_context(routed(model, tap, name))
         stack.enter_context(installed_hooks(hooks))
         stack.enter_context(torch.no_grad())
         yield
 
 
-def forward_logits(model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
-    """The model's logits (query, vocab) for ``input_ids`` (n,), in CPU memory."""
+def forward_logits(
+    model: nn.Module, input_ids: torch.Tensor, logits_to_keep: int = 0
+) -> torch.Tensor:
+    """(query, vocab) logits of one pass, in CPU memory; of the last ``logits_to_keep``
+    positions if > 0."""
     ids = input_ids[None].to(input_device(model))
-    return host(model(input_ids=ids, use_cache=False).logits[0])
+    return host(model(input_ids=ids, use_cache=False, logits_to_keep=logits_to_keep).logits[0])
 
 
 @dataclass(frozen=True)

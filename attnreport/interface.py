@@ -160,8 +160,9 @@ def _configs(model: nn.Module) -> list[object]:
 
 
 @contextmanager
-def routed(model: nn.Module, tap: Tap) -> Iterator[None]:
-    """Run the model's attention through ``attention`` with ``tap`` active; always restore.
+def routed(model: nn.Module, tap: Tap, name: str = NAME) -> Iterator[None]:
+    """Run the model's attention through ``attention`` (or the function registered as
+    ``name``) with ``tap`` active; always restore.
 
     Sets ``_attn_implementation`` on the model's config and every sub-config directly
     (``set_attn_implementation`` refuses models whose source it cannot inspect and logs
@@ -171,7 +172,7 @@ def routed(model: nn.Module, tap: Tap) -> Iterator[None]:
     _ACTIVE.append(tap)
     try:
         for config, _ in saved:
-            config._attn_implementation_internal = NAME  # type: ignore[attr-defined]
+            config._attn_implementation_internal = name  # type: ignore[attr-defined]
         yield
     finally:
         _ACTIVE.remove(tap)

@@ -21,8 +21,12 @@ import torch
 from torch import nn
 
 from attnreport.capture import LayerTap, Slots, forward_logits, instrumented
+from attnreport.interface import NAME
 from attnreport.models.layout import LayerSpec
 from attnreport.models.placement import swapped_forward
+from attnreport.next_token import check_head, final_hidden
+from attnreport.next_token import next_token_kl as blockwise_kl
+from attnreport.streaming import STREAM_NAME
 
 QKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 Modifier = Callable[[QKV], QKV]
@@ -59,25 +63,38 @@ def identity(qkv: QKV) -> QKV:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one (possibly modified) pass showed."""
+    """What one (possibly modified) pass showed.
 
-    probs: dict[int, torch.Tensor]  # observed layer -> (head, query, key)
-    log_probs: torch.Tensor  # (query, vocab) next-token log-distribution
-    prefix: tuple[object, ...] = ()  # outputs of the blocks before the intervention layer
+    A pass over more than ``leading`` tokens (a long input) observes only the first
+    ``leading`` queries (over keys 0..leading-1, all that a causal query among them may
+    see) and keeps the final hidden states instead of the (query, vocab) log-probabilities.
+    """
+
+    probs: dict[int, torch.Tensor]  # observed layer -> (head, query, key), query < leading
+    log_probs: torch.Tensor | None  # (query, vocab) next-token log-distribution; None if long
+    prefix: tuple[object, ...] = ()  # output of the block before the intervention layer
+    hidden: torch.Tensor | None = None  # (query, hidden) final hidden states of a long pass
+
+    def kept(self) -> Outcome:
+        """The observed probabilities only: what a grid keeps of a pass once its KL is known."""
+        return Outcome(self.probs, None)
 
 
 @contextmanager
 def replayed_blocks(blocks: list[nn.Module], outputs: tuple[object, ...]) -> Iterator[None]:
-    """Make each block return its recorded output instead of recomputing it.
+    """Make the blocks before the intervention layer return the recorded output of the
+    last of them instead of recomputing anything.
 
-    Blocks before the intervention layer see the same input in every pass of a grid,
-    so replaying the unmodified pass's outputs gives the same numbers without the work.
-    The instance attribute shadows the class's ``forward`` (or accelerate's wrapper of it,
-    which then does not load an offloaded block's weights either) and is always undone.
+    Blocks before the intervention layer see the same input in every pass of a grid, so
+    replaying the unmodified pass's output gives the same numbers without the work. Only
+    the last block's output is kept (``outputs`` holds it alone): every replayed block
+    returns it, and the first block that runs reads it. The instance attribute shadows
+    the class's ``forward`` (or accelerate's wrapper of it, which then does not load an
+    offloaded block's weights either) and is always undone.
     """
     with ExitStack() as stack:
-        for block, output in zip(blocks, outputs, strict=False):
-            stack.enter_context(swapped_forward(block, _constant(output)))
+        for block in blocks if outputs else ():
+            stack.enter_context(swapped_forward(block, _constant(outputs[-1])))
         yield
 
 
@@ -85,9 +102,9 @@ def _constant(output: object) -> Callable[..., object]:
     return lambda *args, **kwargs: output
 
 
-def _record_outputs(blocks: list[nn.Module], sink: list[object]) -> list:
+def _record_last_output(blocks: list[nn.Module], sink: list[object]) -> list:
     def hook(_module, _args, output):
-        sink.append(output)
+        sink[:] = [output]  # only the last block's output is needed to replay the prefix
 
     return [(block, "post", hook) for block in blocks]
 
@@ -100,23 +117,45 @@ def run_modified(
     modify: Modifier,
     observe: tuple[int, ...],
     prefix: tuple[object, ...] = (),
+    leading: int | None = None,
 ) -> Outcome:
     """One forward pass with ``modify`` applied at ``layer``; probabilities at ``observe``.
 
     ``observe`` must not precede ``layer``. Pass the ``prefix`` of an unmodified pass on
     the same input to replay the blocks before ``layer``; without it the pass records one.
+    An input longer than ``leading`` tokens runs through the blockwise attention
+    (``attnreport.streaming``): nothing n x n and no (query, vocab) logits are kept.
     """
     blocks = [s.block for s in specs]
     slots = {i: Slots() for i in sorted(set(observe) | {layer})}
     tap = LayerTap(specs, slots)
     tap.modifiers[layer] = modify
+    long = leading is not None and input_ids.shape[0] > leading
+    tap.leading_rows = leading if long else 0  # type: ignore[attr-defined]
     recorded: list[object] = []
-    hooks = [] if prefix else _record_outputs(blocks[:layer], recorded)
-    with replayed_blocks(blocks[:layer], prefix), instrumented(model, specs, tap, hooks):
-        logits = forward_logits(model, input_ids)
+    hidden: list[torch.Tensor] = []
+    hooks = [] if prefix else _record_last_output(blocks[:layer], recorded)
+    name = STREAM_NAME if long else NAME
+    with ExitStack() as stack:
+        stack.enter_context(replayed_blocks(blocks[:layer], prefix))
+        stack.enter_context(instrumented(model, specs, tap, hooks, name))
+        if long:
+            stack.enter_context(final_hidden(model, hidden))
+        logits = forward_logits(model, input_ids, 1 if long else 0)
+    prefix = prefix or tuple(recorded)
+    if long:
+        check_head(model, hidden[0], logits[-1])
+        probs = {i: slots[i].values["computed"].leading_probs for i in observe}
+        return Outcome(probs, None, prefix, hidden[0])
     probs = {i: slots[i].values["computed"].probs for i in observe}
-    log_probs = torch.log_softmax(logits.float(), dim=-1)
-    return Outcome(probs, log_probs, prefix or tuple(recorded))
+    return Outcome(probs, torch.log_softmax(logits.float(), dim=-1), prefix)
+
+
+def outcome_kl(model: nn.Module, base: Outcome, changed: Outcome) -> torch.Tensor:
+    """KL(p_base || p_changed) of the next-token distribution at each position (query,)."""
+    if base.log_probs is not None and changed.log_probs is not None:
+        return next_token_kl(base.log_probs, changed.log_probs)
+    return blockwise_kl(model, base.hidden, changed.hidden)
 
 
 def next_token_kl(base: torch.Tensor, changed: torch.Tensor) -> torch.Tensor:
@@ -143,19 +182,25 @@ def scaling_grid(
     input_ids: torch.Tensor,
     layer: int,
     epsilons: tuple[float, ...],
+    leading: int | None = None,
 ) -> tuple[Outcome, list[GridCell]]:
-    """Baseline and one cell per (target, epsilon): rows Q, K, V; columns epsilons."""
+    """Baseline and one cell per (target, epsilon): rows Q, K, V; columns epsilons.
+
+    Cells keep only their observed probabilities and KL (``Outcome.kept``); an input
+    longer than ``leading`` tokens is observed over its first ``leading`` queries.
+    """
     observe = tuple(sorted(set(observed_layers(layer, len(specs)).values())))
-    base = run_modified(model, specs, input_ids, layer, identity, observe)
+    base = run_modified(model, specs, input_ids, layer, identity, observe, (), leading)
     cells = []
     for target in TARGETS:
         for epsilon in epsilons:
             modify = scale(target, epsilon)
-            outcome = run_modified(model, specs, input_ids, layer, modify, observe, base.prefix)
-            cells.append(
-                GridCell(target, epsilon, outcome, next_token_kl(base.log_probs, outcome.log_probs))
+            outcome = run_modified(
+                model, specs, input_ids, layer, modify, observe, base.prefix, leading
             )
-    return base, cells
+            kl = outcome_kl(model, base, outcome)
+            cells.append(GridCell(target, epsilon, outcome.kept(), kl))
+    return base.kept(), cells
 
 
 def mean_grid(
@@ -163,17 +208,19 @@ def mean_grid(
     specs: list[LayerSpec],
     inputs: dict[int, torch.Tensor],
     layer: int,
+    leading: int | None = None,
 ) -> tuple[dict[int, Outcome], list[GridCell]]:
-    """Baselines per input and one cell per (input, target): rows inputs; columns Q, K, V."""
+    """Baselines per input and one cell per (input, target): rows inputs; columns Q, K, V.
+
+    Kept and observed as in ``scaling_grid``.
+    """
     observe = tuple(sorted(set(observed_layers(layer, len(specs)).values())))
     baselines, cells = {}, []
     for index, ids in inputs.items():
-        base = run_modified(model, specs, ids, layer, identity, observe)
-        baselines[index] = base
+        base = run_modified(model, specs, ids, layer, identity, observe, (), leading)
         for target in TARGETS:
             modify = mean_over_positions(target)
-            outcome = run_modified(model, specs, ids, layer, modify, observe, base.prefix)
-            cells.append(
-                GridCell(target, index, outcome, next_token_kl(base.log_probs, outcome.log_probs))
-            )
+            outcome = run_modified(model, specs, ids, layer, modify, observe, base.prefix, leading)
+            cells.append(GridCell(target, index, outcome.kept(), outcome_kl(model, base, outcome)))
+        baselines[index] = base.kept()
     return baselines, cells

@@ -9,28 +9,19 @@ interventions follow at the layer with the strongest pooled first-token focus.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 import torch
 
 from attnreport import __version__
-from attnreport.analyses import (
-    analyze_layer,
-    attention_triangles,
-    key_order,
-    merge_layers,
-    pool_focus,
-    pool_impact,
-)
+from attnreport.analyses import pool_focus, pool_impact
 from attnreport.analyses.tables import round_sig, triangle
-from attnreport.capture import capture_attention
 from attnreport.config import Settings
 from attnreport.errors import AttnReportError
 from attnreport.interventions import GridCell as Cell
 from attnreport.interventions import Outcome, mean_grid, observed_layers, scaling_grid
-from attnreport.records import LayerRecord
 from attnreport.results import (
     AttentionMaps,
     GridCell,
@@ -48,6 +39,7 @@ from attnreport.results import (
     TokensTable,
 )
 from attnreport.results import tables as rt
+from attnreport.sentence_pass import analyze_pass
 from attnreport.session import Session, context_length
 
 Step = Callable[[str], None]  # called once per finished unit of work, with its stage name
@@ -65,19 +57,11 @@ class SentenceAnalysis:
 
 
 def analyze_sentence(session: Session, index: int, settings: Settings) -> SentenceAnalysis:
-    """Every per-sentence table of one sentence (schema ``sentences/NNN.json``)."""
+    """Every per-sentence table of one sentence (schema ``sentences/NNN.json``); each layer
+    is analysed as soon as it has run and then dropped (``sentence_pass.analyze_pass``)."""
     sentence = session.sentences[index]
-    capture = capture_attention(session.model, session.specs, torch.tensor(sentence.token_ids))
-    keep_maps = len(sentence.token_ids) <= settings.map_tokens
-    per_layer, maps = [], {"scores": [], "probs": [], "ranks": []}
-    for record in capture.records():
-        record = to_cpu(record)
-        order = key_order(record.scores, record.allowed)
-        per_layer.append(analyze_layer(record, settings.breakdown_ranks, order))
-        if keep_maps:
-            for name, value in attention_triangles(record, order).items():
-                maps[name].append(value)
-    tables = merge_layers(per_layer)
+    ids = torch.tensor(sentence.token_ids)
+    tables, maps = analyze_pass(session.model, session.specs, ids, settings)
     result = SentenceResults(
         index=index,
         text=sentence.text,
@@ -95,22 +79,10 @@ def analyze_sentence(session: Session, index: int, settings: Settings) -> Senten
             head_impact=rt.HeadImpactTable(**tables["head_impact"]),
             block_impact=rt.BlockImpactTable(**tables["block_impact"]),
         ),
-        attention=AttentionMaps(**maps) if keep_maps else None,
+        attention=None if maps is None else AttentionMaps(**maps),
         view_head=None if settings.view_head is None else tuple(settings.view_head),  # type: ignore[arg-type]
     )
     return SentenceAnalysis(result, tables["focus"], tables["head_impact"])
-
-
-def to_cpu(record: LayerRecord) -> LayerRecord:
-    """Analyses work on CPU tensors; a no-op for a model on the CPU."""
-    if record.scores.device.type == "cpu":
-        return record
-    moved = {
-        f.name: getattr(record, f.name).cpu()
-        for f in fields(record)
-        if isinstance(getattr(record, f.name), torch.Tensor)
-    }
-    return replace(record, terms={k: v.cpu() for k, v in record.terms.items()}, **moved)
 
 
 def set_results(analyses: list[SentenceAnalysis]) -> tuple[SetResults, dict[str, np.ndarray]]:
@@ -151,17 +123,17 @@ def _cell(cell: Cell, observed: dict[str, int]) -> GridCell:
 
 
 def intervention_results(session: Session, settings: Settings, layer: int) -> Interventions:
-    """Scaling and mean grids at ``layer`` (schema ``interventions.json``)."""
+    """Scaling and mean grids at ``layer`` (schema ``interventions.json``). The observations
+    of a sentence longer than ``map_tokens`` cover its first ``map_tokens`` queries."""
     n_layers = len(session.specs)
     observed = observed_layers(layer, n_layers)
     ids = session.token_tensors()
-    base, cells = scaling_grid(
-        session.model, session.specs, ids[settings.scaling_sentence], layer, settings.epsilons
-    )
+    model, specs, leading = session.model, session.specs, settings.map_tokens
+    scaled = ids[settings.scaling_sentence]
+    base, cells = scaling_grid(model, specs, scaled, layer, settings.epsilons, leading)
     mean_inputs = mean_sentence_indices(settings, len(ids))
-    baselines, mean_cells = mean_grid(
-        session.model, session.specs, {i: ids[i] for i in mean_inputs}, layer
-    )
+    inputs = {i: ids[i] for i in mean_inputs}
+    baselines, mean_cells = mean_grid(model, specs, inputs, layer, leading)
     return Interventions(
         layer=layer,
         observed_layers=dict(observed),

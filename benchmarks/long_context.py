@@ -6,13 +6,13 @@ Two measurements, each size in a fresh process so that ``ru_maxrss`` is that siz
   heads, 3 kv heads, head dim 64, hidden 576) through ``analyze_layer_blockwise``. With
   ``--hold`` every layer's O(n x d) tensors stay alive, as a capture that keeps all layers
   would; without it each layer is made, analysed and dropped.
-- ``model``: the default model end to end on an n-token input, its attention run by SDPA
-  (no n x n probabilities in the model's pass), each layer analysed blockwise inside the
-  forward pass as soon as its attention block has run, then dropped. The final norm and the
-  LM head are not run (the analyses do not need logits).
+- ``analyze``: the real ``attnreport analyze`` of the default model on one input of n
+  tokens (every table, all 30 layers, and the interventions on that input), run under
+  ``/usr/bin/time -v`` in a fresh process: wall time and peak RSS of the whole command
+  (``benchmarks/long_analyze.py``).
 
-    python benchmarks/long_context.py                      # both, 1k 2k 4k 8k, markdown
-    python benchmarks/long_context.py --mode model --tokens 8192
+    python benchmarks/long_context.py                      # synthetic and held, markdown
+    python benchmarks/long_context.py --mode analyze --tokens 1024 2048 4096 8192
 
 Prints one markdown table; nothing is written.
 """
@@ -86,72 +86,10 @@ def run_synthetic(n: int, hold: bool, layers: int) -> dict:
     return {"seconds": time.perf_counter() - start, "layers": layers}
 
 
-def run_model(n: int, layers: int) -> dict:
-    """The model's pass through all 30 layers; the first ``layers`` of them analysed."""
-    from attnreport.attention import layer_specs
-    from attnreport.capture import Slots, block_hooks, installed_hooks, raw_layer
-    from attnreport.models.loading import load_model
-
-    loaded = load_model("default")
-    model = loaded.model
-    model.set_attn_implementation("sdpa")
-    specs = layer_specs(loaded.family, model)
-    blocks = loaded.family.blocks(model)
-    tables: list = []
-
-    def analyse_when_done(spec, slots):
-        def hook(_module, _args, _output):
-            if spec.layer < layers:
-                tables.append(analyze_layer_blockwise(tensors_of(spec, raw_layer(slots))))
-            slots.values.clear()
-            slots.projections.clear()
-
-        return hook
-
-    hooks = []
-    for spec, block in zip(specs, blocks, strict=True):
-        slots = Slots()
-        hooks += block_hooks(spec, block, slots)
-        hooks.append((loaded.family.attention(block), "post", analyse_when_done(spec, slots)))
-    ids = torch.randint(
-        0, model.config.vocab_size, (1, n), generator=torch.Generator().manual_seed(0)
-    )
-    start = time.perf_counter()
-    with installed_hooks(hooks), torch.no_grad():
-        model.get_decoder()(input_ids=ids, use_cache=False)
-    merge_layers(tables)
-    return {"seconds": time.perf_counter() - start, "layers": len(tables)}
-
-
-def tensors_of(spec, raw) -> LayerTensors:
-    """``LayerTensors`` from the current capture's raw tensors (projections split per head)."""
-    from attnreport.attention import heads_of
-
-    q_raw, k_raw, q, k, v = heads_of(spec, raw)
-    return LayerTensors(
-        layer=spec.layer,
-        x=raw.x,
-        q_raw=q_raw,
-        k_raw=k_raw,
-        q=q,
-        k=k,
-        v=v,
-        q_bias=spec.q_bias,
-        k_bias=spec.k_bias,
-        out_weight=spec.out_weight,
-        out_bias=spec.out_bias,
-        block_out=raw.block_out,
-        scaling=spec.layout.scaling,
-    )
-
-
 def run_one(mode: str, n: int, layers: int) -> dict:
     torch.manual_seed(0)
     before = peak_rss_bytes()
-    if mode == "model":
-        result = run_model(n, layers)
-    else:
-        result = run_synthetic(n, hold=mode == "held", layers=layers)
+    result = run_synthetic(n, hold=mode == "held", layers=layers)
     return {**result, "rss_before": before, "peak_rss": peak_rss_bytes()}
 
 
@@ -186,7 +124,7 @@ def markdown(rows: list[tuple[str, int, dict]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("synthetic", "held", "model", "all"), default="all")
+    parser.add_argument("--mode", choices=("synthetic", "held", "analyze", "all"), default="all")
     parser.add_argument("--tokens", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--layers", type=int, default=LAYERS, help="layers to analyse (of 30)")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
@@ -197,7 +135,12 @@ def main() -> None:
         torch.set_num_threads(int(threads))
         print(json.dumps(run_one(mode, int(n), int(layers))))
         return
-    modes = ("synthetic", "held", "model") if args.mode == "all" else (args.mode,)
+    if args.mode == "analyze":
+        from benchmarks.long_analyze import main as analyze_main
+
+        analyze_main(args.tokens)
+        return
+    modes = ("synthetic", "held") if args.mode == "all" else (args.mode,)
     rows = []
     for mode in modes:
         for n in args.tokens:

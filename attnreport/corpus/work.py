@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from attnreport.config import Settings
 from attnreport.corpus.partial import SentencePartial
-from attnreport.results.io import dump_json
+from attnreport.results.io import dump_json_streamed
 from attnreport.results.types import sentence_to_json
 from attnreport.sentences import Sentence
 from attnreport.session import Session
@@ -42,4 +42,5 @@ def analyze_one(session: Session, sentence: Sentence, settings: Settings) -> Sen
     view = replace(session, sentences=_OneSentence(sentence))  # type: ignore[arg-type]
     result = analyze_sentence(view, sentence.index, settings)
     partial = SentencePartial.of(sentence.index, result.focus, result.head_impact)
-    return SentenceOutcome(sentence.index, dump_json(sentence_to_json(result.result)), partial)
+    data = dump_json_streamed(sentence_to_json(result.result, lazy=True))
+    return SentenceOutcome(sentence.index, data, partial)  # bytes-like: no second copy

@@ -20,6 +20,7 @@ from attnreport.results.interventions import (
     interventions_from_json,
     interventions_to_json,
 )
+from attnreport.results.tables import LazyColumn
 from attnreport.results.types import (
     READABLE_VERSIONS,
     SCHEMA_VERSION,
@@ -57,6 +58,37 @@ def dump_json(value: Any) -> bytes:
         value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":")
     )
     return (text + "\n").encode("utf-8")
+
+
+def dump_json_streamed(value: Any) -> bytearray:
+    """``dump_json``'s exact bytes, built piece by piece: dicts are walked here (keys sorted)
+    and each ``LazyColumn`` is converted, encoded and dropped in turn, so only one column's
+    Python values exist at a time."""
+    out = bytearray()
+    _write(value, out)
+    out += b"\n"
+    return out
+
+
+def _dumps(value: Any) -> bytes:
+    text = json.dumps(
+        value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    )
+    return text.encode("utf-8")
+
+
+def _write(value: Any, out: bytearray) -> None:
+    if isinstance(value, LazyColumn):
+        out += _dumps(value.to_list())
+    elif isinstance(value, dict):
+        out += b"{"
+        for i, key in enumerate(sorted(value)):
+            out += b"," if i else b""
+            out += _dumps(key) + b":"
+            _write(value[key], out)
+        out += b"}"
+    else:
+        out += _dumps(value)
 
 
 def dump(results: Results) -> dict[str, bytes]:

@@ -74,8 +74,12 @@ class Table:
         """Column name -> array (the names are the charts' field names)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
-    def to_json(self) -> dict[str, Any]:
-        """``{"columns": {...}}`` with floats rounded to 6 significant digits."""
+    def to_json(self, lazy: bool = False) -> dict[str, Any]:
+        """``{"columns": {...}}`` with floats rounded to 6 significant digits; with ``lazy``
+        each column is a ``LazyColumn``, converted only when ``io.dump_json_streamed``
+        writes it (a long sentence's tables as Python lists would be several GB)."""
+        if lazy:
+            return {"columns": {name: LazyColumn(v) for name, v in self.arrays().items()}}
         return {"columns": {name: column_to_list(v) for name, v in self.arrays().items()}}
 
     @classmethod
@@ -227,3 +231,13 @@ class ImpactPooledTable(Table):
     magnitude: np.ndarray = col("float")
     orientation: np.ndarray = col("float")
     n_tokens: np.ndarray = col("int")
+
+
+@dataclass(frozen=True, eq=False)
+class LazyColumn:
+    """A table column whose JSON values (``column_to_list``) are made when written."""
+
+    values: np.ndarray
+
+    def to_list(self) -> list[Any]:
+        return column_to_list(self.values)

@@ -260,7 +260,8 @@ def sentence_from_json(obj: Any, where: str) -> SentenceResults:
     )
 
 
-def sentence_to_json(s: SentenceResults) -> dict[str, Any]:
+def sentence_to_json(s: SentenceResults, lazy: bool = False) -> dict[str, Any]:
+    """The JSON value of ``sentences/NNN.json``; ``lazy``: table columns as ``LazyColumn``."""
     out: dict[str, Any] = {
         "schema": SCHEMA,
         "sentence": {"index": s.index, "text": s.text, "n_tokens": s.n_tokens},
@@ -268,7 +269,7 @@ def sentence_to_json(s: SentenceResults) -> dict[str, Any]:
         "attention": None
         if s.attention is None
         else {"scores": s.attention.scores, "probs": s.attention.probs, "ranks": s.attention.ranks},
-        "tables": {name: getattr(s.tables, name).to_json() for name in _SENTENCE_TABLES},
+        "tables": {name: getattr(s.tables, name).to_json(lazy) for name in _SENTENCE_TABLES},
     }
     if s.view_head is not None:
         out["view_head"] = list(s.view_head)

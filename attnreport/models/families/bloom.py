@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 from torch import nn
 
@@ -21,14 +22,19 @@ from attnreport.interface import attention
 from attnreport.models.placement import swapped_forward
 
 
-def routed_forward(self, hidden_states, residual, alibi, attention_mask, **_kwargs):
-    """BLOOM's attention forward (no cache) with the interface in place of its inline math."""
+def routed_forward(self, config, hidden_states, residual, alibi, attention_mask, **_kwargs):
+    """BLOOM's attention forward (no cache) with the interface in place of its inline math:
+    the function registered under the name ``config`` routes to (``interface.attention``,
+    or the blockwise one of ``attnreport.streaming`` for long inputs)."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
     from transformers.models.bloom.modeling_bloom import dropout_add
+
+    function = ALL_ATTENTION_FUNCTIONS.get(config._attn_implementation, attention)
 
     batch, n, _ = hidden_states.shape
     fused = self.query_key_value(hidden_states).view(batch, n, self.num_heads, 3, self.head_dim)
     q, k, v = (fused[..., i, :].transpose(1, 2) for i in range(3))  # (batch, head, n, d)
-    context, probs = attention(
+    context, probs = function(
         self, q, k, v, attention_mask, scaling=self.inv_norm_factor,
         score_bias=alibi.view(batch, self.num_heads, 1, -1),
     )  # fmt: skip
@@ -43,7 +49,9 @@ def _bloom_routed(model: nn.Module) -> Iterator[None]:
         raise AttnReportError("BLOOM with pretraining_tp > 1 and slow_but_exact is not supported")
     with ExitStack() as stack:
         for module in modules:
-            stack.enter_context(swapped_forward(module, routed_forward.__get__(module)))
+            stack.enter_context(
+                swapped_forward(module, partial(routed_forward, module, model.config))
+            )
         yield
 
 

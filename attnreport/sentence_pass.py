@@ -1,0 +1,64 @@
+"""One sentence's per-layer tables, each layer analysed inside the model's pass, then dropped.
+
+A sentence of at most ``map_tokens`` tokens runs through the dense capture: each layer's
+``LayerRecord`` (n x n logits, scores, probabilities and score terms) gives the tables and
+the attention maps, and is dropped before the next layer runs, so one layer's n x n
+tensors are alive at a time. A longer sentence runs through the blockwise attention
+(``attnreport.streaming``) and its tables come from ``analyze_layer_blockwise`` on the
+layer's O(n x d) tensors: memory grows with layers x n x d plus one block of query rows,
+never with n x n. Both give the same tables (``tests/test_blockwise.py``,
+``tests/test_streaming.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Any
+
+import torch
+
+from attnreport.analyses import analyze_layer, attention_triangles, key_order, merge_layers
+from attnreport.analyses.blockwise import analyze_layer_blockwise
+from attnreport.analyses.tables import Table
+from attnreport.attention import RawLayer, layer_record
+from attnreport.config import Settings
+from attnreport.models.layout import LayerSpec
+from attnreport.records import LayerRecord
+from attnreport.streaming import layer_tensors, stream_layers
+
+Maps = dict[str, list[Any]]  # "scores" | "probs" | "ranks" -> [layer][head] triangle
+
+
+def to_cpu(record: LayerRecord) -> LayerRecord:
+    """Analyses work on CPU tensors; a no-op for a model on the CPU."""
+    if record.scores.device.type == "cpu":
+        return record
+    moved = {
+        f.name: getattr(record, f.name).cpu()
+        for f in fields(record)
+        if isinstance(getattr(record, f.name), torch.Tensor)
+    }
+    return replace(record, terms={k: v.cpu() for k, v in record.terms.items()}, **moved)
+
+
+def analyze_pass(
+    model: torch.nn.Module, specs: list[LayerSpec], token_ids: torch.Tensor, settings: Settings
+) -> tuple[dict[str, Table], Maps | None]:
+    """The sentence's tables (``merge_layers``) and, up to ``map_tokens`` tokens, its maps."""
+    keep_maps = token_ids.shape[0] <= settings.map_tokens
+    per_layer: list[dict[str, Table]] = []
+    maps: Maps = {"scores": [], "probs": [], "ranks": []}
+
+    def dense(spec: LayerSpec, raw: RawLayer) -> None:
+        record = to_cpu(layer_record(spec, raw))
+        order = key_order(record.scores, record.allowed)
+        per_layer.append(analyze_layer(record, settings.breakdown_ranks, order))
+        for name, value in attention_triangles(record, order).items():
+            maps[name].append(value)
+
+    def blockwise(spec: LayerSpec, raw: RawLayer) -> None:
+        tensors = layer_tensors(spec, raw)
+        per_layer.append(analyze_layer_blockwise(tensors, settings.breakdown_ranks))
+
+    stream_layers(model, specs, token_ids, dense if keep_maps else blockwise, not keep_maps)
+    return merge_layers(per_layer), maps if keep_maps else None

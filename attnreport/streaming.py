@@ -1,0 +1,219 @@
+"""One pass that hands each layer to its analysis as soon as the layer has run, then drops it.
+
+``stream_layers`` runs the model once with the capture hooks of ``attnreport.capture``
+and calls ``on_layer(spec, raw)`` from inside the pass, right after the layer's output
+projection has run; the layer's tensors are dropped when it returns, so at most one
+layer's captured tensors are alive at a time.
+
+With ``blockwise=True`` the model's attention runs through ``blockwise_attention``: the
+same eager arithmetic as ``interface.attention`` (the model's own operation order), but
+over blocks of query rows, each holding every key its queries may see, so the softmax is
+exact and no (head, query, key) tensor larger than one block ever exists. It records a
+``Scored`` (q, k, v, the options, the per-head output; nothing n x n) instead of a
+``Computed``; ``layer_tensors`` turns it into the ``LayerTensors`` that the blockwise
+analyses read. The LM head runs on the last position only (``logits_to_keep=1``): the
+analyses need no logits, and (query, vocab) logits would be the largest tensor of a long
+pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+
+import torch
+from torch import nn
+from transformers import AttentionInterface
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from attnreport.analyses.heads import LayerTensors, QueryBlock, block_rows
+from attnreport.attention import RawLayer, unrotated
+from attnreport.capture import (
+    LayerTap,
+    Slots,
+    forward_logits,
+    instrumented,
+    layer_hooks,
+    raw_layer,
+)
+from attnreport.interface import _ACTIVE, NAME, _logits, _softmax, repeat_kv
+from attnreport.models.layout import LayerSpec
+
+STREAM_NAME = "attnreport-blockwise"
+
+LayerHandler = Callable[[LayerSpec, RawLayer], None]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What ``blockwise_attention`` recorded for one call (batch removed), all O(n x d).
+
+    Fields as in ``interface.Computed``; ``leading_probs`` (head, m, m) are the
+    probabilities of the first ``m`` queries over keys 0..m-1 (causal: all they may see),
+    where the tap asked for them (``leading_rows``), else None.
+    """
+
+    q: torch.Tensor  # (head, query, d) as scored
+    k: torch.Tensor  # (kv_head, key, d) as scored
+    v: torch.Tensor  # (kv_head, key, d)
+    scaling: float
+    softcap: float | None
+    sliding_window: int | None
+    sinks: torch.Tensor | None  # (head,)
+    score_bias: torch.Tensor | None  # (head, query or 1, key), e.g. ALiBi
+    context: torch.Tensor  # (head, query, d) probs @ v
+    leading_probs: torch.Tensor | None = None
+
+
+def _block_probs(query, k_all, mask, start, stop, options) -> torch.Tensor:
+    """(batch, head, stop - start, stop) probabilities of queries start..stop-1 over keys
+    0..stop-1, in ``interface.attention``'s order of operations."""
+    scaling, softcap, window, sinks, score_bias = options
+    bias = None
+    if score_bias is not None:
+        rows = score_bias if score_bias.shape[-2] == 1 else score_bias[..., start:stop, :]
+        bias = rows[..., :stop]
+    logits = _logits(query[:, :, start:stop], k_all[:, :, :stop], scaling, bias)
+    capped = logits if softcap is None else torch.tanh(logits / softcap) * softcap
+    if mask is None:
+        allowed = QueryBlock(start, stop, 0).allowed(window).to(query.device)
+    else:
+        allowed = mask[0, 0, start:stop, :stop]
+    scores = capped.masked_fill(~allowed, torch.finfo(capped.dtype).min)
+    return _softmax(scores, sinks, query.dtype)[0]
+
+
+def blockwise_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    softcap: float | None = None,
+    sliding_window: int | None = None,
+    s_aux: torch.Tensor | None = None,
+    score_bias: torch.Tensor | None = None,
+    **_kwargs: object,
+) -> tuple[torch.Tensor, None]:
+    """Eager attention over blocks of queries; returns (output (batch, query, head, d), None)."""
+    tap = _ACTIVE[-1] if _ACTIVE else None
+    if tap is not None:
+        query, key, value = tap.modify(module, query, key, value)
+    scaling = float(query.shape[-1] ** -0.5 if scaling is None else scaling)
+    groups = query.shape[1] // key.shape[1]
+    k_all, v_all = repeat_kv(key, groups), repeat_kv(value, groups)
+    n = query.shape[2]
+    options = (scaling, softcap, sliding_window, s_aux, score_bias)
+    context = torch.empty_like(query)  # (batch, head, query, d)
+    rows = block_rows(query.shape[1], n)
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        probs = _block_probs(query, k_all, attention_mask, start, stop, options)
+        context[:, :, start:stop] = torch.matmul(probs, v_all[:, :, :stop])
+    if tap is not None:
+        m = min(getattr(tap, "leading_rows", 0), n)
+        leading = _block_probs(query, k_all, attention_mask, 0, m, options)[0] if m else None
+        bias = None if score_bias is None else score_bias.reshape(query.shape[1], -1, n)
+        sinks = None if s_aux is None else s_aux.detach()
+        scored = Scored(
+            query[0], key[0], value[0], scaling, softcap, sliding_window, sinks, bias,
+            context[0], leading,
+        )  # fmt: skip
+        tap.record(module, scored)  # type: ignore[arg-type]
+    return context.transpose(1, 2).contiguous(), None
+
+
+def boolean_mask(*args, **kwargs) -> torch.Tensor | None:
+    """The model's mask as booleans (True: the key is seen), never skipped for causality:
+    an (n, n) bool is a quarter of eager attention's float mask."""
+    kwargs.pop("allow_is_causal_skip", None)
+    kwargs.pop("dtype", None)
+    return sdpa_mask(*args, allow_is_causal_skip=False, **kwargs)
+
+
+AttentionInterface.register(STREAM_NAME, blockwise_attention)
+AttentionMaskInterface.register(STREAM_NAME, boolean_mask)
+
+
+def alibi_slopes(score_bias: torch.Tensor | None, n: int) -> torch.Tensor | None:
+    """(head,) slopes of an ALiBi bias ``slope_h * j`` (as BLOOM builds it); ValueError for a
+    score bias of any other form (the blockwise analyses know only this one)."""
+    if score_bias is None:
+        return None
+    last = score_bias[:, -1, :].float()  # (head, key)
+    slopes = last[:, 1] if n > 1 else torch.zeros(last.shape[0], device=last.device)
+    expected = slopes[:, None] * torch.arange(n, dtype=torch.float32, device=last.device)
+    if not torch.allclose(last, expected, rtol=1e-5, atol=1e-6):
+        raise ValueError("a score bias that is not ALiBi (slope x key position)")
+    return slopes
+
+
+def layer_tensors(spec: LayerSpec, raw: RawLayer) -> LayerTensors:
+    """The ``LayerTensors`` of one streamed layer (``raw.computed`` a ``Scored``), on the CPU."""
+    scored = raw.computed
+    q_raw, k_raw = unrotated(spec, raw)
+    heads, kv_heads, d = scored.q.shape[0], scored.k.shape[0], scored.q.shape[-1]
+    tensors = LayerTensors(
+        layer=spec.layer,
+        x=raw.x,
+        q_raw=q_raw,
+        k_raw=k_raw,
+        q=scored.q,
+        k=scored.k,
+        v=scored.v,
+        q_bias=torch.zeros(heads, d) if spec.q_bias is None else spec.q_bias,
+        k_bias=torch.zeros(kv_heads, d) if spec.k_bias is None else spec.k_bias,
+        out_weight=spec.out_weight,
+        out_bias=spec.out_bias,
+        block_out=raw.block_out,
+        scaling=scored.scaling,
+        softcap=scored.softcap,
+        window=scored.sliding_window,
+        alibi_slopes=alibi_slopes(scored.score_bias, scored.q.shape[1]),
+        sinks=None if scored.sinks is None else scored.sinks.float(),
+    )
+    return on_cpu(tensors)
+
+
+def on_cpu(tensors: LayerTensors) -> LayerTensors:
+    """The blockwise analyses run on the CPU; a no-op for tensors already there."""
+    moved = {}
+    for f in fields(tensors):
+        value = getattr(tensors, f.name)
+        moved[f.name] = value.detach().cpu() if isinstance(value, torch.Tensor) else value
+    return LayerTensors(**moved)
+
+
+def _hand_over(spec: LayerSpec, slots: Slots, on_layer: LayerHandler):
+    def hook(_module, _args, _output):
+        try:
+            on_layer(spec, raw_layer(slots))
+        finally:
+            slots.values.clear()  # the layer's tensors go as soon as it is analysed
+
+    return hook
+
+
+def stream_layers(
+    model: nn.Module,
+    specs: list[LayerSpec],
+    input_ids: torch.Tensor,
+    on_layer: LayerHandler,
+    blockwise: bool,
+) -> None:
+    """Run the model once on ``input_ids`` (n,); ``on_layer`` gets every layer in turn.
+
+    ``blockwise`` selects ``blockwise_attention`` (``raw.computed`` is a ``Scored``),
+    else the dense ``interface.attention`` (``raw.computed`` is a ``Computed`` with the
+    layer's n x n logits, scores and probabilities).
+    """
+    slots = {s.layer: Slots() for s in specs}
+    hooks = []
+    for spec in specs:
+        hooks += layer_hooks(spec, slots[spec.layer])  # fills block_out first, then:
+        hooks.append((spec.out_proj, "post", _hand_over(spec, slots[spec.layer], on_layer)))
+    name = STREAM_NAME if blockwise else NAME
+    with instrumented(model, specs, LayerTap(specs, slots), hooks, name):
+        forward_logits(model, input_ids, logits_to_keep=1)
