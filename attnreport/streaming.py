@@ -210,10 +210,11 @@ def stream_layers(
     layer's n x n logits, scores and probabilities).
     """
     slots = {s.layer: Slots() for s in specs}
+    tap = LayerTap(specs, slots)
     hooks = []
     for spec in specs:
-        hooks += layer_hooks(spec, slots[spec.layer])  # fills block_out first, then:
+        hooks += layer_hooks(spec, slots[spec.layer], tap.copies)  # fills block_out first:
         hooks.append((spec.out_proj, "post", _hand_over(spec, slots[spec.layer], on_layer)))
     name = STREAM_NAME if blockwise else NAME
-    with instrumented(model, specs, LayerTap(specs, slots), hooks, name):
+    with instrumented(model, specs, tap, hooks, name):
         forward_logits(model, input_ids, logits_to_keep=1)
