@@ -149,20 +149,37 @@ def check_pages(settings: Settings) -> None:
         page_indices(choice, len(read_sentences(settings.sentences)))
 
 
+def results_folder(out: Path) -> Path:
+    """A new empty folder beside ``out`` for the results of a build (the site writer
+    removes it after a crash: it is named like its own temporary folders)."""
+    import secrets
+
+    from attnreport.site.write import TMP_PREFIX
+
+    parent = out.expanduser().absolute().parent
+    folder = parent / f"{TMP_PREFIX}new-{os.getpid()}-{secrets.token_hex(6)}"
+    try:
+        folder.mkdir(parents=True)
+    except OSError as err:
+        raise AttnReportError(
+            f"cannot write the site to {out}: {err.strerror or err}; choose a folder you can write to"
+        ) from err
+    return folder
+
+
 def build_site(settings: Settings, force: bool, progress: Progress = _quiet) -> BuildSummary:
     """``analyze`` + ``render``: analyse every sentence into a results folder beside
     ``settings.out`` (written sentence by sentence, as ``analyze`` does), then draw the
     site from it, loading only the sentences that get a page; memory stays flat in the
     number of sentences. The results folder is removed afterwards (the site ships its
     files in ``results/``)."""
-    import secrets
     import shutil
 
     from attnreport.corpus import run_corpus
     from attnreport.publish import summarize
     from attnreport.site.assemble import assemble_site
     from attnreport.site.source import from_folder
-    from attnreport.site.write import TMP_PREFIX, write_site
+    from attnreport.site.write import write_site
 
     out = Path(settings.out)
     check_output(out, input_paths(settings), force)
@@ -170,9 +187,7 @@ def build_site(settings: Settings, force: bool, progress: Progress = _quiet) -> 
     options = site_options(settings)
     timings = Timings()
     clock = StageClock(progress, timings)
-    folder = (
-        out.expanduser().absolute().parent / f"{TMP_PREFIX}new-{os.getpid()}-{secrets.token_hex(6)}"
-    )
+    folder = results_folder(out)
     try:
         run_corpus(replace(settings, out=str(folder)), progress=clock)
         clock("site", 0, 1)
