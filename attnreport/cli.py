@@ -355,7 +355,7 @@ def analyze(
     "config_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Settings file whose title, authors, date and images to use.",
+    help="Settings file whose title, authors, date, images and pages to use.",
 )
 @click.option("--title", default=None, help="Site title (overrides the config file).")
 @click.option("--no-images", is_flag=True, help="Skip the SVG/PNG export of every figure (faster).")
