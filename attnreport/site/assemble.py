@@ -23,7 +23,7 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from attnreport.charts.figure import Figure
 from attnreport.charts.registry import Placed
@@ -213,13 +213,12 @@ def _sentence_pages(
     iv = source.interventions.scaling.sentence if source.interventions else None
     for k, i in enumerate(chosen):
         results = source.view([source.sentence(i), *inputs])
-        name = names[i]
-        assert name is not None
+        name = cast(str, names[i])  # every chosen sentence has a file name
         stem = name.removesuffix(".html")
         figs = _figures(stem, i, charts.sentence_figures(results, i), charts, options, files)
         prev = _neighbour(names, chosen[k - 1] if k > 0 else None)
         nxt = _neighbour(names, chosen[k + 1] if k + 1 < len(chosen) else None)
-        shown = iv is not None and iv != i and 0 <= iv < len(names) and names[iv] is not None
+        shown = iv is not None and iv != i and 0 <= iv < len(names) and names[iv]
         iv_link = Link(names[iv], f"sentence {iv}") if shown else None
         ctx = pages.sentence_page(results, i, figs, options, prev, nxt, iv_link)
         files[name] = _page(render.render_sentence(ctx))
@@ -249,9 +248,9 @@ def assemble_site(
         names[i] = sentence_filename(i, texts[i])
     files: dict[str, bytes] = {}
     _sentence_pages(source, chosen, names, options, charts, files)
-    everything = source.view(intervention_inputs(source))
-    figs = _figures("index", None, charts.index_figures(everything), charts, options, files)
-    index = pages.index_page(everything, figs, options, names, texts, source.files)
+    set_only = source.view(())  # the index is set-wide: it reads no sentence's results
+    figs = _figures("index", None, charts.index_figures(set_only), charts, options, files)
+    index = pages.index_page(set_only, figs, options, names, texts, source.files)
     files["index.html"] = _page(render.render_index(index))
     files["404.html"] = _page(render.render_404(index.meta))
     files["assets/style.css"] = render.template_asset("style.css")

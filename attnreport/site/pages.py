@@ -275,17 +275,6 @@ def _iv_json(results: Results) -> dict[str, Any]:
     return interventions_to_json(iv) if iv is not None else {}
 
 
-def pages_note(names: Sequence[str | None]) -> str:
-    """What the index says when only some sentences have a page (``--pages``); else ""."""
-    count = sum(name is not None for name in names)
-    if count == len(names):
-        return ""
-    return (
-        f"Pages for {count:,} of {len(names):,} sentences; the figures and findings of this "
-        "page cover every sentence, and the linked sentences open their page."
-    )
-
-
 def index_page(
     results: Results,
     figures: Sequence[FigureInput],
@@ -327,5 +316,5 @@ def index_page(
         findings=found,
         about=about.about_rows(results.manifest, attnreport.__version__, checksum, options.pages),
         check_command=about.CHECK_COMMAND,
-        pages_note=pages_note(pages),
+        pages_note=prose.pages_note(pages),
     )

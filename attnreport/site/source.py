@@ -90,9 +90,10 @@ class FolderFiles(Mapping[str, bytes]):
     def __init__(self, folder: Path, names: Sequence[str]) -> None:
         self._folder = folder
         self._names = sorted(names)
+        self._known = set(names)
 
     def __getitem__(self, name: str) -> bytes:
-        if name not in self._names:
+        if name not in self._known:
             raise KeyError(name)
         return self._folder.joinpath(*name.split("/")).read_bytes()
 
