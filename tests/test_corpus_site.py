@@ -192,3 +192,15 @@ def test_bad_choices_are_one_line_errors(corpus, tmp_path, command, args, messag
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
     assert not out.exists()
+
+
+def test_a_bad_stored_choice_is_a_one_line_error(corpus, tmp_path):
+    site = tmp_path / "site"
+    render(corpus, site, "--pages", "3")
+    for stored, message in ((3, "pages must be a string"), ("3-1", "range 3-1 runs backwards")):
+        options = json.loads((site / "results" / "render.json").read_text())
+        (site / "results" / "render.json").write_text(json.dumps({**options, "pages": stored}))
+        result = cli("render", str(site / "results"), "--out", str(tmp_path / "again"))
+        assert result.exit_code == 1 and message in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1
+        assert not (tmp_path / "again").exists()
