@@ -1,11 +1,13 @@
 """Draw a site from results: ``attnreport render`` and the second half of ``build``.
 
-Rendering is a pure function of the results files and the site options: the results
-are dumped to their canonical bytes and parsed back before any chart is drawn, so a
-site built straight after ``analyze`` equals one rendered later from the folder. The
-site ships what it was drawn from: ``results/`` (the results files) and
-``results/render.json`` (the options), so ``render SITE/results`` rebuilds it byte for
-byte. Nothing here imports torch or transformers.
+Rendering is a pure function of the results files and the site options: ``build``
+analyses into a results folder and renders from it as ``render`` does, so a site built
+straight away equals one rendered later from the folder. The set-wide results are read
+first and each sentence only when its page is drawn (``site.source``), so memory does
+not grow with the corpus. The site ships what it was drawn from: ``results/`` (the
+results files) and ``results/render.json`` (the options, ``--pages`` included), so
+``render SITE/results`` rebuilds it byte for byte. Nothing here imports torch or
+transformers.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ from typing import Any
 
 from attnreport.corpus.pages import parse_pages
 from attnreport.errors import AttnReportError
-from attnreport.results import Results, dump
-from attnreport.results.io import parse_files
 from attnreport.site.context import SiteOptions
 
 OPTIONS_FILE = "render.json"  # inside a site's results/: the options it was drawn with
@@ -47,18 +47,6 @@ def options_from_json(data: bytes, where: str) -> SiteOptions:
     if not isinstance(values.get("pages", "all"), str):
         raise AttnReportError(f'{where}: pages must be a string like "0,5,10-12"')
     return SiteOptions(**values)
-
-
-def site_files(results: Results | Mapping[str, bytes], options: SiteOptions) -> Mapping[str, bytes]:
-    """Every file of the site drawn from ``results`` (typed, or the results files' bytes).
-
-    Typed results are dumped and parsed back first, so the pages draw exactly what the
-    shipped ``results/`` files say (6 significant digits), as a later render would.
-    """
-    from attnreport.site.assemble import assemble_site
-
-    files = dict(results) if isinstance(results, Mapping) else dump(results)
-    return assemble_site(parse_files(files), options)
 
 
 def summarize(out: Path, files: Mapping[str, bytes]) -> RenderSummary:
