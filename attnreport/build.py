@@ -6,9 +6,10 @@ benchmark can time it; nothing here prints.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,7 +106,7 @@ class BuildSummary:
 
 
 def site_options(settings: Settings) -> SiteOptions:
-    """What the pages say that is not in the results: title, date, authors, images."""
+    """What the pages say that is not in the results: title, date, authors, images, pages."""
     from attnreport.site.context import SiteOptions, date_from_env  # analyze draws nothing
 
     return SiteOptions(
@@ -113,27 +114,90 @@ def site_options(settings: Settings) -> SiteOptions:
         date=settings.date or date_from_env(),
         authors=settings.authors,
         images=settings.images,
+        pages=settings.pages,
     )
 
 
+class StageClock:
+    """A ``Progress`` that passes every report on and adds the seconds between stage
+    changes to ``timings`` (a stage's time runs until the next stage reports)."""
+
+    def __init__(self, progress: Progress, timings: Timings) -> None:
+        self.progress, self.timings = progress, timings
+        self.stage: str | None = None
+        self.since = time.perf_counter()
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != self.stage:
+            self.stop()
+            self.stage = stage
+        self.progress(stage, done, total)
+
+    def stop(self) -> None:
+        if self.stage is not None:
+            self.since = self.timings.add(self.stage, self.since)
+        self.stage = None
+
+
+def check_pages(settings: Settings) -> None:
+    """Refuse ``--pages`` indices past the corpus before the model loads (one line)."""
+    from attnreport.corpus.pages import page_indices, parse_pages
+    from attnreport.sentences import read_sentences
+
+    choice = parse_pages(settings.pages)
+    if choice.indices is not None:
+        page_indices(choice, len(read_sentences(settings.sentences)))
+
+
+def results_folder(out: Path) -> Path:
+    """A new empty folder beside ``out`` for the results of a build (the site writer
+    removes it after a crash: it is named like its own temporary folders)."""
+    import secrets
+
+    from attnreport.site.write import TMP_PREFIX
+
+    parent = out.expanduser().absolute().parent
+    folder = parent / f"{TMP_PREFIX}new-{os.getpid()}-{secrets.token_hex(6)}"
+    try:
+        folder.mkdir(parents=True)
+    except OSError as err:
+        raise AttnReportError(
+            f"cannot write the site to {out}: {err.strerror or err}; choose a folder you can write to"
+        ) from err
+    return folder
+
+
 def build_site(settings: Settings, force: bool, progress: Progress = _quiet) -> BuildSummary:
-    """Run the study and render the site to ``settings.out`` (``analyze`` + ``render``)."""
-    from attnreport.publish import site_files, summarize
+    """``analyze`` + ``render``: analyse every sentence into a results folder beside
+    ``settings.out`` (written sentence by sentence, as ``analyze`` does), then draw the
+    site from it, loading only the sentences that get a page; memory stays flat in the
+    number of sentences. The results folder is removed afterwards (the site ships its
+    files in ``results/``)."""
+    import shutil
+
+    from attnreport.corpus import run_corpus
+    from attnreport.publish import summarize
+    from attnreport.site.assemble import assemble_site
+    from attnreport.site.source import from_folder
     from attnreport.site.write import write_site
 
     out = Path(settings.out)
     check_output(out, input_paths(settings), force)
+    check_pages(settings)
     options = site_options(settings)
     timings = Timings()
-    _, results = study(settings, progress, timings)
-    start = time.perf_counter()
-    progress("site", 0, 1)
-    files = site_files(results, options)
-    start = timings.add("charts and pages", start)
-    progress("write", 0, 1)
-    write_site(files, out, force=force)
-    timings.add("write", start)
-    summary = summarize(out, files)
+    clock = StageClock(progress, timings)
+    folder = results_folder(out)
+    try:
+        run_corpus(replace(settings, out=str(folder)), progress=clock)
+        clock("site", 0, 1)
+        files = assemble_site(from_folder(folder), options)
+        clock("write", 0, 1)
+        written = write_site(files, out, force=force)
+        clock.stop()
+        summary = summarize(written, files)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     return BuildSummary(out, summary.pages, summary.figures, summary.files, summary.bytes, timings)
 
 

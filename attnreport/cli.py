@@ -123,6 +123,12 @@ IMAGES = click.option(
     show_default=True,
     help="Export SVG/PNG copies of every figure (--no-images is faster).",
 )
+PAGES = click.option(
+    "--pages",
+    default=None,
+    help="Sentences that get a page: 'all' (default), the first N, or indices like 0,5,10-12; "
+    "the index and set-wide figures always cover every sentence.",
+)
 SITE_OUT = click.option(
     "--out", default=default_of("out"), show_default=True, help="Output folder for the site."
 )
@@ -291,6 +297,7 @@ class RichProgress:
 @model_options
 @SITE_OUT
 @IMAGES
+@PAGES
 @study_options
 @click.pass_context
 @user_errors
@@ -362,13 +369,12 @@ def analyze(
     "config_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Settings file whose title, authors, date and images to use.",
+    help="Settings file whose title, authors, date, images and pages to use.",
 )
 @click.option("--title", default=None, help="Site title (overrides the config file).")
 @click.option("--no-images", is_flag=True, help="Skip the SVG/PNG export of every figure (faster).")
-@click.option(
-    "--force", is_flag=True, help="Write into an existing non-empty folder not made by attnreport."
-)
+@PAGES
+@FORCE
 @user_errors
 def render(
     results_dir: str,
@@ -376,18 +382,27 @@ def render(
     config_file: str | None,
     title: str | None,
     no_images: bool,
+    pages: str | None,
     force: bool,
 ) -> None:
     """Draw the site from a results folder (``analyze --out`` or a site's ``results/``).
 
     Needs no model and imports neither torch nor transformers. Without --config, a
     site's own results folder renders with the options it was built with, so
-    ``render SITE/results`` reproduces SITE byte for byte.
+    ``render SITE/results`` reproduces SITE byte for byte (its pages included).
     """
+    from attnreport.config import page_choice
     from attnreport.publish import merged_options, render_folder, stored_options
 
+    problem = page_choice("pages", pages) if pages is not None else None
+    if problem:
+        raise AttnReportError(problem)
     base = stored_options(results_dir)
-    values: dict[str, Any] = {"title": title, "images": False if no_images else None}
+    values: dict[str, Any] = {
+        "title": title,
+        "images": False if no_images else None,
+        "pages": pages,
+    }
     if config_file is not None:
         from attnreport.config import load_settings
         from attnreport.site.context import date_from_env
@@ -398,6 +413,7 @@ def render(
             "authors": config.authors,
             "date": config.date or date_from_env(),
             "images": False if no_images else config.images,
+            "pages": pages or config.pages,
         }
     summary = render_folder(results_dir, out, merged_options(base, **values), force)
     click.echo(

@@ -82,6 +82,17 @@ def layer_and_head(key: str, value: tuple[int, ...]) -> str | None:
     return None if good else f"'{key}' must be [layer, head], got {list(value)}"
 
 
+def page_choice(_key: str, value: str) -> str | None:
+    """A valid ``--pages`` value: all, a count N, or indices like 0,5,10-12."""
+    from attnreport.corpus.pages import parse_pages
+
+    try:
+        parse_pages(value)
+    except AttnReportError as err:
+        return str(err)
+    return None
+
+
 DTYPES = ("float32", "bfloat16", "float16")
 DEVICES = ("cpu", "cuda", "auto")
 DEVICE_MAPS = ("auto", "balanced")  # accelerate's placements over the GPUs, then CPU, then disk
@@ -103,6 +114,7 @@ class Settings:
     device_map: str | None = setting(None, str, choices=DEVICE_MAPS)  # None: all on ``device``
     truncate: bool = setting(False, bool)  # cut sentences longer than the context
     images: bool = setting(True, bool)  # export SVG/PNG copies of every figure
+    pages: str = setting("all", str, check=page_choice)  # sentences with a page: all, N, 0,5,10-12
     bos: str = setting("auto", str, choices=BOS, recorded=True)  # begin-of-sequence token
     breakdown_ranks: int = setting(3, int, check=at_least_one, recorded=True)
     epsilons: tuple[float, ...] = setting(
@@ -225,4 +237,5 @@ scaling_sentence = 0
 map_tokens = 256             # attention maps (n x n per head) are kept up to this many tokens
 # view_head = [3, 4]         # layer and head the pages open on (default: strongest first-token focus)
 images = true                # export SVG/PNG copies of every figure
+pages = "all"                # sentences with a page: "all", a count "20", or "0,5,10-12"
 """

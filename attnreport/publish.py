@@ -1,11 +1,13 @@
 """Draw a site from results: ``attnreport render`` and the second half of ``build``.
 
-Rendering is a pure function of the results files and the site options: the results
-are dumped to their canonical bytes and parsed back before any chart is drawn, so a
-site built straight after ``analyze`` equals one rendered later from the folder. The
-site ships what it was drawn from: ``results/`` (the results files) and
-``results/render.json`` (the options), so ``render SITE/results`` rebuilds it byte for
-byte. Nothing here imports torch or transformers.
+Rendering is a pure function of the results files and the site options: ``build``
+analyses into a results folder and renders from it as ``render`` does, so a site built
+straight away equals one rendered later from the folder. The set-wide results are read
+first and each sentence only when its page is drawn (``site.source``), so memory does
+not grow with the corpus. The site ships what it was drawn from: ``results/`` (the
+results files) and ``results/render.json`` (the options, ``--pages`` included), so
+``render SITE/results`` rebuilds it byte for byte. Nothing here imports torch or
+transformers.
 """
 
 from __future__ import annotations
@@ -16,9 +18,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from attnreport.corpus.pages import parse_pages
 from attnreport.errors import AttnReportError
-from attnreport.results import Results, dump
-from attnreport.results.io import parse_files, read_folder
 from attnreport.site.context import SiteOptions
 
 OPTIONS_FILE = "render.json"  # inside a site's results/: the options it was drawn with
@@ -43,38 +44,18 @@ def options_from_json(data: bytes, where: str) -> SiteOptions:
         raise AttnReportError(f"{where} holds unknown site options; expected {sorted(known)}")
     if "authors" in values:
         values["authors"] = tuple(values["authors"])
+    if not isinstance(values.get("pages", "all"), str):
+        raise AttnReportError(f'{where}: pages must be a string like "0,5,10-12"')
     return SiteOptions(**values)
 
 
-def site_files(results: Results | Mapping[str, bytes], options: SiteOptions) -> dict[str, bytes]:
-    """Every file of the site drawn from ``results`` (typed, or the results files' bytes).
-
-    Typed results are dumped and parsed back first, so the pages draw exactly what the
-    shipped ``results/`` files say (6 significant digits), as a later render would.
-    """
-    from attnreport.site.assemble import assemble_site
-
-    files = dict(results) if isinstance(results, Mapping) else dump(results)
-    return assemble_site(parse_files(files), options)
-
-
 def summarize(out: Path, files: Mapping[str, bytes]) -> RenderSummary:
+    """Pages, figures, files and bytes of a written site (sizes read from ``out``, so a
+    lazy ``files`` mapping is not read again)."""
     pages = [n for n in files if n.endswith(".html") and "/" not in n and n != "404.html"]
     figures = sum(files[n].count(b'class="ar-chart"') for n in pages)
-    return RenderSummary(out, len(pages), figures, len(files), sum(map(len, files.values())))
-
-
-def read_results(folder: str | Path) -> tuple[dict[str, bytes], SiteOptions | None]:
-    """The results files of ``folder`` (checked by parsing) and the options stored with
-    them by an earlier render, if any."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise AttnReportError(f"results folder {folder} does not exist")
-    files = read_folder(folder)
-    stored = files.pop(OPTIONS_FILE, None)
-    parse_files(files, f"{folder}/")  # one-line errors before any work
-    options = options_from_json(stored, str(folder / OPTIONS_FILE)) if stored else None
-    return files, options
+    size = sum(out.joinpath(*name.split("/")).stat().st_size for name in files)
+    return RenderSummary(out, len(pages), figures, len(files), size)
 
 
 def render_folder(
@@ -82,17 +63,21 @@ def render_folder(
 ) -> RenderSummary:
     """Render the results in ``results_dir`` as a site in ``out``.
 
-    The results are read into memory first, so ``out`` may be the site that holds them
-    (``render site/results --out site``): the new site carries them again.
+    The set-wide results are read first and each sentence when its page is drawn, so
+    memory does not grow with the corpus; the shipped ``results/`` files are copied
+    while the new site is written beside ``out``, so ``out`` may be the site that holds
+    them (``render site/results --out site``): it is replaced only when complete.
     """
+    from attnreport.site.assemble import assemble_site
+    from attnreport.site.source import from_folder
     from attnreport.site.write import check_target, write_site
 
     out = Path(out)
     check_target(out, force)
-    files, _ = read_results(results_dir)
-    site = site_files(files, options)
-    write_site(site, out, force=force)
-    return summarize(out, site)
+    parse_pages(options.pages)  # a bad choice fails before anything is read
+    site = assemble_site(from_folder(results_dir), options)
+    written = write_site(site, out, force=force)
+    return summarize(written, site)
 
 
 def stored_options(results_dir: str | Path) -> SiteOptions | None:

@@ -2,12 +2,15 @@
 the cost of writing and merging each sentence's results.
 
     PYTHONPATH=. python benchmarks/corpus.py --sentences 48 --rss 12,24,48 --workers 2
+    PYTHONPATH=. python benchmarks/corpus.py --render 10 --render-only   # render RSS only
 
 Throughput runs ``run_corpus`` in this process with torch on one thread, so the local
 engine and each Ray worker use one core: the fair comparison on a machine with as many
 cores as workers. The RSS runs are real ``attnreport analyze`` processes. Peak RSS is the driver process's (``wait4``), for the corpus
 engine and, for contrast, for the one-pass study that keeps every sentence in memory
-(``attnreport.build.write_results``). Prints a Markdown table for BENCHMARKS.md.
+(``attnreport.build.write_results``). ``--render N``: peak RSS of ``attnreport render
+--pages 10`` over a corpus of N sentences and over one of 4N (the same ten pages drawn;
+flat means render does not hold every sentence). Prints a Markdown table for BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -117,14 +120,30 @@ def merge_cost(results: Path) -> dict[str, float]:
     return {"write_ms": 1e3 * write / n, "add_ms": 1e3 * add / n, "tables_s": tables}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="default")
-    parser.add_argument("--sentences", type=int, default=48)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--rss", default="12,24,48", help="corpus sizes for the RSS curve")
-    args = parser.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="attnreport-bench-corpus-"))
+def folder_mib(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+
+
+def render_rss(model: str, folder: Path, size: int) -> list[str]:
+    """Peak RSS of ``attnreport render --pages 10 --no-images`` (a fresh process) over an
+    analysed corpus of ``size`` sentences and over one 4x larger: the same ten pages are
+    drawn, so the difference is what reading a larger results folder costs."""
+    rows = []
+    for n in (size, 4 * size):
+        results = folder / f"render-{n}"
+        analyze(model, write_corpus(folder / f"render-{n}.txt", n, seed=n), results)
+        site = folder / f"site-{n}"
+        command = [sys.executable, "-m", "attnreport.cli", "render", str(results)]
+        seconds, peak = run(command + ["--out", str(site), "--pages", "10", "--no-images"])
+        rows.append(
+            f"| peak RSS of `render --pages 10 --no-images`, {n} sentences "
+            f"({folder_mib(results):.0f} MiB of results) | {peak / 2**20:.0f} MiB, {seconds:.1f} s |"
+        )
+    return rows
+
+
+def engine_rows(args: argparse.Namespace, folder: Path) -> list[str]:
+    """Throughput of both engines, the merge cost, and analyze's peak RSS per corpus size."""
     corpus = write_corpus(folder / "corpus.txt", args.sentences)
     rows = []
     for engine in ("local", "ray"):
@@ -147,6 +166,29 @@ def main() -> None:
             f"| peak RSS, {size} sentences: corpus engine / one-pass study | "
             f"{streamed / 2**20:.0f} MiB / {in_memory / 2**20:.0f} MiB |"
         )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="default")
+    parser.add_argument("--sentences", type=int, default=48)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rss", default="12,24,48", help="corpus sizes for the RSS curve")
+    parser.add_argument(
+        "--render",
+        type=int,
+        default=10,
+        help="render RSS over this many sentences and 4x (0: skip)",
+    )
+    parser.add_argument(
+        "--render-only", action="store_true", help="only the render RSS (skip engines and analyze)"
+    )
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="attnreport-bench-corpus-"))
+    rows = [] if args.render_only else engine_rows(args, folder)
+    if args.render:
+        rows += render_rss(args.model, folder, args.render)
     load = os.getloadavg()[0]
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load average {load:.1f} at the end")  # fmt: skip

@@ -62,8 +62,9 @@ def test_settings_and_rebuild_command():
 
 def test_index_page_has_the_about_section():
     study = typed(fake_study(2))
-    rows = dict(about_rows(study, "9.9"))
+    rows = dict(about_rows(study.manifest, "9.9", results_checksum(dump(study))))
     assert rows["attnreport"] == "9.9" and rows["Results checksum"] == results_checksum(dump(study))
+    assert "Pages" not in rows and "--pages" not in rows["Rebuild with"]
     html = assemble_site(study, SiteOptions(), demo_charts())["index.html"].decode()
     about = html[html.index('<section id="about">') :]
     assert "About this report" in about and rows["Results checksum"] in about

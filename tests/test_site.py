@@ -315,6 +315,7 @@ def test_sentence_pages_are_titled_by_their_shortened_sentence(study):
         "The old lighthouse keeper climbed the narrow stairs every evening to light the lamp"
     )
     study["sentences"][1]["sentence"]["text"] = long_text
+    study["manifest"]["sentences"][1]["text"] = long_text  # the manifest lists the same text
     files = assemble_site(study, OPTIONS, demo_charts())
     html = files[sentence_filename(1, long_text)].decode()
     assert "<h1><bdi>The old lighthouse keeper climbed the narrow stairs every…</bdi></h1>" in html

@@ -164,20 +164,33 @@ def as_results(value: Results | Mapping[str, Any]) -> Results:
     )
 
 
-def _check_complete(files: Mapping[str, bytes], listed: Any, where: str) -> None:
+def check_sizes(sizes: Mapping[str, int], listed: Any, where: str) -> None:
+    """Every file the manifest lists (``listed``: name -> bytes) is in ``sizes`` (name ->
+    bytes on disk) with its listed size; one-line errors name the first that is not."""
     if not isinstance(listed, dict):
         raise AttnReportError(f"{where}{MANIFEST} lists no files; the folder is not complete")
     for name, size in listed.items():
-        if name not in files:
+        if name not in sizes:
             raise AttnReportError(
                 f"results folder {where.rstrip('/')} is incomplete: {name} is missing "
                 "(an interrupted analyze or copy?); run attnreport analyze again"
             )
-        if len(files[name]) != size:
+        if sizes[name] != size:
             raise AttnReportError(
-                f"{where}{name} is truncated or was changed: {len(files[name])} bytes, "
+                f"{where}{name} is truncated or was changed: {sizes[name]} bytes, "
                 f"the manifest says {size}"
             )
+
+
+def _check_complete(files: Mapping[str, bytes], listed: Any, where: str) -> None:
+    check_sizes({name: len(data) for name, data in files.items()}, listed, where)
+
+
+def read_part(data: bytes, name: str, where: str = "") -> Any:
+    """The JSON value of one results file, its schema checked; errors name ``where + name``."""
+    value = _parse(data, where + name)
+    _schema_version(value, where + name)
+    return value
 
 
 def _part(files: Mapping[str, bytes], name: str, where: str) -> Any:
@@ -186,9 +199,7 @@ def _part(files: Mapping[str, bytes], name: str, where: str) -> Any:
             f"results folder {where.rstrip('/')} is incomplete: {name} is missing; "
             "run attnreport analyze again"
         )
-    value = _parse(files[name], where + name)
-    _schema_version(value, where + name)
-    return value
+    return read_part(files[name], name, where)
 
 
 def parse_files(files: Mapping[str, bytes], where: str = "") -> Results:

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from attnreport.results import Manifest, Results, dump
+from attnreport.results import Manifest
 from attnreport.results.types import manifest_to_json
 
 CHECK_COMMAND = (
@@ -45,8 +45,8 @@ def settings_text(settings: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def rebuild_command(manifest: Manifest) -> str:
-    """The ``attnreport build`` command line for this model and these settings.
+def rebuild_command(manifest: Manifest, pages: str = "all") -> str:
+    """The ``attnreport build`` command line for this model, these settings and pages.
 
     The model argument is ``default`` for the embedded model, else its hub id or the name of
     its file or folder (a local path is the reader's own to fill in).
@@ -58,15 +58,22 @@ def rebuild_command(manifest: Manifest) -> str:
         words += ["--bos", manifest.settings.bos]
     if manifest.settings.intervene_layer is not None:
         words += ["--intervene-layer", str(manifest.settings.intervene_layer)]
+    if pages != "all":
+        words += ["--pages", pages]
     return shlex.join(words)
 
 
-def about_rows(results: Results, version: str) -> tuple[tuple[str, str], ...]:
-    """(label, value) rows of the About section; the settings row is left out when empty."""
-    rows = [("Rebuild with", rebuild_command(results.manifest))]
-    settings = settings_text(manifest_to_json(results.manifest)["settings"])
+def about_rows(
+    manifest: Manifest, version: str, checksum: str, pages: str = "all"
+) -> tuple[tuple[str, str], ...]:
+    """(label, value) rows of the About section; the settings row is left out when empty,
+    the pages row when every sentence has a page. ``checksum``: ``results_checksum``."""
+    rows = [("Rebuild with", rebuild_command(manifest, pages))]
+    settings = settings_text(manifest_to_json(manifest)["settings"])
     if settings:
         rows.append(("Settings", settings))
+    if pages != "all":
+        rows.append(("Pages", f"--pages {pages} (the sentences with a page of their own)"))
     rows.append(("attnreport", version))
-    rows.append(("Results checksum", results_checksum(dump(results))))
+    rows.append(("Results checksum", checksum))
     return tuple(rows)

@@ -23,15 +23,17 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from attnreport.charts.figure import Figure
 from attnreport.charts.registry import Placed
 from attnreport.charts.svg import stable_svg_ids
-from attnreport.results import Results, as_results, dump, dump_json
+from attnreport.corpus.pages import page_indices, parse_pages
+from attnreport.results import Results, SentenceResults, as_results, dump_json
 from attnreport.site import pages, render
 from attnreport.site.context import FigureInput, Link, SiteOptions
 from attnreport.site.slugs import sentence_filename
+from attnreport.site.source import SiteFiles, SiteSource, from_results
 
 MARKER = ".attnreport-site"
 _SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
@@ -50,11 +52,6 @@ class ChartSource:
     runtime_js: Callable[[], bytes]
     # Every figure's images at once (cached, parallel); ``images`` one by one when None.
     figure_images: Callable[[Sequence[Figure]], Sequence[Mapping[str, bytes]]] | None = None
-
-
-def intervention_page(results: Results) -> int | None:
-    """The sentence whose page shows the intervention figures (``scaling.sentence``)."""
-    return results.interventions.scaling.sentence if results.interventions else None
 
 
 def default_charts() -> ChartSource:
@@ -172,8 +169,11 @@ def _figures(
 
 
 def options_json(options: SiteOptions) -> bytes:
-    """The site options as canonical JSON (``results/render.json``)."""
+    """The site options as canonical JSON (``results/render.json``). ``pages`` is left out
+    when every sentence has a page, so sites drawn before ``--pages`` keep their bytes."""
     values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
+    if values.get("pages") == "all":
+        del values["pages"]
     return dump_json(values)
 
 
@@ -181,43 +181,85 @@ def _page(html: str) -> bytes:
     return html.encode("utf-8", "backslashreplace")
 
 
-def assemble_site(
-    results: Results | Mapping[str, Any],
-    options: SiteOptions | None = None,
-    charts: ChartSource | None = None,
-) -> dict[str, bytes]:
-    """Every file of the site as ``{relative POSIX path: bytes}``; same inputs, same bytes.
+def chosen_pages(source: SiteSource, options: SiteOptions) -> tuple[int, ...]:
+    """The sentences that get a page: ``options.pages``, plus the interventions' page."""
+    iv = source.interventions
+    keep = [iv.scaling.sentence] if iv is not None else []
+    return page_indices(parse_pages(options.pages), source.count, keep)
 
-    ``results`` is typed, or the four parts as JSON values (``manifest``, ``set``,
-    ``sentences``, ``interventions``), parsed by ``attnreport.results``.
-    """
-    results = as_results(results)
-    options = options or SiteOptions()
-    charts = charts or default_charts()
-    names = [sentence_filename(i, s.text) for i, s in enumerate(results.sentences)]
-    files: dict[str, bytes] = {}
-    for i, name in enumerate(names):
+
+def intervention_inputs(source: SiteSource) -> list[SentenceResults]:
+    """The sentences the interventions ran on (their grids name these sentences' tokens)."""
+    iv = source.interventions
+    wanted = set() if iv is None else {iv.scaling.sentence, *iv.mean.sentences}
+    return [source.sentence(i) for i in sorted(wanted) if 0 <= i < source.count]
+
+
+def _neighbour(names: Sequence[str | None], index: int | None) -> Link | None:
+    return Link(names[index], f"Sentence {index}") if index is not None else None
+
+
+def _sentence_pages(
+    source: SiteSource,
+    chosen: Sequence[int],
+    names: Sequence[str | None],
+    options: SiteOptions,
+    charts: ChartSource,
+    files: dict[str, bytes],
+) -> None:
+    """Draw the chosen sentences' pages into ``files``, one sentence in memory at a time
+    (besides the interventions' inputs); prev/next walk the chosen pages only."""
+    inputs = intervention_inputs(source)
+    iv = source.interventions.scaling.sentence if source.interventions else None
+    for k, i in enumerate(chosen):
+        results = source.view([source.sentence(i), *inputs])
+        name = cast(str, names[i])  # every chosen sentence has a file name
         stem = name.removesuffix(".html")
         figs = _figures(stem, i, charts.sentence_figures(results, i), charts, options, files)
-        prev = Link(names[i - 1], f"Sentence {i - 1}") if i > 0 else None
-        nxt = Link(names[i + 1], f"Sentence {i + 1}") if i + 1 < len(names) else None
-        iv = intervention_page(results)
-        iv_link = (
-            Link(names[iv], f"sentence {iv}")
-            if iv is not None and iv != i and 0 <= iv < len(names)
-            else None
-        )
+        prev = _neighbour(names, chosen[k - 1] if k > 0 else None)
+        nxt = _neighbour(names, chosen[k + 1] if k + 1 < len(chosen) else None)
+        shown = iv is not None and iv != i and 0 <= iv < len(names) and names[iv]
+        iv_link = Link(names[iv], f"sentence {iv}") if shown else None
         ctx = pages.sentence_page(results, i, figs, options, prev, nxt, iv_link)
         files[name] = _page(render.render_sentence(ctx))
-    figs = _figures("index", None, charts.index_figures(results), charts, options, files)
-    index = pages.index_page(results, figs, options, names)
+
+
+def assemble_site(
+    results: Results | Mapping[str, Any] | SiteSource,
+    options: SiteOptions | None = None,
+    charts: ChartSource | None = None,
+) -> Mapping[str, bytes]:
+    """Every file of the site as ``{relative POSIX path: bytes}``; same inputs, same bytes.
+
+    ``results`` is typed, the four parts as JSON values (``manifest``, ``set``,
+    ``sentences``, ``interventions``, parsed by ``attnreport.results``), or a
+    ``SiteSource`` that loads sentences as their pages are drawn. ``options.pages``
+    chooses the sentences with a page; the index and set-wide figures cover them all.
+    The result is a dict, except for a folder source: a mapping whose ``results/``
+    files are read from the folder when asked for.
+    """
+    source = results if isinstance(results, SiteSource) else from_results(as_results(results))
+    options = options or SiteOptions()
+    charts = charts or default_charts()
+    chosen = chosen_pages(source, options)
+    texts = source.texts()
+    names: list[str | None] = [None] * source.count
+    for i in chosen:
+        names[i] = sentence_filename(i, texts[i])
+    files: dict[str, bytes] = {}
+    _sentence_pages(source, chosen, names, options, charts, files)
+    set_only = source.view(())  # the index is set-wide: it reads no sentence's results
+    figs = _figures("index", None, charts.index_figures(set_only), charts, options, files)
+    index = pages.index_page(set_only, figs, options, names, texts, source.files)
     files["index.html"] = _page(render.render_index(index))
     files["404.html"] = _page(render.render_404(index.meta))
     files["assets/style.css"] = render.template_asset("style.css")
     files["assets/vega.js"] = vega_bundle()
     files["assets/runtime.js"] = charts.runtime_js()
-    files.update({RESULTS + name: data for name, data in dump(results).items()})
     files[OPTIONS_FILE] = options_json(options)
     files[".nojekyll"] = b""
     files[MARKER] = b"This folder was written by attnreport; a new build replaces it whole.\n"
-    return dict(sorted(files.items()))
+    if isinstance(source.files, dict):
+        files.update({RESULTS + name: data for name, data in source.files.items()})
+        return dict(sorted(files.items()))
+    return SiteFiles(files, RESULTS, source.files)

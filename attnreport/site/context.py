@@ -32,6 +32,7 @@ class SiteOptions:
     authors: tuple[str, ...] = ()
     lede: str | None = None  # replaces the computed opening paragraph of the index page
     images: bool = True  # export static SVG/PNG for every figure (``--no-images``: False)
+    pages: str = "all"  # which sentences get a page (``--pages``: all, N, or 0,5,10-12)
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ class TokenContext:
 class Link:
     """A relative link with its visible label."""
 
-    href: str
+    href: str | None  # None: shown as plain text (a sentence without a page)
     label: str
 
 
@@ -139,12 +140,13 @@ class IndexContext:
     meta: PageMeta
     lede: tuple[Paragraph, ...]
     model_card: tuple[tuple[str, str], ...]
-    sentences: tuple[Link, ...]
+    sentences: tuple[Link, ...]  # every sentence; href None: it has no page (``--pages``)
     sections: tuple[SectionContext, ...]
     footnotes: tuple[Footnote, ...] = ()
     findings: tuple[Paragraph, ...] = ()  # key findings, each linking to its figure
     about: tuple[tuple[str, str], ...] = ()  # (label, value): rebuild command, settings, checksum
     check_command: str = ""  # shell line that recomputes the results checksum
+    pages_note: str = ""  # "Pages for 3 of 12 sentences ..." when not every sentence has one
 
 
 @dataclass(frozen=True)

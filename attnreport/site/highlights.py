@@ -34,7 +34,7 @@ CITATIONS = {
 
 
 def figure_link(
-    finding: Finding, figures: Sequence[FigureContext], pages: Sequence[str]
+    finding: Finding, figures: Sequence[FigureContext], pages: Sequence[str | None]
 ) -> Link | None:
     """Where the finding's figure is: ``#figure-N`` on the index, or the chart's anchor on
     the sentence page that holds it; None when that figure is not in this build.
@@ -42,7 +42,7 @@ def figure_link(
     if finding.sentence is None:
         fig = next((f for f in figures if f.key == finding.figure), None)
         return Link("#" + fig.anchor, f"See Figure {fig.number}") if fig else None
-    if not 0 <= finding.sentence < len(pages):
+    if not 0 <= finding.sentence < len(pages) or pages[finding.sentence] is None:
         return None
     href = f"{pages[finding.sentence]}#ar-chart-{finding.figure}"
     return Link(href, f"See the figure on the page of sentence {finding.sentence}")
@@ -52,13 +52,13 @@ def finding_paragraphs(
     set_tables: Mapping[str, Any],
     interventions: Mapping[str, Any] | None,
     figures: Sequence[FigureContext],
-    pages: Sequence[str],
+    pages: Sequence[str | None],
     notes: Notes,
 ) -> tuple[Paragraph, ...]:
     """One paragraph per key finding, with its figure link and citation footnote.
 
     set_tables: ``set.json``'s tables; figures: the index page's numbered figures;
-    pages[i]: sentence ``i``'s file name; notes: the page's footnotes (cite in page order).
+    pages[i]: sentence ``i``'s file name (None: no page, no link); notes: the page's footnotes (cite in page order).
     """
     out = []
     for finding in key_findings(set_tables, interventions):

@@ -276,16 +276,25 @@ def _iv_json(results: Results) -> dict[str, Any]:
 
 
 def index_page(
-    results: Results, figures: Sequence[FigureInput], options: SiteOptions, pages: Sequence[str]
+    results: Results,
+    figures: Sequence[FigureInput],
+    options: SiteOptions,
+    pages: Sequence[str | None],
+    texts: Sequence[str],
+    shipped: Mapping[str, bytes],
 ) -> IndexContext:
-    """The context of the index page; ``pages[i]`` is sentence ``i``'s file name."""
-    sentences = results.sentences
+    """The context of the index page of ``len(texts)`` sentences.
+
+    pages[i]: sentence ``i``'s file name, None when it has no page; texts[i]: its text;
+    shipped: the results files of the site (their checksum is in the About section).
+    ``results`` needs no sentences loaded: everything here is set-wide.
+    """
     meta = page_meta(results, options)
     tables = set_to_json(results.set)["tables"]
     text = prose.set_summary(
         prose.rows(results.set.focus_pooled),
         prose.rows(results.set.impact_pooled),
-        len(sentences),
+        len(texts),
     )
     (figs,) = number_figures([list(figures)])
     figs = with_alt(figs, AltData(set_tables=tables))
@@ -295,15 +304,17 @@ def index_page(
     numbers = sorted_lines(figs)
     if numbers and paras:
         paras[-1] = Paragraph(paras[-1].text, notes.ref("sorted", sorted_note(numbers)))
-    links = tuple(Link(href, visible(s.text)) for href, s in zip(pages, sentences, strict=True))
+    links = tuple(Link(href, visible(t)) for href, t in zip(pages, texts, strict=True))
+    checksum = about.results_checksum(shipped)
     return IndexContext(
         meta=meta,
-        lede=_lede(meta, len(sentences), options),
+        lede=_lede(meta, len(texts), options),
         model_card=model_card(results.manifest),
         sentences=links,
         sections=(SectionContext("set", "Across the sentence set", tuple(paras), figs),),
         footnotes=notes.all,
         findings=found,
-        about=about.about_rows(results, attnreport.__version__),
+        about=about.about_rows(results.manifest, attnreport.__version__, checksum, options.pages),
         check_command=about.CHECK_COMMAND,
+        pages_note=prose.pages_note(pages),
     )

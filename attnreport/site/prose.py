@@ -247,3 +247,14 @@ def set_summary(pooled: Sequence[Row], impact: Sequence[Row], n_sentences: int) 
             f"{times(layers_mag[top], 'the hidden state')}."
         )
     return text
+
+
+def pages_note(names: Sequence[str | None]) -> str:
+    """What the index says when only some sentences have a page (``--pages``); else ""."""
+    count = sum(name is not None for name in names)
+    if count == len(names):
+        return ""
+    return (
+        f"Pages for {count:,} of {len(names):,} sentences; the figures and findings of this "
+        "page cover every sentence, and the linked sentences open their page."
+    )

@@ -1,0 +1,189 @@
+"""What a site is drawn from, read as the assembly needs it: ``SiteSource``.
+
+A corpus results folder can hold thousands of sentences, each with its attention maps;
+the site needs them one page at a time. A ``SiteSource`` keeps the set-wide parts in
+memory (manifest, ``set.json``, ``interventions.json``: their size does not grow with
+the corpus) and parses a sentence's results only when its page is drawn. The results
+files the site ships in ``results/`` are a lazy mapping that reads each file from the
+folder when it is written, so rendering stays flat in memory whatever the corpus size.
+
+``from_results`` wraps results already in memory (``build`` of a small set, the tests);
+``from_folder`` reads a results folder (``render``). Both give the same site.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+from attnreport.errors import AttnReportError
+from attnreport.results import Interventions, Manifest, Results, SentenceResults, SetResults
+from attnreport.results.interventions import interventions_from_json
+from attnreport.results.io import (
+    MANIFEST,
+    check_sizes,
+    dump,
+    load,
+    read_part,
+    sentence_file,
+)
+from attnreport.results.types import manifest_from_json, sentence_from_json, set_from_json
+
+INTERVENTIONS = "interventions.json"
+
+
+@dataclass(frozen=True)
+class SiteSource:
+    """The results of ``count`` sentences: set-wide parts in memory, sentences on demand.
+
+    ``sentence(i)`` parses sentence ``i``'s results (0 <= i < count); ``files`` are the
+    results files the site ships (relative path -> bytes), read lazily for a folder.
+    """
+
+    manifest: Manifest
+    set: SetResults
+    interventions: Interventions | None
+    count: int
+    sentence: Callable[[int], SentenceResults]
+    files: Mapping[str, bytes]
+
+    def texts(self) -> list[str]:
+        """Every sentence's text, from the manifest (no sentence file is read)."""
+        listed = {s.index: s.text for s in self.manifest.sentences}
+        return [listed.get(i) or self.sentence(i).text for i in range(self.count)]
+
+    def view(self, loaded: Sequence[SentenceResults]) -> Results:
+        """``Results`` for drawing pages with only the ``loaded`` sentences in memory."""
+        sentences = LoadedSentences(self.count, loaded)
+        return Results(self.manifest, cast(tuple, sentences), self.set, self.interventions)
+
+
+class LoadedSentences(Sequence[SentenceResults]):
+    """``sentences[i]`` of a set of ``count`` of which only some are loaded.
+
+    ``len`` is the set size, indexing a loaded sentence gives it, indexing any other is a
+    LookupError (a page asked for a sentence the assembly did not load); iterating yields
+    the loaded ones in index order.
+    """
+
+    def __init__(self, count: int, loaded: Sequence[SentenceResults]) -> None:
+        self._count = count
+        self._by_index = {s.index: s for s in loaded}
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: int) -> SentenceResults:  # type: ignore[override]
+        if index not in self._by_index:
+            raise LookupError(f"sentence {index} is not loaded for this page")
+        return self._by_index[index]
+
+    def __iter__(self) -> Iterator[SentenceResults]:
+        return iter([self._by_index[i] for i in sorted(self._by_index)])
+
+
+class FolderFiles(Mapping[str, bytes]):
+    """The results files ``names`` of ``folder``, each read from disk when asked for."""
+
+    def __init__(self, folder: Path, names: Sequence[str]) -> None:
+        self._folder = folder
+        self._names = sorted(names)
+        self._known = set(names)
+
+    def __getitem__(self, name: str) -> bytes:
+        if name not in self._known:
+            raise KeyError(name)
+        return self._folder.joinpath(*name.split("/")).read_bytes()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+class SiteFiles(Mapping[str, bytes]):
+    """The assembled site: files drawn in memory plus the shipped results under ``prefix``
+    (a lazy mapping), so the results are read one file at a time when written."""
+
+    def __init__(self, drawn: Mapping[str, bytes], prefix: str, shipped: Mapping[str, bytes]):
+        self._drawn = dict(drawn)
+        self._prefix = prefix
+        self._shipped = shipped
+        self._names = sorted([*self._drawn, *(prefix + name for name in shipped)])
+
+    def __getitem__(self, name: str) -> bytes:
+        if name in self._drawn:
+            return self._drawn[name]
+        if name.startswith(self._prefix) and name[len(self._prefix) :] in self._shipped:
+            return self._shipped[name[len(self._prefix) :]]
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def from_results(results: Results) -> SiteSource:
+    """A source for results in memory; the site ships their canonical files."""
+    sentences = results.sentences
+    return SiteSource(
+        results.manifest,
+        results.set,
+        results.interventions,
+        len(sentences),
+        lambda i: sentences[i],
+        dump(results),
+    )
+
+
+def from_folder(folder: str | Path) -> SiteSource:
+    """A source for a complete results folder, checked before any page is drawn.
+
+    The manifest's file list and sizes are checked against the disk and the set-wide
+    files parsed now; a sentence file is parsed when its page is drawn. A folder of
+    schema version 1 (no file list) is read whole, as it always was.
+    """
+    folder = Path(folder)
+    where = f"{folder}/"
+    if not folder.is_dir():
+        raise AttnReportError(f"results folder {folder} does not exist")
+    if not (folder / MANIFEST).is_file():
+        return from_results(load(folder))  # load says what is wrong
+    raw = read_part((folder / MANIFEST).read_bytes(), MANIFEST, where)
+    listed = raw.get("files")
+    if not isinstance(listed, dict):
+        return from_results(load(folder))  # schema 1: no list of files to check
+    sizes = {name: _size(folder, name) for name in listed}
+    check_sizes({k: v for k, v in sizes.items() if v is not None}, listed, where)
+    manifest = manifest_from_json(raw, where + MANIFEST)
+    count = len(raw.get("sentences") or [])
+    set_ = set_from_json(_read(folder, "set.json", where), where + "set.json")
+    iv = None
+    if INTERVENTIONS in listed:
+        iv = interventions_from_json(_read(folder, INTERVENTIONS, where), where + INTERVENTIONS)
+
+    def sentence(index: int) -> SentenceResults:
+        name = sentence_file(index)
+        return sentence_from_json(_read(folder, name, where), where + name)
+
+    missing = [sentence_file(i) for i in range(count) if sentence_file(i) not in listed]
+    if missing:
+        raise AttnReportError(
+            f"results folder {folder} is incomplete: {missing[0]} is missing; "
+            "run attnreport analyze again"
+        )
+    return SiteSource(manifest, set_, iv, count, sentence, FolderFiles(folder, [MANIFEST, *listed]))
+
+
+def _size(folder: Path, name: str) -> int | None:
+    path = folder.joinpath(*name.split("/"))
+    return path.stat().st_size if path.is_file() else None
+
+
+def _read(folder: Path, name: str, where: str) -> object:
+    return read_part(folder.joinpath(*name.split("/")).read_bytes(), name, where)
