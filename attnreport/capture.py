@@ -151,7 +151,9 @@ def forward_logits(
 
 @dataclass(frozen=True)
 class Capture:
-    """One sentence's pass: raw per-layer tensors plus the final logits (query, vocab)."""
+    """One sentence's pass: raw per-layer tensors plus the last position's logits (1, vocab)
+    (the analyses use none; the LM head over every position would cost a fifth of a short
+    sentence's pass)."""
 
     specs: list[LayerSpec]
     raw: list[RawLayer]
@@ -176,6 +178,6 @@ def capture_attention(model: nn.Module, specs: list[LayerSpec], input_ids: torch
     tap = LayerTap(specs, slots)
     hooks = [h for s in specs for h in layer_hooks(s, slots[s.layer], tap.copies)]
     with instrumented(model, specs, tap, hooks):
-        logits = forward_logits(model, input_ids)
+        logits = forward_logits(model, input_ids, logits_to_keep=1)
     raw = [raw_layer(slots[s.layer]) for s in specs]
     return Capture(specs=specs, raw=raw, logits=logits)
