@@ -170,8 +170,19 @@ def window_note(manifest: Manifest, shaded: bool = False) -> str:
     )
 
 
+def layer_x(n_layers: int) -> alt.X:
+    """The x axis of a chart drawn against layer: ``layer:Q`` over 0..n_layers-1, whole
+    numbers only (``window_bands`` shade on it)."""
+    return alt.X(
+        "layer:Q",
+        title="layer",
+        scale=alt.Scale(domain=[0, max(n_layers - 1, 1)]),
+        axis=alt.Axis(format="d", tickMinStep=1),
+    )
+
+
 def window_bands(manifest: Manifest) -> alt.Chart | None:
-    """A light band behind each windowed layer of a chart whose x axis is ``layer:Q``
+    """A light band behind each windowed layer of a chart whose x axis is ``layer_x``
     (layer it first under the chart's marks); None when no layer has a window."""
     windows = manifest.model.layer_windows
     if not windows:

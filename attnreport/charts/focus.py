@@ -13,7 +13,13 @@ import numpy as np
 
 from attnreport.charts.assemble import build_figure
 from attnreport.charts.columns import as_list, rounded, select
-from attnreport.charts.common import feature_notes, n_layers_heads, tip, window_bands
+from attnreport.charts.common import (
+    feature_notes,
+    layer_x,
+    n_layers_heads,
+    tip,
+    window_bands,
+)
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import lines_scheme
 from attnreport.results import Manifest, SentenceResults, SetResults
@@ -82,12 +88,7 @@ def focus_lines_chart(
     ``bands`` (``common.window_bands``) shade the windowed layers behind the lines."""
     name, axis_title = NAMES[statistic]
     base = alt.Chart().encode(
-        x=alt.X(
-            "layer:Q",
-            title="layer",
-            scale=alt.Scale(domain=[0, max(n_layers - 1, 1)]),
-            axis=alt.Axis(format="d", tickMinStep=1),
-        ),
+        x=layer_x(n_layers),
         color=alt.Color(
             "line:O",
             scale=alt.Scale(scheme=lines_scheme(statistic)),

@@ -193,12 +193,11 @@ def mean_figure(
     cells = sorted(mean.cells, key=lambda c: place.get((int(c.setting), c.target), len(place)))
     n_heads = _n_heads(cells)
     known = [sentence, *(sentences or [])]
-    first_cell = {int(c.setting): c for c in reversed(cells)}
+    cell_of = {int(c.setting): c for c in cells}  # any of an input's cells: same positions
     tokens, shown = {}, []
     for i in chosen:
         t = _tokens_of(i, known)
-        cell = first_cell.get(i)
-        labels, sentence_text = _shown_tokens(t or [], cell) if cell else (t, "")
+        labels, sentence_text = _shown_tokens(t or [], cell_of[i]) if i in cell_of else (t, "")
         if t is not None:
             tokens[str(i)] = labels
         shown.append(sentence_text)

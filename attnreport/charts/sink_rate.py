@@ -13,7 +13,7 @@ import altair as alt
 
 from attnreport.analyses import sinks
 from attnreport.charts.assemble import build_figure
-from attnreport.charts.common import feature_notes, window_bands
+from attnreport.charts.common import feature_notes, layer_x, window_bands
 from attnreport.charts.figure import Columns, Figure
 from attnreport.results import Manifest, SetResults
 
@@ -47,12 +47,7 @@ def sink_rate_chart(key: str, n_layers: int, bands: alt.Chart | None = None) -> 
     """Percent of sink heads against layer, one coloured line per measure; ``bands``
     (``common.window_bands``) shade the windowed layers."""
     base = alt.Chart().encode(
-        x=alt.X(
-            "layer:Q",
-            title="layer",
-            scale=alt.Scale(domain=[0, max(n_layers - 1, 1)]),
-            axis=alt.Axis(format="d", tickMinStep=1),
-        ),
+        x=layer_x(n_layers),
         y=alt.Y("percent:Q", title="sink heads (% of the layer)", scale=alt.Scale(domain=[0, 100])),
         color=alt.Color(
             "measure:N",

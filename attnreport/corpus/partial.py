@@ -6,7 +6,8 @@ statistics and ``n_queries``) and, per (layer, head), the sum of its tokens' imp
 
 - the running totals: for each focus statistic, the sum over sentences of
   ``value * weight`` and the sum of the weights (``n_queries``, or ``n_first`` for
-  first-token focus: ``analyses.focus.query_weights``); for impact, the sums and counts;
+  first-token focus: ``analyses.weights.query_weights``; the weights are summed from the
+  sentences' rows, below); for impact, the sums and counts;
 - each sentence's focus row (layers x heads x 7 numbers: ``BY_SENTENCE``,
   ``n_queries`` and ``n_first``), because quantiles across
   sentences and the ``focus_by_sentence`` table need them. That is all that grows with
@@ -110,7 +111,6 @@ class SetPartial:
     keys: tuple[np.ndarray, np.ndarray] | None = None  # focus (layer, head) columns
     impact_keys: tuple[np.ndarray, np.ndarray] | None = None
     focus_sums: list[list[int]] = field(default_factory=list)  # [statistic][row], exact
-    weights: list[list[int]] = field(default_factory=list)  # [statistic][row]: summed weights
     impact_sums: list[list[int]] = field(default_factory=list)  # [magnitude|orientation][row]
     tokens: list[int] = field(default_factory=list)  # per impact row: tokens pooled
 
@@ -133,7 +133,6 @@ class SetPartial:
         one.focus_sums = [
             exact(np.asarray(focus[s], dtype=np.float64) * weights[s]) for s in FOCUS_STATISTICS
         ]
-        one.weights = [weights[s].tolist() for s in FOCUS_STATISTICS]
         one.impact_sums = [exact(impact["magnitude"]), exact(impact["orientation"])]
         one.tokens = np.asarray(impact["n_tokens"], dtype=np.int64).tolist()
         self.merge(one)
@@ -148,7 +147,6 @@ class SetPartial:
         if not self.rows:
             self.keys, self.impact_keys = other.keys, other.impact_keys
             self.focus_sums = [list(s) for s in other.focus_sums]
-            self.weights = [list(w) for w in other.weights]
             self.tokens = list(other.tokens)
             self.impact_sums = [list(s) for s in other.impact_sums]
             self.rows.update(other.rows)
@@ -159,7 +157,6 @@ class SetPartial:
         self.focus_sums = [
             _add(a, b) for a, b in zip(self.focus_sums, other.focus_sums, strict=True)
         ]
-        self.weights = [_add(a, b) for a, b in zip(self.weights, other.weights, strict=True)]
         self.impact_sums = [
             _add(a, b) for a, b in zip(self.impact_sums, other.impact_sums, strict=True)
         ]
@@ -217,11 +214,16 @@ class SetPartial:
         """``focus_pooled``: one row per (layer, head, statistic); value from the exact totals."""
         layer, head = self.keys  # type: ignore[misc]
         n_stats = len(FOCUS_STATISTICS)
-        # (statistic, sentence, rows): the sentences with a query that statistic counts
-        valid = [stack[:, -1 if s in FIRST_TOKEN_MEASURES else -2, :] > 0 for s in FOCUS_STATISTICS]
+        # [statistic] (sentence, rows): the queries each sentence's value averages over
+        counts = [
+            stack[:, -1 if s in FIRST_TOKEN_MEASURES else -2, :].astype(np.int64)
+            for s in FOCUS_STATISTICS
+        ]
+        valid = [c > 0 for c in counts]  # the sentences that statistic counts
+        weights = [c.sum(0).tolist() for c in counts]  # exact integer totals per row
         value = np.array(
             [
-                [to_float(s[r], w[r]) for s, w in zip(self.focus_sums, self.weights, strict=True)]
+                [to_float(s[r], w[r]) for s, w in zip(self.focus_sums, weights, strict=True)]
                 for r in range(len(head))
             ]
         )  # (rows, statistic)
