@@ -57,3 +57,12 @@ class Figure:
         if self.chunk_params:
             return self.chunk_params
         return (self.chunk_param,) if self.chunk_param else ()
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """What a page writes for one figure: its payload JSON (``embed.figure_payload``) and
+    its data files (``embed.chunk_files``: file name -> JS source)."""
+
+    payload: str
+    chunk_files: dict[str, str]

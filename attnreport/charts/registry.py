@@ -21,7 +21,7 @@ from attnreport.charts import (
     interventions,
     sink_rate,
 )
-from attnreport.charts.figure import Figure
+from attnreport.charts.figure import Encoded, Figure
 from attnreport.results import Results, SentenceResults
 
 PARTS = ("focus", "layers", "impact", "interventions")  # sentence pages; the index has "set"
@@ -138,10 +138,12 @@ FIGURES: tuple[FigureEntry, ...] = (
 
 @dataclass(frozen=True)
 class Placed:
-    """A built figure with the registry entry that placed it."""
+    """A built figure with the registry entry that placed it; ``encoded``: its payload and
+    data files when they were read from the figure cache (else the page encodes it)."""
 
     entry: FigureEntry
     figure: Figure
+    encoded: Encoded | None = None
 
 
 def page_inputs(results: Results, index: int | None) -> Inputs:
@@ -153,14 +155,20 @@ def page_inputs(results: Results, index: int | None) -> Inputs:
     return Inputs(results, results.sentences[index], shows)
 
 
-def build_figures(inputs: Inputs, entries: Sequence[FigureEntry] = FIGURES) -> list[Placed]:
-    """The figures of one page in registry order (entries whose ``when`` holds)."""
+def place(entry: FigureEntry, inputs: Inputs) -> Placed:
+    """``entry``'s figure built from ``inputs``."""
+    figure = entry.build(inputs)
+    if figure.key != entry.key:
+        raise ValueError(f"figure {entry.key} was built with key {figure.key}")
+    return Placed(entry, figure)
+
+
+def build_figures(
+    inputs: Inputs,
+    entries: Sequence[FigureEntry] = FIGURES,
+    make: Callable[[FigureEntry, Inputs], Placed] = place,
+) -> list[Placed]:
+    """The figures of one page in registry order (entries whose ``when`` holds), each
+    made by ``make`` (``place``, or a cache that calls it for figures it does not hold)."""
     page = "index" if inputs.page_sentence is None else "sentence"
-    out = []
-    for entry in entries:
-        if entry.page == page and entry.when(inputs):
-            figure = entry.build(inputs)
-            if figure.key != entry.key:
-                raise ValueError(f"figure {entry.key} was built with key {figure.key}")
-            out.append(Placed(entry, figure))
-    return out
+    return [make(e, inputs) for e in entries if e.page == page and e.when(inputs)]

@@ -20,16 +20,20 @@ from ``file://`` where ES modules do not. It is wrapped in a function so its top
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
-from attnreport.charts.figure import Figure
+from attnreport.charts.figure import Encoded, Figure
+from attnreport.charts.figure_cache import PageFiles, manifest_digest
 from attnreport.charts.registry import Placed
 from attnreport.charts.svg import stable_svg_ids
 from attnreport.corpus.pages import page_indices, parse_pages
 from attnreport.results import Results, SentenceResults, as_results, dump_json
+from attnreport.results.io import MANIFEST as MANIFEST_FILE
+from attnreport.results.io import sentence_file
 from attnreport.site import pages, render
 from attnreport.site.context import FigureInput, Link, SiteOptions
 from attnreport.site.slugs import sentence_filename
@@ -52,15 +56,19 @@ class ChartSource:
     runtime_js: Callable[[], bytes]
     # Every figure's images at once (cached, parallel); ``images`` one by one when None.
     figure_images: Callable[[Sequence[Figure]], Sequence[Mapping[str, bytes]]] | None = None
+    # A page's figures through the figure cache, given the digests of what the page may
+    # read; ``sentence_figures`` / ``index_figures`` when None.
+    page_figures: Callable[[Results, int | None, PageFiles], Sequence[Placed]] | None = None
 
 
-def default_charts() -> ChartSource:
-    """The chart builders of ``attnreport.charts`` (imported only when a site is built).
+def default_charts(cache: bool = True) -> ChartSource:
+    """The chart builders of ``attnreport.charts`` (imported only when a site is built),
+    through the user's figure cache unless ``cache`` is False.
 
     Intervention figures go on the page of the sentence the scaling grid was run on. A
     figure whose image export is refused (too big) or fails has no static image.
     """
-    from attnreport.charts import embed
+    from attnreport.charts import embed, figure_cache
     from attnreport.charts.registry import build_figures, page_inputs
 
     try:
@@ -73,6 +81,13 @@ def default_charts() -> ChartSource:
         pair = export_images(fig) if export_images else None  # (svg text, png) or None
         return {"svg": _text(pair[0]), "png": pair[1]} if pair else {}
 
+    def encode(fig: Figure) -> Encoded:
+        return Encoded(embed.figure_payload(fig), embed.chunk_files(fig))
+
+    def page_figures(results: Results, index: int | None, files: PageFiles) -> list[Placed]:
+        make = figure_cache.cached_maker(figure_cache.default_cache(), files, encode)
+        return build_figures(page_inputs(results, index), make=make)
+
     return ChartSource(
         sentence_figures=lambda results, index: build_figures(page_inputs(results, index)),
         index_figures=lambda results: build_figures(page_inputs(results, None)),
@@ -81,6 +96,7 @@ def default_charts() -> ChartSource:
         images=images,
         runtime_js=lambda: embed.runtime_js().encode("utf-8"),
         figure_images=figure_images,
+        page_figures=page_figures if cache else None,
     )
 
 
@@ -121,7 +137,8 @@ def _figure_files(
     if not _SAFE_KEY.fullmatch(fig.key):
         raise ValueError(f"figure key {fig.key!r} must match [a-z0-9-] (page {page})")
     chunk_dir = None
-    chunks = charts.chunk_files(fig) if fig.chunks else {}
+    encoded = placed.encoded
+    chunks = encoded.chunk_files if encoded else charts.chunk_files(fig) if fig.chunks else {}
     if chunks:
         chunk_dir = f"data/{page}/{fig.key}/"
         for name, content in sorted(chunks.items()):
@@ -138,7 +155,7 @@ def _figure_files(
         figure=fig,
         entry=placed.entry,
         data=data_link(placed, index),
-        payload=charts.payload(fig),
+        payload=encoded.payload if encoded else charts.payload(fig),
         chunk_dir=chunk_dir,
         svg=paths.get("svg"),
         png=paths.get("png"),
@@ -188,11 +205,36 @@ def chosen_pages(source: SiteSource, options: SiteOptions) -> tuple[int, ...]:
     return page_indices(parse_pages(options.pages), source.count, keep)
 
 
-def intervention_inputs(source: SiteSource) -> list[SentenceResults]:
+def intervention_indices(source: SiteSource) -> list[int]:
     """The sentences the interventions ran on (their grids name these sentences' tokens)."""
     iv = source.interventions
     wanted = set() if iv is None else {iv.scaling.sentence, *iv.mean.sentences}
-    return [source.sentence(i) for i in sorted(wanted) if 0 <= i < source.count]
+    return [i for i in sorted(wanted) if 0 <= i < source.count]
+
+
+def intervention_inputs(source: SiteSource) -> list[SentenceResults]:
+    """The results of ``intervention_indices``' sentences."""
+    return [source.sentence(i) for i in intervention_indices(source)]
+
+
+def placed(
+    source: SiteSource, results: Results, index: int | None, charts: ChartSource
+) -> Sequence[Placed]:
+    """The figures of sentence ``index``'s page (the index when None), through the figure
+    cache when ``charts`` has one: keyed by the digests of the results files they read."""
+    if charts.page_figures is None:
+        if index is None:
+            return charts.index_figures(results)
+        return charts.sentence_figures(results, index)
+    iv = source.interventions
+    files = PageFiles(
+        digest=source.digest,
+        manifest=manifest_digest(json.loads(source.files[MANIFEST_FILE])),
+        sentence=None if index is None else sentence_file(index),
+        iv_inputs=tuple(sentence_file(i) for i in intervention_indices(source)),
+        shows_interventions=iv is not None and index is not None and iv.scaling.sentence == index,
+    )
+    return charts.page_figures(results, index, files)
 
 
 def _neighbour(names: Sequence[str | None], index: int | None) -> Link | None:
@@ -215,7 +257,7 @@ def _sentence_pages(
         results = source.view([source.sentence(i), *inputs])
         name = cast(str, names[i])  # every chosen sentence has a file name
         stem = name.removesuffix(".html")
-        figs = _figures(stem, i, charts.sentence_figures(results, i), charts, options, files)
+        figs = _figures(stem, i, placed(source, results, i, charts), charts, options, files)
         prev = _neighbour(names, chosen[k - 1] if k > 0 else None)
         nxt = _neighbour(names, chosen[k + 1] if k + 1 < len(chosen) else None)
         shown = iv is not None and iv != i and 0 <= iv < len(names) and names[iv]
@@ -249,7 +291,7 @@ def assemble_site(
     files: dict[str, bytes] = {}
     _sentence_pages(source, chosen, names, options, charts, files)
     set_only = source.view(())  # the index is set-wide: it reads no sentence's results
-    figs = _figures("index", None, charts.index_figures(set_only), charts, options, files)
+    figs = _figures("index", None, placed(source, set_only, None, charts), charts, options, files)
     index = pages.index_page(set_only, figs, options, names, texts, source.files)
     files["index.html"] = _page(render.render_index(index))
     files["404.html"] = _page(render.render_404(index.meta))

@@ -13,6 +13,8 @@ folder when it is written, so rendering stays flat in memory whatever the corpus
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +50,18 @@ class SiteSource:
     count: int
     sentence: Callable[[int], SentenceResults]
     files: Mapping[str, bytes]
+
+    @functools.cached_property
+    def digest(self) -> Callable[[str], str]:
+        """sha256 (hex) of a results file by name, each file hashed once."""
+        done: dict[str, str] = {}
+
+        def digest(name: str) -> str:
+            if name not in done:
+                done[name] = hashlib.sha256(self.files[name]).hexdigest()
+            return done[name]
+
+        return digest
 
     def texts(self) -> list[str]:
         """Every sentence's text, from the manifest (no sentence file is read)."""
