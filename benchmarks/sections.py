@@ -25,6 +25,7 @@ TITLES = {
     "interventions": "2. Interventions",
     "load": "3. Model load",
     "build": "4. Example report build",
+    "rebuild": "4b. Rebuilds: analyze, build and render",
     "scaling": "5. Sequence-length scaling",
     "pages": "6. Page weight and render time",
     "bertviz": "7. bertviz beside our page",

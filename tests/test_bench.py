@@ -46,7 +46,7 @@ def test_quick_bench_writes_every_section_with_numbers(tmp_path):
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out), "--workdir", str(work)],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]

@@ -1,0 +1,75 @@
+"""Section 4b of BENCHMARKS.md: what a rebuild costs, measured with the CLI in one run.
+
+Each command runs in a new process (``python -m attnreport.cli ...``) timed from process
+start to exit, back to back so they see the same machine load:
+
+- ``analyze`` and a warm ``build`` of the same study (model, image and figure caches warm):
+  the build / analyze ratio is the target (<= 1.3x);
+- ``render`` of that build's ``results/`` with an empty cache folder (every figure built
+  and every image drawn) and again with that cache (nothing changed): <= 15 s and <= 5 s.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.report import Section, ratio_target, seconds
+from benchmarks.sections import EXAMPLE_CONFIG, TITLES, Context
+
+
+def _timed(args: list[str], cache: Path) -> float:
+    """Wall seconds of ``attnreport ARGS`` in a new process with ``ATTNREPORT_CACHE=cache``."""
+    env = {**os.environ, "ATTNREPORT_CACHE": str(cache)}
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "attnreport.cli", *args], capture_output=True, text=True, env=env
+    )
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"attnreport {args[0]} failed: {done.stderr.strip()[-300:]}")
+    return wall
+
+
+def _study_args(ctx: Context) -> list[str]:
+    if ctx.quick:
+        return ["--sentences", str(ctx.sentences_file)]
+    return ["--config", str(EXAMPLE_CONFIG)]
+
+
+def rebuild_section(ctx: Context) -> Section:
+    """analyze vs warm build, render from scratch and unchanged (see the module docstring)."""
+    section = Section(TITLES["rebuild"])
+    work, models = ctx.work / "rebuild", ctx.work / "cache-build"  # section 4's warm cache
+    shutil.rmtree(work, ignore_errors=True)
+    study = _study_args(ctx)
+    analyze = _timed(["analyze", *study, "--out", str(work / "results"), "--force"], models)
+    images = ["--no-images"] if ctx.quick else []
+    build = _timed(["build", *study, *images, "--out", str(work / "site"), "--force"], models)
+    results = work / "site" / "results"
+    render = ["render", str(results), *images, "--out", str(work / "rendered"), "--force"]
+    cold = _timed(render, work / "cache-render")
+    warm = _timed(render, work / "cache-render")
+    rows = [
+        ("`attnreport analyze` (warm model cache)", seconds(analyze), ""),
+        ("`attnreport build` (model, image and figure caches warm)", seconds(build),
+         f"{build / analyze:.2f}x analyze"),
+        ("`attnreport render` of its results, empty cache", seconds(cold), ""),
+        ("`attnreport render` again, nothing changed", seconds(warm), ""),
+    ]  # fmt: skip
+    section.add(
+        "The same study as section 4, each command a new process timed from start to exit, "
+        "back to back. `render` gets its own empty `ATTNREPORT_CACHE` first (every figure "
+        "built, every image drawn), then the same cache again.",
+        "",
+    )
+    section.table(("Command", "Wall", "Ratio"), rows)
+    judged = not ctx.quick
+    section.judge(ratio_target("Warm build / analyze", build / analyze, 1.3, "x", judged))
+    section.judge(ratio_target("Render from scratch, images included", cold, 15.0, "s", judged, 1))
+    section.judge(ratio_target("Render, nothing changed", warm, 5.0, "s", judged, 1))
+    return section
