@@ -44,7 +44,7 @@ def test_streamed_tables_equal_the_dense_tables(tiny_model_dirs, family, small_b
     model, specs, ids = tiny(tiny_model_dirs, family)
     dense, maps = analyze_pass(model, specs, ids, Settings(map_tokens=len(ids)))
     streamed, no_maps = analyze_pass(model, specs, ids, Settings(map_tokens=len(ids) - 1))
-    assert maps is not None and len(maps["probs"]) == len(specs) and no_maps is None
+    assert maps is not None and len(maps["scores"]) == len(specs) and no_maps is None
     assert list(streamed) == list(dense)
     for name, table in dense.items():
         assert list(streamed[name]) == list(table), name
