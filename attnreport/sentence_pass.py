@@ -19,14 +19,16 @@ import torch
 
 from attnreport.analyses import analyze_layer, attention_triangles, key_order, merge_layers
 from attnreport.analyses.blockwise import analyze_layer_blockwise
-from attnreport.analyses.tables import Table
+from attnreport.analyses.tables import Table, round_sig
 from attnreport.attention import RawLayer, layer_record
 from attnreport.config import Settings
 from attnreport.models.layout import LayerSpec
 from attnreport.records import LayerRecord
 from attnreport.streaming import layer_tensors, stream_layers
 
-Maps = dict[str, list[Any]]  # "scores" | "probs" | "ranks" -> [layer][head] triangle
+# "scores": [layer][head] triangle; "sinks": [layer] -> [head] sink logits or None (None
+# for a model without); "rank_fixes": (layer, head, query) -> ranks (see ``results.maps``)
+Maps = dict[str, Any]
 
 
 def to_cpu(record: LayerRecord) -> LayerRecord:
@@ -47,18 +49,27 @@ def analyze_pass(
     """The sentence's tables (``merge_layers``) and, up to ``map_tokens`` tokens, its maps."""
     keep_maps = token_ids.shape[0] <= settings.map_tokens
     per_layer: list[dict[str, Table]] = []
-    maps: Maps = {"scores": [], "probs": [], "ranks": []}
+    maps: Maps = {"scores": [], "sinks": [], "rank_fixes": {}}
 
     def dense(spec: LayerSpec, raw: RawLayer) -> None:
         record = to_cpu(layer_record(spec, raw))
         order = key_order(record.scores, record.allowed)
         per_layer.append(analyze_layer(record, settings.breakdown_ranks, order))
-        for name, value in attention_triangles(record, order).items():
-            maps[name].append(value)
+        kept = attention_triangles(record, order)
+        maps["scores"].append(kept["scores"])
+        maps["rank_fixes"].update(kept["rank_fixes"])
+        maps["sinks"].append(sink_logits(raw.computed.sinks))
 
     def blockwise(spec: LayerSpec, raw: RawLayer) -> None:
         tensors = layer_tensors(spec, raw)
         per_layer.append(analyze_layer_blockwise(tensors, settings.breakdown_ranks))
 
     stream_layers(model, specs, token_ids, dense if keep_maps else blockwise, not keep_maps)
+    if not any(layer is not None for layer in maps["sinks"]):
+        maps["sinks"] = None
     return merge_layers(per_layer), maps if keep_maps else None
+
+
+def sink_logits(sinks: torch.Tensor | None) -> list[float] | None:
+    """A layer's learned sink logits (head,), as written: 6 significant digits."""
+    return None if sinks is None else [round_sig(float(v)) for v in sinks.float().cpu()]

@@ -33,6 +33,7 @@ from attnreport.analyses import (
     triangle,
 )
 from attnreport.records import TERM_NAMES, LayerRecord
+from attnreport.results.maps import AttentionMaps
 
 SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "results-schema.md"
 
@@ -158,8 +159,10 @@ def test_masked_keys_rank_minus_one_inside_a_sliding_window() -> None:
     assert ranks[3].tolist() == [-1, -1, 1, 0, -1]
     tri = attention_triangles(record)
     assert tri["scores"][0][3][:2] == [None, None]
-    assert tri["ranks"][0][3] == [-1, -1, 1, 0]
-    assert tri["probs"][0][3][0] == 0.0
+    maps = AttentionMaps([tri["scores"]], rank_fixes=tri["rank_fixes"])  # what a reader derives
+    assert maps.ranks[0][0][3] == [-1, -1, 1, 0]
+    assert maps.probs[0][0][3][:2] == [0.0, 0.0]
+    assert maps.probs[0][0][3][2:] == pytest.approx(torch.softmax(scores[0, 3, 2:4], -1).tolist())
 
 
 @settings(max_examples=60, deadline=None)
@@ -630,9 +633,9 @@ def test_triangle_keeps_the_causal_lower_triangle() -> None:
 def test_attention_triangles_have_one_triangle_per_head() -> None:
     record = make_record(pattern_scores(4))
     tri = attention_triangles(record)
-    assert set(tri) == {"scores", "probs", "ranks"}
-    assert [len(tri[name]) for name in tri] == [3, 3, 3]
-    assert tri["ranks"][1][3] == [1, 2, 3, 0]
-    assert tri["scores"][1][2] == [0.0, 0.0, 10.0]
-    assert tri["probs"][0][0] == [1.0]
-    json.dumps(tri)
+    assert set(tri) == {"scores", "rank_fixes"}
+    assert len(tri["scores"]) == 3 and tri["scores"][1][2] == [0.0, 0.0, 10.0]
+    maps = AttentionMaps([tri["scores"]], rank_fixes=tri["rank_fixes"])
+    assert maps.ranks[0][1][3] == [1, 2, 3, 0]
+    assert maps.probs[0][0][0] == [1.0]
+    json.dumps(tri["scores"])

@@ -54,7 +54,7 @@ def test_tiny_results_are_complete_and_reproducible(tmp_path, tiny_model_dirs, t
     for name in sentence["tables"]:
         assert f'"{name}"' in schema or f"{name}:" in schema
     n = sentence["sentence"]["n_tokens"]
-    assert len(sentence["attention"]["probs"][0][0]) == n  # layer 0, head 0: one row per query
+    assert len(sentence["attention"]["scores"][0][0]) == n  # layer 0, head 0: one row per query
     intervention = json.loads(a["interventions.json"])
     assert [c["target"] for c in intervention["scaling"]["cells"]] == ["Q"] * 3 + ["K"] * 3 + [
         "V"

@@ -1,4 +1,4 @@
-"""Which keys each query attends to most: key ranks, the ``top`` table and the triangles.
+"""Which keys each query attends to most: key ranks, the ``top`` table and the score triangles.
 
 Keys are ranked by the pre-softmax score ``s_ij`` (``LayerRecord.scores``), highest first.
 Ties are broken towards the **lower key index** (the earlier token), as
@@ -16,6 +16,7 @@ import torch
 
 from attnreport.analyses.tables import Table, as_numpy, triangle
 from attnreport.records import LayerRecord
+from attnreport.results.maps import rank_fixes
 
 
 @dataclass(frozen=True)
@@ -117,16 +118,13 @@ def top_columns(
     return table
 
 
-def attention_triangles(record: LayerRecord, order: KeyOrder | None = None) -> dict[str, list[Any]]:
-    """``{"scores", "probs", "ranks"}``, each ``[head] -> triangle`` (see ``tables.triangle``).
-
-    Scores masked inside the triangle (a sliding window) are ``None``; masked probs are 0
-    and masked ranks -1, as in the record. Floats are rounded to 6 significant digits.
-    """
+def attention_triangles(record: LayerRecord, order: KeyOrder | None = None) -> dict[str, Any]:
+    """What the results keep of one layer's maps (``results.maps``): ``scores``, a
+    ``[head] -> triangle`` of the scores rounded to 6 significant digits (None where a
+    window masks), and ``rank_fixes``, the rows whose key order (``order``, over the
+    unrounded scores) the rounded ones do not give. Probabilities and ranks are derived
+    from these when read."""
     order = _order_of(record, order)
     allowed = as_numpy(record.allowed).astype(bool)
-    return {
-        "scores": [triangle(head, allowed) for head in as_numpy(record.scores)],
-        "probs": [triangle(head) for head in as_numpy(record.probs)],
-        "ranks": [triangle(head) for head in order.ranks.numpy()],
-    }
+    scores = [triangle(head, allowed) for head in as_numpy(record.scores)]
+    return {"scores": scores, "rank_fixes": rank_fixes(record.layer, scores, order.ranks.numpy())}

@@ -30,17 +30,9 @@ from attnreport.charts.common import tip, token_axis, token_calcs
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import attention_scale, kind_expr, kind_scale
 from attnreport.results import Manifest, SentenceResults
+from attnreport.results.maps import row_ranks
 
 ROW_FILTER = "datum.layer == layer && datum.head == head"
-
-
-def _row_ranks(query: np.ndarray, key: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """Rank of every cell of a flat causal triangle in its row: score descending, ties to
-    the lower key. The same order as the spec's ``window`` transform."""
-    order = np.lexsort((key, -scores, query))
-    ranks = np.empty(len(order), dtype=int)
-    ranks[order] = np.arange(len(order)) - query[order] * (query[order] + 1) // 2
-    return ranks
 
 
 def ordered_scores(
@@ -48,11 +40,11 @@ def ordered_scores(
 ) -> list[float]:
     """One head's scores at ``SCORE_DECIMALS`` places, except where rounding ties cells of
     a row whose ranks (``ranks``, the results') then come out in another order: those tied
-    cells keep every digit of ``scores``, so that ``_row_ranks`` of the values sent gives
+    cells keep every digit of ``scores``, so that ``row_ranks`` of the values sent gives
     back ``ranks`` (unless the results' own scores tie too: about 1 row in 3000)."""
     shown = rounded(scores, SCORE_DECIMALS)
     values = np.asarray(shown)
-    wrong = np.unique(query[_row_ranks(query, key, values) != ranks])
+    wrong = np.unique(query[row_ranks(query, key, values) != ranks])
     if not len(wrong):
         return shown
     order = np.lexsort((key, -values, query))

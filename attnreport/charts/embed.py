@@ -41,8 +41,9 @@ Payload (JSON object)::
 ``COLUMNS`` maps a column name to either a plain array or a compressed one:
 ``{"r": [v0, n0, v1, n1, ...]}`` (value v0 repeated n0 times, then v1 n1 times ...) or
 ``{"d": [d0, n0, ...]}`` (the same run-length form of the differences of an integer
-column, whose first value is d0: cumulative sums give the values). ``decode_columns``
-is the reference decoder; ``runtime.js`` mirrors it.
+column, whose first value is d0: cumulative sums give the values): the encoding of
+``attnreport.results.codec``, which the results files use too. ``decode_columns`` is the
+reference decoder; ``runtime.js`` mirrors it.
 
 Escaping: the JSON is ASCII-only (``ensure_ascii``: U+2028, U+2029, lone surrogates and
 every non-ASCII character become ``\\uXXXX``) and ``<``, ``>``, ``&`` are written as
@@ -52,86 +53,18 @@ open a comment; ``JSON.parse`` gives back the same text.
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from typing import Any
 
-import numpy as np
-
 from attnreport.charts.assemble import SAFE_NAME
 from attnreport.charts.figure import Columns, Figure
+from attnreport.results.codec import decode_column, encode_column
 from attnreport.text import script_json as script_safe_json
-
-
-def _compact(value: Any) -> Any:
-    """Integral floats as ints ("0" instead of "0.0"), booleans as 0/1; others unchanged."""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    return value
-
-
-def _plain(values: list[Any]) -> list[Any]:
-    """``_compact`` applied to every value, with fast paths for all-int and all-float columns."""
-    kinds = {type(v) for v in values}
-    if kinds <= {int}:
-        return list(values)
-    if kinds <= {float}:
-        return [int(v) if v.is_integer() and abs(v) < 2**53 else v for v in values]
-    return [_compact(v) for v in values]
-
-
-def _runs(values: list[Any]) -> list[Any]:
-    """Run-length form [v0, n0, v1, n1, ...] (equal values, as JSON writes them, form a run)."""
-    if not values:
-        return []
-    array = np.asarray(values, dtype=object)
-    starts = np.flatnonzero(np.concatenate([[True], array[1:] != array[:-1]]))
-    counts = np.diff(np.append(starts, len(values)))
-    out: list[Any] = []
-    for start, count in zip(starts.tolist(), counts.tolist(), strict=True):
-        out += [values[start], count]
-    return out
-
-
-def _json_size(value: Any) -> int:
-    return len(json.dumps(value, separators=(",", ":")))
-
-
-def encode_column(values: list[Any]) -> list[Any] | dict[str, list[Any]]:
-    """The shortest of: plain array, run-length ``{"r"}``, delta run-length ``{"d"}``."""
-    plain = _plain(values)
-    candidates: list[Any] = [plain]
-    runs = _runs(plain)
-    if len(runs) < len(plain):
-        candidates.append({"r": runs})
-    if plain and {type(v) for v in plain} == {int}:
-        deltas = np.diff(np.asarray(plain, dtype=np.int64), prepend=0).tolist()
-        delta_runs = _runs(deltas)
-        if len(delta_runs) < len(plain):
-            candidates.append({"d": delta_runs})
-    return min(candidates, key=_json_size)
 
 
 def encode_columns(columns: Columns) -> dict[str, Any]:
     """Every column encoded with ``encode_column``."""
     return {name: encode_column(list(values)) for name, values in columns.items()}
-
-
-def decode_column(encoded: list[Any] | dict[str, list[Any]]) -> list[Any]:
-    """Inverse of ``encode_column`` (the reference for ``runtime.js``)."""
-    if isinstance(encoded, list):
-        return list(encoded)
-    runs = encoded.get("r", encoded.get("d", []))
-    values = [v for v, n in zip(runs[::2], runs[1::2], strict=True) for _ in range(n)]
-    if "d" not in encoded:
-        return values
-    total, out = 0, []
-    for delta in values:
-        total += delta
-        out.append(total)
-    return out
 
 
 def decode_columns(encoded: dict[str, Any]) -> Columns:

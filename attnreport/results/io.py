@@ -79,7 +79,7 @@ def _dumps(value: Any) -> bytes:
 
 def _write(value: Any, out: bytearray) -> None:
     if isinstance(value, LazyColumn):
-        out += _dumps(value.to_list())
+        out += _dumps(value.encoded())
     elif isinstance(value, dict):
         out += b"{"
         for i, key in enumerate(sorted(value)):

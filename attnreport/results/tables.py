@@ -2,7 +2,10 @@
 
 A table is a frozen dataclass whose fields are its columns, each a 1-D numpy array of
 one length (int64 ids and positions, float64 statistics, bool flags, object strings).
-On disk it is ``{"columns": {name: [values...]}}``. Readers use the fields
+On disk it is ``{"columns": {name: COLUMN}}``, each ``COLUMN`` in the compact encoding of
+``attnreport.results.codec`` (a plain array, or run-length / delta run-length where that is
+shorter); loading decodes it and restores the column's kind (a float column written as
+``0`` reads as ``0.0``, a bool column written as 0/1 as booleans). Readers use the fields
 (``focus.first_focus``), never dictionary keys. A column declared with a ``fill`` is
 optional on load (results written before it existed get the fill value).
 """
@@ -15,6 +18,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from attnreport.errors import AttnReportError
+from attnreport.results.codec import Encoded, decode_column, encode_column
 from attnreport.results.rounding import column_to_list
 
 _DTYPES = {"int": np.int64, "float": np.float64, "bool": np.bool_, "str": object}
@@ -75,12 +79,14 @@ class Table:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def to_json(self, lazy: bool = False) -> dict[str, Any]:
-        """``{"columns": {...}}`` with floats rounded to 6 significant digits; with ``lazy``
-        each column is a ``LazyColumn``, converted only when ``io.dump_json_streamed``
-        writes it (a long sentence's tables as Python lists would be several GB)."""
+        """``{"columns": {...}}``, floats rounded to 6 significant digits, each column
+        encoded (``codec.encode_column``); with ``lazy`` each column is a ``LazyColumn``,
+        converted only when ``io.dump_json_streamed`` writes it (a long sentence's tables
+        as Python lists would be several GB)."""
+        columns = {name: LazyColumn(v) for name, v in self.arrays().items()}
         if lazy:
-            return {"columns": {name: LazyColumn(v) for name, v in self.arrays().items()}}
-        return {"columns": {name: column_to_list(v) for name, v in self.arrays().items()}}
+            return {"columns": columns}
+        return {"columns": {name: c.encoded() for name, c in columns.items()}}
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> Self:
@@ -91,13 +97,21 @@ class Table:
         values: dict[str, Any] = {}
         for f in fields(cls):
             if f.name in columns:
-                values[f.name] = columns[f.name]
+                values[f.name] = _decoded(columns[f.name], f.name, where, cls.NAME)
             elif f.metadata["fill"] is None:
                 raise AttnReportError(f"{where}: table {cls.NAME} lacks column {f.name!r}")
         try:
             return cls(**values)
         except (ValueError, TypeError) as err:
             raise AttnReportError(f"{where}: table {cls.NAME} is malformed ({err})") from err
+
+
+def _decoded(encoded: Any, name: str, where: str, table: str) -> list[Any]:
+    try:
+        return decode_column(encoded)
+    except (ValueError, TypeError) as err:
+        msg = f"{where}: column {name!r} of table {table} is malformed ({err})"
+        raise AttnReportError(msg) from err
 
 
 def _table(name: str) -> Any:
@@ -235,9 +249,9 @@ class ImpactPooledTable(Table):
 
 @dataclass(frozen=True, eq=False)
 class LazyColumn:
-    """A table column whose JSON values (``column_to_list``) are made when written."""
+    """A table column whose JSON value (rounded, then encoded) is made when written."""
 
     values: np.ndarray
 
-    def to_list(self) -> list[Any]:
-        return column_to_list(self.values)
+    def encoded(self) -> Encoded:
+        return encode_column(column_to_list(self.values))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from attnreport.errors import AttnReportError
+from attnreport.results.maps import AttentionMaps
 from attnreport.results.tables import (
     BlockImpactTable,
     BreakdownTable,
@@ -26,9 +27,11 @@ from attnreport.results.tables import (
     TopTable,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
-READABLE_VERSIONS = (1, 2)  # version 1 lacks manifest.files and the optional columns
+# version 1 lacks manifest.files and the optional columns; versions 1 and 2 store the
+# attention probs and ranks (3 derives them) and write table columns as plain arrays
+READABLE_VERSIONS = (1, 2, 3)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i
 Observations = dict[str, list[Triangle]]  # "same"/"next"/"last" -> [head] -> triangle
@@ -187,15 +190,6 @@ def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
-class AttentionMaps:
-    """[layer][head] -> causal triangle; ``scores`` may hold None where a window masks."""
-
-    scores: list[list[Triangle]]
-    probs: list[list[Triangle]]
-    ranks: list[list[Triangle]]
-
-
 @dataclass(frozen=True, eq=False)
 class SentenceTables:
     top: TopTable
@@ -240,14 +234,23 @@ def _parse_tables(kinds: dict[str, type], obj: Any, where: str) -> dict[str, Any
     return {name: kind.from_json(need(tables, name, where), where) for name, kind in kinds.items()}  # type: ignore[attr-defined]
 
 
+def _maps_from_json(att: Any, where: str) -> AttentionMaps:
+    """Version 3 keeps scores, sinks and rank fixes; 1 and 2 also stored probs and ranks."""
+    scores = need(att, "scores", where)
+    try:
+        if "rank_fixes" in att:
+            return AttentionMaps.from_json(att)
+        return AttentionMaps.from_stored(
+            scores, need(att, "probs", where), need(att, "ranks", where)
+        )
+    except (KeyError, ValueError, TypeError, IndexError) as err:
+        raise AttnReportError(f"{where}: the attention maps are malformed ({err})") from err
+
+
 def sentence_from_json(obj: Any, where: str) -> SentenceResults:
     info = need(obj, "sentence", where)
     att = need(obj, "attention", where)
-    maps = None
-    if att is not None:
-        maps = AttentionMaps(
-            need(att, "scores", where), need(att, "probs", where), need(att, "ranks", where)
-        )
+    maps = None if att is None else _maps_from_json(att, where)
     view = obj.get("view_head")
     return SentenceResults(
         index=int(need(info, "index", where)),
@@ -266,9 +269,7 @@ def sentence_to_json(s: SentenceResults, lazy: bool = False) -> dict[str, Any]:
         "schema": SCHEMA,
         "sentence": {"index": s.index, "text": s.text, "n_tokens": s.n_tokens},
         "tokens": s.tokens.to_json(),
-        "attention": None
-        if s.attention is None
-        else {"scores": s.attention.scores, "probs": s.attention.probs, "ranks": s.attention.ranks},
+        "attention": None if s.attention is None else s.attention.to_json(),
         "tables": {name: getattr(s.tables, name).to_json(lazy) for name in _SENTENCE_TABLES},
     }
     if s.view_head is not None:

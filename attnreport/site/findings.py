@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attnreport.analyses import sinks
+from attnreport.results.codec import decode_column
 from attnreport.site.effects import mean_kl, mean_text, scaling_text, top_scaling
 from attnreport.site.wording import (
     MAX_ITEMS,
@@ -53,10 +54,12 @@ class Finding:
 
 
 def columns(table: Any) -> Columns:
-    """The column dict of a table given bare or as ``{"columns": {...}}`` (empty for None)."""
+    """The column dict of a table given bare or as ``{"columns": {...}}`` (empty for None),
+    each column decoded from the results' compact encoding (``results.codec``) to a list."""
     if not table:
         return {}
-    return table.get("columns", table) if "columns" in table else table
+    cols = table.get("columns", table) if "columns" in table else table
+    return {k: decode_column(v) if isinstance(v, dict) else v for k, v in cols.items()}
 
 
 def per_head(table: Any, statistic: str) -> Heads:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from attnreport.site import effects, wording
+from attnreport.site.findings import columns
 from attnreport.site.wording import capitalise, head_name, index_set, percent, times
 
 Row = dict[str, Any]
@@ -27,7 +28,7 @@ def rows(table: Any) -> list[Row]:
     if hasattr(table, "arrays"):
         cols = {name: values.tolist() for name, values in table.arrays().items()}
     else:
-        cols = table.get("columns", {}) if table else {}
+        cols = columns(table)
     names = sorted(cols)
     n = len(cols[names[0]]) if names else 0
     return [{k: cols[k][i] for k in names} for i in range(n)]

@@ -1,0 +1,95 @@
+"""The compact column encoding shared by the results files and the site's data files.
+
+A column (a list of JSON values) is written as the shortest of:
+
+- a plain array ``[v0, v1, ...]``;
+- run-length ``{"r": [v0, n0, v1, n1, ...]}``: value v0 repeated n0 times, then v1 n1
+  times, ...;
+- delta run-length ``{"d": [d0, n0, ...]}`` (integer columns only): the run-length form of
+  the differences of the values, the first taken from 0, so cumulative sums give them back.
+
+Before encoding, integral floats are written as ints (``0`` for ``0.0``, and ``0`` for
+``-0.0``: the sign of a zero is not kept) and booleans as 0/1, which is shortest in JSON.
+``decode_column`` therefore gives back ints for those: a reader that knows a column's kind
+converts (``attnreport.results.tables`` does; the site's ``runtime.js`` mirrors this
+decoder and lets JavaScript numbers be numbers). Nothing here imports torch or Altair.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+Encoded = list[Any] | dict[str, list[Any]]
+_EXACT_INT = 2**53  # floats below this magnitude convert to int and back exactly
+
+
+def _compact(value: Any) -> Any:
+    """Integral floats as ints ("0" instead of "0.0"), booleans as 0/1; others unchanged."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < _EXACT_INT:
+        return int(value)
+    return value
+
+
+def compact_values(values: list[Any]) -> list[Any]:
+    """``_compact`` applied to every value, with fast paths for all-int and all-float columns."""
+    kinds = {type(v) for v in values}
+    if kinds <= {int}:
+        return list(values)
+    if kinds <= {float}:
+        return [int(v) if v.is_integer() and abs(v) < _EXACT_INT else v for v in values]
+    return [_compact(v) for v in values]
+
+
+def _runs(values: list[Any]) -> list[Any]:
+    """Run-length form [v0, n0, v1, n1, ...] (equal values, as JSON writes them, form a run)."""
+    if not values:
+        return []
+    array = np.asarray(values, dtype=object)
+    starts = np.flatnonzero(np.concatenate([[True], array[1:] != array[:-1]]))
+    counts = np.diff(np.append(starts, len(values)))
+    out: list[Any] = []
+    for start, count in zip(starts.tolist(), counts.tolist(), strict=True):
+        out += [values[start], count]
+    return out
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":")))
+
+
+def encode_column(values: list[Any]) -> Encoded:
+    """The shortest of: plain array, run-length ``{"r"}``, delta run-length ``{"d"}``."""
+    plain = compact_values(values)
+    candidates: list[Any] = [plain]
+    runs = _runs(plain)
+    if len(runs) < len(plain):
+        candidates.append({"r": runs})
+    if plain and {type(v) for v in plain} == {int}:
+        deltas = np.diff(np.asarray(plain, dtype=np.int64), prepend=0).tolist()
+        delta_runs = _runs(deltas)
+        if len(delta_runs) < len(plain):
+            candidates.append({"d": delta_runs})
+    if len(candidates) == 1:
+        return plain
+    return min(candidates, key=_json_size)
+
+
+def decode_column(encoded: Any) -> list[Any]:
+    """Inverse of ``encode_column`` (the reference for ``runtime.js``); ValueError for a
+    value that is none of the three forms."""
+    if isinstance(encoded, list):
+        return list(encoded)
+    if not isinstance(encoded, dict) or len(encoded) != 1 or not set(encoded) <= {"r", "d"}:
+        raise ValueError("a column is neither an array nor {'r': ...} or {'d': ...}")
+    runs = next(iter(encoded.values()))
+    if not isinstance(runs, list) or len(runs) % 2:
+        raise ValueError("a run-length column has no [value, count, ...] pairs")
+    values = [v for v, n in zip(runs[::2], runs[1::2], strict=True) for _ in range(int(n))]
+    if "d" not in encoded:
+        return values
+    return np.cumsum(np.asarray(values, dtype=np.int64)).tolist() if values else []

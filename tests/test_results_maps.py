@@ -1,0 +1,230 @@
+"""Schema version 3 keeps the attention scores (plus sink logits and rank fixes) and derives
+probabilities and ranks when read; version 1 and 2 folders, which stored them, still load.
+
+Derived probabilities are checked against the model's own (the capture's), ranks against
+the analysis' ``KeyOrder``, on tiny random-weight models: Llama (plain causal), Mistral
+(a sliding window: masked cells inside the triangle), Gemma 2 (soft-capping and a window)
+and gpt-oss (learned sinks and a window).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from attnreport.analyses import key_order
+from attnreport.analyses.tables import triangle
+from attnreport.attention import layer_record
+from attnreport.capture import capture_attention
+from attnreport.cli import main
+from attnreport.config import Settings
+from attnreport.models import load_model
+from attnreport.models.layout import discover
+from attnreport.results import dump, load
+from attnreport.results.compare import compare_results
+from attnreport.results.io import MANIFEST, dump_json, dump_json_streamed
+from attnreport.results.maps import AttentionMaps, rank_fixes
+from attnreport.results.rounding import column_to_list
+from attnreport.results.types import sentence_to_json
+from attnreport.sentence_pass import analyze_pass
+from attnreport.site.write import write_site
+
+TEXT = "the cat chased the mouse and the dog sat on the mat"
+# Derived p from scores rounded to 6 significant digits (|ds| <= 5e-6 |s|, |s| < 1 in these
+# models) and the model's float32 softmax: |dp| <= 2 |ds| p plus float32 rounding.
+RTOL, ATOL = 1e-5, 1e-7
+
+
+def tiny(tiny_model_dirs, family):
+    loaded = load_model(str(tiny_model_dirs[family]))
+    ids = torch.tensor(loaded.tokenizer(TEXT).input_ids)
+    return loaded.model, discover(loaded.family, loaded.model), ids
+
+
+def close(got, want) -> bool:
+    return bool(np.all(np.abs(np.asarray(got) - want) <= ATOL + RTOL * np.abs(want)))
+
+
+@pytest.mark.parametrize("family", ["llama", "mistral", "gemma2", "gpt_oss"])
+def test_derived_probs_and_ranks_equal_the_capture(tiny_model_dirs, family):
+    model, specs, ids = tiny(tiny_model_dirs, family)
+    _, kept = analyze_pass(model, specs, ids, Settings(map_tokens=len(ids)))
+    maps = AttentionMaps(**kept)
+    without_sinks = AttentionMaps(kept["scores"], None, kept["rank_fixes"])
+    capture = capture_attention(model, specs, ids)
+    sink_gap, masked, n = 0.0, 0, len(ids)
+    for spec, raw in zip(specs, capture.raw, strict=True):
+        record = layer_record(spec, raw, with_terms=False)
+        ranks = key_order(record.scores, record.allowed).ranks
+        probs = record.probs.double().numpy()
+        masked += int((~record.allowed).tril().sum())
+        for head in range(record.n_heads):
+            for q in range(n):
+                want = probs[head, q, : q + 1]
+                assert close(maps.probs[spec.layer][head][q], want), (spec.layer, head, q)
+                assert maps.ranks[spec.layer][head][q] == ranks[head, q, : q + 1].tolist()
+                gap = np.abs(np.array(without_sinks.probs[spec.layer][head][q]) - want).max()
+                sink_gap = max(sink_gap, float(gap))
+        if family == "gemma2":  # the cap bends these scores: the maps hold the capped ones
+            assert record.softcap is not None
+            assert not torch.allclose(record.logits[:, record.allowed], record.scores[:, record.allowed])  # fmt: skip
+    assert (kept["sinks"] is not None) == (family == "gpt_oss")
+    assert (sink_gap > 1e-3) == (family == "gpt_oss")  # ignoring the sink would be wrong
+    assert (masked > 0) == (family != "llama")  # a window masks cells inside the triangle
+    assert any(v is None for layer in maps.scores for h in layer for row in h for v in row) == (
+        masked > 0
+    )
+
+
+def test_rank_fixes_keep_the_order_that_rounding_ties():
+    """Two scores equal after rounding to 6 digits but ordered the other way before it: the
+    results keep that row's ranks; an exact tie goes to the lower key and needs no fix."""
+    scores = torch.full((1, 3, 3), -torch.inf, dtype=torch.float64)
+    scores[0, 0, 0] = 0.5
+    scores[0, 1, :2] = torch.tensor([1.0000001, 1.0000004])
+    scores[0, 2, :] = torch.tensor([2.0, -1.0, 2.0])
+    allowed = torch.ones(3, 3, dtype=torch.bool).tril()
+    ranks = key_order(scores, allowed).ranks.numpy()
+    tri = triangle(scores[0].numpy())
+    assert tri[1] == [1.0, 1.0]
+    fixes = rank_fixes(4, [tri], ranks)
+    assert fixes == {(4, 0, 1): (1, 0)}
+    plain = AttentionMaps([[tri]])
+    assert plain.ranks[0][0] == [[0], [0, 1], [0, 2, 1]]
+    maps = AttentionMaps([[tri]], rank_fixes={(0, 0, 1): (1, 0)})
+    assert maps.ranks[0][0] == [[0], [1, 0], [0, 2, 1]]
+    back = AttentionMaps.from_json(json.loads(json.dumps(maps.to_json())))
+    assert back.ranks == maps.ranks and back.to_json() == maps.to_json()
+
+
+def analyze(out: Path, model: Path, sentences: Path) -> Path:
+    args = ["analyze", "--out", str(out), "--model", str(model), "--sentences", str(sentences)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def as_version_2(folder: Path, out: Path) -> Path:
+    """The folder as version 2 wrote it: stored probs (6 digits) and ranks, no sinks or
+    rank fixes, table columns as plain arrays."""
+    results = load(folder)
+    files = {}
+    for name in ("set.json", "interventions.json", *(f"sentences/{s:03d}.json" for s in range(len(results.sentences)))):  # fmt: skip
+        value = json.loads((folder / name).read_bytes())
+        value["schema"] = "attnreport.results/2"
+        files[name] = value
+    for s in results.sentences:
+        value = files[f"sentences/{s.index:03d}.json"]
+        att = s.attention
+        probs = [[triangle(np.array(_square(t))) for t in heads] for heads in att.probs]
+        value["attention"] = {"scores": att.scores, "probs": probs, "ranks": att.ranks}
+        value["tables"] = {n: _plain(getattr(s.tables, n)) for n in value["tables"]}
+        value["tokens"] = _plain(s.tokens)
+    files["set.json"]["tables"] = {
+        n: _plain(getattr(results.set, n)) for n in files["set.json"]["tables"]
+    }
+    data = {name: dump_json(value) for name, value in files.items()}
+    manifest = json.loads((folder / MANIFEST).read_bytes())
+    manifest["schema"] = "attnreport.results/2"
+    manifest["files"] = {name: len(b) for name, b in sorted(data.items())}
+    return write_site({**data, MANIFEST: dump_json(manifest)}, out)
+
+
+def listed(folder: Path) -> dict[str, bytes]:
+    """The manifest and the files it lists (not ``run.json`` or ``partials/``)."""
+    names = [MANIFEST, *json.loads((folder / MANIFEST).read_bytes())["files"]]
+    return {name: (folder / name).read_bytes() for name in names}
+
+
+def _square(tri: list[list[float]]) -> np.ndarray:
+    out = np.zeros((len(tri), len(tri)))
+    for i, row in enumerate(tri):
+        out[i, : i + 1] = row
+    return out
+
+
+def _plain(table) -> dict:
+    return {"columns": {n: column_to_list(v) for n, v in table.arrays().items()}}
+
+
+@pytest.fixture
+def sentences(tmp_path):
+    path = tmp_path / "two.txt"
+    path.write_text("the cat chased the mouse and the dog\nthe dog sat on the mat\n")
+    return path
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt_oss"])
+def test_a_version_2_folder_loads_with_the_same_maps(tmp_path, tiny_model_dirs, sentences, family):
+    v3 = analyze(tmp_path / "v3", tiny_model_dirs[family], sentences)
+    v2 = as_version_2(v3, tmp_path / "v2")
+    old, new = load(v2), load(v3)
+    for a, b in zip(old.sentences, new.sentences, strict=True):
+        assert set(
+            json.loads((v3 / f"sentences/{b.index:03d}.json").read_bytes())["attention"]
+        ) == (
+            {"scores", "rank_fixes", "sinks"} if family == "gpt_oss" else {"scores", "rank_fixes"}
+        )
+        assert a.attention.ranks == b.attention.ranks
+        for la, lb in zip(a.attention.probs, b.attention.probs, strict=True):
+            for ta, tb in zip(la, lb, strict=True):
+                assert close(np.concatenate(ta), np.concatenate(tb))
+        if family == "gpt_oss":  # recovered from the stored probabilities
+            assert np.allclose(a.attention.sinks, b.attention.sinks, rtol=1e-4)
+    assert compare_results(old, new).ok
+    result = CliRunner().invoke(main, ["compare", str(v2), str(v3)])
+    assert result.exit_code == 0, result.output
+    files = listed(v3)
+    if family == "llama":  # without sinks, nothing is recovered: version 3 bytes again
+        assert dump(old) == files
+
+
+def test_version_3_dump_load_dump_and_streaming_are_byte_identical(tmp_path, tiny_model_dirs, sentences):  # fmt: skip
+    v3 = analyze(tmp_path / "v3", tiny_model_dirs["gpt_oss"], sentences)
+    files = listed(v3)
+    results = load(v3)
+    assert dump(results) == files
+    for s in results.sentences:
+        streamed = dump_json_streamed(sentence_to_json(s, lazy=True))
+        assert bytes(streamed) == dump_json(sentence_to_json(s)) == files[f"sentences/{s.index:03d}.json"]  # fmt: skip
+
+
+def test_malformed_rank_fixes_are_a_one_line_error(tmp_path, tiny_model_dirs, sentences):
+    from attnreport.errors import AttnReportError
+    from attnreport.results.io import parse_files, read_folder
+
+    files = read_folder(analyze(tmp_path / "v3", tiny_model_dirs["llama"], sentences))
+    value = json.loads(files["sentences/000.json"])
+    value["attention"]["rank_fixes"] = [[0, 0]]
+    files["sentences/000.json"] = dump_json(value)
+    manifest = json.loads(files[MANIFEST])
+    manifest["files"]["sentences/000.json"] = len(files["sentences/000.json"])
+    files[MANIFEST] = dump_json(manifest)
+    with pytest.raises(AttnReportError, match="000.json: the attention maps are malformed"):
+        parse_files(files, "r/")
+
+
+def test_the_committed_example_keeps_its_maps_through_version_3():
+    """The example's maps (SmolLM2, 63-token sentence: real near-ties), written in version 3
+    and read back, give the ranks it holds exactly and its probabilities within the bound
+    of 6-digit scores: |dp| <= p * (2 * 5e-6 * max|s| of the row + 5e-6)."""
+    from attnreport.results.io import parse_files
+
+    example = load(Path(__file__).parents[1] / "site" / "results")
+    again = parse_files(dump(example))
+    fixes = 0
+    for a, b in zip(example.sentences, again.sentences, strict=True):
+        assert b.attention.ranks == a.attention.ranks
+        fixes += len(b.attention.rank_fixes)
+        for la, lb, ls in zip(a.attention.probs, b.attention.probs, a.attention.scores, strict=True):  # fmt: skip
+            for ta, tb, ts in zip(la, lb, ls, strict=True):
+                for pa, pb, s in zip(ta, tb, ts, strict=True):
+                    top = max(abs(v) for v in s if v is not None)
+                    bound = np.array(pa) * (1e-5 * top + 5e-6) * 1.01 + 1e-12
+                    assert np.all(np.abs(np.array(pb) - pa) <= bound)
+    assert fixes > 0  # rounding ties some rows of the example in the other order
