@@ -12,6 +12,7 @@ import pytest
 
 from attnreport.config import load_settings
 from attnreport.corpus import CorpusOptions, run_corpus
+from attnreport.results.codec import decode_column
 from tests.test_corpus_run import (  # noqa: F401  (one_thread is a fixture)
     _analyze_process,
     kill_after,
@@ -108,7 +109,8 @@ def test_a_killed_worker_costs_a_retry_not_data(tmp_path, tiny_model_dirs, ray_c
         f"{i:03d}.json" for i in range(40)
     ]
     by_sentence = json.loads((out / "set.json").read_text())["tables"]["focus_by_sentence"]
-    sentences, counts = np.unique(by_sentence["columns"]["sentence"], return_counts=True)
+    column = decode_column(by_sentence["columns"]["sentence"])  # results columns are encoded
+    sentences, counts = np.unique(column, return_counts=True)
     assert sentences.tolist() == list(range(40)) and len(set(counts.tolist())) == 1
     corpus_run(tmp_path, tiny_model_dirs["gpt2"], corpus, "local", "local")
     assert_same_results(tmp_path / "local", out)
