@@ -7,6 +7,7 @@ The page here is the minimal one that ``attnreport.charts.embed`` documents: the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -192,11 +193,23 @@ def test_shared_chunk_file_is_loaded_once_for_both_figures(offline_page, page_pa
     scripts = f"document.querySelectorAll('script[src=\"{src}\"]').length"
     points = "el => el.querySelectorAll('.mark-symbol.role-mark path').length"
     idle = "key => !document.getElementById('ar-chart-' + key).dataset.loading"
+    bias = page.locator("#ar-chart-bias-vs-position")
+
+    # The default view is drawn from the breakdown's inline rows: the page carries them
+    # once (this payload's inline is null) and no data file is loaded for them.
+    payload = json.loads(page.locator("#ar-data-bias-vs-position").text_content())
+    assert payload["inline"] is None and payload["inline_chunk"]
+    page.wait_for_function(
+        f"el => ({points})(el) === {len(HOSTILE) * 2}", arg=bias.element_handle()
+    )
+    assert (
+        page.evaluate("document.querySelectorAll('script[src*=\"attention-breakdown--\"]').length")
+        == 0
+    )
 
     set_slider(page, "bias-vs-position", 0, other)
     page.wait_for_function(f"{scripts} === 1", timeout=5_000)
     page.wait_for_function(idle, arg="bias-vs-position")
-    bias = page.locator("#ar-chart-bias-vs-position")
     page.wait_for_function(
         f"el => ({points})(el) === {len(HOSTILE) * 2}", arg=bias.element_handle()
     )  # one point per token for the bias and the position term (RoPE)

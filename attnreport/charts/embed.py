@@ -29,12 +29,15 @@ Shared chunks: a payload whose ``chunk_source`` is the key SOURCE of another fig
 the page loads ``<script src="SOURCE_DIR/SOURCE--CHUNK.js">``, SOURCE_DIR being the
 ``data-chunks`` of ``#ar-chart-SOURCE`` (its own ``data-chunks``, which it then lacks,
 is not needed). Every chunk file is loaded at most once per page: the runtime keeps what
-it registered and gives the rows to every chart that asks for that id.
+it registered and gives the rows to every chart that asks for that id. Such a payload's
+``inline`` is null when it has an ``inline_chunk``: the same chunk is the source's inline
+rows (the chunks are packed alike), so the runtime takes them from the source's payload
+instead of the page carrying the default view's rows twice.
 
 Payload (JSON object)::
 
     {"key": KEY, "spec": VEGA_LITE, "renderer": "svg"|"canvas",
-     "inline": COLUMNS, "inline_chunk": CHUNK|null,
+     "inline": COLUMNS|null, "inline_chunk": CHUNK|null,
      "chunk_params": [PARAM, ...], "chunks": {"V1|V2": CHUNK, ...},
      "chunk_source": SOURCE|null}
 
@@ -72,13 +75,19 @@ def decode_columns(encoded: dict[str, Any]) -> Columns:
     return {name: decode_column(values) for name, values in encoded.items()}
 
 
+def shares_inline(fig: Figure) -> bool:
+    """Whether the page takes this figure's inline rows from its ``chunk_source``'s payload
+    (the source inlines the same chunk, with every column this figure reads)."""
+    return fig.chunk_source is not None and fig.inline_chunk is not None
+
+
 def payload_dict(fig: Figure) -> dict[str, Any]:
     """The payload object before serialisation (see the module docstring)."""
     return {
         "key": fig.key,
         "spec": fig.spec,
         "renderer": fig.renderer,
-        "inline": encode_columns(fig.inline),
+        "inline": None if shares_inline(fig) else encode_columns(fig.inline),
         "inline_chunk": fig.inline_chunk,
         "chunk_params": list(fig.selecting_params),
         "chunks": dict(fig.chunk_names),

@@ -179,6 +179,27 @@
     document.body.setAttribute("data-charts-ready", String(readyCount));
   };
 
+  // The default view's columns: the payload's own, or (inline null) those of the
+  // chunk_source's payload when it inlines the same chunk; else none, and the chunk loads.
+  Chart.prototype.inlineColumns = function () {
+    var payload = this.payload;
+    if (payload.inline !== null) {
+      return payload.inline;
+    }
+    var shared = document.getElementById("ar-data-" + payload.chunk_source);
+    var source = null;
+    try {
+      source = shared ? JSON.parse(shared.textContent) : null;
+    } catch (error) {
+      source = null; // the source's own chart reports its broken payload
+    }
+    if (source && source.inline && source.inline_chunk === payload.inline_chunk) {
+      return source.inline;
+    }
+    delete this.loaded[payload.inline_chunk];
+    return {};
+  };
+
   Chart.prototype.start = function () {
     var self = this;
     var source = document.getElementById("ar-data-" + this.key);
@@ -209,7 +230,7 @@
     // them (no empty-data layout); chunk rows are inserted later into the same dataset.
     var spec = Object.assign({}, this.payload.spec);
     spec.datasets = Object.assign({}, spec.datasets);
-    spec.datasets[this.key] = toRows(this.payload.inline);
+    spec.datasets[this.key] = toRows(this.inlineColumns());
     window
       .vegaEmbed(this.el, spec, options)
       .then(function (result) {
