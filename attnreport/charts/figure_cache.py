@@ -9,7 +9,7 @@ results files the figure reads and of the code, so a figure is stored under a ke
 - the sha256 of every results file its registry entry reads (``FigureEntry.reads``: the
   page's ``sentences/NNN.json``, ``set.json``, ``interventions.json`` and, for the
   intervention grids, the files of the sentences they ran on), and of the manifest
-  without its per-sentence list and file sizes (plus the number of sentences), so that
+  without its per-sentence list and file sizes (``SiteSource.manifest_digest``), so that
   changing one sentence rebuilds only the figures that read it;
 - ``code_version()``: the bytes of attnreport's own modules and the versions of Python
   and Altair.
@@ -26,14 +26,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.metadata
-import json
 import logging
 import pickle
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import attnreport
 from attnreport.charts.figure import Encoded, Figure
@@ -61,15 +59,6 @@ def code_version() -> str:
     return digest.hexdigest()
 
 
-def manifest_digest(manifest_json: Mapping[str, Any]) -> str:
-    """sha256 of a manifest's JSON without the parts one sentence's change alters (its
-    ``sentences`` list and file sizes), with the number of sentences kept."""
-    kept = {k: v for k, v in manifest_json.items() if k not in ("files", "sentences")}
-    kept["sentence_count"] = len(manifest_json.get("sentences") or [])
-    text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 @dataclass(frozen=True)
 class PageFiles:
     """What the figures of one page may read, as digests: ``sentence`` (the page's
@@ -77,14 +66,14 @@ class PageFiles:
     interventions ran on), and the digest function of the results files."""
 
     digest: Callable[[str], str]
-    manifest: str  # ``manifest_digest``
+    manifest: str  # ``SiteSource.manifest_digest``
     sentence: str | None
     iv_inputs: tuple[str, ...]
-    shows_interventions: bool
 
-    def key(self, entry: FigureEntry) -> str:
-        """The cache key of ``entry``'s figure on this page (``code_version`` first)."""
-        parts = [code_version(), entry.key, entry.page, str(self.shows_interventions)]
+    def key(self, entry: FigureEntry, inputs: Inputs) -> str:
+        """The cache key of ``entry``'s figure drawn from ``inputs`` on this page
+        (``code_version`` first)."""
+        parts = [code_version(), entry.key, entry.page, str(inputs.show_interventions)]
         parts.append(self.manifest)
         for source in sorted({read.split(":")[0] for read in entry.reads}):
             if source == "sentence" and self.sentence is not None:
@@ -140,7 +129,9 @@ def cached_maker(
     builds, encodes and stores the ones it does not hold."""
 
     def make(entry: FigureEntry, inputs: Inputs) -> Placed:
-        figure, encoded = cache.figure(page.key(entry), lambda: place(entry, inputs).figure, encode)
+        figure, encoded = cache.figure(
+            page.key(entry, inputs), lambda: place(entry, inputs).figure, encode
+        )
         return Placed(entry, figure, encoded)
 
     return make

@@ -20,19 +20,17 @@ from ``file://`` where ES modules do not. It is wrapped in a function so its top
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
 from attnreport.charts.figure import Encoded, Figure
-from attnreport.charts.figure_cache import PageFiles, manifest_digest
+from attnreport.charts.figure_cache import PageFiles
 from attnreport.charts.registry import Placed
 from attnreport.charts.svg import stable_svg_ids
 from attnreport.corpus.pages import page_indices, parse_pages
 from attnreport.results import Results, SentenceResults, as_results, dump_json
-from attnreport.results.io import MANIFEST as MANIFEST_FILE
 from attnreport.results.io import sentence_file
 from attnreport.site import pages, render
 from attnreport.site.context import FigureInput, Link, SiteOptions
@@ -226,13 +224,11 @@ def placed(
         if index is None:
             return charts.index_figures(results)
         return charts.sentence_figures(results, index)
-    iv = source.interventions
     files = PageFiles(
         digest=source.digest,
-        manifest=manifest_digest(json.loads(source.files[MANIFEST_FILE])),
+        manifest=source.manifest_digest,
         sentence=None if index is None else sentence_file(index),
         iv_inputs=tuple(sentence_file(i) for i in intervention_indices(source)),
-        shows_interventions=iv is not None and index is not None and iv.scaling.sentence == index,
     )
     return charts.page_figures(results, index, files)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,17 @@ class SiteSource:
             return done[name]
 
         return digest
+
+    @functools.cached_property
+    def manifest_digest(self) -> str:
+        """sha256 (hex) of the manifest without what one sentence's change alters (its
+        sentence list and the file sizes), with the number of sentences kept: the part
+        of it that every figure may read. Computed once per site."""
+        value = json.loads(self.files[MANIFEST])
+        kept = {k: v for k, v in value.items() if k not in ("files", "sentences")}
+        kept["sentence_count"] = len(value.get("sentences") or [])
+        text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def texts(self) -> list[str]:
         """Every sentence's text, from the manifest (no sentence file is read)."""
