@@ -11,6 +11,16 @@
   var registry = {}; // "KEY--CHUNK" -> encoded columns, filled by chunk files
   var files = {}; // "KEY--CHUNK" -> {done, columns, error, waiters}: each file loads once
   var readyCount = 0;
+  var payloads = {}; // figure key -> its parsed payload: a shared source is parsed once
+
+  // The payload of figure KEY (its <script id="ar-data-KEY">), parsed on first use;
+  // throws when it is missing or not JSON.
+  function payloadOf(key) {
+    if (!Object.prototype.hasOwnProperty.call(payloads, key)) {
+      payloads[key] = JSON.parse(document.getElementById("ar-data-" + key).textContent);
+    }
+    return payloads[key];
+  }
 
   // Load the chunk file DIR + ID + ".js" once per page; call back (columns, error) when
   // it has run, now if it already has. Charts that share a source share its files.
@@ -186,12 +196,11 @@
     if (payload.inline !== null) {
       return payload.inline;
     }
-    var shared = document.getElementById("ar-data-" + payload.chunk_source);
     var source = null;
     try {
-      source = shared ? JSON.parse(shared.textContent) : null;
+      source = payloadOf(payload.chunk_source);
     } catch (error) {
-      source = null; // the source's own chart reports its broken payload
+      source = null; // the source's own chart reports its missing or broken payload
     }
     if (source && source.inline && source.inline_chunk === payload.inline_chunk) {
       return source.inline;
@@ -202,9 +211,8 @@
 
   Chart.prototype.start = function () {
     var self = this;
-    var source = document.getElementById("ar-data-" + this.key);
     try {
-      this.payload = JSON.parse(source.textContent);
+      this.payload = payloadOf(this.key);
     } catch (error) {
       this.fail(error);
       return;
