@@ -114,6 +114,7 @@ def site_options(settings: Settings) -> SiteOptions:
         date=settings.date or date_from_env(),
         authors=settings.authors,
         images=settings.images,
+        png=settings.png,
         pages=settings.pages,
     )
 

@@ -121,7 +121,13 @@ IMAGES = click.option(
     "--images/--no-images",
     default=default_of("images"),
     show_default=True,
-    help="Export SVG/PNG copies of every figure (--no-images is faster).",
+    help="Write a static SVG of every figure (--no-images is faster).",
+)
+PNG = click.option(
+    "--png/--no-png",
+    default=default_of("png"),
+    show_default=True,
+    help="Also write a static PNG of every figure (slower; each chart's menu saves a PNG).",
 )
 PAGES = click.option(
     "--pages",
@@ -297,6 +303,7 @@ class RichProgress:
 @model_options
 @SITE_OUT
 @IMAGES
+@PNG
 @PAGES
 @study_options
 @click.pass_context
@@ -369,10 +376,15 @@ def analyze(
     "config_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Settings file whose title, authors, date, images and pages to use.",
+    help="Settings file whose title, authors, date, images, png and pages to use.",
 )
 @click.option("--title", default=None, help="Site title (overrides the config file).")
-@click.option("--no-images", is_flag=True, help="Skip the SVG/PNG export of every figure (faster).")
+@click.option("--no-images", is_flag=True, help="Skip the static images of every figure (faster).")
+@click.option(
+    "--png/--no-png",
+    default=None,
+    help="Also write (or not) a static PNG of every figure [default: as the site was built].",
+)
 @PAGES
 @FORCE
 @user_errors
@@ -382,6 +394,7 @@ def render(
     config_file: str | None,
     title: str | None,
     no_images: bool,
+    png: bool | None,
     pages: str | None,
     force: bool,
 ) -> None:
@@ -401,6 +414,7 @@ def render(
     values: dict[str, Any] = {
         "title": title,
         "images": False if no_images else None,
+        "png": png,
         "pages": pages,
     }
     if config_file is not None:
@@ -413,6 +427,7 @@ def render(
             "authors": config.authors,
             "date": config.date or date_from_env(),
             "images": False if no_images else config.images,
+            "png": config.png if png is None else png,
             "pages": pages or config.pages,
         }
     summary = render_folder(results_dir, out, merged_options(base, **values), force)

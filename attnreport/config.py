@@ -113,7 +113,8 @@ class Settings:
     device: str = setting("cpu", str, choices=DEVICES)
     device_map: str | None = setting(None, str, choices=DEVICE_MAPS)  # None: all on ``device``
     truncate: bool = setting(False, bool)  # cut sentences longer than the context
-    images: bool = setting(True, bool)  # export SVG/PNG copies of every figure
+    images: bool = setting(True, bool)  # a static SVG of every figure
+    png: bool = setting(False, bool)  # a static PNG too (the chart's menu saves one anyway)
     pages: str = setting("all", str, check=page_choice)  # sentences with a page: all, N, 0,5,10-12
     bos: str = setting("auto", str, choices=BOS, recorded=True)  # begin-of-sequence token
     breakdown_ranks: int = setting(3, int, check=at_least_one, recorded=True)
@@ -236,6 +237,7 @@ scaling_sentence = 0
 # mean_sentences = [0, 1, 2]
 map_tokens = 256             # attention maps (n x n per head) are kept up to this many tokens
 # view_head = [3, 4]         # layer and head the pages open on (default: strongest first-token focus)
-images = true                # export SVG/PNG copies of every figure
+images = true                # a static SVG of every figure (for readers without JavaScript)
+png = false                  # a static PNG of every figure too (slower; the chart menu saves PNGs)
 pages = "all"                # sentences with a page: "all", a count "20", or "0,5,10-12"
 """

@@ -44,6 +44,8 @@ def options_from_json(data: bytes, where: str) -> SiteOptions:
         raise AttnReportError(f"{where} holds unknown site options; expected {sorted(known)}")
     if "authors" in values:
         values["authors"] = tuple(values["authors"])
+    if "png" not in values:  # written before the setting existed, when every image had a PNG
+        values["png"] = values.get("images", True)
     if not isinstance(values.get("pages", "all"), str):
         raise AttnReportError(f'{where}: pages must be a string like "0,5,10-12"')
     return SiteOptions(**values)

@@ -14,10 +14,10 @@ from attnreport.charts.image_cache import ImageCache, canonical_json, default_ca
 from tests.fixtures.fake_results import fake_manifest, fake_sentence, fake_set, fake_study, typed
 
 
-def fake_render(spec):
+def fake_render(spec, png=True):
     """Stand-in for vl-convert: bytes that depend only on the spec, like the real export."""
     digest = hashlib.sha256(canonical_json(spec)).hexdigest()
-    return f"<svg>{digest}</svg>".encode(), b"\x89PNG\r\n\x1a\n" + digest.encode()
+    return f"<svg>{digest}</svg>".encode(), b"\x89PNG\r\n\x1a\n" + digest.encode() if png else b""
 
 
 @pytest.fixture
@@ -25,9 +25,9 @@ def drawn(monkeypatch):
     """Specs the (fake) exporter was asked to draw, in order."""
     calls = []
 
-    def counting(spec):
+    def counting(spec, png=True):
         calls.append(spec)
-        return fake_render(spec)
+        return fake_render(spec, png)
 
     monkeypatch.setattr(images, "render_static", counting)
     return calls
@@ -175,6 +175,61 @@ def test_figures_without_a_static_image_get_none(tmp_path, drawn, pages):
     assert out[:2] == [{}, {}]
     assert out[2]["svg"] == fake_render(fig.static_spec)[0]
     assert len(drawn) == 1
+
+
+def test_svg_only_export_draws_no_png_and_is_cached_apart(tmp_path, drawn, pages):
+    figs = pages["s1"]
+    svg_only = image_export.figure_images(figs, png=False, cache=ImageCache(tmp_path), workers=1)
+    assert [im for im in svg_only if im] and all(set(im) == {"svg"} for im in svg_only if im)
+    assert [im["svg"] for im in svg_only] == [fake_render(f.static_spec)[0] for f in figs]
+    count = len(drawn)
+    # An SVG-only entry cannot stand in for a figure that wants its PNG, and back.
+    both = image_export.figure_images(figs, png=True, cache=ImageCache(tmp_path), workers=1)
+    assert all(set(im) == {"svg", "png"} for im in both) and len(drawn) == 2 * count
+    again = image_export.figure_images(figs, png=False, cache=ImageCache(tmp_path), workers=1)
+    assert again == svg_only and len(drawn) == 2 * count
+
+
+def test_started_export_draws_in_the_workers_before_its_result_is_asked(drawn, monkeypatch, pages):
+    """``start_images`` hands the drawings to the pool at once (the build makes the next
+    page meanwhile); ``result`` only collects them."""
+    submitted = []
+
+    class Pool:
+        def submit(self, fn, spec, png):
+            submitted.append(spec)
+            done = image_export.cf.Future()
+            done.set_result(fn(spec, png))
+            return done
+
+    monkeypatch.setattr(image_export, "_executor", lambda workers: Pool())
+    figs = pages["s1"]
+    export = image_export.start_images(figs, png=False, cache=False, workers=2)
+    assert len(submitted) == len(drawn) == len({canonical_json(f.static_spec) for f in figs})
+    assert [im["svg"] for im in export.result()] == [fake_render(f.static_spec)[0] for f in figs]
+    assert len(drawn) == len(submitted)  # nothing drawn a second time here
+
+
+def test_a_worker_that_dies_mid_page_leaves_its_figures_to_be_drawn_here(drawn, monkeypatch, pages):
+    class Pool:
+        def submit(self, fn, spec, png):
+            broken = image_export.cf.Future()
+            broken.set_exception(image_export.cf.BrokenExecutor("a worker died"))
+            return broken
+
+    monkeypatch.setattr(image_export, "_executor", lambda workers: Pool())
+    figs = pages["s1"]
+    out = image_export.start_images(figs, cache=False, workers=2).result()
+    assert [im["png"] for im in out] == [fake_render(f.static_spec)[1] for f in figs]
+
+
+def test_free_cores_counts_what_other_processes_keep_busy(monkeypatch):
+    ticks = iter([{0: (100, 200), 1: (100, 200)}, {0: (100, 300), 1: (190, 300)}])
+    monkeypatch.setattr(image_export, "_cpu_times", lambda cpus: next(ticks))
+    monkeypatch.setattr(image_export.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert image_export.free_cores(interval=0) == 1  # cpu 0 all busy, cpu 1 idle
+    ticks = iter([{0: (0, 100), 1: (0, 100)}, {0: (95, 200), 1: (90, 200)}])
+    assert image_export.free_cores(interval=0) == 2
 
 
 def test_broken_worker_pool_falls_back_to_drawing_here(tmp_path, drawn, monkeypatch, pages):

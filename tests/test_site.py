@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -143,6 +145,23 @@ def test_no_images_build_omits_images_and_downloads(study):
     assert all(not link_problems(n, scan(h), files) for n, h in pages(files).items())
 
 
+@pytest.mark.parametrize("png", [False, True])
+def test_static_pngs_are_written_and_linked_only_when_asked(study, png):
+    files = assemble_site(study, replace(OPTIONS, png=png), demo_charts())
+    svgs = {n for n in files if n.startswith("figures/") and n.endswith(".svg")}
+    pngs = {n for n in files if n.startswith("figures/") and n.endswith(".png")}
+    assert svgs and {n.removesuffix(".png") for n in pngs} == (
+        {n.removesuffix(".svg") for n in svgs} if png else set()
+    )
+    linked = set()
+    for name, html in pages(files).items():
+        page = scan(html)
+        linked |= {url for kind, url in page.urls if kind == "href" and url.startswith("figures/")}
+        assert not link_problems(name, page, files)
+    assert linked == svgs | pngs
+    assert json.loads(files["results/render.json"])["png"] is png
+
+
 def test_404_page_is_standalone_and_relative():
     """Served at any depth by GitHub Pages: inline style, only links to the index."""
     html = render_404()
@@ -271,7 +290,8 @@ def test_site_with_the_real_chart_builders(real_site):
     first = pages(files)[sentence_filename(0, REAL["sentences"][0]["sentence"]["text"])]
     assert scan(first).figure_numbers == list(range(1, 13))
     assert "Lines in Figures 4-6 are sorted heads" in first
-    assert any(n.endswith(".png") for n in files) and any(n.endswith(".svg") for n in files)
+    assert any(n.endswith(".svg") for n in files)
+    assert not any(n.endswith(".png") for n in files)  # PNGs only with png=True
     second = pages(files)[sentence_filename(1, REAL["sentences"][1]["sentence"]["text"])]
     assert 'The intervention figures are on the page of <a href="s000' in second
 
@@ -352,3 +372,15 @@ def test_every_chart_and_image_has_alt_text_from_the_data(real_site):
         for text in labels + alts:
             title, _, alt = text.partition(". ")
             assert title.startswith("Figure ") and len(alt) > 40 and alt.endswith("."), (name, text)
+
+
+def test_render_options_written_before_the_png_setting_keep_their_pngs():
+    """Sites rendered before ``png`` existed had a PNG beside every SVG: rendering their
+    ``results/`` again keeps them; a site without images stays without."""
+    from attnreport.publish import options_from_json
+
+    old = {"title": "T", "date": None, "authors": [], "lede": None, "pages": "all"}
+    assert options_from_json(json.dumps({**old, "images": True}).encode(), "x").png is True
+    assert options_from_json(json.dumps({**old, "images": False}).encode(), "x").png is False
+    new = options_from_json(json.dumps({**old, "images": True, "png": False}).encode(), "x")
+    assert new.png is False

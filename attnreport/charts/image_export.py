@@ -1,19 +1,23 @@
 """Static images of many figures at once: cached, and drawn in parallel when cores are free.
 
-``figure_images(figs)`` is what a site build calls, once per page. For each figure it
-returns ``{"svg": bytes, "png": bytes}``, or ``{}`` when the figure has no static image
-(no static spec, over the size bound, or vl-convert failed; see ``images``).
+``start_images(figs, png=...)`` is what a site build calls, once per page: it starts the
+drawing and returns an ``Export`` whose ``result()`` waits for it, so the build can make
+the next page's figures while this page's images are drawn. ``figure_images`` does both
+at once. For each figure the result is ``{"svg": bytes, "png": bytes}`` (no ``"png"``
+when ``png`` is False), or ``{}`` when the figure has no static image (no static spec,
+over the size bound, or vl-convert failed; see ``images``).
 
-- Cache: a figure whose static spec was drawn before by the same exporter version is read
-  from the user's image cache (``image_cache``), not drawn again. Two figures with the same
-  spec are drawn once.
-- Parallel: the figures left to draw go to a pool of worker processes when there are at
-  least ``MIN_PARALLEL`` of them and more than one core is free (``free_cores``). Workers
-  are started with ``spawn`` (vl-convert runs V8 and tokio threads, which ``fork`` would
-  copy half-alive), live as long as this process and are reused by later pages. Each
-  worker holds one figure's spec and images at a time, and there are at most
-  ``MAX_WORKERS`` of them, which bounds the memory. If a pool cannot be started or breaks,
-  the remaining figures are drawn here, one after another.
+- Cache: a figure whose static spec was drawn before by the same exporter version (and
+  with a PNG when one is asked for) is read from the user's image cache
+  (``image_cache``), not drawn again. Two figures with the same spec are drawn once.
+- Parallel: figures are drawn by a pool of worker processes when more than one core is
+  free (``free_cores``: measured from /proc/stat over a moment, else the load average)
+  and there are at least ``MIN_PARALLEL`` figures to draw, or a pool is already running.
+  Workers are started with ``spawn`` (vl-convert runs V8 and tokio threads, which
+  ``fork`` would copy half-alive), live as long as this process and are reused by later
+  pages. There are at most ``MAX_WORKERS`` of them, each holding one figure's spec and
+  images at a time, which bounds the memory. If a pool cannot be started or breaks, the
+  figures not yet drawn are drawn here, one after another.
 - The bytes are the same either way: ``images.render_static`` renumbers the SVG ids Vega
   draws from a per-process counter, and everything else vl-convert writes depends only on
   the spec.
@@ -27,7 +31,10 @@ import concurrent.futures as cf
 import logging
 import multiprocessing
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from attnreport.charts import images
@@ -38,39 +45,68 @@ log = logging.getLogger(__name__)
 
 MAX_WORKERS = 4
 MIN_PARALLEL = 4  # fewer figures than this are drawn here: starting workers costs more
-Drawn = tuple[bytes, bytes] | str  # (svg, png), or vl-convert's error message
+Drawn = tuple[bytes, bytes] | str  # (svg, png or b""), or vl-convert's error message
 
 _pool: tuple[int, cf.ProcessPoolExecutor] | None = None
 
 
-def free_cores() -> int:
+def _cpu_times(cpus: set[int]) -> dict[int, tuple[int, int]]:
+    """cpu -> (idle, total) jiffies of the given CPUs, from /proc/stat ({} elsewhere)."""
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return {}
+    times = {}
+    for line in lines:
+        name, *values = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+            ticks = [int(v) for v in values[:8]]  # user nice system idle iowait irq softirq steal
+            times[int(name[3:])] = (ticks[3] + ticks[4], sum(ticks))
+    return times
+
+
+def free_cores(interval: float = 0.2) -> int:
     """Cores this process may use that other processes are not busy on (at least 1).
 
-    The 1-minute load average counts runnable processes, this one among them; it waits
-    while the workers draw, so its own core counts as free.
+    Measured over ``interval`` seconds from /proc/stat, on the CPUs this process may run
+    on (this process sleeps meanwhile, so it counts as idle). Elsewhere, the 1-minute load
+    average, which lags: right after a heavy process it still counts that one as busy.
     """
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+    before = _cpu_times(cpus)
+    if before:
+        time.sleep(interval)
+        after = _cpu_times(cpus)
+        busy = 0.0
+        for cpu, (idle, total) in after.items():
+            spent = total - before.get(cpu, (idle, total))[1]
+            if spent > 0:
+                busy += 1 - (idle - before[cpu][0]) / spent
+        return max(1, len(cpus) - round(busy))
+    cores = os.cpu_count() or 1
     try:
-        busy = round(os.getloadavg()[0])
+        busy_now = round(os.getloadavg()[0])
     except OSError:
-        busy = 1
-    return max(1, min(cores or 1, (cores or 1) - busy + 1))
+        busy_now = 1
+    return max(1, min(cores, cores - busy_now + 1))
 
 
 def worker_count(n_figures: int) -> int:
     """Worker processes for ``n_figures`` figures to draw; 1 means draw them here."""
     fixed = os.environ.get("ATTNREPORT_IMAGE_WORKERS", "").strip()
     if fixed.isdigit() and int(fixed) >= 1:
-        return min(int(fixed), n_figures) or 1
+        return int(fixed)
+    if _pool is not None:
+        return _pool[0]
     if n_figures < MIN_PARALLEL:
         return 1
-    return max(1, min(free_cores(), MAX_WORKERS, n_figures))
+    return max(1, min(free_cores(), MAX_WORKERS))
 
 
-def draw(spec: dict[str, Any]) -> Drawn:
+def draw(spec: dict[str, Any], png: bool = True) -> Drawn:
     """One static spec's (SVG, PNG), or the error text; runs here or in a worker."""
     try:
-        return images.render_static(spec)
+        return images.render_static(spec, png)
     except Exception as error:  # vl-convert raises ValueError/RuntimeError on bad specs
         return f"{type(error).__name__}: {error}"
 
@@ -92,16 +128,22 @@ def _executor(workers: int) -> cf.ProcessPoolExecutor:
     return _pool[1]
 
 
-def draw_all(specs: Sequence[dict[str, Any]], workers: int) -> list[Drawn]:
-    """``draw`` of every spec, in order; in ``workers`` processes when more than one."""
-    done: list[Drawn] = []
-    if workers > 1 and len(specs) > 1:
+def _broken(error: BaseException) -> None:
+    log.warning("image export: worker processes failed (%s); drawing here", error)
+    shutdown_pool()
+
+
+def _submit(specs: Mapping[str, dict[str, Any]], png: bool, workers: int) -> dict[str, Any]:
+    """key -> future of ``draw`` (or the drawing itself when drawn here)."""
+    started: dict[str, Any] = {}
+    if workers > 1:
         try:
-            done.extend(_executor(workers).map(draw, specs))
-        except (OSError, cf.BrokenExecutor) as error:  # BrokenExecutor: a worker died
-            log.warning("image export: worker processes failed (%s); drawing here", error)
-            shutdown_pool()
-    return done + [draw(spec) for spec in specs[len(done) :]]
+            pool = _executor(workers)
+            for key, spec in specs.items():
+                started[key] = pool.submit(draw, spec, png)
+        except (OSError, RuntimeError, cf.BrokenExecutor) as error:
+            _broken(error)  # RuntimeError: submit after a shutdown
+    return started
 
 
 def _pair(fig: Figure, drawn: Drawn | None) -> dict[str, bytes]:
@@ -110,29 +152,69 @@ def _pair(fig: Figure, drawn: Drawn | None) -> dict[str, bytes]:
     if isinstance(drawn, str):
         log.warning("figure %s: vl-convert failed: %s", fig.key, drawn)
         return {}
-    return {"svg": drawn[0], "png": drawn[1]}
+    return {"svg": drawn[0], "png": drawn[1]} if drawn[1] else {"svg": drawn[0]}
 
 
-def figure_images(
-    figs: Sequence[Figure], *, cache: ImageCache | bool = True, workers: int | None = None
-) -> list[dict[str, bytes]]:
-    """``{"svg": bytes, "png": bytes}`` (or ``{}``) of each figure, in order.
+@dataclass
+class Export:
+    """The static images of some figures, being drawn; ``result()`` waits for them."""
 
-    ``cache``: True for the user's image cache, False for none, or an ``ImageCache``.
-    ``workers``: worker processes for the figures not cached (default: ``worker_count``).
+    figs: Sequence[Figure]
+    keys: list[str | None]  # each figure's cache key (None: no static image)
+    found: dict[str, Drawn | None]  # key -> drawing (None: not drawn yet)
+    specs: dict[str, dict[str, Any]]  # key -> spec of each drawing still to come
+    started: dict[str, Any]  # key -> future, for those given to the worker processes
+    png: bool
+    store: ImageCache | None
+
+    def result(self) -> list[dict[str, bytes]]:
+        """``{"svg": ..., "png": ...}`` (or ``{}``) of each figure, in order."""
+        for key, spec in self.specs.items():
+            drawn = None
+            if key in self.started:
+                try:
+                    drawn = self.started[key].result()
+                except (OSError, cf.BrokenExecutor, cf.CancelledError) as error:
+                    _broken(error)
+            self.found[key] = drawn = drawn if drawn is not None else draw(spec, self.png)
+            if self.store and not isinstance(drawn, str):
+                self.store.put(key, *drawn)
+        self.specs, self.started = {}, {}
+        return [_pair(f, self.found[k] if k else None) for f, k in zip(self.figs, self.keys, strict=True)]  # fmt: skip
+
+
+def start_images(
+    figs: Sequence[Figure],
+    *,
+    png: bool = True,
+    cache: ImageCache | bool = True,
+    workers: int | None = None,
+) -> Export:
+    """Start drawing the static images of ``figs`` (see ``Export.result``).
+
+    ``png``: also a PNG of each; ``cache``: True for the user's image cache, False for
+    none, or an ``ImageCache``; ``workers``: worker processes for the figures not cached
+    (default: ``worker_count``; 1 draws them here, in ``result``).
     """
     store = default_cache() if cache is True else (cache or None)
-    exporter = images.exporter_version()
+    exporter = images.exporter_version() + ("" if png else "; svg only")
     keys = [image_key(f.static_spec, exporter) if images.exportable(f) else None for f in figs]
     found: dict[str, Drawn | None] = {}
     for key in filter(None, keys):
         if key not in found:
             found[key] = store.get(key) if store else None
-    missing = [k for k, v in found.items() if v is None]
-    specs = {k: f.static_spec for k, f in zip(keys, figs, strict=True) if k in missing}
-    fresh = draw_all([specs[k] for k in missing], workers or worker_count(len(missing)))
-    for key, drawn in zip(missing, fresh, strict=True):
-        found[key] = drawn
-        if store and not isinstance(drawn, str):
-            store.put(key, *drawn)
-    return [_pair(f, found[k] if k else None) for f, k in zip(figs, keys, strict=True)]
+    specs = {k: f.static_spec for k, f in zip(keys, figs, strict=True) if k and found[k] is None}
+    started = _submit(specs, png, workers or worker_count(len(specs))) if specs else {}
+    return Export(figs, keys, found, specs, started, png, store)  # type: ignore[arg-type]
+
+
+def figure_images(
+    figs: Sequence[Figure],
+    *,
+    png: bool = True,
+    cache: ImageCache | bool = True,
+    workers: int | None = None,
+) -> list[dict[str, bytes]]:
+    """``{"svg": bytes, "png": bytes}`` (or ``{}``) of each figure, in order: the images
+    of ``start_images`` with the same arguments, waited for."""
+    return start_images(figs, png=png, cache=cache, workers=workers).result()

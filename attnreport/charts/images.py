@@ -186,17 +186,20 @@ def exporter_version() -> str:
     )
 
 
-def render_static(spec: dict[str, Any]) -> tuple[bytes, bytes]:
+def render_static(spec: dict[str, Any], png: bool = True) -> tuple[bytes, bytes]:
     """(SVG, PNG) bytes of a static spec: vl-convert's drawing, SVG ids renumbered
-    (``stable_svg_ids``), PNG re-encoded (``optimize_png``). Raises what vl-convert raises.
+    (``stable_svg_ids``), PNG re-encoded (``optimize_png``); the PNG is ``b""`` when
+    ``png`` is False. Raises what vl-convert raises.
 
     The same spec gives the same bytes in any process, which is what lets the image
     cache and the parallel export stand in for a serial export.
     """
     svg = stable_svg_ids(vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION).encode("utf-8"))
+    if not png:
+        return svg, b""
     # Rasterise the SVG rather than running Vega a second time for the PNG.
-    png = vl_convert.svg_to_png(svg.decode("utf-8"), scale=PNG_SCALE)
-    return svg, optimize_png(png)
+    raster = vl_convert.svg_to_png(svg.decode("utf-8"), scale=PNG_SCALE)
+    return svg, optimize_png(raster)
 
 
 def exportable(fig: Figure) -> bool:

@@ -6,7 +6,8 @@ static host)::
     index.html  404.html  s000-the-cat.html ...     pages
     assets/vega.js  assets/runtime.js  assets/style.css
     data/PAGE/KEY/*.js                              chunk files of figure KEY on PAGE
-    figures/PAGE/KEY.svg  figures/PAGE/KEY.png      static images (unless images=False)
+    figures/PAGE/KEY.svg  figures/PAGE/KEY.png      static images (unless images=False;
+                                                    the PNG only when png=True)
     results/...  results/render.json                the results drawn, and the options
                                                     (every figure links its results file)
     .nojekyll  .attnreport-site                     GitHub Pages switch, site marker
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, cast
@@ -70,10 +72,10 @@ def default_charts(cache: bool = True) -> ChartSource:
     from attnreport.charts.registry import build_figures, page_inputs
 
     try:
-        from attnreport.charts.image_export import figure_images
+        from attnreport.charts.image_export import start_images
         from attnreport.charts.images import export_images
     except ImportError:
-        export_images = figure_images = None
+        export_images = start_images = None
 
     def images(fig: Figure) -> Mapping[str, bytes]:
         pair = export_images(fig) if export_images else None  # (svg text, png) or None
@@ -93,7 +95,9 @@ def default_charts(cache: bool = True) -> ChartSource:
         chunk_files=embed.chunk_files,
         images=images,
         runtime_js=lambda: embed.runtime_js().encode("utf-8"),
-        figure_images=figure_images,
+        figure_images=(lambda figs, png: start_images(figs, png=png).result)
+        if start_images
+        else None,
         page_figures=page_figures if cache else None,
     )
 
@@ -160,6 +164,39 @@ def _figure_files(
     )
 
 
+Drawing = Callable[[], Sequence[Mapping[str, bytes]]]  # waits for a page's images
+
+
+def _start_images(figs: Sequence[Placed], charts: ChartSource, options: SiteOptions) -> Drawing:
+    """Start drawing the static images of a page's figures; the result waits for them."""
+    plain = [p.figure for p in figs]
+    if not options.images:
+        return lambda: [{} for _ in plain]
+    if charts.figure_images is not None:
+        return charts.figure_images(plain, options.png)
+    drawn = [{k: v for k, v in charts.images(f).items() if k == "svg" or options.png} for f in plain]  # fmt: skip
+    return lambda: drawn
+
+
+class _Pipeline:
+    """Pages whose images are still being drawn, finished in order while later pages'
+    figures are made; at most ``AHEAD`` of them wait, which bounds the memory held."""
+
+    AHEAD = 2
+
+    def __init__(self) -> None:
+        self.waiting: deque[Callable[[], None]] = deque()
+
+    def add(self, finish: Callable[[], None]) -> None:
+        self.waiting.append(finish)
+        while len(self.waiting) > self.AHEAD:
+            self.waiting.popleft()()
+
+    def drain(self) -> None:
+        while self.waiting:
+            self.waiting.popleft()()
+
+
 def _figures(
     page: str,
     index: int | None,
@@ -167,20 +204,19 @@ def _figures(
     charts: ChartSource,
     options: SiteOptions,
     files: dict[str, bytes],
-) -> list[FigureInput]:
+) -> Callable[[], list[FigureInput]]:
+    """Start a page's figures: the result waits for their images, adds the figures'
+    files to ``files`` and gives the page's inputs."""
     keys = [p.figure.key for p in figs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"figure keys repeat on page {page}: {keys}")
-    plain = [p.figure for p in figs]
-    if not options.images:
-        images: Sequence[Mapping[str, bytes]] = [{} for _ in figs]
-    elif charts.figure_images is not None:
-        images = charts.figure_images(plain)
-    else:
-        images = [charts.images(f) for f in plain]
-    return [
-        _figure_files(page, p, index, im, charts, files) for p, im in zip(figs, images, strict=True)
-    ]
+    drawing = _start_images(figs, charts, options)
+
+    def finish() -> list[FigureInput]:
+        pairs = zip(figs, drawing(), strict=True)
+        return [_figure_files(page, p, index, im, charts, files) for p, im in pairs]
+
+    return finish
 
 
 def options_json(options: SiteOptions) -> bytes:
@@ -244,9 +280,11 @@ def _sentence_pages(
     options: SiteOptions,
     charts: ChartSource,
     files: dict[str, bytes],
+    pipeline: _Pipeline,
 ) -> None:
-    """Draw the chosen sentences' pages into ``files``, one sentence in memory at a time
-    (besides the interventions' inputs); prev/next walk the chosen pages only."""
+    """Draw the chosen sentences' pages into ``files``, a few sentences in memory at a
+    time (``_Pipeline``, besides the interventions' inputs); prev/next walk the chosen
+    pages only."""
     inputs = intervention_inputs(source)
     iv = source.interventions.scaling.sentence if source.interventions else None
     for k, i in enumerate(chosen):
@@ -258,8 +296,12 @@ def _sentence_pages(
         nxt = _neighbour(names, chosen[k + 1] if k + 1 < len(chosen) else None)
         shown = iv is not None and iv != i and 0 <= iv < len(names) and names[iv]
         iv_link = Link(names[iv], f"sentence {iv}") if shown else None
-        ctx = pages.sentence_page(results, i, figs, options, prev, nxt, iv_link)
-        files[name] = _page(render.render_sentence(ctx))
+
+        def finish(i=i, name=name, results=results, figs=figs, links=(prev, nxt, iv_link)) -> None:
+            ctx = pages.sentence_page(results, i, figs(), options, *links)
+            files[name] = _page(render.render_sentence(ctx))
+
+        pipeline.add(finish)
 
 
 def assemble_site(
@@ -285,10 +327,12 @@ def assemble_site(
     for i in chosen:
         names[i] = sentence_filename(i, texts[i])
     files: dict[str, bytes] = {}
-    _sentence_pages(source, chosen, names, options, charts, files)
+    pipeline = _Pipeline()
+    _sentence_pages(source, chosen, names, options, charts, files, pipeline)
     set_only = source.view(())  # the index is set-wide: it reads no sentence's results
     figs = _figures("index", None, placed(source, set_only, None, charts), charts, options, files)
-    index = pages.index_page(set_only, figs, options, names, texts, source.files)
+    pipeline.drain()
+    index = pages.index_page(set_only, figs(), options, names, texts, source.files)
     files["index.html"] = _page(render.render_index(index))
     files["404.html"] = _page(render.render_404(index.meta))
     files["assets/style.css"] = render.template_asset("style.css")

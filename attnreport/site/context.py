@@ -31,7 +31,8 @@ class SiteOptions:
     date: str | None = None  # ISO date shown on every page; never taken from the clock
     authors: tuple[str, ...] = ()
     lede: str | None = None  # replaces the computed opening paragraph of the index page
-    images: bool = True  # export static SVG/PNG for every figure (``--no-images``: False)
+    images: bool = True  # a static SVG of every figure (``--no-images``: False)
+    png: bool = False  # and a static PNG of every figure (``--png``)
     pages: str = "all"  # which sentences get a page (``--pages``: all, N, or 0,5,10-12)
 
 
