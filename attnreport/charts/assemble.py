@@ -10,7 +10,7 @@ from typing import Any
 import altair as alt
 
 from attnreport.charts.figure import Columns, Figure
-from attnreport.charts.theme import configure
+from attnreport.charts.theme import site_config
 
 SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 # Chunks with fewer rows than this are packed with their neighbours into one data file
@@ -99,9 +99,10 @@ def to_spec(chart: alt.TopLevelMixin, key: str) -> dict[str, Any]:
     and the specs depend only on the builders, not on the numbers, so the tests validate
     every builder's specs (``tests/test_charts.py``) instead of every build.
     """
+    spec = chart.to_dict(validate=False)
     # resize: re-run the layout when rows arrive after the first render (chunks, inline rows)
-    autosize = alt.AutoSizeParams(type="pad", resize=True)
-    spec = configure(chart.properties(autosize=autosize)).to_dict(validate=False)
+    spec["autosize"] = {"resize": True, "type": "pad"}
+    spec["config"] = site_config()  # what theme.configure adds, without copying the chart
     if spec.get("data") != {"name": key}:
         raise ValueError(f"figure {key}: the top-level data must be {{'name': {key!r}}}")
     return spec

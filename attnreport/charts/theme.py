@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 import altair as alt
@@ -81,3 +83,15 @@ def configure(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
         .configure_title(fontSize=15, anchor="start", subtitleFontSize=12, subtitleColor="#555")
         .configure_header(labelFontSize=12, titleFontSize=12)
     )
+
+
+@functools.cache
+def _config_json() -> str:
+    return json.dumps(configure(alt.Chart()).to_dict(validate=False)["config"])
+
+
+def site_config() -> dict[str, Any]:
+    """The ``config`` of a spec with the site-wide look: what ``configure`` adds, as a new
+    dict each call. Setting it on a spec dict is much cheaper than ``configure``, which
+    deep-copies the whole chart once per ``configure_*`` call."""
+    return json.loads(_config_json())

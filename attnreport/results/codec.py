@@ -35,14 +35,38 @@ def _compact(value: Any) -> Any:
     return value
 
 
-def compact_values(values: list[Any]) -> list[Any]:
-    """``_compact`` applied to every value, with fast paths for all-int and all-float columns."""
-    kinds = {type(v) for v in values}
+def compact_values(values: list[Any], kinds: set[type] | None = None) -> list[Any]:
+    """``_compact`` applied to every value, with fast paths for all-int and all-float columns
+    (``kinds``: the values' types, when the caller has them)."""
+    kinds = {type(v) for v in values} if kinds is None else kinds
     if kinds <= {int}:
         return list(values)
     if kinds <= {float}:
         return [int(v) if v.is_integer() and abs(v) < _EXACT_INT else v for v in values]
     return [_compact(v) for v in values]
+
+
+def _numeric(values: list[Any], kinds: set[type]) -> np.ndarray | None:
+    """The values as a numpy array that compares equal exactly where they are equal, or
+    None (strings, nulls, ints too large for int64, ints a float64 would round)."""
+    try:
+        if kinds <= {int}:
+            return np.asarray(values, dtype=np.int64)
+        if kinds <= {int, float}:
+            array = np.asarray(values, dtype=np.float64)
+            big_ints = any(type(v) is int and abs(v) >= _EXACT_INT for v in values)
+            return None if big_ints else array
+    except OverflowError:
+        return None
+    return None
+
+
+def _run_count(values: list[Any], kinds: set[type]) -> int:
+    """How many runs of equal values ``_runs`` would find (cheap for numeric columns)."""
+    array = _numeric(values, kinds)
+    if array is None:
+        array = np.asarray(values, dtype=object)
+    return int(np.count_nonzero(array[1:] != array[:-1])) + 1 if len(values) else 0
 
 
 def _runs(values: list[Any]) -> list[Any]:
@@ -63,17 +87,20 @@ def _json_size(value: Any) -> int:
 
 
 def encode_column(values: list[Any]) -> Encoded:
-    """The shortest of: plain array, run-length ``{"r"}``, delta run-length ``{"d"}``."""
+    """The shortest of: plain array, run-length ``{"r"}``, delta run-length ``{"d"}``.
+
+    A form is only built and measured when it has fewer entries than the plain array
+    (counted first, without building it): the run-length forms hold two per run.
+    """
     plain = compact_values(values)
+    kinds = {type(v) for v in plain}
     candidates: list[Any] = [plain]
-    runs = _runs(plain)
-    if len(runs) < len(plain):
-        candidates.append({"r": runs})
-    if plain and {type(v) for v in plain} == {int}:
+    if 2 * _run_count(plain, kinds) < len(plain):
+        candidates.append({"r": _runs(plain)})
+    if plain and kinds == {int}:
         deltas = np.diff(np.asarray(plain, dtype=np.int64), prepend=0).tolist()
-        delta_runs = _runs(deltas)
-        if len(delta_runs) < len(plain):
-            candidates.append({"d": delta_runs})
+        if 2 * _run_count(deltas, kinds) < len(plain):
+            candidates.append({"d": _runs(deltas)})
     if len(candidates) == 1:
         return plain
     return min(candidates, key=_json_size)
