@@ -10,7 +10,7 @@ import attnreport
 from attnreport.charts.common import default_head
 from attnreport.results import Interventions, Manifest, Results, SentenceResults
 from attnreport.results.interventions import interventions_to_json
-from attnreport.results.types import sentence_to_json, set_to_json
+from attnreport.results.types import sentence_json_view, set_to_json
 from attnreport.site import about, highlights, prose, wording
 from attnreport.site.alt_text import ALT, AltData, alt_text
 from attnreport.site.context import (
@@ -231,7 +231,7 @@ def sentence_page(
     groups: list[list[FigureInput]] = [[] for _ in PARTS]
     for fig in figures:
         groups[part_of(fig)].append(fig)
-    data = AltData(sentence_to_json(sentence), {}, _iv_json(results), default_head(sentence))
+    data = AltData(sentence_json_view(sentence), {}, _iv_json(results), default_head(sentence))
     numbered = [with_alt(g, data) for g in number_figures(groups)]
     notes = Notes()
     sorted_figs = sorted_lines([f for g in numbered for f in g])
