@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnreport.results.codec import decode_column, encode_column
+from attnreport.results.codec import decode_column, decoded_column, encode_column
 from attnreport.results.rounding import column_to_list
 from attnreport.results.tables import BreakdownTable, TopTable, as_column
 
@@ -49,6 +49,22 @@ def test_bool_columns_round_trip_as_booleans(values):
 @given(st.lists(st.sampled_from(["self_focus", "first_focus", " é", "<\u2028>"]), max_size=30))
 def test_str_columns_round_trip(values):
     assert round_trip(np.array(values, dtype=object), "str").tolist() == values
+
+
+@given(
+    st.one_of(
+        st.lists(floats, max_size=60).map(lambda v: np.array(v, dtype=np.float64)),
+        st.lists(st.integers(-(2**62), 2**62), max_size=60).map(np.array),
+        st.lists(st.booleans(), max_size=60).map(lambda v: np.array(v, dtype=bool)),
+        st.lists(st.sampled_from(["a", " é"]), max_size=20).map(lambda v: np.array(v, object)),
+    )
+)
+def test_decoded_column_is_what_a_reader_decodes_from_the_file(array):
+    """The page wording reads columns without the encode/decode trip; same values, types."""
+    decoded = decode_column(json.loads(json.dumps(encode_column(column_to_list(array)))))
+    fast = decoded_column(array)
+    assert fast == decoded
+    assert [type(v) for v in fast] == [type(v) for v in decoded]
 
 
 def top_table(n_layers=4, n_heads=3, n: int = 20) -> TopTable:

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from attnreport.results.rounding import _round_array, column_to_list
+
 Encoded = list[Any] | dict[str, list[Any]]
 _EXACT_INT = 2**53  # floats below this magnitude convert to int and back exactly
 
@@ -44,6 +46,26 @@ def compact_values(values: list[Any], kinds: set[type] | None = None) -> list[An
     if kinds <= {float}:
         return [int(v) if v.is_integer() and abs(v) < _EXACT_INT else v for v in values]
     return [_compact(v) for v in values]
+
+
+def compact_floats(values: np.ndarray) -> list[Any]:
+    """``compact_values(values.tolist())`` for a float array, looping in Python only over
+    its integral values."""
+    array = np.asarray(values, dtype=np.float64)
+    integral = np.isfinite(array) & (array == np.floor(array)) & (np.abs(array) < _EXACT_INT)
+    out = array.tolist()
+    for index in np.flatnonzero(integral).tolist():
+        out[index] = int(out[index])
+    return out
+
+
+def decoded_column(values: Any) -> list[Any]:
+    """A table column as a reader of the results file gets it back once decoded:
+    rounded as written (``rounding.column_to_list``), then ``compact_values``."""
+    array = np.asarray(values)
+    if array.dtype.kind == "f":
+        return compact_floats(_round_array(array))
+    return compact_values(column_to_list(array))
 
 
 def _numeric(values: list[Any], kinds: set[type]) -> np.ndarray | None:

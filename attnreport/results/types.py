@@ -13,9 +13,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from attnreport.errors import AttnReportError
-from attnreport.results.codec import compact_values
+from attnreport.results.codec import decoded_column
 from attnreport.results.maps import AttentionMaps
-from attnreport.results.rounding import column_to_list
 from attnreport.results.tables import (
     BlockImpactTable,
     BreakdownTable,
@@ -292,7 +291,7 @@ class _DecodedTables(Mapping[str, Any]):
             raise KeyError(name)
         if name not in self._made:
             arrays = getattr(self._tables, name).arrays()
-            plain = {k: compact_values(column_to_list(v)) for k, v in arrays.items()}
+            plain = {k: decoded_column(v) for k, v in arrays.items()}
             self._made[name] = {"columns": plain}
         return self._made[name]
 
