@@ -32,3 +32,27 @@ def test_analyze_path_does_not_import_charts_or_templates():
 def test_site_package_still_exports_its_names():
     code = "from attnreport.site import SiteOptions, assemble_site, write_site"
     assert modules_after(code, ("jinja2",)) == ["jinja2"]  # assemble_site needs the templates
+
+
+def test_a_render_from_the_figure_cache_does_not_import_altair(tmp_path):
+    """Unchanged figures come from the figure cache; only building one loads the builders
+    and Altair (about a second of every render and build)."""
+    from attnreport.results.io import dump
+    from tests.fixtures.fake_results import fake_study, typed
+
+    results = tmp_path / "results"
+    for name, data in dump(typed(fake_study())).items():
+        (results / name).parent.mkdir(parents=True, exist_ok=True)
+        (results / name).write_bytes(data)
+    code = (
+        "import os, sys\n"
+        f"os.environ['ATTNREPORT_CACHE'] = {str(tmp_path / 'cache')!r}\n"
+        "from attnreport.publish import render_folder\n"
+        "from attnreport.site import SiteOptions\n"
+        f"render_folder({str(results)!r}, {str(tmp_path / 'site')!r}, SiteOptions(images=False), True)\n"
+        "first = 'altair' in sys.modules\n"
+    )
+    assert modules_after(code + "assert first\n", ("altair",)) == ["altair"]  # built: cold cache
+    assert (
+        modules_after(code + "assert not first\n", ("altair", "attnreport.charts.attention")) == []
+    )

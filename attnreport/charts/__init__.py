@@ -15,10 +15,23 @@ Public API:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from attnreport.charts.figure import Columns, Figure
-from attnreport.charts.registry import FIGURES, FigureEntry, Inputs, build_figures, page_inputs
 from attnreport.results import Interventions, Manifest, Results, SentenceResults, SetResults
+
+_FROM_REGISTRY = ("FIGURES", "FigureEntry", "build_figures", "page_inputs")
+
+
+def __getattr__(name: str) -> Any:
+    """The registry's names, imported when first used: reading cached figures (an
+    unchanged render) then never imports the builders, nor Altair."""
+    if name in _FROM_REGISTRY:
+        from attnreport.charts import registry
+
+        return getattr(registry, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FIGURES",
@@ -43,6 +56,8 @@ def sentence_figures(
     interventions_results: given, the page shows the intervention grids; sentences
     (optional): every sentence's results, so the mean grid can name other inputs' tokens.
     """
+    from attnreport.charts.registry import Inputs, build_figures
+
     results = Results(manifest, tuple(sentences or (sentence,)), None, interventions_results)  # type: ignore[arg-type]
     inputs = Inputs(results, sentence, interventions_results is not None)
     return [placed.figure for placed in build_figures(inputs)]
@@ -52,5 +67,7 @@ def index_figures(
     set_results: SetResults, manifest: Manifest, sentences: Sequence[SentenceResults]
 ) -> list[Figure]:
     """The index page's figures: pooled focus (self, first token, concentration), head impact."""
+    from attnreport.charts.registry import Inputs, build_figures
+
     results = Results(manifest, tuple(sentences), set_results, None)
     return [placed.figure for placed in build_figures(Inputs(results))]

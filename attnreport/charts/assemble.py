@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import altair as alt
 
-from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.figure import SAFE_NAME, Columns, Figure
 from attnreport.charts.theme import site_config
 
-SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 # Chunks with fewer rows than this are packed with their neighbours into one data file
 # (consecutive param values, the default view's chunk always alone): a short sentence
 # then has a few data files per figure instead of one per layer, and a long one keeps

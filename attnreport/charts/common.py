@@ -8,6 +8,7 @@ import altair as alt
 import numpy as np
 
 from attnreport.results import Manifest, SentenceResults
+from attnreport.results.view import default_head  # noqa: F401  (builders use common.default_head)
 from attnreport.site import wording
 
 # Axis label of a token position: "3 focus". Reads the ``tokens`` param (see widgets).
@@ -63,23 +64,6 @@ def n_layers_heads(sentence: SentenceResults) -> tuple[int, int]:
     focus = sentence.tables.focus.arrays()
     layers, heads = focus["layer"], focus["head"]
     return (int(max(layers)) + 1, int(max(heads)) + 1) if len(layers) else (0, 0)
-
-
-def default_head(sentence: SentenceResults) -> tuple[int, int]:
-    """The (layer, head) a sentence page opens on: the results' ``view_head`` when the
-    user chose one, else the strongest first-token focus.
-
-    Ties go to the lowest layer, then the lowest head; (0, 0) when there is no focus table.
-    """
-    if sentence.view_head is not None:
-        layer, head = sentence.view_head
-        return int(layer), int(head)
-    focus = sentence.tables.focus.arrays()
-    if not len(focus["layer"]):
-        return 0, 0
-    order = np.lexsort((focus["head"], focus["layer"], -focus["first_focus"]))
-    best = order[0]
-    return int(focus["layer"][best]), int(focus["head"][best])
 
 
 def positional_scheme(manifest: Manifest) -> str:

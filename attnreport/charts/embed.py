@@ -59,8 +59,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-from attnreport.charts.assemble import SAFE_NAME
-from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.figure import SAFE_NAME, Columns, Figure
 from attnreport.results.codec import decode_column, encode_column
 from attnreport.text import script_json as script_safe_json
 

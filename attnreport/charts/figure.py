@@ -29,8 +29,11 @@ should use: canvas for figures that draw tens of thousands of marks.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")  # dataset and column-file names in specs
 
 Columns = dict[str, list[Any]]  # column name -> values; every column has the same length
 

@@ -21,10 +21,11 @@ from attnreport.charts.common import (
     window_bands,
 )
 from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.registry import FOCUS_STATISTICS
 from attnreport.charts.theme import lines_scheme
 from attnreport.results import Manifest, SentenceResults, SetResults
 
-STATISTICS = ("self_focus", "first_focus", "concentration")
+STATISTICS = FOCUS_STATISTICS
 NAMES = {
     "self_focus": ("Self focus", "fraction of tokens whose top target is the token itself"),
     "first_focus": ("First-token focus", "fraction of tokens whose top target is the first token"),

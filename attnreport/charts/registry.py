@@ -9,22 +9,42 @@ Adding a figure from existing tables: its builder, one entry here, its test.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from attnreport.charts import (
-    attention,
-    block_impact,
-    breakdown,
-    focus,
-    impact,
-    interventions,
-    sink_rate,
-)
 from attnreport.charts.figure import Encoded, Figure
 from attnreport.results import Results, SentenceResults
 
 PARTS = ("focus", "layers", "impact", "interventions")  # sentence pages; the index has "set"
+FOCUS_STATISTICS = ("self_focus", "first_focus", "concentration")  # as charts.focus names them
+
+
+def _builder(module: str, name: str) -> Callable[..., Figure]:
+    """``attnreport.charts.MODULE.NAME``, imported on its first call: the builders (and
+    Altair) load only when a figure is built, not when a cached one is read."""
+
+    def call(*args: Any, **kwargs: Any) -> Figure:
+        return getattr(importlib.import_module(f"attnreport.charts.{module}"), name)(
+            *args, **kwargs
+        )
+
+    return call
+
+
+attention_map_figure = _builder("attention", "attention_map_figure")
+breakdown_figure = _builder("breakdown", "breakdown_figure")
+bias_position_figure = _builder("breakdown", "bias_position_figure")
+focus_figure = _builder("focus", "focus_figure")
+pooled_focus_figure = _builder("focus", "pooled_focus_figure")
+histogram_figure = _builder("impact", "histogram_figure")
+scatter_figure = _builder("impact", "scatter_figure")
+block_impact_figure = _builder("block_impact", "block_impact_figure")
+pooled_impact_figure = _builder("block_impact", "pooled_impact_figure")
+scaling_figure = _builder("interventions", "scaling_figure")
+mean_figure = _builder("interventions", "mean_figure")
+sink_rate_figure = _builder("sink_rate", "sink_rate_figure")
 
 
 @dataclass(frozen=True)
@@ -75,11 +95,11 @@ def _iv(build: Callable) -> Callable[[Inputs], Figure]:
 
 
 def _focus(statistic: str) -> Callable[[Inputs], Figure]:
-    return lambda i: focus.focus_figure(i.sentence, statistic, i.results.manifest)
+    return lambda i: focus_figure(i.sentence, statistic, i.results.manifest)
 
 
 def _pooled(statistic: str) -> Callable[[Inputs], Figure]:
-    return lambda i: focus.pooled_focus_figure(
+    return lambda i: pooled_focus_figure(
         i.results.set,
         statistic,
         len(i.results.sentences) or len(i.results.manifest.sentences),
@@ -100,39 +120,39 @@ def _shows_grids(inputs: Inputs) -> bool:
 
 FIGURES: tuple[FigureEntry, ...] = (
     FigureEntry("attention-map", "sentence", "focus", ("sentence:attention",),
-                lambda i: attention.attention_map_figure(i.sentence, manifest=i.results.manifest), when=_has_map),
+                lambda i: attention_map_figure(i.sentence, manifest=i.results.manifest), when=_has_map),
     FigureEntry("attention-breakdown", "sentence", "focus", ("sentence:breakdown",),
-                lambda i: breakdown.breakdown_figure(i.sentence, i.results.manifest)),
+                lambda i: breakdown_figure(i.sentence, i.results.manifest)),
     FigureEntry("bias-vs-position", "sentence", "focus", ("sentence:breakdown",),
-                lambda i: breakdown.bias_position_figure(i.sentence, i.results.manifest)),
+                lambda i: bias_position_figure(i.sentence, i.results.manifest)),
     *(
         FigureEntry(key, "sentence", "layers", ("sentence:focus_sorted",), _focus(stat),
                     sorted_lines=True)
-        for key, stat in zip(("self-focus", "first-focus", "concentration"), focus.STATISTICS,
+        for key, stat in zip(("self-focus", "first-focus", "concentration"), FOCUS_STATISTICS,
                              strict=True)
     ),
     FigureEntry("update-magnitude", "sentence", "impact", ("sentence:head_impact", "sentence:top"),
-                lambda i: impact.histogram_figure(i.sentence, "magnitude")),
+                lambda i: histogram_figure(i.sentence, "magnitude")),
     FigureEntry("update-orientation", "sentence", "impact",
                 ("sentence:head_impact", "sentence:top"),
-                lambda i: impact.histogram_figure(i.sentence, "orientation")),
+                lambda i: histogram_figure(i.sentence, "orientation")),
     FigureEntry("orientation-vs-magnitude", "sentence", "impact",
                 ("sentence:head_impact", "sentence:top"),
-                lambda i: impact.scatter_figure(i.sentence)),
+                lambda i: scatter_figure(i.sentence)),
     FigureEntry("impact-by-position", "sentence", "impact", ("sentence:block_impact",),
-                lambda i: block_impact.block_impact_figure(i.sentence)),
+                lambda i: block_impact_figure(i.sentence)),
     FigureEntry("scaling-grid", "sentence", "interventions",
                 ("interventions:scaling", "sentence:focus"),
-                _iv(interventions.scaling_figure), when=_shows_grids),
+                _iv(scaling_figure), when=_shows_grids),
     FigureEntry("mean-grid", "sentence", "interventions", ("interventions:mean", "sentence:focus"),
-                _iv(interventions.mean_figure), when=_shows_grids),
+                _iv(mean_figure), when=_shows_grids),
     _set_focus("self-focus", "self_focus"),
     _set_focus("first-focus", "first_focus"),
-    FigureEntry(sink_rate.KEY, "index", "set", ("set:focus_by_sentence",),
-                lambda i: sink_rate.sink_rate_figure(i.results.set, i.results.manifest)),
+    FigureEntry("set-sink-rate", "index", "set", ("set:focus_by_sentence",),
+                lambda i: sink_rate_figure(i.results.set, i.results.manifest)),
     _set_focus("concentration", "concentration"),
     FigureEntry("set-head-impact", "index", "set", ("set:impact_pooled",),
-                lambda i: block_impact.pooled_impact_figure(i.results.set)),
+                lambda i: pooled_impact_figure(i.results.set)),
 )  # fmt: skip
 
 

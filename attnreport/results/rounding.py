@@ -88,4 +88,3 @@ def _json_scalar(value: Any) -> Any:
     if isinstance(value, (float, np.floating)):
         return _round_one(float(value))
     raise TypeError(f"cannot publish a {type(value).__name__} in a table column")
-

@@ -7,10 +7,10 @@ from dataclasses import asdict, replace
 from typing import Any
 
 import attnreport
-from attnreport.charts.common import default_head
 from attnreport.results import Interventions, Manifest, Results, SentenceResults
 from attnreport.results.interventions import interventions_to_json
 from attnreport.results.types import sentence_json_view, set_to_json
+from attnreport.results.view import default_head
 from attnreport.site import about, highlights, prose, wording
 from attnreport.site.alt_text import ALT, AltData, alt_text
 from attnreport.site.context import (
