@@ -24,6 +24,7 @@ import functools
 import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
@@ -321,6 +322,10 @@ def assemble_site(
     source = results if isinstance(results, SiteSource) else from_results(as_results(results))
     options = options or SiteOptions()
     charts = charts or default_charts()
+    # Made while the pages are (vl-convert releases the GIL): 1.7 s when not yet cached.
+    pool = ThreadPoolExecutor(1)
+    bundle = pool.submit(vega_bundle)
+    pool.shutdown(wait=False)  # the bundle is still made; the thread ends with it
     chosen = chosen_pages(source, options)
     texts = source.texts()
     names: list[str | None] = [None] * source.count
@@ -336,7 +341,7 @@ def assemble_site(
     files["index.html"] = _page(render.render_index(index))
     files["404.html"] = _page(render.render_404(index.meta))
     files["assets/style.css"] = render.template_asset("style.css")
-    files["assets/vega.js"] = vega_bundle()
+    files["assets/vega.js"] = bundle.result()
     files["assets/runtime.js"] = charts.runtime_js()
     files[OPTIONS_FILE] = options_json(options)
     files[".nojekyll"] = b""
