@@ -384,3 +384,46 @@ def test_render_options_written_before_the_png_setting_keep_their_pngs():
     assert options_from_json(json.dumps({**old, "images": False}).encode(), "x").png is False
     new = options_from_json(json.dumps({**old, "images": True, "png": False}).encode(), "x")
     assert new.png is False
+
+
+def test_later_pages_are_built_while_earlier_pages_images_are_drawn(study):
+    """The build makes the next pages' figures before it waits for a page's images, at
+    most ``_Pipeline.AHEAD`` pages ahead; the site is the same as drawing page by page."""
+    from attnreport.site import assemble
+    from tests import site_helpers
+
+    events: list[tuple[str, int | None]] = []
+    page_of: dict[int, int | None] = {}  # id(figure) -> its page (None: the index)
+
+    def built(results, index):
+        events.append(("build", index))
+        placed = site_helpers.sentence_figures(results, index)
+        page_of.update((id(p.figure), index) for p in placed)
+        return placed
+
+    def index_built(results):
+        events.append(("build", None))
+        return site_helpers.index_figures(results)
+
+    def started(figs, png):
+        page = page_of.get(id(figs[0]))
+        drawn = [{k: v for k, v in site_helpers.fake_images(f).items() if png or k == "svg"} for f in figs]  # fmt: skip
+
+        def wait():
+            events.append(("wait", page))
+            return drawn
+
+        return wait
+
+    charts = replace(demo_charts(), figure_images=started)
+    charts = replace(charts, sentence_figures=built, index_figures=index_built)
+    files = assemble_site(study, OPTIONS, charts)
+    assert files == assemble_site(study, OPTIONS, demo_charts())
+    n = len(study["sentences"])
+    order = [e for e in events if e[1] is not None]
+    for k in range(n):
+        waited = order.index(("wait", k))
+        ahead = min(k + assemble._Pipeline.AHEAD, n - 1)
+        assert order.index(("build", ahead)) < waited  # the next pages were built first
+        if k + assemble._Pipeline.AHEAD + 1 < n:
+            assert order.index(("build", k + assemble._Pipeline.AHEAD + 1)) > waited
