@@ -37,7 +37,7 @@ VIEWS = ("layer", "hconcat", "vconcat", "concat")
 
 
 def choose_renderer(spec: dict[str, Any], inline: Columns) -> str:
-    """"canvas" when the default view draws more than ``CANVAS_MARKS`` marks, else "svg"."""
+    """A canvas when the default view draws more than ``CANVAS_MARKS`` marks, else SVG."""
     return "canvas" if default_marks(spec, inline) > CANVAS_MARKS else "svg"
 
 
