@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import altair as alt
 import pytest
 import vl_convert
 
 from attnreport.charts import attention, breakdown, interventions
+from attnreport.charts.assemble import build_figure
 from attnreport.charts.embed import chunk_files, figure_payload, runtime_js
 from attnreport.charts.figure import Figure
+from attnreport.charts.renderer import CANVAS_MARKS
 from tests.fixtures.fake_results import (
     fake_manifest,
     fake_sentence,
@@ -226,3 +229,88 @@ def test_shared_chunk_file_is_loaded_once_for_both_figures(offline_page, page_pa
     assert page.evaluate(scripts) == 1
     assert page.locator("#ar-chart-bias-vs-position + .ar-status").text_content() == ""
     assert offline_page.errors == []
+
+
+def cell_chart(key: str, columns: int) -> alt.Chart:
+    """Rect cells of the group a slider picks, coloured by value; every cell has a tooltip."""
+    group = alt.param(name="group", value=1, bind=alt.binding_range(min=0, max=2, step=1))
+    return (
+        alt.Chart(alt.Data(name=key))
+        .transform_filter("datum.group == group")
+        .mark_rect()
+        .encode(
+            x=alt.X("col:O", axis=None),
+            y=alt.Y("row:O", axis=None),
+            color=alt.Color("value:Q", legend=None),
+            tooltip=["group:O", "row:O", "col:O"],
+        )
+        .add_params(group)
+        .properties(width=columns * 10, height=300)
+    )
+
+
+def cell_figure(key: str, cells: int, columns: int) -> Figure:
+    """``cells`` cells in each of three groups; a group's colours differ from the others'."""
+    n = cells * 3
+    rows = {
+        "group": [i // cells for i in range(n)],
+        "row": [(i % cells) // columns for i in range(n)],
+        "col": [i % columns for i in range(n)],
+        "value": [((i % cells) + 3 * (i // cells)) % 7 / 6 for i in range(n)],
+    }
+    return build_figure(key=key, title=key, caption=key, chart=cell_chart(key, columns), rows=rows)
+
+
+@pytest.fixture(scope="module")
+def renderer_page(tmp_path_factory) -> Path:
+    """One figure just past CANVAS_MARKS marks, one far below it."""
+    big = cell_figure("many-cells", CANVAS_MARKS + 200, 40)
+    small = cell_figure("few-cells", 50, 10)
+    assert (big.renderer, small.renderer) == ("canvas", "svg")
+    return write_page(tmp_path_factory.mktemp("renderer") / "site", [big, small])
+
+
+PAINTED = """el => {
+    const canvas = el.querySelector('canvas');
+    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let painted = 0;
+    for (let i = 0; i < data.length; i += 4) {
+        if (data[i + 3] > 0 && (data[i] < 250 || data[i + 1] < 250 || data[i + 2] < 250)) painted++;
+    }
+    return [painted, canvas.width * canvas.height, canvas.toDataURL()];
+}"""
+
+
+def hover_middle(page, element) -> dict[str, str]:
+    """Point at the middle of ``element``; the tooltip's fields."""
+    page.mouse.move(0, 0)
+    box = element.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    return tooltip_fields(page)
+
+
+def test_many_marks_draw_on_a_canvas_with_tooltips_and_widgets(offline_page, renderer_page):
+    page = offline_page.page
+    page.goto(renderer_page.as_uri())
+    page.wait_for_function("document.body.dataset.chartsReady === '2'", timeout=30_000)
+    big, small = page.locator("#ar-chart-many-cells"), page.locator("#ar-chart-few-cells")
+
+    assert big.locator("svg.marks").count() == 0 and big.locator("canvas").count() == 1
+    painted, area, before = big.evaluate(PAINTED)
+    assert painted > area / 2  # the cells cover the canvas but for its padding
+    tip = hover_middle(page, big.locator("canvas"))
+    assert tip["group"] == "1" and 10 <= int(tip["row"]) <= 20 and 15 <= int(tip["col"]) <= 25
+
+    set_slider(page, "many-cells", 0, 2)  # another group: other colours, other tooltips
+    page.wait_for_function(
+        f"el => ({PAINTED})(el)[2] !== {json.dumps(before)}", arg=big.element_handle()
+    )
+    assert hover_middle(page, big.locator("canvas"))["group"] == "2"
+
+    assert small.locator("canvas").count() == 0
+    cells = small.locator("svg.marks .mark-rect.role-mark path")
+    assert cells.count() == 50
+    cell = cells.nth(25).bounding_box()
+    page.mouse.move(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
+    assert tooltip_fields(page) == {"group": "1", "row": "2", "col": "5"}
+    assert offline_page.errors == [] and offline_page.dialogs == []

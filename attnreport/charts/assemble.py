@@ -9,6 +9,7 @@ from typing import Any
 import altair as alt
 
 from attnreport.charts.figure import SAFE_NAME, Columns, Figure
+from attnreport.charts.renderer import choose_renderer, page_spec
 from attnreport.charts.theme import site_config
 
 # Chunks with fewer rows than this are packed with their neighbours into one data file
@@ -228,7 +229,6 @@ def build_figure(
     chunks: dict[tuple[Any, ...], Columns] | None = None,
     params: tuple[str, ...] = (),
     default: tuple[Any, ...] = (),
-    renderer: str = "svg",
     chunk_source: str | None = None,
     first_rows: Columns | None = None,
 ) -> Figure:
@@ -241,6 +241,10 @@ def build_figure(
     others are read from the source's chunk files. With ``first_rows``, the page inlines
     only those rows (a part of the default view) and marks no chunk as inlined: the
     runtime loads the default chunk, which must not repeat them, after the first draw.
+
+    The page draws it with the renderer ``renderer.choose_renderer`` picks from the marks
+    of that first view (SVG, or a canvas past ``renderer.CANVAS_MARKS``); the static spec
+    does not depend on it.
     """
     for name in (key, chunk_source or key):
         if not SAFE_NAME.match(name):
@@ -248,22 +252,24 @@ def build_figure(
     spec = to_spec(chart, key)
     if not chunks:
         inline = rows or {}
+        renderer = choose_renderer(spec, inline)
         return Figure(
             key=key,
             title=title,
             caption=caption,
-            spec=spec,
+            spec=page_spec(spec, renderer),
             inline=inline,
             static_spec=static_view(spec, inline),
             renderer=renderer,
         )
     names, packed = pack_chunks(params, chunks, default)
     inline = chunks[default] if first_rows is None else first_rows
+    renderer = choose_renderer(spec, inline)
     return Figure(
         key=key,
         title=title,
         caption=caption,
-        spec=spec,
+        spec=page_spec(spec, renderer),
         inline=inline,
         chunks={} if chunk_source else packed,
         chunk_param=params[0] if len(params) == 1 else None,

@@ -24,7 +24,8 @@ in ``chunk_source`` and has no chunk files of its own (``chunks`` is empty): its
 ``chunk_names`` are the source's, the runtime loads the source's files, once for both,
 and ``inline`` holds the default chunk's rows, restricted to the columns it draws.
 ``renderer`` ("svg" or "canvas") is the Vega renderer the page
-should use: canvas for figures that draw tens of thousands of marks.
+should use: ``build_figure`` sets it with ``charts.renderer.choose_renderer`` (a canvas
+for a default view of more than ``CANVAS_MARKS`` marks).
 """
 
 from __future__ import annotations

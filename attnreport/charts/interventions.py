@@ -165,7 +165,6 @@ def scaling_figure(
         params=("observation",),
         default=("same",),
         first_rows=rows[(head, "same")],
-        renderer="canvas",
     )
 
 
@@ -232,5 +231,4 @@ def mean_figure(
         params=("observation",),
         default=("same",),
         first_rows=rows[(head, "same")],
-        renderer="canvas",
     )
