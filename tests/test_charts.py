@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import re
+import struct
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 from attnreport.charts import embed, images, index_figures, sentence_figures
 from attnreport.charts.assemble import columns_to_rows, static_view
 from attnreport.charts.attention import attention_map_figure, attention_map_rows
-from attnreport.charts.columns import sentence_tokens
+from attnreport.charts.columns import rounded, sentence_tokens
 from attnreport.charts.embed import chunk_file_name, chunk_files, decode_columns, figure_payload
 from attnreport.charts.figure import Figure
 from tests.fixtures.fake_results import fake_sentence, fake_study, typed, typed_sentence
@@ -574,3 +575,27 @@ def test_small_chunks_pack_into_few_files_and_the_default_stays_alone():
     assert packed["l2"] is chunks[(2,)]
     big = {(layer,): {"layer": [layer] * 9} for layer in range(3)}
     assert set(pack_chunks(("layer",), big, default=(0,), limit=7)[1]) == {"l0", "l1", "l2"}
+
+
+def _bits(values):
+    return [struct.pack("<d", v) for v in values]
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.floats(-1e4, 1e4),
+            # decimals at the rounding boundary: 0.125, 2.675, 1.0005, ...
+            st.integers(-(10**7), 10**7).map(lambda n: n / 10**4 + 5e-5),
+            st.integers(-(10**6), 10**6).map(lambda n: (2 * n + 1) / 2000),
+        ),
+        max_size=50,
+    ),
+    st.integers(0, 6),
+)
+def test_vectorised_rounding_is_pythons_round_bit_for_bit(values, decimals):
+    expected = [round(v, decimals) for v in values]
+    got = rounded(values, decimals)
+    assert [repr(v) for v in got] == [repr(v) for v in expected]
+    assert _bits(got) == _bits(expected)  # signs of zeros too

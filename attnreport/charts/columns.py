@@ -22,8 +22,28 @@ VALUE_DECIMALS = 4
 
 
 def rounded(values: Iterable[float], decimals: int = VALUE_DECIMALS) -> list[float]:
-    """Python floats rounded to ``decimals`` places (correctly rounded, so JSON stays short)."""
-    return [round(float(v), decimals) for v in values]
+    """Python floats rounded to ``decimals`` places (correctly rounded, so JSON stays short):
+    ``[round(float(v), decimals) for v in values]``, bit for bit, vectorised.
+
+    ``rint(v * 10**d) / 10**d`` is that value whenever ``v * 10**d`` is not within float
+    error of a half (the integer is then the exact decimal rounding, and the division is
+    correctly rounded to the nearest double of that decimal, which is what ``round``
+    returns); those few values, non-finite ones and ones too large for the float error
+    bound are rounded by Python.
+    """
+    array = np.fromiter((float(v) for v in values), dtype=np.float64)
+    if not 0 <= decimals <= 15:
+        return [round(v, decimals) for v in array.tolist()]
+    scale = float(10**decimals)  # exact
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = array * scale
+        out = np.rint(scaled) / scale
+        hard = ~np.isfinite(scaled) | (np.abs(scaled) >= 2.0**31)
+        hard |= np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6
+    result = out.tolist()
+    for index in np.flatnonzero(hard).tolist():
+        result[index] = round(float(array[index]), decimals)
+    return result
 
 
 def select(columns: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
