@@ -14,9 +14,9 @@ import importlib
 from typing import Any
 
 _HOMES = {
-    "ChartSource": "attnreport.site.assemble",
+    "ChartSource": "attnreport.site.chart_source",
     "assemble_site": "attnreport.site.assemble",
-    "default_charts": "attnreport.site.assemble",
+    "default_charts": "attnreport.site.chart_source",
     "SiteOptions": "attnreport.site.context",
     "date_from_env": "attnreport.site.context",
     "write_site": "attnreport.site.write",

@@ -25,10 +25,9 @@ import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any, cast
 
-from attnreport.charts.figure import Encoded, Figure
 from attnreport.charts.figure_cache import PageFiles
 from attnreport.charts.registry import Placed
 from attnreport.charts.svg import stable_svg_ids
@@ -36,6 +35,7 @@ from attnreport.corpus.pages import page_indices, parse_pages
 from attnreport.results import Results, SentenceResults, as_results, dump_json
 from attnreport.results.io import sentence_file
 from attnreport.site import pages, render
+from attnreport.site.chart_source import ChartSource, Drawing, as_bytes, default_charts
 from attnreport.site.context import FigureInput, Link, SiteOptions
 from attnreport.site.slugs import sentence_filename
 from attnreport.site.source import SiteFiles, SiteSource, from_results
@@ -45,74 +45,12 @@ _SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
 _SAFE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-@dataclass(frozen=True)
-class ChartSource:
-    """Where figures come from; defaults to ``attnreport.charts`` (see ``default_charts``)."""
-
-    sentence_figures: Callable[[Results, int], Sequence[Placed]]
-    index_figures: Callable[[Results], Sequence[Placed]]
-    payload: Callable[[Figure], str]  # JSON text for the page's <script> element
-    chunk_files: Callable[[Figure], Mapping[str, bytes | str]]  # file name -> content
-    images: Callable[[Figure], Mapping[str, bytes]]  # "svg"/"png" -> bytes
-    runtime_js: Callable[[], bytes]
-    # Every figure's images at once (cached, parallel); ``images`` one by one when None.
-    figure_images: Callable[[Sequence[Figure]], Sequence[Mapping[str, bytes]]] | None = None
-    # A page's figures through the figure cache, given the digests of what the page may
-    # read; ``sentence_figures`` / ``index_figures`` when None.
-    page_figures: Callable[[Results, int | None, PageFiles], Sequence[Placed]] | None = None
-
-
-def default_charts(cache: bool = True) -> ChartSource:
-    """The chart builders of ``attnreport.charts`` (imported only when a site is built),
-    through the user's figure cache unless ``cache`` is False.
-
-    Intervention figures go on the page of the sentence the scaling grid was run on. A
-    figure whose image export is refused (too big) or fails has no static image.
-    """
-    from attnreport.charts import embed, figure_cache
-    from attnreport.charts.registry import build_figures, page_inputs
-
-    try:
-        from attnreport.charts.image_export import start_images
-        from attnreport.charts.images import export_images
-    except ImportError:
-        export_images = start_images = None
-
-    def images(fig: Figure) -> Mapping[str, bytes]:
-        pair = export_images(fig) if export_images else None  # (svg text, png) or None
-        return {"svg": _text(pair[0]), "png": pair[1]} if pair else {}
-
-    def encode(fig: Figure) -> Encoded:
-        return Encoded(embed.figure_payload(fig), embed.chunk_files(fig))
-
-    def page_figures(results: Results, index: int | None, files: PageFiles) -> list[Placed]:
-        make = figure_cache.cached_maker(figure_cache.default_cache(), files, encode)
-        return build_figures(page_inputs(results, index), make=make)
-
-    return ChartSource(
-        sentence_figures=lambda results, index: build_figures(page_inputs(results, index)),
-        index_figures=lambda results: build_figures(page_inputs(results, None)),
-        payload=embed.figure_payload,
-        chunk_files=embed.chunk_files,
-        images=images,
-        runtime_js=lambda: embed.runtime_js().encode("utf-8"),
-        figure_images=(lambda figs, png: start_images(figs, png=png).result)
-        if start_images
-        else None,
-        page_figures=page_figures if cache else None,
-    )
-
-
 @functools.cache
 def vega_bundle() -> bytes:
     """Vega, Vega-Lite and vega-embed as one classic script that sets window globals."""
     from attnreport.charts.bundle import javascript_bundle  # cached per vl-convert version
 
     return ("(function () {\n" + javascript_bundle() + "\n})();\n").encode()
-
-
-def _text(value: bytes | str) -> bytes:
-    return value if isinstance(value, bytes) else value.encode("utf-8")
 
 
 RESULTS = "results/"
@@ -147,12 +85,12 @@ def _figure_files(
         for name, content in sorted(chunks.items()):
             if not _SAFE_FILE.fullmatch(name) or ".." in name:
                 raise ValueError(f"unsafe chunk file name {name!r} for figure {fig.key}")
-            files[chunk_dir + name] = _text(content)
+            files[chunk_dir + name] = as_bytes(content)
     paths: dict[str, str] = {}
     for kind, content in sorted(images.items()):
         if kind in ("svg", "png"):
             paths[kind] = f"figures/{page}/{fig.key}.{kind}"
-            data = _text(content)
+            data = as_bytes(content)
             files[paths[kind]] = stable_svg_ids(data) if kind == "svg" else data
     return FigureInput(
         figure=fig,
@@ -163,9 +101,6 @@ def _figure_files(
         svg=paths.get("svg"),
         png=paths.get("png"),
     )
-
-
-Drawing = Callable[[], Sequence[Mapping[str, bytes]]]  # waits for a page's images
 
 
 def _start_images(figs: Sequence[Placed], charts: ChartSource, options: SiteOptions) -> Drawing:
