@@ -78,10 +78,10 @@ def free_cores(interval: float = 0.2) -> int:
         time.sleep(interval)
         after = _cpu_times(cpus)
         busy = 0.0
-        for cpu, (idle, total) in after.items():
-            spent = total - before.get(cpu, (idle, total))[1]
+        for cpu in after.keys() & before.keys():
+            spent = after[cpu][1] - before[cpu][1]
             if spent > 0:
-                busy += 1 - (idle - before[cpu][0]) / spent
+                busy += 1 - (after[cpu][0] - before[cpu][0]) / spent
         return max(1, len(cpus) - round(busy))
     cores = os.cpu_count() or 1
     try:

@@ -37,14 +37,13 @@ def _compact(value: Any) -> Any:
     return value
 
 
-def compact_values(values: list[Any], kinds: set[type] | None = None) -> list[Any]:
-    """``_compact`` applied to every value, with fast paths for all-int and all-float columns
-    (``kinds``: the values' types, when the caller has them)."""
-    kinds = {type(v) for v in values} if kinds is None else kinds
+def compact_values(values: list[Any]) -> list[Any]:
+    """``_compact`` applied to every value, with fast paths for all-int and all-float columns."""
+    kinds = {type(v) for v in values}
     if kinds <= {int}:
         return list(values)
     if kinds <= {float}:
-        return [int(v) if v.is_integer() and abs(v) < _EXACT_INT else v for v in values]
+        return compact_floats(np.asarray(values, dtype=np.float64))
     return [_compact(v) for v in values]
 
 
