@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import vl_convert
 
+from attnreport.charts import fonts
 from attnreport.charts.figure import Figure
 from attnreport.charts.svg import stable_svg_ids
 
@@ -174,14 +175,15 @@ def optimize_png(png: bytes) -> bytes:
 
 def exporter_version() -> str:
     """What the bytes of an exported image depend on besides its spec: vl-convert's
-    version, the Vega-Lite version asked for, the PNG scale and our post-processing
-    (``POSTPROCESS_VERSION``). Part of every image cache key."""
+    version, the Vega-Lite version asked for, the fonts text is measured with
+    (``fonts.FONTS``), the PNG scale and our post-processing (``POSTPROCESS_VERSION``).
+    Part of every image cache key."""
     try:
         version = importlib.metadata.version("vl-convert-python")  # "1.9.0.post1"
     except importlib.metadata.PackageNotFoundError:
         version = vl_convert.__version__
     return (
-        f"vl-convert {version}; vega-lite {VL_VERSION}; "
+        f"vl-convert {version}; vega-lite {VL_VERSION}; fonts {fonts.FONTS}; "
         f"png scale {PNG_SCALE}; post-processing {POSTPROCESS_VERSION}"
     )
 
@@ -191,9 +193,11 @@ def render_static(spec: dict[str, Any], png: bool = True) -> tuple[bytes, bytes]
     (``stable_svg_ids``), PNG re-encoded (``optimize_png``); the PNG is ``b""`` when
     ``png`` is False. Raises what vl-convert raises.
 
-    The same spec gives the same bytes in any process, which is what lets the image
-    cache and the parallel export stand in for a serial export.
+    The same spec gives the same bytes in any process and on any machine with the same
+    vl-convert (text is measured with its own fonts: ``fonts``), which is what lets the
+    image cache and the parallel export stand in for a serial export.
     """
+    fonts.use_bundled_fonts()
     svg = stable_svg_ids(vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION).encode("utf-8"))
     if not png:
         return svg, b""
