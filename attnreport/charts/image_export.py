@@ -27,6 +27,7 @@ over the size bound, or vl-convert failed; see ``images``).
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures as cf
 import logging
 import multiprocessing
@@ -125,6 +126,10 @@ def _executor(workers: int) -> cf.ProcessPoolExecutor:
         shutdown_pool()
         context = multiprocessing.get_context("spawn")
         _pool = (workers, cf.ProcessPoolExecutor(workers, mp_context=context))
+        # Stopped while the interpreter is whole: a pool collected during its teardown
+        # prints a traceback from concurrent.futures.
+        atexit.unregister(shutdown_pool)
+        atexit.register(shutdown_pool)
     return _pool[1]
 
 
