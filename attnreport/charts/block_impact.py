@@ -46,7 +46,7 @@ def block_impact_chart(key: str, tokens: list[str], n_layers: int, n_heads: int)
     )
     marks = (
         base.transform_filter("datum.top_first_heads > 0")
-        .mark_point(filled=True, color=FIRST_COLOR, stroke="white", strokeWidth=0.5)
+        .mark_point(filled=True, color=FIRST_COLOR)
         .encode(
             size=alt.Size(
                 "share_first:Q",

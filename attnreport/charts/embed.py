@@ -15,10 +15,10 @@ must keep their names in a function scope (or wrap the bundle in one, which also
 
 The runtime, on DOMContentLoaded, for every ``.ar-chart``: parses its payload, decodes the
 columns into row objects, calls ``vegaEmbed(el, spec, {renderer, actions: {export: true,
-source: false, compiled: false, editor: false}})`` with the inline rows given as the
-spec's top-level ``datasets[KEY]`` (Vega-Lite keeps the name, so the first render has
-data and later ``view.insert(KEY, rows)`` calls add to the same dataset) and, after the
-first render, sets ``el.dataset.rendered = "true"`` and increments
+source: false, compiled: false, editor: false}})`` with the inline rows as the ``values``
+of the spec's data set named KEY (the spec is Vega, compiled from the figure's Vega-Lite
+when the site was built: ``vega_spec.page_vega``; so the first render has data, and later
+``view.insert(KEY, rows)`` calls add to the same data set) and, after the first render, sets ``el.dataset.rendered = "true"`` and increments
 ``document.body.dataset.chartsReady``. When a chunk param changes to a value whose chunk is
 not loaded yet, it adds ``<script src="DIR/KEY--CHUNK.js">`` and shows "loading..." in
 ``.ar-status`` (a sibling after the chart div; ``el.dataset.loading`` is "true" meanwhile).
@@ -36,7 +36,7 @@ instead of the page carrying the default view's rows twice.
 
 Payload (JSON object)::
 
-    {"key": KEY, "spec": VEGA_LITE, "renderer": "svg"|"canvas",
+    {"key": KEY, "spec": VEGA, "renderer": "svg"|"canvas",
      "inline": COLUMNS|null, "inline_chunk": CHUNK|null,
      "chunk_params": [PARAM, ...], "chunks": {"V1|V2": CHUNK, ...},
      "chunk_source": SOURCE|null}
@@ -60,6 +60,7 @@ from importlib import resources
 from typing import Any
 
 from attnreport.charts.figure import SAFE_NAME, Columns, Figure
+from attnreport.charts.vega_spec import page_vega
 from attnreport.results.codec import decode_column, encode_column
 from attnreport.text import script_json as script_safe_json
 
@@ -84,7 +85,7 @@ def payload_dict(fig: Figure) -> dict[str, Any]:
     """The payload object before serialisation (see the module docstring)."""
     return {
         "key": fig.key,
-        "spec": fig.spec,
+        "spec": page_vega(fig.spec, fig.key),
         "renderer": fig.renderer,
         "inline": None if shares_inline(fig) else encode_columns(fig.inline),
         "inline_chunk": fig.inline_chunk,

@@ -45,13 +45,14 @@ FORMAT = 1  # bump when the pickled entry changes shape
 
 @functools.cache
 def code_version() -> str:
-    """sha256 of every module of the installed attnreport plus the Python and Altair
-    versions: any change to a builder, the theme or the encoders changes every key."""
+    """sha256 of every module of the installed attnreport plus the Python, Altair and
+    vl-convert versions: any change to a builder, the theme or the encoders changes every key."""
     digest = hashlib.sha256(f"format {FORMAT}; python {sys.version_info[:2]}".encode())
-    try:
-        digest.update(importlib.metadata.version("altair").encode())
-    except importlib.metadata.PackageNotFoundError:
-        digest.update(b"altair ?")
+    for package in ("altair", "vl-convert-python"):  # the specs, and their compiled Vega
+        try:
+            digest.update(f"{package} {importlib.metadata.version(package)}".encode())
+        except importlib.metadata.PackageNotFoundError:
+            digest.update(f"{package} ?".encode())
     root = Path(attnreport.__file__).resolve().parent
     for path in sorted(root.rglob("*.py")) + sorted(root.rglob("*.js")):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")

@@ -234,11 +234,15 @@
       renderer: this.payload.renderer || "svg",
       actions: { export: true, source: false, compiled: false, editor: false },
     };
-    // The inline rows go in as the spec's dataset KEY, so the first render already has
-    // them (no empty-data layout); chunk rows are inserted later into the same dataset.
+    // The inline rows become the values of the (Vega) spec's data set KEY, so the first
+    // render already has them (no empty-data layout); chunk rows are inserted later into
+    // the same data set.
+    var key = this.key;
+    var rows = toRows(this.inlineColumns());
     var spec = Object.assign({}, this.payload.spec);
-    spec.datasets = Object.assign({}, spec.datasets);
-    spec.datasets[this.key] = toRows(this.inlineColumns());
+    spec.data = (spec.data || []).map(function (data) {
+      return data.name === key ? Object.assign({}, data, { values: rows }) : data;
+    });
     window
       .vegaEmbed(this.el, spec, options)
       .then(function (result) {
