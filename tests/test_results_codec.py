@@ -118,3 +118,58 @@ def test_malformed_columns_are_refused_in_one_line():
     for bad in ({"r": [1, 2, 3]}, {"x": [1]}, {"r": [1, 2], "d": [1, 2]}, 5):
         with pytest.raises(AttnReportError, match="column 'layer' of table top is malformed"):
             TopTable.from_json({"columns": {**columns, "layer": bad}}, "s.json")
+
+
+def reference_encoding(values: list) -> object:
+    """``encode_column`` written the slow, obvious way: compact each value, build the three
+    forms, keep a run-length form only when it has fewer entries than the plain array, and
+    take the shortest JSON (the first of plain, "r", "d" on a tie)."""
+
+    def compact(v):
+        if isinstance(v, bool):
+            return int(v)
+        if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
+            return int(v)
+        return v
+
+    def runs(vs):
+        out = []
+        for v in vs:
+            if out and out[-2] == v:
+                out[-1] += 1
+            else:
+                out += [v, 1]
+        return out
+
+    plain = [compact(v) for v in values]
+    forms = [plain]
+    if len(runs(plain)) < len(plain):
+        forms.append({"r": runs(plain)})
+    if plain and all(type(v) is int for v in plain):
+        deltas = [b - a for a, b in zip([0, *plain], plain, strict=False)]
+        if len(runs(deltas)) < len(plain):
+            forms.append({"d": runs(deltas)})
+    return min(forms, key=lambda f: len(json.dumps(f, separators=(",", ":"))))
+
+
+runny = st.lists(
+    st.tuples(
+        st.one_of(
+            floats,
+            st.integers(-(2**40), 2**40),
+            st.booleans(),
+            st.sampled_from(["a", " é", None]),
+        ),
+        st.integers(1, 6),
+    ),
+    max_size=25,
+).map(lambda pairs: [v for v, n in pairs for _ in range(n)])
+one_kind = st.one_of(
+    st.lists(st.tuples(floats, st.integers(1, 6)), max_size=25),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(1, 9)), max_size=25),
+).map(lambda pairs: [v for v, n in pairs for _ in range(n)])
+
+
+@given(st.one_of(runny, one_kind, st.lists(st.integers(0, 500), max_size=60).map(sorted)))
+def test_encoding_is_the_obvious_one(values):
+    assert encode_column(values) == reference_encoding(values)

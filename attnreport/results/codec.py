@@ -39,23 +39,46 @@ def _compact(value: Any) -> Any:
 
 def compact_values(values: list[Any]) -> list[Any]:
     """``_compact`` applied to every value, with fast paths for all-int and all-float columns."""
-    kinds = {type(v) for v in values}
-    if kinds <= {int}:
-        return list(values)
-    if kinds <= {float}:
-        return compact_floats(np.asarray(values, dtype=np.float64))
-    return [_compact(v) for v in values]
+    return _compacted(values)[0]
+
+
+def _integral(array: np.ndarray) -> np.ndarray:
+    """Which floats are written as ints (see ``_compact``)."""
+    return np.isfinite(array) & (array == np.floor(array)) & (np.abs(array) < _EXACT_INT)
 
 
 def compact_floats(values: np.ndarray) -> list[Any]:
     """``compact_values(values.tolist())`` for a float array, looping in Python only over
     its integral values."""
-    array = np.asarray(values, dtype=np.float64)
-    integral = np.isfinite(array) & (array == np.floor(array)) & (np.abs(array) < _EXACT_INT)
+    return _compact_float_array(np.asarray(values, dtype=np.float64))[0]
+
+
+def _compact_float_array(array: np.ndarray) -> tuple[list[Any], int]:
+    """(``compact_floats(array)``, how many of its values became ints)."""
+    integral = _integral(array)
     out = array.tolist()
     for index in np.flatnonzero(integral).tolist():
         out[index] = int(out[index])
-    return out
+    return out, int(np.count_nonzero(integral))
+
+
+def _compacted(values: list[Any]) -> tuple[list[Any], set[type], np.ndarray | None]:
+    """``compact_values(values)``, the set of its value types, and the same values as a
+    numeric array that compares equal exactly where they are equal (None when there is
+    none: ``_numeric``), found together: a page's data files encode ~1,000 columns, and
+    each pass over a column in Python costs more than the encoding in numpy."""
+    kinds = set(map(type, values))
+    if values and kinds <= {float}:
+        array = np.asarray(values, dtype=np.float64)
+        plain, n_int = _compact_float_array(array)
+        kinds = ({int} if n_int else set()) | ({float} if n_int < len(plain) else set())
+        return plain, kinds, array  # every int here came from a float: exact in float64
+    if kinds <= {int}:
+        plain = list(values)
+    else:
+        plain = [_compact(v) for v in values]
+        kinds = set(map(type, plain))
+    return plain, kinds, _numeric(plain, kinds)
 
 
 def decoded_column(values: Any) -> list[Any]:
@@ -82,19 +105,21 @@ def _numeric(values: list[Any], kinds: set[type]) -> np.ndarray | None:
     return None
 
 
-def _run_count(values: list[Any], kinds: set[type]) -> int:
-    """How many runs of equal values ``_runs`` would find (cheap for numeric columns)."""
-    array = _numeric(values, kinds)
+def _run_count(values: Any, array: np.ndarray | None) -> int:
+    """How many runs of equal values ``_runs`` would find (cheap given ``array``, the
+    values as a numeric array, or None)."""
     if array is None:
         array = np.asarray(values, dtype=object)
     return int(np.count_nonzero(array[1:] != array[:-1])) + 1 if len(values) else 0
 
 
-def _runs(values: list[Any]) -> list[Any]:
-    """Run-length form [v0, n0, v1, n1, ...] (equal values, as JSON writes them, form a run)."""
+def _runs(values: list[Any], array: np.ndarray | None = None) -> list[Any]:
+    """Run-length form [v0, n0, v1, n1, ...] (equal values, as JSON writes them, form a
+    run); ``array``: the values as a numeric array (``_numeric``), when there is one."""
     if not values:
         return []
-    array = np.asarray(values, dtype=object)
+    if array is None:
+        array = np.asarray(values, dtype=object)
     starts = np.flatnonzero(np.concatenate([[True], array[1:] != array[:-1]]))
     counts = np.diff(np.append(starts, len(values)))
     out: list[Any] = []
@@ -113,17 +138,19 @@ def encode_column(values: list[Any]) -> Encoded:
     A form is only built and measured when it has fewer entries than the plain array
     (counted first, without building it): the run-length forms hold two per run.
     """
-    plain = compact_values(values)
-    kinds = {type(v) for v in plain}
+    plain, kinds, array = _compacted(values)
     candidates: list[Any] = [plain]
-    if 2 * _run_count(plain, kinds) < len(plain):
-        candidates.append({"r": _runs(plain)})
+    if 2 * _run_count(plain, array) < len(plain):
+        candidates.append({"r": _runs(plain, array)})
     if plain and kinds == {int}:
-        deltas = np.diff(np.asarray(plain, dtype=np.int64), prepend=0).tolist()
-        if 2 * _run_count(deltas, kinds) < len(plain):
-            candidates.append({"d": _runs(deltas)})
+        deltas = np.diff(np.asarray(plain, dtype=np.int64), prepend=0)
+        if 2 * _run_count(deltas, deltas) < len(plain):
+            candidates.append({"d": _runs(deltas.tolist(), deltas)})
     if len(candidates) == 1:
         return plain
+    sizes = [_json_size(form) for form in candidates[1:]]
+    if min(sizes) < 2 * len(plain) + 1:  # the plain array's least size: plain cannot win
+        return candidates[1 + sizes.index(min(sizes))]
     return min(candidates, key=_json_size)
 
 
