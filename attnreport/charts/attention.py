@@ -21,7 +21,6 @@ from attnreport.charts import common, widgets
 from attnreport.charts.assemble import build_figure
 from attnreport.charts.columns import (
     SCORE_DECIMALS,
-    flatten,
     rounded,
     sentence_tokens,
     triangle_index,
@@ -30,7 +29,7 @@ from attnreport.charts.common import tip, token_axis, token_calcs
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import attention_scale, kind_expr, kind_scale
 from attnreport.results import Manifest, SentenceResults
-from attnreport.results.maps import row_ranks
+from attnreport.results.maps import flat, row_ranks
 
 ROW_FILTER = "datum.layer == layer && datum.head == head"
 
@@ -73,10 +72,10 @@ def attention_map_rows(sentence: SentenceResults) -> dict[tuple[int, int], Colum
     out = {}
     for layer, heads in enumerate(att.scores):
         for head in range(len(heads)):
-            scores = flatten(att.scores[layer][head])
+            scores = flat(att.scores[layer][head])
             keep = np.isfinite(scores)
             query, key = all_query[keep], all_key[keep]
-            ranks = flatten(att.ranks[layer][head])[keep].astype(int)
+            ranks = flat(att.ranks[layer][head])[keep].astype(int)
             out[(layer, head)] = {
                 "layer": [layer] * len(query),
                 "head": [head] * len(query),

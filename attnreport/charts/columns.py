@@ -1,4 +1,4 @@
-"""Column helpers: read results tables, flatten triangles, round for display.
+"""Column helpers: read results tables, round for display.
 
 Display precision (what the pages carry; the results files keep 6 significant digits):
 pre-softmax scores and score terms to 3 decimals, probabilities, magnitudes, cosines
@@ -31,7 +31,8 @@ def rounded(values: Iterable[float], decimals: int = VALUE_DECIMALS) -> list[flo
     returns); those few values, non-finite ones and ones too large for the float error
     bound are rounded by Python.
     """
-    array = np.fromiter((float(v) for v in values), dtype=np.float64)
+    source = values if isinstance(values, np.ndarray) else list(values)
+    array = np.asarray(source, dtype=np.float64)  # float(v) of each value, without the loop
     if not 0 <= decimals <= 15:
         return [round(v, decimals) for v in array.tolist()]
     scale = float(10**decimals)  # exact
@@ -69,11 +70,6 @@ def triangle_index(n: int) -> tuple[np.ndarray, np.ndarray]:
     query = np.repeat(np.arange(n), np.arange(1, n + 1))
     key = np.concatenate([np.arange(i + 1) for i in range(n)]) if n else np.zeros(0, int)
     return query, key
-
-
-def flatten(triangle: list[list[float]]) -> np.ndarray:
-    """A ragged causal triangle as one flat array, row by row; null (a masked cell) -> NaN."""
-    return np.fromiter((np.nan if v is None else v for row in triangle for v in row), dtype=float)
 
 
 def as_list(values: np.ndarray) -> list[Any]:

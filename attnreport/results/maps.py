@@ -19,6 +19,7 @@ logits from the probabilities, so a version-3 dump of them loses nothing.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -39,7 +40,7 @@ def triangle_index(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def flat(triangle: Triangle) -> np.ndarray:
     """A triangle as one float64 array, row by row; ``None`` (masked) becomes NaN."""
-    return np.array([v for row in triangle for v in row], dtype=np.float64)
+    return np.array(list(itertools.chain.from_iterable(triangle)), dtype=np.float64)
 
 
 def unflat(values: np.ndarray, n: int) -> Triangle:
