@@ -1,13 +1,20 @@
 """vl-convert's JavaScript bundle (Vega, Vega-Lite, vega-embed), kept in the user cache.
 
-``vl_convert.javascript_bundle()`` costs about 1.7 s per build and only changes with
+``vl_convert.javascript_bundle()`` costs about 1.2-1.7 s and only changes with
 vl-convert's version, so it is stored in the image cache's entry format (the bundle as
 the first blob, the second empty) under ``cache_dir()/vega``, keyed by that version.
+
+When it is not cached it is made in a child process: vl-convert holds the GIL for the
+whole call, so from a thread it would stop the site build meanwhile (a cold render waited
+on it), while a process runs beside the build on another core.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import hashlib
+import multiprocessing
+from collections.abc import Callable
 
 from attnreport.charts.image_cache import ImageCache
 from attnreport.charts.images import exporter_version
@@ -24,6 +31,17 @@ def javascript_bundle() -> str:
     entry = cache.get(key)
     if entry is not None:
         return entry[0].decode("utf-8")
-    text = vl_convert.javascript_bundle()
+    text = _made_beside(vl_convert.javascript_bundle)
     cache.put(key, text.encode("utf-8"), b"")
     return text
+
+
+def _made_beside(make: Callable[[], str]) -> str:
+    """``make()`` run in a new process (``spawn``: vl-convert runs threads that ``fork``
+    would copy half-alive), or here when no process can be started."""
+    try:
+        context = multiprocessing.get_context("spawn")
+        with cf.ProcessPoolExecutor(1, mp_context=context) as pool:
+            return pool.submit(make).result()
+    except (OSError, cf.BrokenExecutor):
+        return make()
