@@ -38,10 +38,11 @@ def javascript_bundle() -> str:
 
 def _made_beside(make: Callable[[], str]) -> str:
     """``make()`` run in a new process (``spawn``: vl-convert runs threads that ``fork``
-    would copy half-alive), or here when no process can be started."""
+    would copy half-alive), or here when that fails in any way (no process could be
+    started, ``make`` cannot be pickled, or it failed there: then it fails here too)."""
     try:
         context = multiprocessing.get_context("spawn")
         with cf.ProcessPoolExecutor(1, mp_context=context) as pool:
             return pool.submit(make).result()
-    except (OSError, cf.BrokenExecutor):
+    except Exception:
         return make()
