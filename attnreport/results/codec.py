@@ -62,11 +62,11 @@ def _compact_float_array(array: np.ndarray) -> tuple[list[Any], int]:
     return out, int(np.count_nonzero(integral))
 
 
-def _compacted(values: list[Any]) -> tuple[list[Any], set[type], np.ndarray | None]:
-    """``compact_values(values)``, the set of its value types, and the same values as a
-    numeric array that compares equal exactly where they are equal (None when there is
-    none: ``_numeric``), found together: a page's data files encode ~1,000 columns, and
-    each pass over a column in Python costs more than the encoding in numpy."""
+def _compacted(values: list[Any]) -> tuple[list[Any], set[type], np.ndarray]:
+    """``compact_values(values)``, the set of its value types, and the same values as an
+    array that compares equal exactly where they are equal (``_comparable``), found
+    together: a page's data files encode ~1,000 columns, and each pass over a column in
+    Python costs more than the encoding in numpy."""
     kinds = set(map(type, values))
     if values and kinds <= {float}:
         array = np.asarray(values, dtype=np.float64)
@@ -78,7 +78,7 @@ def _compacted(values: list[Any]) -> tuple[list[Any], set[type], np.ndarray | No
     else:
         plain = [_compact(v) for v in values]
         kinds = set(map(type, plain))
-    return plain, kinds, _numeric(plain, kinds)
+    return plain, kinds, _comparable(plain, kinds)
 
 
 def decoded_column(values: Any) -> list[Any]:
@@ -90,36 +90,32 @@ def decoded_column(values: Any) -> list[Any]:
     return compact_values(column_to_list(array))
 
 
-def _numeric(values: list[Any], kinds: set[type]) -> np.ndarray | None:
-    """The values as a numpy array that compares equal exactly where they are equal, or
-    None (strings, nulls, ints too large for int64, ints a float64 would round)."""
+def _comparable(values: list[Any], kinds: set[type]) -> np.ndarray:
+    """The values as a numpy array that compares equal exactly where they are equal: a
+    numeric one when there is such (fast), else an array of the Python objects (strings,
+    nulls, ints too large for int64, ints a float64 would round)."""
     try:
         if kinds <= {int}:
             return np.asarray(values, dtype=np.int64)
-        if kinds <= {int, float}:
-            array = np.asarray(values, dtype=np.float64)
-            big_ints = any(type(v) is int and abs(v) >= _EXACT_INT for v in values)
-            return None if big_ints else array
+        if kinds <= {int, float} and not any(
+            type(v) is int and abs(v) >= _EXACT_INT for v in values
+        ):
+            return np.asarray(values, dtype=np.float64)
     except OverflowError:
-        return None
-    return None
+        pass
+    return np.asarray(values, dtype=object)
 
 
-def _run_count(values: Any, array: np.ndarray | None) -> int:
-    """How many runs of equal values ``_runs`` would find (cheap given ``array``, the
-    values as a numeric array, or None)."""
-    if array is None:
-        array = np.asarray(values, dtype=object)
-    return int(np.count_nonzero(array[1:] != array[:-1])) + 1 if len(values) else 0
+def _run_count(array: np.ndarray) -> int:
+    """How many runs of equal values ``_runs`` would find in ``array``."""
+    return int(np.count_nonzero(array[1:] != array[:-1])) + 1 if len(array) else 0
 
 
-def _runs(values: list[Any], array: np.ndarray | None = None) -> list[Any]:
-    """Run-length form [v0, n0, v1, n1, ...] (equal values, as JSON writes them, form a
-    run); ``array``: the values as a numeric array (``_numeric``), when there is one."""
+def _runs(values: list[Any], array: np.ndarray) -> list[Any]:
+    """Run-length form [v0, n0, v1, n1, ...] of ``values`` (equal values, as JSON writes
+    them, form a run); ``array``: the same values, ``_comparable``."""
     if not values:
         return []
-    if array is None:
-        array = np.asarray(values, dtype=object)
     starts = np.flatnonzero(np.concatenate([[True], array[1:] != array[:-1]]))
     counts = np.diff(np.append(starts, len(values)))
     out: list[Any] = []
@@ -140,18 +136,21 @@ def encode_column(values: list[Any]) -> Encoded:
     """
     plain, kinds, array = _compacted(values)
     candidates: list[Any] = [plain]
-    if 2 * _run_count(plain, array) < len(plain):
+    if 2 * _run_count(array) < len(plain):
         candidates.append({"r": _runs(plain, array)})
     if plain and kinds == {int}:
         deltas = np.diff(np.asarray(plain, dtype=np.int64), prepend=0)
-        if 2 * _run_count(deltas, deltas) < len(plain):
+        if 2 * _run_count(deltas) < len(plain):
             candidates.append({"d": _runs(deltas.tolist(), deltas)})
     if len(candidates) == 1:
         return plain
+    # The first shortest wins, plain on a tie. A plain array of n values is at least
+    # 2n + 1 characters long, so it is only measured when a run form could lose to it.
     sizes = [_json_size(form) for form in candidates[1:]]
-    if min(sizes) < 2 * len(plain) + 1:  # the plain array's least size: plain cannot win
-        return candidates[1 + sizes.index(min(sizes))]
-    return min(candidates, key=_json_size)
+    best = min(sizes)
+    if best < 2 * len(plain) + 1 or best < _json_size(plain):
+        return candidates[1 + sizes.index(best)]
+    return plain
 
 
 def decode_column(encoded: Any) -> list[Any]:
