@@ -120,16 +120,17 @@ def shutdown_pool() -> None:
         _pool = None
 
 
+# Stop the pool while the interpreter is whole: one collected during its teardown prints
+# a traceback from concurrent.futures. (With no pool, this does nothing.)
+atexit.register(shutdown_pool)
+
+
 def _executor(workers: int) -> cf.ProcessPoolExecutor:
     global _pool
     if _pool is None or _pool[0] != workers:
         shutdown_pool()
         context = multiprocessing.get_context("spawn")
         _pool = (workers, cf.ProcessPoolExecutor(workers, mp_context=context))
-        # Stopped while the interpreter is whole: a pool collected during its teardown
-        # prints a traceback from concurrent.futures.
-        atexit.unregister(shutdown_pool)
-        atexit.register(shutdown_pool)
     return _pool[1]
 
 
