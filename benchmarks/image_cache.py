@@ -54,7 +54,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="attnreport.toml")
     parser.add_argument("--out", default=None, help="also write the Markdown table here")
-    parser.add_argument("--workers", default=None, help="worker processes of run 2")
+    parser.add_argument(
+        "--workers", default=None, help="processes that draw in run 2, this one included"
+    )
     args = parser.parse_args()
     config = load_config(args.config)
     (session, results), t_study = timed(lambda: study(config))
@@ -77,7 +79,10 @@ def main() -> None:
         ("study (load, capture, interventions)", t_study),
         ("results serialised (`StudyResults.files`)", t_results),
         ("site without images", t_none),
-        (f"site, images drawn, empty cache, {workers} worker process(es)", t_cold),
+        (
+            f"site, images drawn, empty cache, {workers} drawing process(es), this one included",
+            t_cold,
+        ),
         ("site, images, warm cache (nothing drawn)", t_warm),
         ("site, images drawn, empty cache, serial", t_serial),
     ]

@@ -223,6 +223,55 @@ def test_a_worker_that_dies_mid_page_leaves_its_figures_to_be_drawn_here(drawn, 
     assert [im["png"] for im in out] == [fake_render(f.static_spec)[1] for f in figs]
 
 
+def test_figures_the_workers_have_not_started_are_drawn_here_from_the_last(
+    drawn, monkeypatch, pages
+):
+    """While this process waits for a page, it takes back the queued figures, last first;
+    the ones a worker already runs are waited for, and no figure is drawn twice."""
+    futures = []
+
+    class Pool:  # the first figure runs in a worker; the rest wait in its queue
+        def submit(self, fn, spec, png):
+            future = image_export.cf.Future()
+            if not futures:
+                future.set_running_or_notify_cancel()
+                future.set_result(fn(spec, png))
+            futures.append(future)
+            return future
+
+    monkeypatch.setattr(image_export, "_executor", lambda workers: Pool())
+    figs = pages["s1"]
+    export = image_export.start_images(figs, png=False, cache=False, workers=2)
+    first, *queued = list(export.specs.values())
+    assert drawn == [first] and len(queued) >= 2
+    out = export.result()
+    assert drawn == [first, *reversed(queued)]
+    assert all(f.cancelled() for f in futures[1:])
+    assert [im["svg"] for im in out] == [fake_render(f.static_spec)[0] for f in figs]
+
+
+def test_the_pool_has_one_process_fewer_than_the_drawers(monkeypatch):
+    """This process is one of the ``workers`` drawers: it builds the next pages and draws
+    what is left, so 2 free cores start one worker process, not two."""
+    sizes = []
+
+    class Executor:
+        def __init__(self, workers, mp_context):
+            sizes.append(workers)
+
+        def shutdown(self, wait, cancel_futures):
+            pass
+
+    monkeypatch.setattr(image_export.cf, "ProcessPoolExecutor", Executor)
+    monkeypatch.setattr(image_export, "_pool", None)
+    monkeypatch.setattr(image_export, "free_cores", lambda: 2)
+    monkeypatch.delenv("ATTNREPORT_IMAGE_WORKERS", raising=False)
+    assert image_export.worker_count(10) == 2 and image_export.worker_count(2) == 1
+    image_export._executor(image_export.worker_count(10))
+    assert sizes == [1]
+    image_export.shutdown_pool()
+
+
 def test_free_cores_counts_what_other_processes_keep_busy(monkeypatch):
     ticks = iter([{0: (100, 200), 1: (100, 200)}, {0: (100, 300), 1: (190, 300)}])
     monkeypatch.setattr(image_export, "_cpu_times", lambda cpus: next(ticks))
@@ -248,10 +297,12 @@ def test_parallel_export_is_byte_identical_to_serial(pages):
     serial = image_export.figure_images(figs, cache=False, workers=1)
     try:
         parallel = image_export.figure_images(figs, cache=False, workers=2)
+        image_export.shutdown_pool()
+        three = image_export.figure_images(figs, cache=False, workers=3)
     finally:
         image_export.shutdown_pool()
     assert all(im for im in serial)
-    assert parallel == serial
+    assert parallel == serial == three
     assert b"<svg" in serial[0]["svg"] and serial[0]["png"].startswith(b"\x89PNG")
 
 

@@ -10,19 +10,24 @@ over the size bound, or vl-convert failed; see ``images``).
 - Cache: a figure whose static spec was drawn before by the same exporter version (and
   with a PNG when one is asked for) is read from the user's image cache
   (``image_cache``), not drawn again. Two figures with the same spec are drawn once.
-- Parallel: figures are drawn by a pool of worker processes when more than one core is
-  free (``free_cores``: measured from /proc/stat over a moment, else the load average)
-  and there are at least ``MIN_PARALLEL`` figures to draw, or a pool is already running.
-  Workers are started with ``spawn`` (vl-convert runs V8 and tokio threads, which
+- Parallel: when more than one core is free (``free_cores``: measured from /proc/stat
+  over a moment, else the load average) and there are at least ``MIN_PARALLEL`` figures
+  to draw (or a pool is already running), ``worker_count`` processes draw, this one
+  included: a pool of one fewer worker processes draws while this process goes on making
+  the next pages, and when this process has to wait for a page's images it draws those
+  the workers have not started yet, from the last (``Export.result``). So on 2 free cores
+  one worker draws beside the build instead of two workers taking the core the build
+  needs. Workers are started with ``spawn`` (vl-convert runs V8 and tokio threads, which
   ``fork`` would copy half-alive), live as long as this process and are reused by later
-  pages. There are at most ``MAX_WORKERS`` of them, each holding one figure's spec and
+  pages. At most ``MAX_WORKERS`` processes draw, each holding one figure's spec and
   images at a time, which bounds the memory. If a pool cannot be started or breaks, the
   figures not yet drawn are drawn here, one after another.
 - The bytes are the same either way: ``images.render_static`` renumbers the SVG ids Vega
   draws from a per-process counter, and everything else vl-convert writes depends only on
   the spec.
 
-``ATTNREPORT_IMAGE_WORKERS=N`` fixes the number of worker processes (1: draw here).
+``ATTNREPORT_IMAGE_WORKERS=N`` fixes the number of processes that draw, this one
+included (1: draw here only).
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from attnreport.charts.image_cache import ImageCache, default_cache, image_key
 
 log = logging.getLogger(__name__)
 
-MAX_WORKERS = 4
+MAX_WORKERS = 4  # processes that draw, this one included
 MIN_PARALLEL = 4  # fewer figures than this are drawn here: starting workers costs more
 Drawn = tuple[bytes, bytes] | str  # (svg, png or b""), or vl-convert's error message
 
@@ -93,7 +98,7 @@ def free_cores(interval: float = 0.2) -> int:
 
 
 def worker_count(n_figures: int) -> int:
-    """Worker processes for ``n_figures`` figures to draw; 1 means draw them here."""
+    """Processes to draw ``n_figures`` figures, this one included (1: draw them here)."""
     fixed = os.environ.get("ATTNREPORT_IMAGE_WORKERS", "").strip()
     if fixed.isdigit() and int(fixed) >= 1:
         return int(fixed)
@@ -130,7 +135,7 @@ def _executor(workers: int) -> cf.ProcessPoolExecutor:
     if _pool is None or _pool[0] != workers:
         shutdown_pool()
         context = multiprocessing.get_context("spawn")
-        _pool = (workers, cf.ProcessPoolExecutor(workers, mp_context=context))
+        _pool = (workers, cf.ProcessPoolExecutor(workers - 1, mp_context=context))
     return _pool[1]
 
 
@@ -174,19 +179,36 @@ class Export:
     store: ImageCache | None
 
     def result(self) -> list[dict[str, bytes]]:
-        """``{"svg": ..., "png": ...}`` (or ``{}``) of each figure, in order."""
+        """``{"svg": ..., "png": ...}`` (or ``{}``) of each figure, in order. Figures the
+        workers have not started are drawn here meanwhile, from the last one back."""
+        while (key := self._unstarted()) is not None:
+            del self.started[key]
+            self._keep(key, draw(self.specs[key], self.png))
         for key, spec in self.specs.items():
+            if self.found[key] is not None:
+                continue
             drawn = None
             if key in self.started:
                 try:
                     drawn = self.started[key].result()
                 except (OSError, cf.BrokenExecutor, cf.CancelledError) as error:
                     _broken(error)
-            self.found[key] = drawn = drawn if drawn is not None else draw(spec, self.png)
-            if self.store and not isinstance(drawn, str):
-                self.store.put(key, *drawn)
+            self._keep(key, drawn if drawn is not None else draw(spec, self.png))
         self.specs, self.started = {}, {}
         return [_pair(f, self.found[k] if k else None) for f, k in zip(self.figs, self.keys, strict=True)]  # fmt: skip
+
+    def _unstarted(self) -> str | None:
+        """The last figure still queued for the workers, taken back from them (None when
+        every one has started)."""
+        for key in reversed(self.started):
+            if self.started[key].cancel():
+                return key
+        return None
+
+    def _keep(self, key: str, drawn: Drawn) -> None:
+        self.found[key] = drawn
+        if self.store and not isinstance(drawn, str):
+            self.store.put(key, *drawn)
 
 
 def start_images(
@@ -199,8 +221,8 @@ def start_images(
     """Start drawing the static images of ``figs`` (see ``Export.result``).
 
     ``png``: also a PNG of each; ``cache``: True for the user's image cache, False for
-    none, or an ``ImageCache``; ``workers``: worker processes for the figures not cached
-    (default: ``worker_count``; 1 draws them here, in ``result``).
+    none, or an ``ImageCache``; ``workers``: processes that draw the figures not cached,
+    this one included (default: ``worker_count``; 1 draws them all here, in ``result``).
     """
     store = default_cache() if cache is True else (cache or None)
     exporter = images.exporter_version() + ("" if png else "; svg only")
