@@ -406,7 +406,7 @@ def test_later_pages_are_built_while_earlier_pages_images_are_drawn():
         events.append(("build", None))
         return site_helpers.index_figures(results)
 
-    def started(figs, png):
+    def started(figs, png, here):
         page = page_of.get(id(figs[0]))
         drawn = [{k: v for k, v in site_helpers.fake_images(f).items() if png or k == "svg"} for f in figs]  # fmt: skip
 

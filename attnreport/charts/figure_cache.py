@@ -17,6 +17,8 @@ results files the figure reads and of the code, so a figure is stored under a ke
 An entry (``cache_dir()/figures/KEY[:2]/KEY.bin``, the image cache's checked format) holds
 the figure without its rows (``Figure.inline`` and ``chunks`` emptied: the page needs
 only its key, title, caption and static spec) and its encoded payload and data files.
+A site whose figures were all made once is remembered too (``remember_site``), under a
+key of its own, so that a later render of it knows at once there is nothing to make.
 A damaged or unreadable entry is ignored and rewritten. The cache is the user's own
 folder, like the model cache; its entries are pickles written by this module.
 """
@@ -41,6 +43,7 @@ from attnreport.charts.registry import FigureEntry, Inputs, Placed, place
 log = logging.getLogger(__name__)
 
 FORMAT = 1  # bump when the pickled entry changes shape
+SITE_MARK = b"attnreport: every figure of this site is cached"  # ``remember_site``'s entry
 
 
 @functools.cache
@@ -109,6 +112,13 @@ class FigureCache:
     def put(self, key: str, figure: Figure, encoded: Encoded) -> None:
         light = replace(figure, inline={}, chunks={})
         self._store.put(key, pickle.dumps((light, encoded), protocol=5), b"")
+
+    def holds_site(self, key: str) -> bool:
+        """Whether ``remember_site(key)`` was called: every figure of that site is here."""
+        return self._store.get(key) == (SITE_MARK, b"")
+
+    def remember_site(self, key: str) -> None:
+        self._store.put(key, SITE_MARK, b"")
 
     def figure(
         self, key: str, build: Callable[[], Figure], encode: Callable[[Figure], Encoded]

@@ -97,6 +97,15 @@ def free_cores(interval: float = 0.2) -> int:
     return max(1, min(cores, cores - busy_now + 1))
 
 
+def drawers() -> int:
+    """Processes that may work at once, this one included: ``ATTNREPORT_IMAGE_WORKERS``
+    when set, else the free cores (at most ``MAX_WORKERS``)."""
+    fixed = os.environ.get("ATTNREPORT_IMAGE_WORKERS", "").strip()
+    if fixed.isdigit() and int(fixed) >= 1:
+        return int(fixed)
+    return max(1, min(free_cores(), MAX_WORKERS))
+
+
 def worker_count(n_figures: int) -> int:
     """Processes to draw ``n_figures`` figures, this one included (1: draw them here)."""
     fixed = os.environ.get("ATTNREPORT_IMAGE_WORKERS", "").strip()
@@ -106,7 +115,7 @@ def worker_count(n_figures: int) -> int:
         return _pool[0]
     if n_figures < MIN_PARALLEL:
         return 1
-    return max(1, min(free_cores(), MAX_WORKERS))
+    return drawers()
 
 
 def draw(spec: dict[str, Any], png: bool = True) -> Drawn:

@@ -35,6 +35,7 @@ from attnreport.corpus.pages import page_indices, parse_pages
 from attnreport.results import Results, SentenceResults, as_results, dump_json
 from attnreport.results.io import sentence_file
 from attnreport.site import pages, render
+from attnreport.site.ahead import Ahead
 from attnreport.site.chart_source import ChartSource, Drawing, as_bytes, default_charts
 from attnreport.site.context import FigureInput, Link, SiteOptions
 from attnreport.site.slugs import sentence_filename
@@ -103,13 +104,16 @@ def _figure_files(
     )
 
 
-def _start_images(figs: Sequence[Placed], charts: ChartSource, options: SiteOptions) -> Drawing:
-    """Start drawing the static images of a page's figures; the result waits for them."""
+def _start_images(
+    figs: Sequence[Placed], charts: ChartSource, options: SiteOptions, here: bool
+) -> Drawing:
+    """Start drawing the static images of a page's figures; the result waits for them.
+    ``here``: draw them in this process (other processes are making pages)."""
     plain = [p.figure for p in figs]
     if not options.images:
         return lambda: [{} for _ in plain]
     if charts.figure_images is not None:
-        return charts.figure_images(plain, options.png)
+        return charts.figure_images(plain, options.png, here)
     drawn = [{k: v for k, v in charts.images(f).items() if k == "svg" or options.png} for f in plain]  # fmt: skip
     return lambda: drawn
 
@@ -120,12 +124,13 @@ class _Pipeline:
 
     AHEAD = 2
 
-    def __init__(self) -> None:
+    def __init__(self, depth: int = AHEAD) -> None:
+        self.depth = depth
         self.waiting: deque[Callable[[], None]] = deque()
 
     def add(self, finish: Callable[[], None]) -> None:
         self.waiting.append(finish)
-        while len(self.waiting) > self.AHEAD:
+        while len(self.waiting) > self.depth:
             self.waiting.popleft()()
 
     def drain(self) -> None:
@@ -140,13 +145,14 @@ def _figures(
     charts: ChartSource,
     options: SiteOptions,
     files: dict[str, bytes],
+    here: bool = False,
 ) -> Callable[[], list[FigureInput]]:
     """Start a page's figures: the result waits for their images, adds the figures'
     files to ``files`` and gives the page's inputs."""
     keys = [p.figure.key for p in figs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"figure keys repeat on page {page}: {keys}")
-    drawing = _start_images(figs, charts, options)
+    drawing = _start_images(figs, charts, options, here)
 
     def finish() -> list[FigureInput]:
         pairs = zip(figs, drawing(), strict=True)
@@ -187,6 +193,17 @@ def intervention_inputs(source: SiteSource) -> list[SentenceResults]:
     return [source.sentence(i) for i in intervention_indices(source)]
 
 
+def page_results(
+    source: SiteSource, index: int | None, inputs: Sequence[SentenceResults] | None = None
+) -> Results:
+    """What page ``index`` is drawn from: its sentence and the interventions' inputs
+    (``inputs``, read when not given) loaded; the index (None) reads no sentence's."""
+    if index is None:
+        return source.view(())
+    loaded = intervention_inputs(source) if inputs is None else inputs
+    return source.view([source.sentence(index), *loaded])
+
+
 def placed(
     source: SiteSource, results: Results, index: int | None, charts: ChartSource
 ) -> Sequence[Placed]:
@@ -217,17 +234,21 @@ def _sentence_pages(
     charts: ChartSource,
     files: dict[str, bytes],
     pipeline: _Pipeline,
+    ahead: Ahead | None,
 ) -> None:
     """Draw the chosen sentences' pages into ``files``, a few sentences in memory at a
     time (``_Pipeline``, besides the interventions' inputs); prev/next walk the chosen
-    pages only."""
+    pages only. With ``ahead``, each page is claimed first (workers make the last ones)."""
     inputs = intervention_inputs(source)
     iv = source.interventions.scaling.sentence if source.interventions else None
     for k, i in enumerate(chosen):
-        results = source.view([source.sentence(i), *inputs])
+        if ahead:
+            ahead.claim(i)
+        results = page_results(source, i, inputs)
         name = cast(str, names[i])  # every chosen sentence has a file name
         stem = name.removesuffix(".html")
-        figs = _figures(stem, i, placed(source, results, i, charts), charts, options, files)
+        made = placed(source, results, i, charts)
+        figs = _figures(stem, i, made, charts, options, files, ahead is not None)
         prev = _neighbour(names, chosen[k - 1] if k > 0 else None)
         nxt = _neighbour(names, chosen[k + 1] if k + 1 < len(chosen) else None)
         shown = iv is not None and iv != i and 0 <= iv < len(names) and names[iv]
@@ -257,21 +278,35 @@ def assemble_site(
     source = results if isinstance(results, SiteSource) else from_results(as_results(results))
     options = options or SiteOptions()
     charts = charts or default_charts()
-    # Made while the pages are (vl-convert releases the GIL): 1.7 s when not yet cached.
+    chosen = chosen_pages(source, options)
+    # Started first: it counts the cores nothing else is busy on yet.
+    ahead = charts.ahead(source, [*chosen, None], options) if charts.ahead else None
+    # Made while the pages are (in a child process when not cached: 1.2-1.7 s).
     pool = ThreadPoolExecutor(1)
     bundle = pool.submit(vega_bundle)
     pool.shutdown(wait=False)  # the bundle is still made; the thread ends with it
-    chosen = chosen_pages(source, options)
     texts = source.texts()
     names: list[str | None] = [None] * source.count
     for i in chosen:
         names[i] = sentence_filename(i, texts[i])
     files: dict[str, bytes] = {}
-    pipeline = _Pipeline()
-    _sentence_pages(source, chosen, names, options, charts, files, pipeline)
-    set_only = source.view(())  # the index is set-wide: it reads no sentence's results
-    figs = _figures("index", None, placed(source, set_only, None, charts), charts, options, files)
-    pipeline.drain()
+    # With workers making pages, this process draws its own pages' images: it finishes
+    # each page at once, so that it claims the next only when it is ready to make it.
+    pipeline = _Pipeline(0 if ahead else _Pipeline.AHEAD)
+    try:
+        _sentence_pages(source, chosen, names, options, charts, files, pipeline, ahead)
+        if ahead:
+            ahead.claim(None)
+        set_only = page_results(source, None)  # the index is set-wide
+        made = placed(source, set_only, None, charts)
+        figs = _figures("index", None, made, charts, options, files, ahead is not None)
+        pipeline.drain()
+    except BaseException:
+        if ahead:
+            ahead.close(finished=False)
+        raise
+    if ahead:
+        ahead.close()
     index = pages.index_page(set_only, figs(), options, names, texts, source.files)
     files["index.html"] = _page(render.render_index(index))
     files["404.html"] = _page(render.render_404(index.meta))

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from attnreport.charts.figure import Encoded, Figure
 from attnreport.charts.figure_cache import PageFiles
 from attnreport.charts.registry import Placed
 from attnreport.results import Results
+
+if TYPE_CHECKING:
+    from attnreport.site.ahead import Ahead
+    from attnreport.site.context import SiteOptions
+    from attnreport.site.source import SiteSource
 
 Drawing = Callable[[], Sequence[Mapping[str, bytes]]]  # waits for a page's images
 
@@ -30,12 +36,16 @@ class ChartSource:
     chunk_files: Callable[[Figure], Mapping[str, bytes | str]]  # file name -> content
     images: Callable[[Figure], Mapping[str, bytes]]  # "svg"/"png" -> bytes
     runtime_js: Callable[[], bytes]
-    # A page's images at once (cached, parallel), given whether PNGs are wanted: starts
-    # the drawing and returns what waits for it; ``images`` one by one when None.
-    figure_images: Callable[[Sequence[Figure], bool], Drawing] | None = None
+    # A page's images at once (cached, parallel), given whether PNGs are wanted and
+    # whether to draw them in this process: starts the drawing and returns what waits
+    # for it; ``images`` one by one when None.
+    figure_images: Callable[[Sequence[Figure], bool, bool], Drawing] | None = None
     # A page's figures through the figure cache, given the digests of what the page may
     # read; ``sentence_figures`` / ``index_figures`` when None.
     page_figures: Callable[[Results, int | None, PageFiles], Sequence[Placed]] | None = None
+    # Workers making the last pages into the caches while this process makes the first
+    # ones (``attnreport.site.ahead.start``), given the pages in order; None: none.
+    ahead: Callable[[SiteSource, Sequence[int | None], SiteOptions], Ahead | None] | None = None
 
 
 def default_charts(cache: bool = True) -> ChartSource:
@@ -47,6 +57,7 @@ def default_charts(cache: bool = True) -> ChartSource:
     """
     from attnreport.charts import embed, figure_cache
     from attnreport.charts.registry import build_figures, page_inputs
+    from attnreport.site import ahead
 
     try:
         from attnreport.charts.image_export import start_images
@@ -72,8 +83,11 @@ def default_charts(cache: bool = True) -> ChartSource:
         chunk_files=embed.chunk_files,
         images=images,
         runtime_js=lambda: embed.runtime_js().encode("utf-8"),
-        figure_images=(lambda figs, png: start_images(figs, png=png).result)
+        figure_images=(
+            lambda figs, png, here: start_images(figs, png=png, workers=1 if here else None).result
+        )
         if start_images
         else None,
         page_figures=page_figures if cache else None,
+        ahead=ahead.start if cache and start_images else None,
     )

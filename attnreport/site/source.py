@@ -51,6 +51,7 @@ class SiteSource:
     count: int
     sentence: Callable[[int], SentenceResults]
     files: Mapping[str, bytes]
+    folder: Path | None = None  # the results folder read, when not in memory
 
     @functools.cached_property
     def digest(self) -> Callable[[str], str]:
@@ -203,7 +204,8 @@ def from_folder(folder: str | Path) -> SiteSource:
             f"results folder {folder} is incomplete: {missing[0]} is missing; "
             "run attnreport analyze again"
         )
-    return SiteSource(manifest, set_, iv, count, sentence, FolderFiles(folder, [MANIFEST, *listed]))
+    files = FolderFiles(folder, [MANIFEST, *listed])
+    return SiteSource(manifest, set_, iv, count, sentence, files, folder)
 
 
 def _size(folder: Path, name: str) -> int | None:
