@@ -517,6 +517,37 @@ def run_transforms(transforms: list[dict], rows: list[dict], params: dict) -> li
     return rows
 
 
+def test_attention_map_probabilities_count_the_sink_logits():
+    """With sink logits (gpt-oss), the probability the map derives is the model's: the
+    sink takes its share of each row, so the row's probabilities sum to less than 1. A
+    layer without a sink in such a model gets one that takes nothing."""
+    from attnreport.charts.attention import NO_SINK
+    from attnreport.results.maps import AttentionMaps
+
+    sentence = typed_sentence(fake_sentence(0, n_layers=2, n_heads=3, n_tokens=12))
+    sinks = [[2.5, -1.0, 0.0], None]
+    maps = AttentionMaps(sentence.attention.scores, sinks)
+    with_sinks = replace(sentence, attention=maps)
+    fig = attention_map_figure(with_sinks)
+    params = {p["name"]: p.get("value") for p in fig.spec["params"]}
+    per_head = attention_map_rows(with_sinks)
+    assert per_head[(0, 0)]["sink"][0] == 2.5 and per_head[(1, 2)]["sink"][0] == NO_SINK
+    for (layer, head), columns in per_head.items():
+        rows = run_transforms(
+            fig.spec["transform"],
+            columns_to_rows(columns),
+            {**params, "layer": layer, "head": head},
+        )
+        for r in rows:
+            expected = maps.probs[layer][head][r["query"]][r["key"]]
+            assert abs(r["prob"] - expected) < 1e-3, (layer, head, r["query"], r["key"])
+        row_sum = sum(r["prob"] for r in rows if r["query"] == 5)
+        assert row_sum < 1 - 1e-3 if layer == 0 else abs(row_sum - 1) < 1e-3
+    plain = attention_map_figure(sentence)  # no sinks: no sink column, the plain softmax
+    assert "sink" not in attention_map_rows(sentence)[(0, 0)]
+    assert "sink" not in json.dumps(plain.spec["transform"])
+
+
 def test_attention_map_sends_scores_and_derives_prob_and_rank():
     """Probabilities and ranks that the spec computes from the scores sent match the results:
     probabilities within 1e-3, ranks exactly (ties to the lower key) unless the results'

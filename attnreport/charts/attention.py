@@ -32,6 +32,7 @@ from attnreport.results import Manifest, SentenceResults
 from attnreport.results.maps import flat, row_ranks
 
 ROW_FILTER = "datum.layer == layer && datum.head == head"
+NO_SINK = -1e9  # the sink logit of a layer without sinks in a model with them: exp() is 0
 
 
 def ordered_scores(
@@ -63,7 +64,9 @@ def attention_map_rows(sentence: SentenceResults) -> dict[tuple[int, int], Colum
 
     Cells the model's mask blocks inside the causal triangle (a sliding window: their
     score is null in the results) are left out, so the map shows them empty and the
-    derived softmax runs over the keys the model could attend to.
+    derived softmax runs over the keys the model could attend to. A model with sink
+    logits (gpt-oss) gets a ``sink`` column too: the head's sink logit, which the derived
+    softmax counts (``derive_prob_rank``).
     """
     att = sentence.attention
     if att is None:
@@ -71,6 +74,7 @@ def attention_map_rows(sentence: SentenceResults) -> dict[tuple[int, int], Colum
     all_query, all_key = triangle_index(sentence.n_tokens)
     out = {}
     for layer, heads in enumerate(att.scores):
+        sinks = None if att.sinks is None else att.sinks[layer]
         for head in range(len(heads)):
             scores = flat(att.scores[layer][head])
             keep = np.isfinite(scores)
@@ -83,17 +87,23 @@ def attention_map_rows(sentence: SentenceResults) -> dict[tuple[int, int], Colum
                 "key": key.tolist(),
                 "score": ordered_scores(query, key, scores[keep], ranks),
             }
+            if att.sinks is not None:  # a layer without one: a sink that takes nothing
+                sink = NO_SINK if sinks is None else float(sinks[head])
+                out[(layer, head)]["sink"] = [sink] * len(query)
     return out
 
 
-def derive_prob_rank(chart: alt.LayerChart) -> alt.LayerChart:
+def derive_prob_rank(chart: alt.LayerChart, sinks: bool = False) -> alt.LayerChart:
     """Add ``prob`` (softmax of the row's scores) and ``rank`` (0 = highest score, ties to
-    the lower key) to rows already filtered to one head."""
+    the lower key) to rows already filtered to one head. With ``sinks`` the rows carry
+    the head's sink logit (``sink``), which takes its share of the softmax as the model
+    computes it: p_ij = exp(s_ij) / (sum_k exp(s_ik) + exp(sink))."""
+    total = "(datum.row_sum + exp(datum.sink - datum.row_max))" if sinks else "datum.row_sum"
     return (
         chart.transform_joinaggregate(row_max="max(score)", groupby=["query"])
         .transform_calculate(weight="exp(datum.score - datum.row_max)")
         .transform_joinaggregate(row_sum="sum(weight)", groupby=["query"])
-        .transform_calculate(prob="datum.weight / datum.row_sum")
+        .transform_calculate(prob=f"datum.weight / {total}")
         .transform_window(
             window=[alt.WindowFieldDef(op="row_number", **{"as": "row_number"})],
             sort=[alt.SortField("score", order="descending"), alt.SortField("key")],
@@ -118,9 +128,15 @@ def _map_tooltips() -> list[alt.Tooltip]:
 
 
 def attention_map_chart(
-    key: str, tokens: list[str], n_layers: int, n_heads: int, default: tuple[int, int]
+    key: str,
+    tokens: list[str],
+    n_layers: int,
+    n_heads: int,
+    default: tuple[int, int],
+    sinks: bool = False,
 ) -> alt.LayerChart:
-    """Fig 1: heatmap of s_ij (rows = current token, columns = target), top target marked."""
+    """Fig 1: heatmap of s_ij (rows = current token, columns = target), top target marked;
+    ``sinks``: the rows carry sink logits (see ``derive_prob_rank``)."""
     n = len(tokens)
     step = common.cell_step(n)
     base = alt.Chart().encode(
@@ -151,7 +167,7 @@ def attention_map_chart(
     title = common.selection_title("Attention map", "pre-softmax scores s_ij", "layer", "head")
     chart = alt.layer(heat, top, data=alt.Data(name=key)).transform_filter(ROW_FILTER)
     return (
-        derive_prob_rank(chart)
+        derive_prob_rank(chart, sinks)
         .transform_calculate(**token_calcs(query_token="datum.query", key_token="datum.key"))
         .resolve_scale(color="independent")
         .add_params(
@@ -186,7 +202,9 @@ def attention_map_figure(
     after the first draw."""
     n_layers, n_heads = common.n_layers_heads(sentence)
     default = common.default_head(sentence)
-    chart = attention_map_chart(key, sentence_tokens(sentence), n_layers, n_heads, default)
+    sinks = sentence.attention is not None and sentence.attention.sinks is not None
+    tokens = sentence_tokens(sentence)
+    chart = attention_map_chart(key, tokens, n_layers, n_heads, default, sinks)
     per_head = attention_map_rows(sentence)
     caption = (
         "Each row is a current token and each column a target token it can attend to (only "
