@@ -61,16 +61,25 @@ def test_pages_made_ahead_give_the_serial_site_byte_for_byte(folder, tmp_path, m
     assert again == [None]
 
 
-def test_a_page_whose_worker_failed_is_made_here(folder, tmp_path, monkeypatch):
-    """Workers given a folder they cannot read fail every page they take; the assembling
-    process then makes those pages itself, and the site is whole."""
+@pytest.fixture
+def two(tmp_path, monkeypatch):
+    """An empty cache and two working processes (this one and one worker)."""
     monkeypatch.setenv("ATTNREPORT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("ATTNREPORT_IMAGE_WORKERS", "2")
-    source = from_folder(folder)
-    broken = replace(source, folder=tmp_path / "missing")
+
+
+def start_all(source):
+    """Workers started on every page of ``source`` (the index last), and those pages."""
     pages = [*range(source.count), None]
-    started = ahead.start(broken, pages, OPTIONS)
+    started = ahead.start(source, pages, OPTIONS)
     assert started is not None
+    return started, pages
+
+
+def test_a_page_whose_worker_failed_is_made_here(folder, tmp_path, two):
+    """Workers given a folder they cannot read fail every page they take; the assembling
+    process then makes those pages itself, and the site is whole."""
+    started, pages = start_all(replace(from_folder(folder), folder=tmp_path / "missing"))
     for page in pages:
         assert started.claim(page) is False  # a failed page is this process's to make
     started.close()
@@ -78,13 +87,8 @@ def test_a_page_whose_worker_failed_is_made_here(folder, tmp_path, monkeypatch):
     assert all(state == ahead.HERE for state in started.state[:])
 
 
-def test_a_dead_worker_leaves_its_page_here(folder, tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNREPORT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("ATTNREPORT_IMAGE_WORKERS", "2")
-    source = from_folder(folder)
-    pages = [*range(source.count), None]
-    started = ahead.start(source, pages, OPTIONS)
-    assert started is not None
+def test_a_dead_worker_leaves_its_page_here(folder, two):
+    started, pages = start_all(from_folder(folder))
     (worker,) = started.workers
     worker.kill()
     worker.join()
@@ -94,27 +98,20 @@ def test_a_dead_worker_leaves_its_page_here(folder, tmp_path, monkeypatch):
     started.close()
 
 
-def test_nothing_is_made_ahead_for_results_in_memory_or_one_core(folder, tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNREPORT_CACHE", str(tmp_path / "cache"))
+def test_nothing_is_made_ahead_for_results_in_memory_or_one_core(folder, two, monkeypatch):
     source = from_folder(folder)
     pages = [*range(source.count), None]
-    monkeypatch.setenv("ATTNREPORT_IMAGE_WORKERS", "2")
     assert ahead.start(replace(source, folder=None), pages, OPTIONS) is None
     assert ahead.start(source, pages[: ahead.MIN_PAGES - 1], OPTIONS) is None
     monkeypatch.setenv("ATTNREPORT_IMAGE_WORKERS", "1")
     assert ahead.start(source, pages, OPTIONS) is None
 
 
-def test_a_failed_assembly_stops_the_workers(folder, tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNREPORT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("ATTNREPORT_IMAGE_WORKERS", "2")
+def test_a_failed_assembly_stops_the_workers(folder, two):
     source = from_folder(folder)
-    pages = [*range(source.count), None]
-    started = ahead.start(source, pages, OPTIONS)
-    assert started is not None
+    started, _ = start_all(source)
     started.close(finished=False)
     assert all(not w.is_alive() for w in started.workers)
     assert all(state != ahead.FREE for state in started.state[:])
-    again = ahead.start(source, pages, OPTIONS)  # not remembered as made
-    assert again is not None
+    again, _ = start_all(source)  # not remembered as made
     again.close(finished=False)
