@@ -103,6 +103,9 @@ def test_nothing_is_made_ahead_for_results_in_memory_or_one_core(folder, two, mo
     pages = [*range(source.count), None]
     assert ahead.start(replace(source, folder=None), pages, OPTIONS) is None
     assert ahead.start(source, pages[: ahead.MIN_PAGES - 1], OPTIONS) is None
+    with monkeypatch.context() as patch:
+        patch.setattr(ahead.multiprocessing.current_process(), "daemon", True)
+        assert ahead.start(source, pages, OPTIONS) is None  # a daemon may not start any
     monkeypatch.setenv("ATTNREPORT_IMAGE_WORKERS", "1")
     assert ahead.start(source, pages, OPTIONS) is None
 

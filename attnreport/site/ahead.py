@@ -138,13 +138,16 @@ def site_key(source: SiteSource, pages: Sequence[Page], options: SiteOptions) ->
 
 def start(source: SiteSource, pages: Sequence[Page], options: SiteOptions) -> Ahead | None:
     """Start workers making ``pages`` (in the assembly's order) from the last back, or
-    None when it would not help: results not from a folder, fewer than ``MIN_PAGES``
-    pages, every page made before (the figure cache remembers the site), or no core
-    free besides this process's."""
+    None when it would not help or cannot be: results not from a folder, fewer than
+    ``MIN_PAGES`` pages, this process a daemon (which may not start processes), every
+    page made before (the figure cache remembers the site), or no core free besides
+    this process's."""
     from attnreport.charts.figure_cache import default_cache
     from attnreport.charts.image_export import drawers
 
     if source.folder is None or len(pages) < MIN_PAGES:
+        return None
+    if multiprocessing.current_process().daemon:  # it may not start processes
         return None
     key = site_key(source, pages, options)
     if default_cache().holds_site(key):
