@@ -50,8 +50,8 @@ def make_page(source: SiteSource, index: Page, images: bool, png: bool) -> None:
     """Page ``index``'s figures into the figure cache and, when ``images``, its static
     images into the image cache: what the assembly makes of the page, less its HTML."""
     from attnreport.charts.image_export import figure_images
-    from attnreport.site.assemble import page_results, placed
     from attnreport.site.chart_source import default_charts
+    from attnreport.site.page_data import page_results, placed
 
     figures = placed(source, page_results(source, index), index, default_charts())
     if images:

@@ -28,16 +28,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, cast
 
-from attnreport.charts.figure_cache import PageFiles
 from attnreport.charts.registry import Placed
 from attnreport.charts.svg import stable_svg_ids
-from attnreport.corpus.pages import page_indices, parse_pages
-from attnreport.results import Results, SentenceResults, as_results, dump_json
-from attnreport.results.io import sentence_file
+from attnreport.results import Results, as_results, dump_json
 from attnreport.site import pages, render
 from attnreport.site.ahead import Ahead
 from attnreport.site.chart_source import ChartSource, Drawing, as_bytes, default_charts
 from attnreport.site.context import FigureInput, Link, SiteOptions
+from attnreport.site.page_data import chosen_pages, intervention_inputs, page_results, placed
 from attnreport.site.slugs import sentence_filename
 from attnreport.site.source import SiteFiles, SiteSource, from_results
 
@@ -172,54 +170,6 @@ def options_json(options: SiteOptions) -> bytes:
 
 def _page(html: str) -> bytes:
     return html.encode("utf-8", "backslashreplace")
-
-
-def chosen_pages(source: SiteSource, options: SiteOptions) -> tuple[int, ...]:
-    """The sentences that get a page: ``options.pages``, plus the interventions' page."""
-    iv = source.interventions
-    keep = [iv.scaling.sentence] if iv is not None else []
-    return page_indices(parse_pages(options.pages), source.count, keep)
-
-
-def intervention_indices(source: SiteSource) -> list[int]:
-    """The sentences the interventions ran on (their grids name these sentences' tokens)."""
-    iv = source.interventions
-    wanted = set() if iv is None else {iv.scaling.sentence, *iv.mean.sentences}
-    return [i for i in sorted(wanted) if 0 <= i < source.count]
-
-
-def intervention_inputs(source: SiteSource) -> list[SentenceResults]:
-    """The results of ``intervention_indices``' sentences."""
-    return [source.sentence(i) for i in intervention_indices(source)]
-
-
-def page_results(
-    source: SiteSource, index: int | None, inputs: Sequence[SentenceResults] | None = None
-) -> Results:
-    """What page ``index`` is drawn from: its sentence and the interventions' inputs
-    (``inputs``, read when not given) loaded; the index (None) reads no sentence's."""
-    if index is None:
-        return source.view(())
-    loaded = intervention_inputs(source) if inputs is None else inputs
-    return source.view([source.sentence(index), *loaded])
-
-
-def placed(
-    source: SiteSource, results: Results, index: int | None, charts: ChartSource
-) -> Sequence[Placed]:
-    """The figures of sentence ``index``'s page (the index when None), through the figure
-    cache when ``charts`` has one: keyed by the digests of the results files they read."""
-    if charts.page_figures is None:
-        if index is None:
-            return charts.index_figures(results)
-        return charts.sentence_figures(results, index)
-    files = PageFiles(
-        digest=source.digest,
-        manifest=source.manifest_digest,
-        sentence=None if index is None else sentence_file(index),
-        iv_inputs=tuple(sentence_file(i) for i in intervention_indices(source)),
-    )
-    return charts.page_figures(results, index, files)
 
 
 def _neighbour(names: Sequence[str | None], index: int | None) -> Link | None:

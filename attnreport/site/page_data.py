@@ -1,0 +1,66 @@
+"""What each page of a site is drawn from: which sentences get a page, the results
+loaded for a page, and the page's figures (through the figure cache when the charts have
+one). The assembly (``assemble``) and the workers that make pages ahead (``ahead``) both
+go through these, so a page is the same whichever process makes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from attnreport.charts.figure_cache import PageFiles
+from attnreport.charts.registry import Placed
+from attnreport.corpus.pages import page_indices, parse_pages
+from attnreport.results import Results, SentenceResults
+from attnreport.results.io import sentence_file
+from attnreport.site.chart_source import ChartSource
+from attnreport.site.context import SiteOptions
+from attnreport.site.source import SiteSource
+
+
+def chosen_pages(source: SiteSource, options: SiteOptions) -> tuple[int, ...]:
+    """The sentences that get a page: ``options.pages``, plus the interventions' page."""
+    iv = source.interventions
+    keep = [iv.scaling.sentence] if iv is not None else []
+    return page_indices(parse_pages(options.pages), source.count, keep)
+
+
+def intervention_indices(source: SiteSource) -> list[int]:
+    """The sentences the interventions ran on (their grids name these sentences' tokens)."""
+    iv = source.interventions
+    wanted = set() if iv is None else {iv.scaling.sentence, *iv.mean.sentences}
+    return [i for i in sorted(wanted) if 0 <= i < source.count]
+
+
+def intervention_inputs(source: SiteSource) -> list[SentenceResults]:
+    """The results of ``intervention_indices``' sentences."""
+    return [source.sentence(i) for i in intervention_indices(source)]
+
+
+def page_results(
+    source: SiteSource, index: int | None, inputs: Sequence[SentenceResults] | None = None
+) -> Results:
+    """What page ``index`` is drawn from: its sentence and the interventions' inputs
+    (``inputs``, read when not given) loaded; the index (None) reads no sentence's."""
+    if index is None:
+        return source.view(())
+    loaded = intervention_inputs(source) if inputs is None else inputs
+    return source.view([source.sentence(index), *loaded])
+
+
+def placed(
+    source: SiteSource, results: Results, index: int | None, charts: ChartSource
+) -> Sequence[Placed]:
+    """The figures of sentence ``index``'s page (the index when None), through the figure
+    cache when ``charts`` has one: keyed by the digests of the results files they read."""
+    if charts.page_figures is None:
+        if index is None:
+            return charts.index_figures(results)
+        return charts.sentence_figures(results, index)
+    files = PageFiles(
+        digest=source.digest,
+        manifest=source.manifest_digest,
+        sentence=None if index is None else sentence_file(index),
+        iv_inputs=tuple(sentence_file(i) for i in intervention_indices(source)),
+    )
+    return charts.page_figures(results, index, files)
