@@ -97,20 +97,22 @@ def free_cores(interval: float = 0.2) -> int:
     return max(1, min(cores, cores - busy_now + 1))
 
 
+def _fixed_drawers() -> int | None:
+    """``ATTNREPORT_IMAGE_WORKERS`` when it is a count of at least 1, else None."""
+    fixed = os.environ.get("ATTNREPORT_IMAGE_WORKERS", "").strip()
+    return int(fixed) if fixed.isdigit() and int(fixed) >= 1 else None
+
+
 def drawers() -> int:
     """Processes that may work at once, this one included: ``ATTNREPORT_IMAGE_WORKERS``
     when set, else the free cores (at most ``MAX_WORKERS``)."""
-    fixed = os.environ.get("ATTNREPORT_IMAGE_WORKERS", "").strip()
-    if fixed.isdigit() and int(fixed) >= 1:
-        return int(fixed)
-    return max(1, min(free_cores(), MAX_WORKERS))
+    return _fixed_drawers() or max(1, min(free_cores(), MAX_WORKERS))
 
 
 def worker_count(n_figures: int) -> int:
     """Processes to draw ``n_figures`` figures, this one included (1: draw them here)."""
-    fixed = os.environ.get("ATTNREPORT_IMAGE_WORKERS", "").strip()
-    if fixed.isdigit() and int(fixed) >= 1:
-        return int(fixed)
+    if fixed := _fixed_drawers():
+        return fixed
     if _pool is not None:
         return _pool[0]
     if n_figures < MIN_PARALLEL:
