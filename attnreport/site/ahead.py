@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attnreport.results.io import MANIFEST, sentence_file
 from attnreport.site.context import SiteOptions
-from attnreport.site.source import SiteSource
+from attnreport.site.page_data import intervention_indices, page_results, placed
+from attnreport.site.source import INTERVENTIONS, SiteSource
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +53,6 @@ def make_page(source: SiteSource, index: Page, images: bool, png: bool) -> None:
     images into the image cache: what the assembly makes of the page, less its HTML."""
     from attnreport.charts.image_export import figure_images
     from attnreport.site.chart_source import default_charts
-    from attnreport.site.page_data import page_results, placed
 
     figures = placed(source, page_results(source, index), index, default_charts())
     if images:
@@ -127,12 +128,16 @@ class Ahead:
 
 
 def site_key(source: SiteSource, pages: Sequence[Page], options: SiteOptions) -> str:
-    """What the figures and images of the whole site depend on, as one cache key: the
-    code, the pages, the options and every results file's digest."""
+    """What the figures and images of these pages depend on, as one cache key: the code,
+    the pages, the options and the digests of the results files the pages read (the
+    manifest, the set-wide files, their sentences and the interventions' inputs; not the
+    rest of a corpus whose ``--pages`` leave it out)."""
     from attnreport.charts.figure_cache import code_version
 
+    sentences = {i for i in pages if i is not None} | set(intervention_indices(source))
+    read = {*(sentence_file(i) for i in sentences), MANIFEST, "set.json", INTERVENTIONS}
     parts = [code_version(), repr(list(pages)), repr(options)]
-    parts += [f"{name} {source.digest(name)}" for name in sorted(source.files)]
+    parts += [f"{name} {source.digest(name)}" for name in sorted(read & set(source.files))]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
