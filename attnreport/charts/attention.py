@@ -23,13 +23,12 @@ from attnreport.charts.columns import (
     SCORE_DECIMALS,
     rounded,
     sentence_tokens,
-    triangle_index,
 )
 from attnreport.charts.common import tip, token_axis, token_calcs
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.theme import attention_scale, kind_expr, kind_scale
 from attnreport.results import Manifest, SentenceResults
-from attnreport.results.maps import flat, row_ranks
+from attnreport.results.maps import flat, row_ranks, triangle_index
 
 ROW_FILTER = "datum.layer == layer && datum.head == head"
 NO_SINK = -1e9  # the sink logit of a layer without sinks in a model with them: exp() is 0
@@ -71,7 +70,7 @@ def attention_map_rows(sentence: SentenceResults) -> dict[tuple[int, int], Colum
     att = sentence.attention
     if att is None:
         raise ValueError(f"sentence {sentence.index} has no attention maps (map_tokens)")
-    all_query, all_key = triangle_index(sentence.n_tokens)
+    all_query, all_key, _ = triangle_index(sentence.n_tokens)
     out = {}
     for layer, heads in enumerate(att.scores):
         sinks = None if att.sinks is None else att.sinks[layer]

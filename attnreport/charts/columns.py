@@ -65,13 +65,6 @@ def sentence_tokens(sentence: SentenceResults) -> list[str]:
     return [display_token(str(by_position[i])) for i in range(len(by_position))]
 
 
-def triangle_index(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Query and key positions of a causal triangle, row by row: both shape (n(n+1)/2,)."""
-    query = np.repeat(np.arange(n), np.arange(1, n + 1))
-    key = np.concatenate([np.arange(i + 1) for i in range(n)]) if n else np.zeros(0, int)
-    return query, key
-
-
 def as_list(values: np.ndarray) -> list[Any]:
     """Numpy values as plain Python values (ints stay ints, bools become ints)."""
     if values.dtype == bool:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from attnreport.charts.assemble import build_figure
-from attnreport.charts.columns import rounded, sentence_tokens, triangle_index
+from attnreport.charts.columns import rounded, sentence_tokens
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.grid_blocks import (
     block_kl,
@@ -25,7 +25,7 @@ from attnreport.charts.grid_blocks import (
 )
 from attnreport.charts.grids import OBSERVATIONS, TARGETS, epsilon_label, mean_chart, scaling_chart
 from attnreport.results import GridCell, Interventions, Manifest, SentenceResults
-from attnreport.results.maps import flat
+from attnreport.results.maps import flat, triangle_index
 from attnreport.text import display_token
 
 
@@ -41,7 +41,7 @@ def cell_rows(cell: GridCell, head: int, observation: str, extra: dict[str, Any]
         kl = rounded(block_kl(cell.kl, blocks))
         prob = rounded(probs)
     else:
-        query, key = triangle_index(len(triangle))
+        query, key, _ = triangle_index(len(triangle))
         query_list, key_list, prob = query.tolist(), key.tolist(), rounded(flat(triangle))
         kl = rounded(cell.kl)
     count = len(query_list)
