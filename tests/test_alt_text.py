@@ -102,6 +102,10 @@ def test_impact_figures():
     assert alt_text("impact-by-position", AltData(sentence(block_impact=block))).endswith(
         "Layer 1 changes it most: about the size of the hidden state on average."
     )
+    long = {"layer": [0] * 130, "query": list(range(130)), "magnitude": [0.5] * 130}
+    assert "It shows positions 0-127 of 130. Layer 0 changes" in alt_text(
+        "impact-by-position", AltData(sentence(block_impact=long))
+    )
     pooled = {"layer": [0, 0], "head": [0, 1], "magnitude": [0.2, 0.4], "orientation": [0, 0]}
     assert alt_text("set-head-impact", AltData(set_tables={"impact_pooled": pooled})).endswith(
         "from layer 0, head 1: 40% of the size of the hidden state."

@@ -251,3 +251,38 @@ def test_longest_example_page_loads_under_300_kb_before_its_first_chart(browser,
     assert EXAMPLE / page_name in paths
     weight = sum(p.stat().st_size for p in paths if p.is_file())
     assert 0 < weight < 300_000, (weight, sorted(p.name for p in paths))
+
+
+def test_long_input_impact_by_position_steps_through_its_windows(tmp_path, offline_page):
+    """A 140-token sentence draws positions 0-127 first; the slider's next step loads the
+    data file of positions 128-139 and draws those."""
+    study = fake_study(1, n_layers=2, n_heads=2, n_tokens=140)
+    site = build(study, tmp_path / "site", replace(OPTIONS, images=False))
+    page = open_page(offline_page, sentence_page(site, 0))
+    chart = page.query_selector('.ar-chart[data-key="impact-by-position"]')
+
+    def title() -> str:
+        return chart.eval_on_selector(
+            "svg.marks", "s => s.querySelector('.role-title-text').textContent"
+        )
+
+    def first_label() -> str:
+        return chart.eval_on_selector(
+            "svg.marks", "s => s.querySelector('.role-axis-label text').textContent"
+        )
+
+    assert title() == "Impact by position (positions 0-127 of 140)"
+    assert first_label().startswith("0 ")
+    slider = chart.query_selector(".vega-bindings input[type=range]")
+    assert slider.evaluate("el => [el.min, el.max, el.step]") == ["0", "128", "128"]
+    change_widget(page, chart)
+    page.wait_for_function(
+        "el => el.querySelector('.role-title-text').textContent.includes('128-139')",
+        arg=chart,
+        timeout=10_000,
+    )
+    page.wait_for_function("el => !el.dataset.loading", arg=chart, timeout=10_000)
+    assert title() == "Impact by position (positions 128-139 of 140)"
+    assert first_label().startswith("128 ")
+    assert chart_has_marks(page, chart)
+    assert offline_page.errors == [] and offline_page.blocked == []

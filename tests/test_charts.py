@@ -22,12 +22,13 @@ from altair.vegalite.v6.schema.core import load_schema
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnreport.charts import embed, images, index_figures, sentence_figures
+from attnreport.charts import block_impact, embed, images, index_figures, sentence_figures
 from attnreport.charts.assemble import columns_to_rows, static_view
 from attnreport.charts.attention import attention_map_figure, attention_map_rows
 from attnreport.charts.columns import rounded, sentence_tokens
 from attnreport.charts.embed import chunk_file_name, chunk_files, decode_columns, figure_payload
 from attnreport.charts.figure import Figure
+from attnreport.charts.position_window import POSITION_WINDOW, WINDOW_PARAM
 from tests.fixtures.fake_results import fake_sentence, fake_study, typed, typed_sentence
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -629,3 +630,41 @@ def test_vectorised_rounding_is_pythons_round_bit_for_bit(values, decimals):
     got = rounded(values, decimals)
     assert [repr(v) for v in got] == [repr(v) for v in expected]
     assert _bits(got) == _bits(expected)  # signs of zeros too
+
+
+def test_long_input_impact_by_position_draws_one_window_at_a_time():
+    """Past POSITION_WINDOW tokens, figure 10 inlines the first window's rows, keeps every
+    other window in a data file of its own key, filters by the slider and says so."""
+    n_tokens, window = 300, POSITION_WINDOW
+    fig = block_impact.block_impact_figure(
+        typed_sentence(fake_sentence(0, n_layers=2, n_heads=2, n_tokens=n_tokens))
+    )
+    validate_jsonschema(fig.spec, load_schema())
+    validate_jsonschema(fig.static_spec, load_schema())
+    slider = next(p for p in fig.spec["params"] if p["name"] == WINDOW_PARAM)
+    assert slider["value"] == 0
+    assert (slider["bind"]["min"], slider["bind"]["max"], slider["bind"]["step"]) == (0, 256, 128)
+    assert fig.chunk_params == (WINDOW_PARAM,)
+    assert set(fig.chunk_names) == {"0", "128", "256"}
+    assert sorted(set(fig.inline["query"])) == list(range(window))  # the first window
+    assert len(fig.inline["query"]) == 2 * window  # every layer
+    # every (layer, position) row in exactly one data file, the one its window's key names
+    files = {name: list(zip(r["layer"], r["query"], strict=True)) for name, r in fig.chunks.items()}
+    every = sorted(row for rows in files.values() for row in rows)
+    assert every == [(layer, q) for layer in range(2) for q in range(n_tokens)]
+    for key, name in fig.chunk_names.items():
+        start = int(key)
+        wanted = {
+            (layer, q) for layer in range(2) for q in range(start, min(start + window, n_tokens))
+        }
+        assert wanted <= set(files[name]), key
+    spec = json.dumps(fig.spec)
+    assert f"datum.query >= positions_from && datum.query < positions_from + {window}" in spec
+    assert f"' of {n_tokens})'" in spec and "positions at a time" in fig.caption
+    assert f"This input has {n_tokens} tokens" in fig.caption
+    static_rows = fig.static_spec["data"]["values"]
+    assert max(r["query"] for r in static_rows) == window - 1  # the image: the first window
+    # a short input has no slider, no data file and the plain title
+    short = block_impact.block_impact_figure(typed_sentence(fake_sentence(0, n_tokens=window)))
+    assert not short.chunks and WINDOW_PARAM not in json.dumps(short.spec)
+    assert short.spec["title"]["text"] == "Impact by position"

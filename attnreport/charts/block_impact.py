@@ -2,7 +2,10 @@
 
 - Fig 10: ``||block output|| / ||x||`` against token position, one line per layer;
   purple points mark tokens for which at least one head of that layer attends most to
-  the first token (point size = the share of such heads). All rows inline.
+  the first token (point size = the share of such heads). All rows inline, except for an
+  input longer than ``POSITION_WINDOW`` tokens: it is drawn ``POSITION_WINDOW`` positions
+  at a time (a slider steps through the windows), one data file per window, the first
+  inline (every position of a 512-token input costs a page about 0.4 s more to draw).
 - Index: mean ``||u||/||x||`` and ``cos(u, x)`` per (layer, head) over the whole set.
 """
 
@@ -15,15 +18,29 @@ from attnreport.charts.assemble import build_figure
 from attnreport.charts.columns import as_list, rounded, sentence_tokens, sort_rows
 from attnreport.charts.common import tip, token_axis
 from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.position_window import (
+    POSITION_WINDOW,
+    WINDOW_PARAM,
+    last_window,
+    window_chunks,
+)
 from attnreport.charts.theme import FIRST_COLOR, LAYER_SCHEME, MAGNITUDE_SCHEME, ORIENTATION_SCHEME
 from attnreport.results import SentenceResults, SetResults
 
 
 def block_impact_chart(key: str, tokens: list[str], n_layers: int, n_heads: int) -> alt.LayerChart:
-    """Fig 10: block output norm ratio per token, one line per layer, first-token marks."""
+    """Fig 10: block output norm ratio per token, one line per layer, first-token marks.
+
+    Past ``POSITION_WINDOW`` tokens, only the window from the ``positions_from`` slider is
+    drawn; the x axis then follows the window and the title names it."""
     n = len(tokens)
+    windowed = n > POSITION_WINDOW
+    shown = POSITION_WINDOW if windowed else n
+    x_axis = token_axis("token", shown, angle=-60)
+    if windowed:
+        x_axis.pop("scale")  # the domain is the positions the window keeps
     base = alt.Chart().encode(
-        x=alt.X("query:O", **token_axis("token", n, angle=-60)),
+        x=alt.X("query:O", **x_axis),
         y=alt.Y("magnitude:Q", title="||attention block output|| / ||x||"),
         tooltip=[
             tip("token:N", "token"),
@@ -59,28 +76,41 @@ def block_impact_chart(key: str, tokens: list[str], n_layers: int, n_heads: int)
     # invisible points at every vertex carry the hover selection and the tooltips
     # ("nearest" does not work on lines, and its voronoi cells lose ordinal tooltip fields)
     hover = base.mark_point(opacity=0, size=70, filled=True).add_params(pick)
-    title = alt.TitleParams(
-        text="Impact by position",
-        subtitle="purple = some heads of that layer attend most to the first token; "
-        "hover a point to single out its layer",
+    subtitle = (
+        "purple = some heads of that layer attend most to the first token; "
+        "hover a point to single out its layer"
     )
+    chart = alt.layer(lines, marks, hover, data=alt.Data(name=key))
+    if windowed:
+        start = WINDOW_PARAM
+        last = f"min({start} + {POSITION_WINDOW}, {n}) - 1"
+        text = f"'Impact by position (positions ' + {start} + '-' + ({last}) + ' of {n})'"
+        title = alt.TitleParams(text=alt.ExprRef(expr=text), subtitle=subtitle)
+        chart = chart.transform_filter(
+            f"datum.query >= {start} && datum.query < {start} + {POSITION_WINDOW}"
+        ).add_params(widgets.window_param(WINDOW_PARAM, last_window(n), POSITION_WINDOW))
+    else:
+        title = alt.TitleParams(text="Impact by position", subtitle=subtitle)
     return (
-        alt.layer(lines, marks, hover, data=alt.Data(name=key))
-        .transform_calculate(
+        chart.transform_calculate(
             token="tokens[datum.query]", share_first=f"datum.top_first_heads / {max(n_heads, 1)}"
         )
         .add_params(widgets.tokens_param(tokens))
-        .properties(title=title, width=alt.Step(common.cell_step(n, width=600, hi=28)), height=300)
+        .properties(
+            title=title, width=alt.Step(common.cell_step(shown, width=600, hi=28)), height=300
+        )
     )
 
 
 def block_impact_figure(sentence: SentenceResults) -> Figure:
-    """Fig 10, all layers inline (layers x tokens rows)."""
+    """Fig 10: layers x tokens rows, inline (a long input: one window inline, the others
+    in data files)."""
     n_layers, n_heads = common.n_layers_heads(sentence)
     block = sort_rows(sentence.tables.block_impact.arrays(), ("layer", "query"))
     rows: Columns = {name: as_list(block[name]) for name in ("layer", "query", "top_first_heads")}
     rows["magnitude"] = rounded(block["magnitude"])
-    chart = block_impact_chart("impact-by-position", sentence_tokens(sentence), n_layers, n_heads)
+    tokens = sentence_tokens(sentence)
+    chart = block_impact_chart("impact-by-position", tokens, n_layers, n_heads)
     caption = (
         "The change made by the whole attention block (all heads together) relative to the "
         "hidden state, for every token, one line per layer (dark = early, yellow = late). "
@@ -88,12 +118,17 @@ def block_impact_figure(sentence: SentenceResults) -> Figure:
         "token; larger points mean more such heads. Check whether those tokens get smaller "
         "updates."
     )
+    figure = {"key": "impact-by-position", "title": "Impact by position", "chart": chart}
+    if len(tokens) <= POSITION_WINDOW:
+        return build_figure(caption=caption, rows=rows, **figure)
+    caption += (
+        f" This input has {len(tokens)} tokens, so the chart draws {POSITION_WINDOW} "
+        "positions at a time: the slider 'positions from' steps through them, and the "
+        "title names the positions shown."
+    )
+    chunks = window_chunks(rows, len(tokens))
     return build_figure(
-        key="impact-by-position",
-        title="Impact by position",
-        caption=caption,
-        chart=chart,
-        rows=rows,
+        caption=caption, chunks=chunks, params=(WINDOW_PARAM,), default=(0,), **figure
     )
 
 

@@ -1,7 +1,8 @@
 """Vega-Lite params bound to page inputs, with the names the runtime listens to.
 
 Names are fixed: ``layer``, ``head``, ``sort_idx``, ``observation`` (chunk selectors and
-filters refer to them in expressions), plus ``tokens`` and ``sentence_tokens``, unbound
+filters refer to them in expressions), a window slider's own name (figure 10 on a long
+input), plus ``tokens`` and ``sentence_tokens``, unbound
 params holding token texts so that expressions can look them up by position
 (``tokens[datum.query]``). Token text only ever travels as a JSON value, never inside an
 expression string.
@@ -40,6 +41,12 @@ def observation_param(observed_layers: dict[str, int]) -> alt.Parameter:
     labels = [f"{name} layer ({observed_layers.get(name, '?')})" for name in options]
     bind = alt.binding_radio(options=options, labels=labels, name="observe ")
     return alt.param(name="observation", value="same", bind=bind)
+
+
+def window_param(name: str, last_start: int, size: int) -> alt.Parameter:
+    """Slider 0..last_start in steps of ``size``: the first position of a window of tokens."""
+    bind = alt.binding_range(min=0, max=max(last_start, 0), step=size, name="positions from ")
+    return alt.param(name=name, value=0, bind=bind)
 
 
 def tokens_param(tokens: list[str] | dict[str, list[str]], name: str = "tokens") -> alt.Parameter:

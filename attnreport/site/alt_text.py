@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from attnreport.analyses import sinks
+from attnreport.charts.position_window import POSITION_WINDOW
 from attnreport.site.effects import mean_kl, top_scaling
 from attnreport.site.findings import columns, layer_means, per_head
 from attnreport.site.wording import (
@@ -216,6 +217,9 @@ def impact_by_position(data: AltData) -> str:
         "to the hidden state, against the token position."
     )
     if len(rows.get("magnitude", [])):
+        n_tokens = int(rows["query"].max()) + 1
+        if n_tokens > POSITION_WINDOW:
+            text += f" It shows positions 0-{POSITION_WINDOW - 1} of {n_tokens}."
         means = _by_layer(rows)
         top = min(means, key=lambda k: (-means[k], k))
         text += f" Layer {top} changes it most: {times(means[top], 'the hidden state')} on average."
