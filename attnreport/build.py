@@ -181,6 +181,7 @@ def build_site(settings: Settings, force: bool, progress: Progress = _quiet) -> 
     from attnreport.site.assemble import assemble_site
     from attnreport.site.source import from_folder
     from attnreport.site.write import write_site
+    from attnreport.usercache import prune
 
     out = Path(settings.out)
     check_output(out, input_paths(settings), force)
@@ -195,6 +196,7 @@ def build_site(settings: Settings, force: bool, progress: Progress = _quiet) -> 
         files = assemble_site(from_folder(folder), options)
         clock("write", 0, 1)
         written = write_site(files, out, force=force)
+        prune()
         clock.stop()
         summary = summarize(written, files)
     finally:

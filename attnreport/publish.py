@@ -69,16 +69,19 @@ def render_folder(
     memory does not grow with the corpus; the shipped ``results/`` files are copied
     while the new site is written beside ``out``, so ``out`` may be the site that holds
     them (``render site/results --out site``): it is replaced only when complete.
+    Then the figure and image caches are pruned to their limit (``usercache.prune``).
     """
     from attnreport.site.assemble import assemble_site
     from attnreport.site.source import from_folder
     from attnreport.site.write import check_target, write_site
+    from attnreport.usercache import prune
 
     out = Path(out)
     check_target(out, force)
     parse_pages(options.pages)  # a bad choice fails before anything is read
     site = assemble_site(from_folder(results_dir), options)
     written = write_site(site, out, force=force)
+    prune()
     return summarize(written, site)
 
 

@@ -10,11 +10,13 @@ Entry file ``images/KEY[:2]/KEY.bin``: a header line
 bytes. An entry whose header, lengths or checksum do not match (truncated, corrupt, or
 another format) reads as missing, so it is drawn again and rewritten. Entries are written
 to a temporary file in the same folder and renamed into place: a concurrent build reads
-either the whole old entry, the whole new one, or nothing.
+either the whole old entry, the whole new one, or nothing. Reading an entry sets its
+modification time, which ``usercache.prune`` takes as its last use.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -83,6 +85,9 @@ class ImageCache:
         pair = _decode(data)
         if pair is None:
             log.info("image cache entry %s is damaged; it will be drawn again", key)
+            return None
+        with contextlib.suppress(OSError):  # the last use, for ``usercache.prune``
+            os.utime(self.path(key))
         return pair
 
     def put(self, key: str, svg: bytes, png: bytes) -> None:
