@@ -19,7 +19,7 @@ from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.grid_blocks import (
     block_kl,
     block_labels,
-    block_means,
+    block_shares,
     blocks_for,
     blocks_sentence,
 )
@@ -32,12 +32,12 @@ from attnreport.text import display_token
 def cell_rows(cell: GridCell, head: int, observation: str, extra: dict[str, Any]) -> Columns:
     """Rows of one grid cell for one head and observation: query, key, prob, kl, + extras.
 
-    Past ``grid_blocks.GRID_TOKENS`` observed positions, query and key are block indices
-    and prob and kl block means (``grid_blocks``)."""
+    Past ``grid_blocks.GRID_TOKENS`` observed positions, query and key are block indices,
+    prob the block's share of attention and kl its mean (``grid_blocks``)."""
     triangle = cell.observations[observation][head]
     blocks = blocks_for(len(triangle))
     if blocks.blocked:
-        query_list, key_list, probs = block_means(triangle, blocks)
+        query_list, key_list, probs = block_shares(triangle, blocks)
         kl = rounded(block_kl(cell.kl, blocks))
         prob = rounded(probs)
     else:
