@@ -1,8 +1,24 @@
-"""A rich progress column: items per second of the current stage (sentences/s)."""
+"""The study's stages drawn with rich on stderr (``RichProgress``, what ``build`` and
+``analyze`` show), with a column of items per second of the current stage (sentences/s).
+The commands import this only when they run, so ``--help`` does not load rich.
+"""
 
 from __future__ import annotations
 
-from rich.progress import ProgressColumn, Task
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
 
@@ -12,3 +28,51 @@ class RateColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         speed = task.speed
         return Text("" if speed is None else f"{speed:.1f}/s", style="progress.data.speed")
+
+
+class RichProgress:
+    """Draws the study's stages with rich on stderr; a no-op when stderr is not a terminal."""
+
+    LABELS = {
+        "load": "Loading model",
+        "capture": "Capturing sentences",
+        "interventions": "Running interventions",
+        "site": "Drawing charts and pages",
+        "write": "Writing",
+    }
+
+    def __init__(self) -> None:
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            RateColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self.tasks: dict[str, Any] = {}
+        self.current: str | None = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage not in self.tasks:
+            if self.current is not None:
+                task = self.tasks[self.current]
+                self.progress.update(task, completed=self.progress.tasks[task].total)
+            self.tasks[stage] = self.progress.add_task(
+                self.LABELS.get(stage, stage), total=max(total, 1), completed=done
+            )
+            self.current = stage
+        self.progress.update(self.tasks[stage], completed=done)
+
+    def __enter__(self) -> RichProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.current is not None and exc[0] is None:
+            task = self.tasks[self.current]
+            self.progress.update(task, completed=self.progress.tasks[task].total)
+        self.progress.stop()

@@ -1,0 +1,183 @@
+"""The command line's options, each declared once, and what every command shares: the
+settings they make (``settings_from``) and the one-line report of a user's error
+(``user_errors``). ``cli`` holds the commands.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from attnreport.config import KEYS, RULES, Settings, default_of, load_settings
+from attnreport.errors import AttnReportError
+
+MODEL_HELP = "'default' (embedded SmolLM2-135M), a hub id, a local directory or a .gguf file."
+
+
+def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Report ``AttnReportError`` and Ctrl-C as one line and a non-zero exit."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AttnReportError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            click.echo("interrupted; nothing was written", err=True)
+            sys.exit(130)
+
+    return wrapper
+
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def options(*decorators: Decorator) -> Decorator:
+    """Several click options as one decorator, listed in ``--help`` in the order given."""
+
+    def apply(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for decorator in reversed(decorators):
+            fn = decorator(fn)
+        return fn
+
+    return apply
+
+
+# Every option declared once. An option named like a setting (``config.Settings``) sets
+# it, over the settings file, only when given on the command line; its default is the
+# setting's own.
+MODEL = click.option("--model", default=default_of("model"), show_default=True, help=MODEL_HELP)
+SENTENCES = click.option(
+    "--sentences",
+    default=None,
+    help="Text file, one sentence per line, or .jsonl with a 'text' field (default: the built-in set).",
+)
+
+
+def choice_option(key: str, help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--KEY`` (``_`` written ``-``) limited to the setting's choices, defaulting to the
+    setting's default."""
+    choices = click.Choice(RULES[key].choices)
+    flag = "--" + key.replace("_", "-")
+    return click.option(
+        flag, key, default=default_of(key), show_default=True, type=choices, help=help
+    )
+
+
+DTYPE = choice_option(
+    "dtype",
+    "Dtype the model runs in; analyses are float32 whatever it is (verify's tolerances follow it).",
+)
+DEVICE = choice_option(
+    "device", "Where the model runs (with --device-map: cpu keeps it off the GPUs)."
+)
+DEVICE_MAP = choice_option(
+    "device_map",
+    "Spread the model over the GPUs, then CPU memory, then disk (accelerate); "
+    "captured tensors move to the CPU layer by layer.",
+)
+BOS = choice_option(
+    "bos", "Begin-of-sequence token: as the tokenizer does (auto), always added, or never."
+)
+TRUNCATE = click.option(
+    "--truncate/--no-truncate",
+    default=default_of("truncate"),
+    show_default=True,
+    help="Cut sentences longer than the model's context instead of failing.",
+)
+CONFIG = click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Settings file (default: ./attnreport.toml when present).",
+)
+INTERVENE_LAYER = click.option(
+    "--intervene-layer",
+    type=int,
+    default=None,
+    help="Layer of the interventions (default: strongest first-token focus).",
+)
+IMAGES = click.option(
+    "--images/--no-images",
+    default=default_of("images"),
+    show_default=True,
+    help="Write a static SVG of every figure (--no-images is faster).",
+)
+PNG = click.option(
+    "--png/--no-png",
+    default=default_of("png"),
+    show_default=True,
+    help="Also write a static PNG of every figure (slower; each chart's menu saves a PNG).",
+)
+PAGES = click.option(
+    "--pages",
+    default=None,
+    help="Sentences that get a page: 'all' (default), the first N, or indices like 0,5,10-12; "
+    "the index and set-wide figures always cover every sentence.",
+)
+SITE_OUT = click.option(
+    "--out", default=default_of("out"), show_default=True, help="Output folder for the site."
+)
+RESULTS_OUT = click.option(
+    "--out", required=True, help="Folder for the results (JSON, see docs/results-schema.md)."
+)
+FORCE = click.option(
+    "--force", is_flag=True, help="Write into an existing non-empty folder not made by attnreport."
+)
+
+RESUME = click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue an interrupted run in --out: skip finished sentences (same settings only).",
+)
+ENGINE = click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Run sentences in this process, or on Ray workers (pip install 'attnreport[ray]').",
+)
+RAY_ADDRESS = click.option(
+    "--ray-address", default=None, help="Existing Ray cluster (default: start a local one)."
+)
+WORKERS = click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Ray workers (default: one per CPU or GPU).",
+)
+
+model_options = options(MODEL, SENTENCES, DTYPE, DEVICE, DEVICE_MAP, BOS, TRUNCATE)
+"""--model, --sentences, --dtype, --device, --device-map, --bos, --truncate: every command that
+runs the model."""
+study_options = options(CONFIG, INTERVENE_LAYER, FORCE)
+"""--config, --intervene-layer, --force: the commands that run the study and write a folder."""
+corpus_options = options(RESUME, ENGINE, RAY_ADDRESS, WORKERS)
+"""--resume, --engine, --ray-address, --workers: how ``analyze`` runs a (large) corpus."""
+
+
+def settings_from(ctx: click.Context) -> Settings:
+    """The command's settings: defaults < settings file < options given on the command line.
+
+    The file is ``--config``, else ./attnreport.toml when present, for a command that has
+    ``--config``. An option left at its default does not override the file, but the same
+    value given explicitly (``--model default``) does.
+    """
+    given = {
+        name: value
+        for name, value in ctx.params.items()
+        if name in KEYS and ctx.get_parameter_source(name) is not ParameterSource.DEFAULT
+    }
+    path = ctx.params.get("config_file")
+    if path is None and "config_file" in ctx.params and Path("attnreport.toml").is_file():
+        path = "attnreport.toml"
+    return load_settings(path, given)
