@@ -62,7 +62,7 @@ SENTENCES = click.option(
 )
 
 
-def choice_option(key: str, help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def choice_option(key: str, help: str) -> Decorator:
     """``--KEY`` (``_`` written ``-``) limited to the setting's choices, defaulting to the
     setting's default."""
     choices = click.Choice(RULES[key].choices)
@@ -87,11 +87,17 @@ DEVICE_MAP = choice_option(
 BOS = choice_option(
     "bos", "Begin-of-sequence token: as the tokenizer does (auto), always added, or never."
 )
-TRUNCATE = click.option(
-    "--truncate/--no-truncate",
-    default=default_of("truncate"),
-    show_default=True,
-    help="Cut sentences longer than the model's context instead of failing.",
+
+
+def switch_option(key: str, help: str) -> Decorator:
+    """``--KEY/--no-KEY`` for a yes/no setting, defaulting to the setting's default."""
+    return click.option(
+        f"--{key}/--no-{key}", key, default=default_of(key), show_default=True, help=help
+    )
+
+
+TRUNCATE = switch_option(
+    "truncate", "Cut sentences longer than the model's context instead of failing."
 )
 CONFIG = click.option(
     "--config",
@@ -106,17 +112,9 @@ INTERVENE_LAYER = click.option(
     default=None,
     help="Layer of the interventions (default: strongest first-token focus).",
 )
-IMAGES = click.option(
-    "--images/--no-images",
-    default=default_of("images"),
-    show_default=True,
-    help="Write a static SVG of every figure (--no-images is faster).",
-)
-PNG = click.option(
-    "--png/--no-png",
-    default=default_of("png"),
-    show_default=True,
-    help="Also write a static PNG of every figure (slower; each chart's menu saves a PNG).",
+IMAGES = switch_option("images", "Write a static SVG of every figure (--no-images is faster).")
+PNG = switch_option(
+    "png", "Also write a static PNG of every figure (slower; each chart's menu saves a PNG)."
 )
 PAGES = click.option(
     "--pages",
