@@ -5,7 +5,7 @@
   the first token (point size = the share of such heads). All rows inline, except for an
   input longer than ``POSITION_WINDOW`` tokens: it is drawn ``POSITION_WINDOW`` positions
   at a time (a slider steps through the windows), one data file per window, the first
-  inline (every position of a 512-token input costs a page about 0.4 s more to draw).
+  inline (every position of a 512-token input at once took about 1 s to draw).
 - Index: mean ``||u||/||x||`` and ``cos(u, x)`` per (layer, head) over the whole set.
 """
 

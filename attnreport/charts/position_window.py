@@ -20,10 +20,13 @@ def last_window(n_tokens: int) -> int:
 
 
 def window_chunks(rows: Columns, n_tokens: int) -> dict[tuple[int], Columns]:
-    """(first position,) -> the rows of the positions of that window."""
-    query = rows["query"]
-    out = {}
-    for start in range(0, last_window(n_tokens) + 1, POSITION_WINDOW):
-        keep = [i for i, q in enumerate(query) if start <= q < start + POSITION_WINDOW]
-        out[(start,)] = {name: [values[i] for i in keep] for name, values in rows.items()}
-    return out
+    """(first position,) -> the rows of the positions of that window, in their order
+    (one pass over the rows: an 8192-token input has 64 windows)."""
+    starts = range(0, last_window(n_tokens) + 1, POSITION_WINDOW)
+    indices: dict[int, list[int]] = {start: [] for start in starts}
+    for i, q in enumerate(rows["query"]):
+        indices[q // POSITION_WINDOW * POSITION_WINDOW].append(i)
+    return {
+        (start,): {name: [values[i] for i in keep] for name, values in rows.items()}
+        for start, keep in indices.items()
+    }

@@ -1,10 +1,9 @@
 """Vega-Lite params bound to page inputs, with the names the runtime listens to.
 
-Names are fixed: ``layer``, ``head``, ``sort_idx``, ``observation`` (chunk selectors and
-filters refer to them in expressions), a window slider's own name (figure 10 on a long
-input), plus ``tokens`` and ``sentence_tokens``, unbound
-params holding token texts so that expressions can look them up by position
-(``tokens[datum.query]``). Token text only ever travels as a JSON value, never inside an
+Names are fixed: ``layer``, ``head``, ``sort_idx``, ``observation`` and a window's
+``positions_from`` (chunk selectors and filters refer to them in expressions), plus
+``tokens`` and ``sentence_tokens``, unbound params holding token texts so that
+expressions can look them up by position (``tokens[datum.query]``). Token text only ever travels as a JSON value, never inside an
 expression string.
 """
 
