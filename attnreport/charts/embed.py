@@ -19,8 +19,9 @@ source: false, compiled: false, editor: false}})`` with the inline rows as the `
 of the spec's data set named KEY (the spec is Vega, compiled from the figure's Vega-Lite
 when the site was built: ``vega_spec.page_vega``; so the first render has data, and later
 ``view.insert(KEY, rows)`` calls add to the same data set) and, after the first render,
-sets ``el.dataset.rendered = "true"`` and increments ``document.body.dataset.chartsReady``. When a chunk param changes to a value whose chunk is
-not loaded yet, it adds ``<script src="DIR/KEY--CHUNK.js">`` and shows "loading..." in
+sets ``el.dataset.rendered = "true"`` and increments
+``document.body.dataset.chartsReady``. When a chunk param changes to a value whose chunk
+is not loaded yet, it adds ``<script src="DIR/KEY--CHUNK.js">`` and shows "loading..." in
 ``.ar-status`` (a sibling after the chart div; ``el.dataset.loading`` is "true" meanwhile).
 A chunk file calls ``window.attnreport.register("KEY--CHUNK", COLUMNS)``; on load the
 runtime inserts those rows. On failure ``data-rendered`` is "error".

@@ -78,8 +78,9 @@ class ImageCache:
 
     def get(self, key: str) -> tuple[bytes, bytes] | None:
         """The entry of ``key``, or None when absent or not intact."""
+        path = self.path(key)
         try:
-            data = self.path(key).read_bytes()
+            data = path.read_bytes()
         except OSError:
             return None
         pair = _decode(data)
@@ -87,7 +88,7 @@ class ImageCache:
             log.info("image cache entry %s is damaged; it will be drawn again", key)
             return None
         with contextlib.suppress(OSError):  # the last use, for ``usercache.prune``
-            os.utime(self.path(key))
+            os.utime(path)
         return pair
 
     def put(self, key: str, svg: bytes, png: bytes) -> None:

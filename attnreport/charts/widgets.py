@@ -3,8 +3,8 @@
 Names are fixed: ``layer``, ``head``, ``sort_idx``, ``observation`` and a window's
 ``positions_from`` (chunk selectors and filters refer to them in expressions), plus
 ``tokens`` and ``sentence_tokens``, unbound params holding token texts so that
-expressions can look them up by position (``tokens[datum.query]``). Token text only ever travels as a JSON value, never inside an
-expression string.
+expressions can look them up by position (``tokens[datum.query]``). Token text only
+ever travels as a JSON value, never inside an expression string.
 """
 
 from __future__ import annotations
