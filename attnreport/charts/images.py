@@ -35,7 +35,7 @@ import vl_convert
 
 from attnreport.charts import fonts
 from attnreport.charts.figure import Figure
-from attnreport.charts.svg import stable_svg_ids
+from attnreport.charts.svg import compact_svg, stable_svg_ids
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +43,9 @@ MAX_ROWS = 40_000
 MAX_BYTES = 4_000_000
 PNG_SCALE = 1.0
 VL_VERSION = "6.4"  # the Vega-Lite version Altair 6 writes and vl-convert 1.9 ships
-# Bump whenever stable_svg_ids or optimize_png changes the bytes they write: cached
-# images made by the old code are then no longer used.
-POSTPROCESS_VERSION = 1
+# Bump whenever stable_svg_ids, compact_svg or optimize_png changes the bytes they write:
+# cached images made by the old code are then no longer used.
+POSTPROCESS_VERSION = 2
 
 
 def _count_rows(spec: Any) -> int:
@@ -190,7 +190,7 @@ def exporter_version() -> str:
 
 def render_static(spec: dict[str, Any], png: bool = True) -> tuple[bytes, bytes]:
     """(SVG, PNG) bytes of a static spec: vl-convert's drawing, SVG ids renumbered
-    (``stable_svg_ids``), PNG re-encoded (``optimize_png``); the PNG is ``b""`` when
+    (``stable_svg_ids``) and inert bytes dropped (``compact_svg``), PNG re-encoded (``optimize_png``); the PNG is ``b""`` when
     ``png`` is False. Raises what vl-convert raises.
 
     The same spec gives the same bytes in any process and on any machine with the same
@@ -198,7 +198,8 @@ def render_static(spec: dict[str, Any], png: bool = True) -> tuple[bytes, bytes]
     image cache and the parallel export stand in for a serial export.
     """
     fonts.use_bundled_fonts()
-    svg = stable_svg_ids(vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION).encode("utf-8"))
+    drawn = vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION).encode("utf-8")
+    svg = compact_svg(stable_svg_ids(drawn))
     if not png:
         return svg, b""
     # Rasterise the SVG rather than running Vega a second time for the PNG.
