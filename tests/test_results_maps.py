@@ -210,7 +210,7 @@ def test_malformed_rank_fixes_are_a_one_line_error(tmp_path, tiny_model_dirs, se
 
 
 def test_the_committed_example_keeps_its_maps_through_version_3():
-    """The example's maps (SmolLM2, 63-token sentence: real near-ties), written in version 3
+    """The example's maps (SmolLM2: real near-ties), written in version 3
     and read back, give the ranks it holds exactly and its probabilities within the bound
     of 6-digit scores: |dp| <= p * (2 * 5e-6 * max|s| of the row + 5e-6)."""
     from attnreport.results.io import parse_files
