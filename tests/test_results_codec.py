@@ -1,15 +1,20 @@
 """The compact column encoding of the results tables (``attnreport.results.codec``): every
-column comes back with its kind and values, and index columns shrink."""
+column comes back with its kind and values, and index columns shrink; the site's packed
+form (``attnreport.results.packed``) gives back the plain values to the bit."""
 
 from __future__ import annotations
 
+import base64
 import json
+import math
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnreport.results.codec import decode_column, decoded_column, encode_column
+from attnreport.results.codec import _compacted, decode_column, decoded_column, encode_column
+from attnreport.results.packed import packed_column
 from attnreport.results.rounding import column_to_list
 from attnreport.results.tables import BreakdownTable, TopTable, as_column
 
@@ -110,8 +115,6 @@ def test_index_and_constant_columns_are_much_smaller():
 
 
 def test_malformed_columns_are_refused_in_one_line():
-    import pytest
-
     from attnreport.errors import AttnReportError
 
     columns = top_table(1, 1, 3).to_json()["columns"]
@@ -173,3 +176,139 @@ one_kind = st.one_of(
 @given(st.one_of(runny, one_kind, st.lists(st.integers(0, 500), max_size=60).map(sorted)))
 def test_encoding_is_the_obvious_one(values):
     assert encode_column(values) == reference_encoding(values)
+
+
+# The packed form {"b": [d, w, BASE64], "x": [...]}: the site's data only (binary=True).
+
+
+def packed_reference(values: list) -> object:
+    """``encode_column(values, binary=True)`` written the slow, obvious way: for every d in
+    0..6 (0 only for an int column) and width w, a value is held when q = round(v * 10**d)
+    gives v back as q / 10**d and |q| < 2**(8w - 1) (the others are exceptions); the first
+    shortest packed form is taken when strictly shorter than the readable encoding."""
+    readable = reference_encoding(values)
+    plain = [int(v) if isinstance(v, bool) else v for v in reference_encoding_plain(values)]
+    numeric = all(type(v) in (int, float) for v in plain)
+    if not plain or not numeric or any(type(v) is int and abs(v) >= 2**53 for v in plain):
+        return readable
+    best = None
+    for d in range(1 if all(type(v) is int for v in plain) else 7):
+        for w in (1, 2, 4):
+            ints, extra = [], []
+            for i, v in enumerate(plain):
+                q = round(v * 10**d) if abs(v) < 2**40 else None
+                held = q is not None and abs(q) < 2 ** (8 * w - 1) and (q / 10**d == v)
+                ints.append(q if held else 0)
+                extra += [] if held else [i, v]
+            data = b"".join(q.to_bytes(w, "little", signed=True) for q in ints)
+            form = {"b": [d, w, base64.b64encode(data).decode()]}
+            form.update({"x": extra} if extra else {})
+            if best is None or size_of(form) < size_of(best):
+                best = form
+    return best if size_of(best) < size_of(readable) else readable
+
+
+def reference_encoding_plain(values: list) -> list:
+    return [int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 2**53 else v for v in values]  # fmt: skip
+
+
+def size_of(form: object) -> int:
+    return len(json.dumps(form, separators=(",", ":")))
+
+
+def with_decimals(bound: int) -> st.SearchStrategy[list[float]]:
+    """Columns of q / 10**d for one d in 0..6 and |q| <= bound."""
+    return st.integers(0, 6).flatmap(
+        lambda d: st.lists(st.integers(-bound, bound).map(lambda q: q / 10**d), max_size=40)
+    )
+
+
+odd_values = st.one_of(
+    st.floats(-20, 20, allow_nan=False).map(lambda v: float(f"{v:.6g}")),  # 6 significant
+    st.sampled_from([-0.0, 0.0, 1e-7, -3.5e-05, 1e-4, 2.0**60, 123456789.125, 1e22]),
+    st.integers(-(2**62), 2**62),  # beyond int32: never packed
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+packable = st.one_of(
+    with_decimals(100),  # int8 at their decimals
+    with_decimals(30_000),  # int16
+    with_decimals(2**31 - 1),  # int32
+    st.tuples(with_decimals(30_000), st.lists(odd_values, max_size=4), st.randoms()).map(
+        lambda t: t[2].sample(t[0] + t[1], len(t[0]) + len(t[1]))  # exceptions anywhere
+    ),
+    st.lists(st.integers(-(2**40), 2**40), max_size=30),
+    st.lists(odd_values, max_size=5),
+)
+
+
+@given(packable)
+def test_packed_columns_decode_to_the_plain_values_and_types(values):
+    plain = decode_column(json.loads(json.dumps(encode_column(values))))
+    packed = json.loads(json.dumps(encode_column(values, binary=True)))
+    back = decode_column(packed)
+    assert back == plain
+    assert [type(v) for v in back] == [type(v) for v in plain]
+    assert [math.copysign(1, v) for v in back] == [math.copysign(1, v) for v in plain]
+
+
+@given(st.one_of(packable, runny, one_kind))
+def test_packed_encoding_is_the_obvious_one(values):
+    assert encode_column(values, binary=True) == packed_reference(values)
+
+
+@given(packable)
+def test_packed_sizes_are_counted_right(values):
+    """The packed form is chosen by sizes counted with numpy: they are the JSON lengths."""
+    plain, kinds, array = _compacted(values)
+    found = packed_column(plain, kinds, array)
+    if found is None:  # empty, or ints a float64 would round among floats
+        assert not plain or array.dtype == object
+        return
+    form, size, plain_size = found
+    assert size == size_of(form) and plain_size == size_of(plain)
+
+
+def test_a_score_column_packs_to_less_than_half():
+    rng = np.random.default_rng(0)
+    scores = np.round(rng.normal(2, 3, 10_000), 3)
+    scores[rng.integers(0, 10_000, 30)] = 12.3457  # 6 significant digits: exceptions
+    values = scores.tolist()
+    packed = encode_column(values, binary=True)
+    assert packed["b"][:2] == [3, 2] and len(packed["x"]) >= 2
+    assert size_of(packed) * 2 < size_of(encode_column(values))
+    assert decode_column(packed) == decode_column(encode_column(values))
+    probs = np.round(rng.random(10_000), 4).tolist()  # 4 decimals, 0..1: int16 too
+    assert size_of(encode_column(probs, binary=True)) * 2 < size_of(probs)
+
+
+def test_results_files_never_pack():
+    table = top_table(n_layers=8, n_heads=4, n=40)
+    written = table.to_json()["columns"]
+    assert not any(isinstance(c, dict) and "b" in c for c in written.values())
+    for name, values in table.arrays().items():
+        assert written[name] == reference_encoding(column_to_list(values)), name
+    p_top1 = column_to_list(table.p_top1)  # the same column on the site packs
+    assert "b" in encode_column(p_top1, binary=True) and "b" not in encode_column(p_top1)
+
+
+def test_malformed_packed_columns_are_refused_in_one_line():
+    good = {"b": [2, 2, base64.b64encode(b"\x01\x00\x02\x00").decode()], "x": [1, 0.125]}
+    assert decode_column(good) == [0.01, 0.125]
+    bad = {
+        "width": {"b": [2, 3, "AAAA"]},
+        "decimals": {"b": [23, 1, "AA=="]},
+        "base64": {"b": [0, 1, "A$=="]},
+        "padding": {"b": [0, 1, "AAA"]},
+        "length": {"b": [0, 2, "AAAA"]},  # 3 bytes
+        "not a string": {"b": [0, 1, 5]},
+        "short": {"b": [0, 1]},
+        "odd exceptions": {"b": [0, 1, "AA=="], "x": [0]},
+        "index": {"b": [0, 1, "AA=="], "x": [1, 2]},
+        "negative index": {"b": [0, 1, "AA=="], "x": [-1, 2]},
+        "value": {"b": [0, 1, "AA=="], "x": [0, "2"]},
+        "keys": {"b": [0, 1, "AA=="], "r": [1, 1]},
+    }
+    for name, form in bad.items():
+        with pytest.raises(ValueError) as caught:
+            decode_column(form)
+        assert "\n" not in str(caught.value), name

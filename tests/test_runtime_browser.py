@@ -7,10 +7,12 @@ The page here is the minimal one that ``attnreport.charts.embed`` documents: the
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
 import altair as alt
+import numpy as np
 import pytest
 import vl_convert
 
@@ -19,6 +21,7 @@ from attnreport.charts.assemble import build_figure
 from attnreport.charts.embed import chunk_files, figure_payload, runtime_js
 from attnreport.charts.figure import Figure
 from attnreport.charts.renderer import CANVAS_MARKS
+from attnreport.results.codec import compact_values, decode_column, encode_column
 from tests.fixtures.fake_results import (
     fake_manifest,
     fake_sentence,
@@ -314,3 +317,67 @@ def test_many_marks_draw_on_a_canvas_with_tooltips_and_widgets(offline_page, ren
     page.mouse.move(cell["x"] + cell["width"] / 2, cell["y"] + cell["height"] / 2)
     assert tooltip_fields(page) == {"group": "1", "row": "2", "col": "5"}
     assert offline_page.errors == [] and offline_page.dialogs == []
+
+
+def packed_columns() -> list[tuple[object, list]]:
+    """(encoded column, the values its plain array holds): every form the site writes, the
+    packed one at each width, with and without exceptions, and hand-made packed columns at
+    each width's extremes and every d up to 22."""
+    rng = np.random.default_rng(0)
+    scores = np.round(rng.normal(2, 3, 500), 3).tolist()
+    scores[7], scores[300] = 2.86481, -0.371456  # 6 significant digits
+    odd = rng.integers(-30_000, 30_000, 200).tolist() + [2**40, 1e-7, 1e300, -2.5]
+    columns = [
+        [1, 0.5, "a", None],
+        [0] * 50 + [3] * 20,
+        list(range(0, 300, 3)),
+        rng.integers(0, 100, 300).tolist(),  # 1 byte
+        rng.integers(-30_000, 30_000, 300).tolist(),  # 2 bytes
+        rng.integers(-(2**31) + 1, 2**31, 300).tolist(),  # 4 bytes
+        np.round(rng.normal(0, 3, 300), 1).tolist(),  # 1 decimal, 1 byte
+        scores,  # 3 decimals, 2 bytes, exceptions
+        np.round(rng.random(300), 4).tolist(),  # 4 decimals, 2 bytes
+        np.round(rng.normal(0, 300, 300), 5).tolist(),  # 5 decimals, 4 bytes
+        np.round(rng.normal(0, 30, 300), 6).tolist(),  # 6 decimals, 4 bytes
+        [v / 10 for v in odd],  # exceptions of every kind
+    ]
+    # the plain array as the site would write it: -0.0 as 0, 2.0 as 2
+    out = [(encode_column(v, binary=True), compact_values(v)) for v in columns]
+    extremes = [(1, [-128, 127, 0, -1]), (2, [-32768, 32767, 5]), (4, [-(2**31), 2**31 - 1, 7])]
+    for d in range(23):
+        for width, ints in extremes:
+            data = b"".join(q.to_bytes(width, "little", signed=True) for q in ints)
+            form = {"b": [d, width, base64.b64encode(data).decode()], "x": [1, 0.1]}
+            out.append((form, decode_column(form)))
+    return out
+
+
+def test_columns_decode_in_the_browser_to_the_plain_numbers(offline_page, tmp_path):
+    """``decodeColumn`` gives, value for value (``Object.is``), what ``JSON.parse`` of the
+    plain array gives; so does Python's reference decoder."""
+    columns = packed_columns()
+    forms = {
+        tuple(c["b"][:2]) + ("x" in c,) for c, _ in columns if isinstance(c, dict) and "b" in c
+    }
+    widths = {(d, w) for d, w, _ in forms}
+    assert widths >= {(0, 1), (0, 2), (0, 4), (1, 1), (3, 2), (4, 2), (5, 4), (6, 4)}
+    assert (3, 2, True) in forms and (0, 4, True) in forms
+    assert {"r", "d"} <= {k for c, _ in columns if isinstance(c, dict) for k in c}
+    for encoded, values in columns:
+        assert decode_column(encoded) == values
+    (tmp_path / "runtime.js").write_text(runtime_js(), encoding="utf-8")
+    page_file = tmp_path / "index.html"
+    page_file.write_text('<!doctype html><script src="runtime.js"></script>', encoding="utf-8")
+    page = offline_page.page
+    page.goto(page_file.as_uri())
+    mismatches = page.evaluate(
+        """([encoded, plain]) => JSON.parse(encoded).map((column, i) => {
+            const got = window.attnreport.decodeColumn(column), want = JSON.parse(plain)[i];
+            if (got.length !== want.length) return `${i}: ${got.length} values, not ${want.length}`;
+            const j = want.findIndex((v, j) => !Object.is(got[j], v));
+            return j < 0 ? null : `${i}[${j}]: ${got[j]} is not ${want[j]}`;
+        })""",
+        [json.dumps([c for c, _ in columns]), json.dumps([v for _, v in columns])],
+    )
+    assert mismatches == [None] * len(columns)
+    assert offline_page.errors == []

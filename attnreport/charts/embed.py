@@ -43,11 +43,16 @@ Payload (JSON object)::
      "chunk_source": SOURCE|null}
 
 ``COLUMNS`` maps a column name to either a plain array or a compressed one:
-``{"r": [v0, n0, v1, n1, ...]}`` (value v0 repeated n0 times, then v1 n1 times ...) or
+``{"r": [v0, n0, v1, n1, ...]}`` (value v0 repeated n0 times, then v1 n1 times ...),
 ``{"d": [d0, n0, ...]}`` (the same run-length form of the differences of an integer
-column, whose first value is d0: cumulative sums give the values): the encoding of
-``attnreport.results.codec``, which the results files use too. ``decode_columns`` is the
-reference decoder; ``runtime.js`` mirrors it.
+column, whose first value is d0: cumulative sums give the values) or, for numbers only,
+``{"b": [d, w, "BASE64"]}`` with an optional ``"x": [i0, v0, i1, v1, ...]`` (the signed
+little-endian integers of w bytes in BASE64, each divided by ``10**d``, except that value
+i0 is v0 ...; the integer slot of an exception holds 0). The encoding is that of
+``attnreport.results.codec`` with ``binary=True``: the results files share the first
+three forms, never the packed one. Every form gives back exactly the numbers of the plain
+array (the packed one to the bit: ``attnreport.results.packed``). ``decode_columns`` is
+the reference decoder; ``runtime.js`` mirrors it.
 
 Escaping: the JSON is ASCII-only (``ensure_ascii``: U+2028, U+2029, lone surrogates and
 every non-ASCII character become ``\\uXXXX``) and ``<``, ``>``, ``&`` are written as
@@ -67,8 +72,9 @@ from attnreport.text import script_json as script_safe_json
 
 
 def encode_columns(columns: Columns) -> dict[str, Any]:
-    """Every column encoded with ``encode_column``."""
-    return {name: encode_column(list(values)) for name, values in columns.items()}
+    """Every column encoded with ``encode_column``, packed forms allowed: the data files
+    and inline payloads of the site are about half the size of their JSON decimals."""
+    return {name: encode_column(list(values), binary=True) for name, values in columns.items()}
 
 
 def decode_columns(encoded: dict[str, Any]) -> Columns:
