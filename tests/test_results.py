@@ -210,7 +210,9 @@ def test_site_ships_its_results_and_renders_again_byte_for_byte(
         assert html.count('class="data"') == html.count('class="ar-chart"'), name
         assert not link_problems(name, scan(html), files), name
     sentence = next(html for name, html in pages.items() if name.startswith("s001-"))
-    assert f'href="results/{layout.sentence(1)}"' in sentence
+    link = f'href="results/{layout.sentence(1)}"'
+    assert link in sentence and f"draws, {layout.format})" in sentence
+    assert ("gunzip" in sentence) is layout.compressed  # the link's title says how to read it
     again = tmp_path / "again"
     render([str(first / "results"), "--out", str(again)])
     assert tree(again) == files

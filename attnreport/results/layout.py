@@ -39,6 +39,11 @@ class Layout:
     def suffix(self) -> str:
         return ".json" + GZIP if self.compressed else ".json"
 
+    @property
+    def format(self) -> str:
+        """What a part file holds, for readers: "gzip-compressed JSON" or "JSON"."""
+        return "gzip-compressed JSON" if self.compressed else "JSON"
+
     def part(self, stem: str) -> str:
         """The file of part ``stem`` ("set", "interventions", "sentences/007")."""
         return stem + self.suffix

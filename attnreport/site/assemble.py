@@ -65,6 +65,12 @@ def data_link(placed: Placed, index: int | None, layout: Layout) -> str:
     return RESULTS + layout.source(placed.entry.source, index)
 
 
+def data_title(layout: Layout) -> str:
+    """The data link's tooltip: a compressed file says how to read it (a browser saves it
+    rather than showing it); a plain JSON file needs none."""
+    return f"{layout.format}: gunzip it to read it" if layout.compressed else ""
+
+
 def _figure_files(
     page: str,
     placed: Placed,
@@ -98,6 +104,8 @@ def _figure_files(
         figure=fig,
         entry=placed.entry,
         data=data_link(placed, index, layout),
+        data_format=layout.format,
+        data_title=data_title(layout),
         payload=encoded.payload if encoded else charts.payload(fig),
         chunk_dir=chunk_dir,
         svg=paths.get("svg"),
