@@ -127,7 +127,7 @@ def analyze(
     workers: int | None,
     **_settings: Any,
 ) -> None:
-    """Run the study and write its results as JSON tables plus a manifest.
+    """Run the study and write its results as gzip-compressed JSON tables plus a manifest.
 
     Each sentence's results are written as soon as it is finished, so a run over a large
     corpus that is interrupted continues with --resume.

@@ -126,7 +126,9 @@ SITE_OUT = click.option(
     "--out", default=default_of("out"), show_default=True, help="Output folder for the site."
 )
 RESULTS_OUT = click.option(
-    "--out", required=True, help="Folder for the results (JSON, see docs/results-schema.md)."
+    "--out",
+    required=True,
+    help="Folder for the results (gzip-compressed JSON, see docs/results-schema.md).",
 )
 FORCE = click.option(
     "--force", is_flag=True, help="Write into an existing non-empty folder not made by attnreport."

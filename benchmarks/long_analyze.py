@@ -61,9 +61,9 @@ def run_size(text: str) -> dict:
         if done.returncode != 0:
             raise RuntimeError(done.stderr[-2000:])
         peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)[1])
-        sentence = json.loads(Path(folder, "results", "sentences", "000.json").read_text())
+        manifest = json.loads(Path(folder, "results", "manifest.json").read_text())
     return {
-        "tokens": sentence["sentence"]["n_tokens"],
+        "tokens": manifest["sentences"][0]["n_tokens"],  # the manifest: plain JSON in any schema
         "seconds": seconds,
         "peak_gib": peak * 1024 / 2**30,
         "load": (load_before, os.getloadavg()[0]),

@@ -8,38 +8,57 @@ from dataclasses import replace
 
 import pytest
 
-from attnreport.results import dump
+from attnreport.results import CURRENT, dump
 from attnreport.site import SiteOptions, assemble_site
 from attnreport.site.about import (
-    CHECK_COMMAND,
     about_rows,
+    check_command,
     rebuild_command,
     results_checksum,
     settings_text,
 )
 from tests.fixtures.fake_results import fake_study, typed
+from tests.fixtures.versions import V3, as_version_3
 from tests.site_helpers import demo_charts
 
 
 @pytest.mark.skipif(shutil.which("sha256sum") is None, reason="needs coreutils sha256sum")
-def test_checksum_matches_the_shell_line_on_the_written_folder(tmp_path):
+@pytest.mark.parametrize("version", [4, 3])
+def test_checksum_matches_the_shell_line_on_the_written_folder(tmp_path, version):
+    """A corpus run's folder also holds run.json and partials/, a site's results/ its
+    render.json: version 4's line leaves them out (version 3's, kept as it was shown,
+    counts any .json)."""
     files = dump(typed(fake_study(3)))
-    for path, content in files.items():
+    layout = CURRENT if version == 4 else V3
+    files = files if version == 4 else as_version_3(files)
+    others = {"run.json": b"{}", "partials/000.json": b"{}", "render.json": b"{}"}
+    for path, content in {**files, **(others if version == 4 else {})}.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_bytes(content)
     out = subprocess.run(
-        CHECK_COMMAND, shell=True, cwd=tmp_path, capture_output=True, text=True, check=True
+        check_command(layout), shell=True, cwd=tmp_path, capture_output=True, text=True, check=True
     )
-    assert results_checksum(files) == "sha256:" + out.stdout.split()[0]
+    assert results_checksum(files, layout) == "sha256:" + out.stdout.split()[0]
 
 
 def test_checksum_changes_with_any_byte_and_ignores_other_files():
     files = dump(typed(fake_study(2)))
     base = results_checksum(files)
     assert base.startswith("sha256:") and len(base) == 7 + 64
-    assert results_checksum({**files, ".attnreport-site": b"x"}) == base
-    changed = dict(files, **{"set.json": files["set.json"].replace(b"0", b"1", 1)})
+    others = {".attnreport-site": b"x", "run.json": b"{}", "partials/000.json": b"{}"}
+    assert results_checksum({**files, **others}) == base
+    data = files[CURRENT.set]
+    changed = dict(files, **{CURRENT.set: data[:-1] + bytes([data[-1] ^ 1])})
     assert results_checksum(changed) != base
+
+
+def test_a_version_3_folder_keeps_its_checksum_and_line():
+    """Plain .json files, hashed and found as before version 4 (its sites render as they did)."""
+    files = as_version_3(dump(typed(fake_study(2))))
+    assert results_checksum(files, V3) == results_checksum({**files, "x.json.gz": b""}, V3)
+    assert check_command(V3) == (
+        "find . -name '*.json' -printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum"
+    )
 
 
 def test_settings_and_rebuild_command():

@@ -475,7 +475,7 @@ def schema_columns(file: str) -> dict[str, list[str]]:
 
 
 def test_schema_doc_lists_the_tables() -> None:
-    assert list(schema_columns("sentences/NNN.json")) == [
+    assert list(schema_columns("sentences/NNN.json.gz")) == [
         "top",
         "breakdown",
         "focus",
@@ -483,7 +483,7 @@ def test_schema_doc_lists_the_tables() -> None:
         "head_impact",
         "block_impact",
     ]
-    assert list(schema_columns("set.json")) == [
+    assert list(schema_columns("set.json.gz")) == [
         "focus_by_sentence",
         "focus_pooled",
         "focus_sorted",
@@ -492,7 +492,7 @@ def test_schema_doc_lists_the_tables() -> None:
 
 
 def test_merged_sentence_tables_follow_the_schema() -> None:
-    columns = schema_columns("sentences/NNN.json")
+    columns = schema_columns("sentences/NNN.json.gz")
     records = [random_record(5, layer=layer, seed=layer) for layer in range(3)]
     merged = merge_layers([analyze_layer(r) for r in records])
     assert list(merged) == [
@@ -512,7 +512,7 @@ def test_merged_sentence_tables_follow_the_schema() -> None:
     per_sentence = [merge_layers([analyze_layer(r) for r in rs]) for rs in sentences]
     by_sentence, pooled, ranked = pool_focus([t["focus"] for t in per_sentence])
     impact = pool_impact([t["head_impact"] for t in per_sentence])
-    set_columns = schema_columns("set.json")
+    set_columns = schema_columns("set.json.gz")
     set_tables = {
         "focus_by_sentence": by_sentence,
         "focus_pooled": pooled,

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from attnreport.cli import main
+from attnreport.results import CURRENT, read_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,26 +37,26 @@ def test_tiny_results_are_complete_and_reproducible(tmp_path, tiny_model_dirs, t
     analyze(tmp_path / "a", *args)
     analyze(tmp_path / "b", *args)
     a, b = tree_bytes(tmp_path / "a"), tree_bytes(tmp_path / "b")
-    assert a == b
+    assert a == b  # the same zlib on both runs: the same compressed bytes
     assert {
         "manifest.json",
-        "set.json",
-        "interventions.json",
-        "sentences/000.json",
-        "sentences/001.json",
+        "set.json.gz",
+        "interventions.json.gz",
+        "sentences/000.json.gz",
+        "sentences/001.json.gz",
     } <= set(a)
     manifest = json.loads(a["manifest.json"])
     assert (
         manifest["model"]["attn_implementation"] == "eager" and manifest["model"]["n_kv_heads"] == 2
     )
     assert [s["token_ids"] for s in manifest["sentences"]][0][:2] == [2, 4]
-    sentence = json.loads(a["sentences/000.json"])
+    sentence = read_json(tmp_path / "a" / CURRENT.sentence(0))
     schema = (ROOT / "docs" / "results-schema.md").read_text()
     for name in sentence["tables"]:
         assert f'"{name}"' in schema or f"{name}:" in schema
     n = sentence["sentence"]["n_tokens"]
     assert len(sentence["attention"]["scores"][0][0]) == n  # layer 0, head 0: one row per query
-    intervention = json.loads(a["interventions.json"])
+    intervention = read_json(tmp_path / "a" / CURRENT.interventions)
     assert [c["target"] for c in intervention["scaling"]["cells"]] == ["Q"] * 3 + ["K"] * 3 + [
         "V"
     ] * 3
@@ -72,7 +73,7 @@ def test_intervention_layer_option(tmp_path, tiny_model_dirs, two_sentences):
         "--intervene-layer",
         "0",
     )
-    intervention = json.loads((tmp_path / "r" / "interventions.json").read_text())
+    intervention = read_json(tmp_path / "r" / CURRENT.interventions)
     assert intervention["layer"] == 0
     assert intervention["observed_layers"] == {"same": 0, "next": 1, "last": 1}
 

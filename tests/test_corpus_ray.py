@@ -3,7 +3,6 @@ worker costs a retry and not data, and a killed driver's run resumes."""
 
 from __future__ import annotations
 
-import json
 import signal
 from pathlib import Path
 
@@ -12,7 +11,9 @@ import pytest
 
 from attnreport.config import load_settings
 from attnreport.corpus import CorpusOptions, run_corpus
+from attnreport.results import CURRENT, read_json
 from attnreport.results.codec import decode_column
+from attnreport.results.layout import is_results_file
 from tests.test_corpus_run import (  # noqa: F401  (one_thread is a fixture)
     _analyze_process,
     kill_after,
@@ -58,11 +59,13 @@ def assert_close(a, b, where: str = "") -> None:
 
 
 def assert_same_results(a: Path, b: Path) -> None:
+    """The same files holding the same numbers (their JSON: compressed bytes may differ
+    where a worker's zlib does)."""
     files_a, files_b = tree_bytes(a), tree_bytes(b)
     assert files_a.keys() == files_b.keys()
     for name in files_a:
-        if name.endswith(".json") and not name.startswith("partials/"):
-            assert_close(json.loads(files_a[name]), json.loads(files_b[name]), name)
+        if is_results_file(name) and not name.startswith("partials/"):
+            assert_close(read_json(a / name), read_json(b / name), name)
 
 
 def corpus_run(tmp_path: Path, model: Path, corpus: Path, name: str, engine: str, progress=None):
@@ -105,10 +108,10 @@ def test_a_killed_worker_costs_a_retry_not_data(tmp_path, tiny_model_dirs, ray_c
     corpus_run(tmp_path, tiny_model_dirs["gpt2"], corpus, "r", "ray", kill_one_worker)
     assert killed and not psutil.pid_exists(killed[0])
     out = tmp_path / "r"
-    assert sorted(p.name for p in (out / "sentences").iterdir()) == [
-        f"{i:03d}.json" for i in range(40)
+    assert sorted(p.relative_to(out).as_posix() for p in (out / "sentences").iterdir()) == [
+        CURRENT.sentence(i) for i in range(40)
     ]
-    by_sentence = json.loads((out / "set.json").read_text())["tables"]["focus_by_sentence"]
+    by_sentence = read_json(out / CURRENT.set)["tables"]["focus_by_sentence"]
     column = decode_column(by_sentence["columns"]["sentence"])  # results columns are encoded
     sentences, counts = np.unique(column, return_counts=True)
     assert sentences.tolist() == list(range(40)) and len(set(counts.tolist())) == 1

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from attnreport.cli import main
 from attnreport.config import load_settings
 from attnreport.errors import AttnReportError
-from attnreport.results import dump, load
+from attnreport.results import CURRENT, dump, load
 from attnreport.results.compare import compare_results
 from attnreport.results.io import parse_files
 from attnreport.sentences import read_sentences
@@ -90,10 +90,10 @@ def test_corpus_files_equal_the_one_pass_study(tmp_path, tiny_model_dirs, one_th
     _, results = study(load_settings(None, {"model": model, "sentences": str(corpus)}))
     reference = dump(results)
     for index in range(6):
-        name = f"sentences/{index:03d}.json"
+        name = CURRENT.sentence(index)
         assert files[name] == reference[name]  # the same per-sentence code in one process
         assert json.loads(files[f"partials/{index:03d}.json"])["index"] == index
-    assert files["interventions.json"] == reference["interventions.json"]
+    assert files[CURRENT.interventions] == reference[CURRENT.interventions]
     manifest, want_manifest = (
         json.loads(files["manifest.json"]),
         json.loads(reference["manifest.json"]),
@@ -134,7 +134,11 @@ def test_resume_refuses_other_settings_model_or_sentences(tmp_path, tiny_model_d
     assert tree_bytes(Path(out)) == before  # a refused resume writes nothing
     code, output = analyze("--model", str(tiny_model_dirs["gpt2"]), *base[:-1])
     assert code == 0, output  # without --resume: a fresh run replaces the old results
-    assert sorted(p.name for p in (Path(out) / "sentences").iterdir())[-1] == "003.json"
+    assert sorted(p.name for p in (Path(out) / "sentences").iterdir())[-1] == "003.json.gz"
+    run = Path(out) / "run.json"  # a run of an older results schema (plain .json sentences)
+    run.write_text(run.read_text().replace('"attnreport.results/4"', '"attnreport.results/3"'))
+    code, output = analyze("--model", str(tiny_model_dirs["gpt2"]), *base)
+    assert code == 1 and "written by another results format (attnreport.results/3)" in output
 
 
 def _analyze_process(model: Path, corpus: Path, out: Path, *extra: str) -> subprocess.Popen:
@@ -169,7 +173,7 @@ def test_resume_after_sigkill_gives_the_uninterrupted_results(tmp_path, tiny_mod
     killed = _analyze_process(model, corpus, tmp_path / "resumed")
     kill_after(killed, tmp_path / "resumed" / "partials", 5)
     assert killed.returncode == -signal.SIGKILL
-    assert not (tmp_path / "resumed" / "set.json").exists()
+    assert not (tmp_path / "resumed" / CURRENT.set).exists()
     left = len(list((tmp_path / "resumed" / "partials").glob("*.json")))
     assert 5 <= left < 30
     resumed = _analyze_process(model, corpus, tmp_path / "resumed", "--resume")
@@ -214,9 +218,9 @@ def test_resume_redoes_unfinished_sentences_and_drops_stale_temporaries(
     assert analyze(*args)[0] == 0
     before = tree_bytes(out)
     (out / "partials" / "001.json").unlink()  # killed between its two files
-    (out / "sentences" / ".002.json.tmp-99999").write_bytes(b"half a fi")  # killed mid-write
-    (out / "set.json").unlink()
-    with pytest.raises(AttnReportError, match="set.json is missing"):
+    (out / "sentences" / ".002.json.gz.tmp-99999").write_bytes(b"half a fi")  # killed mid-write
+    (out / CURRENT.set).unlink()
+    with pytest.raises(AttnReportError, match="set.json.gz is missing"):
         load(out)  # an interrupted run's folder is refused until it is complete
     code, output = analyze(*args, "--resume")
     assert code == 0 and "(2 from an earlier run)" in output, output

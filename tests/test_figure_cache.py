@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from attnreport.charts import figure_cache, registry
-from attnreport.results.io import dump
+from attnreport.results import CURRENT, dump
 from attnreport.site import SiteOptions, assemble_site, default_charts
 from tests.fixtures.fake_results import fake_manifest, fake_sentence, fake_set, fake_study, typed
 
@@ -83,8 +83,8 @@ def test_changing_one_sentence_rebuilds_only_the_figures_that_read_it(cache_home
     built.clear()
     after = site(results)
     # Sentence 1's page, the figures that read the interventions (they name their inputs'
-    # tokens) and, if set.json changed, the set-wide index figures; nothing else.
-    set_changed = dump(before)["set.json"] != dump(results)["set.json"]
+    # tokens) and, if the set file changed, the set-wide index figures; nothing else.
+    set_changed = dump(before)[CURRENT.set] != dump(results)[CURRENT.set]
     assert set_changed  # new numbers in sentence 1 change the pooled ones
     expected = {
         (key, page)

@@ -1,5 +1,6 @@
 """The results contract: typed load and dump, one-line errors, render without torch,
-sites that ship their results and rebuild byte for byte, and tolerant comparison."""
+sites that ship their results and rebuild byte for byte, and tolerant comparison; for
+the current schema (gzip-compressed parts) and a version-3 folder (plain ``.json``)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from click.testing import CliRunner
 
 from attnreport.cli import main
 from attnreport.errors import AttnReportError
-from attnreport.results import SCHEMA, dump, load
+from attnreport.results import CURRENT, SCHEMA, dump, load, read_json
 from attnreport.results.compare import Tolerance, compare_results
+from attnreport.results.layout import MANIFEST, compress, is_results_file
 from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
+from tests.fixtures.versions import V3, as_version_3
 from tests.html_scan import link_problems, scan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +35,11 @@ def results():
 @pytest.fixture
 def folder(tmp_path, results) -> Path:
     return write_site(dump(results), tmp_path / "results")
+
+
+@pytest.fixture
+def v3_folder(tmp_path, results) -> Path:
+    return write_site(as_version_3(dump(results)), tmp_path / "v3")
 
 
 def tree(folder: Path) -> dict[str, bytes]:
@@ -49,6 +57,28 @@ def test_dump_load_dump_is_byte_identical(results, folder):
     manifest = json.loads(files["manifest.json"])
     assert manifest["schema"] == SCHEMA
     assert manifest["files"] == {n: len(b) for n, b in files.items() if n != "manifest.json"}
+    assert sorted(manifest["files"]) == sorted(
+        [CURRENT.set, CURRENT.interventions, *(CURRENT.sentence(i) for i in range(3))]
+    )
+    assert CURRENT.set == "set.json.gz" and CURRENT.sentence(7) == "sentences/007.json.gz"
+    assert read_json(folder / CURRENT.set)["schema"] == SCHEMA
+
+
+def test_parts_are_gzip_without_a_name_or_time(results):
+    """Level 9, no file name, mtime 0: the same JSON gives the same bytes with one zlib."""
+    data = dump(results)[CURRENT.set]
+    assert data[:4] == b"\x1f\x8b\x08\x00"  # gzip magic, deflate, no FNAME flag
+    assert data[4:8] == b"\x00\x00\x00\x00" and data[8] == 2  # mtime 0, best compression
+    assert data == dump(results)[CURRENT.set]
+
+
+def test_a_version_3_folder_loads_and_dumps_as_version_4(results, v3_folder):
+    assert sorted(p.name for p in v3_folder.iterdir()) == [
+        "interventions.json", "manifest.json", "sentences", "set.json"
+    ]  # fmt: skip
+    old = load(v3_folder)
+    assert dump(old) == dump(results)
+    assert compare_results(old, results).ok
 
 
 def test_typed_fields_and_defaults_of_optional_columns(results):
@@ -74,22 +104,54 @@ def test_missing_folder_and_not_a_results_folder(tmp_path):
 
 
 def test_newer_schema_names_the_versions_understood(folder):
-    path = folder / "sentences" / "001.json"
-    data = json.loads(path.read_text())
+    path = folder / CURRENT.sentence(1)
+    data = read_json(path)
     data["schema"] = "attnreport.results/9"
-    path.write_text(json.dumps(data))
+    path.write_bytes(compress(json.dumps(data).encode()))
     (folder / "manifest.json").write_text(
         (folder / "manifest.json").read_text().replace(SCHEMA, "attnreport.results/9")
     )
     message = error_of(folder)
     assert "version 9" in message and "versions 1 and 2" in message and "upgrade" in message
+    assert "4" in message.split("reads versions")[1]
 
 
-def test_truncated_file_is_named(folder):
-    path = folder / "set.json"
+@pytest.mark.parametrize("layout", [CURRENT, V3], ids=["v4", "v3"])
+def test_truncated_file_is_named(folder, v3_folder, layout):
+    path = (folder if layout is CURRENT else v3_folder) / layout.set
     path.write_bytes(path.read_bytes()[:100])
+    message = error_of(path.parent)
+    assert f"{layout.set} is truncated or was changed: 100 bytes" in message
+
+
+def replace_part(folder: Path, name: str, data: bytes) -> None:
+    """Write ``data`` as results file ``name`` and list its new size in the manifest, as
+    if it had been written so: only its content is wrong."""
+    (folder / name).write_bytes(data)
+    manifest = json.loads((folder / MANIFEST).read_bytes())
+    manifest["files"][name] = len(data)
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(
+    ("cut", "fragment"),
+    [
+        (lambda data: data[: len(data) // 2], "is truncated or not valid gzip-compressed JSON"),
+        (lambda data: data[:-4] + b"\0\0\0\0", "is truncated or not valid gzip-compressed JSON"),
+        (lambda data: b"{" + data, "is truncated or not valid gzip-compressed JSON"),
+        (lambda data: compress(b'{"schema": '), "is truncated or not valid JSON"),
+    ],
+    ids=["cut", "length", "not-gzip", "bad-json"],
+)
+def test_damaged_gzip_or_json_inside_is_one_line_naming_the_file(folder, tmp_path, cut, fragment):
+    name = CURRENT.sentence(1)
+    replace_part(folder, name, cut((folder / name).read_bytes()))
     message = error_of(folder)
-    assert "set.json" in message and "truncated" in message
+    assert message.startswith(f"{folder}/{name} {fragment}")
+    args = ["render", str(folder), "--out", str(tmp_path / "s"), "--no-images"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert f"{name} {fragment}" in result.output
 
 
 def test_truncated_manifest_is_named(folder):
@@ -98,10 +160,12 @@ def test_truncated_manifest_is_named(folder):
     assert "manifest.json is truncated" in error_of(folder)
 
 
-def test_interrupted_analyze_is_detected(folder):
-    (folder / "sentences" / "002.json").unlink()
+@pytest.mark.parametrize("layout", [CURRENT, V3], ids=["v4", "v3"])
+def test_interrupted_analyze_is_detected(folder, v3_folder, layout):
+    folder = folder if layout is CURRENT else v3_folder
+    (folder / layout.sentence(2)).unlink()
     message = error_of(folder)
-    assert "incomplete" in message and "sentences/002.json" in message
+    assert "incomplete" in message and f"{layout.sentence(2)} is missing" in message
     (folder / "manifest.json").unlink()
     assert "interrupted" in error_of(folder)
 
@@ -129,17 +193,26 @@ def render(args: list[str]) -> None:
     assert result.exit_code == 0, result.output
 
 
-def test_site_ships_its_results_and_renders_again_byte_for_byte(folder, tmp_path):
+@pytest.mark.parametrize("layout", [CURRENT, V3], ids=["v4", "v3"])
+def test_site_ships_its_results_and_renders_again_byte_for_byte(
+    folder, v3_folder, tmp_path, layout
+):
+    folder = folder if layout is CURRENT else v3_folder
     first = tmp_path / "first"
     render([str(folder), "--out", str(first), "--no-images", "--title", "A <b> title"])
     files = tree(first)
+    shipped = {n[len("results/") :] for n in files if n.startswith("results/")}
+    assert shipped == {*tree(folder), "render.json"}
     for name, data in tree(folder).items():
-        if name.endswith(".json"):
-            assert files["results/" + name] == data
+        assert is_results_file(name) and files["results/" + name] == data  # verbatim
     pages = {n: b.decode() for n, b in files.items() if n.endswith(".html")}
     for name, html in pages.items():
         assert html.count('class="data"') == html.count('class="ar-chart"'), name
         assert not link_problems(name, scan(html), files), name
+    sentence = next(html for name, html in pages.items() if name.startswith("s001-"))
+    link = f'href="results/{layout.sentence(1)}"'
+    assert link in sentence and f"draws, {layout.format})" in sentence
+    assert ("gunzip" in sentence) is layout.compressed  # the link's title says how to read it
     again = tmp_path / "again"
     render([str(first / "results"), "--out", str(again)])
     assert tree(again) == files
@@ -148,7 +221,7 @@ def test_site_ships_its_results_and_renders_again_byte_for_byte(folder, tmp_path
 
 
 def test_render_refuses_bad_results_in_one_line(folder, tmp_path):
-    (folder / "set.json").write_text("{")
+    (folder / CURRENT.set).write_text("{")
     result = CliRunner().invoke(main, ["render", str(folder), "--out", str(tmp_path / "s")])
     assert result.exit_code == 1
     assert result.output.startswith("error: ") and result.output.count("\n") == 1
@@ -192,8 +265,9 @@ def test_compare_reports_a_changed_top_key_only_at_a_near_tie(results):
     assert any("top.top_key" in line for line in outcome.near_ties)
 
 
-def test_compare_command_exit_codes(folder, tmp_path, results):
+def test_compare_command_exit_codes(folder, v3_folder, tmp_path, results):
     assert CliRunner().invoke(main, ["compare", str(folder), str(folder)]).exit_code == 0
+    assert CliRunner().invoke(main, ["compare", str(v3_folder), str(folder)]).exit_code == 0
     moved = with_top(results, 0, p_top1=results.sentences[0].tables.top.p_top1 * 1.5)
     other = write_site(dump(moved), tmp_path / "other")
     result = CliRunner().invoke(main, ["compare", str(folder), str(other)])
@@ -205,8 +279,8 @@ def test_schema_doc_lists_the_typed_tables_columns():
     from tests.test_analyses import schema_columns
 
     for file, kinds in (
-        ("sentences/NNN.json", types._SENTENCE_TABLES),
-        ("set.json", types._SET_TABLES),
+        ("sentences/NNN.json.gz", types._SENTENCE_TABLES),
+        ("set.json.gz", types._SET_TABLES),
     ):
         documented = schema_columns(file)
         assert list(documented) == list(kinds)

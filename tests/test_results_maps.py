@@ -25,9 +25,10 @@ from attnreport.cli import main
 from attnreport.config import Settings
 from attnreport.models import load_model
 from attnreport.models.layout import discover
-from attnreport.results import dump, load
+from attnreport.results import CURRENT, Layout, dump, load, read_json
 from attnreport.results.compare import compare_results
-from attnreport.results.io import MANIFEST, dump_json, dump_json_streamed
+from attnreport.results.io import dump_json, dump_json_streamed
+from attnreport.results.layout import MANIFEST, compress, decode
 from attnreport.results.maps import AttentionMaps, rank_fixes
 from attnreport.results.rounding import column_to_list
 from attnreport.results.types import sentence_to_json
@@ -111,23 +112,24 @@ def analyze(out: Path, model: Path, sentences: Path) -> Path:
 
 def as_version_2(folder: Path, out: Path) -> Path:
     """The folder as version 2 wrote it: stored probs (6 digits) and ranks, no sinks or
-    rank fixes, table columns as plain arrays."""
+    rank fixes, table columns as plain arrays, plain ``.json`` files."""
     results = load(folder)
+    v2 = Layout(2)
     files = {}
-    for name in ("set.json", "interventions.json", *(f"sentences/{s:03d}.json" for s in range(len(results.sentences)))):  # fmt: skip
-        value = json.loads((folder / name).read_bytes())
+    parts = [(CURRENT.set, v2.set), (CURRENT.interventions, v2.interventions)]
+    parts += [(CURRENT.sentence(s.index), v2.sentence(s.index)) for s in results.sentences]
+    for name, old in parts:
+        value = read_json(folder / name)
         value["schema"] = "attnreport.results/2"
-        files[name] = value
+        files[old] = value
     for s in results.sentences:
-        value = files[f"sentences/{s.index:03d}.json"]
+        value = files[v2.sentence(s.index)]
         att = s.attention
         probs = [[triangle(np.array(_square(t))) for t in heads] for heads in att.probs]
         value["attention"] = {"scores": att.scores, "probs": probs, "ranks": att.ranks}
         value["tables"] = {n: _plain(getattr(s.tables, n)) for n in value["tables"]}
         value["tokens"] = _plain(s.tokens)
-    files["set.json"]["tables"] = {
-        n: _plain(getattr(results.set, n)) for n in files["set.json"]["tables"]
-    }
+    files[v2.set]["tables"] = {n: _plain(getattr(results.set, n)) for n in files[v2.set]["tables"]}
     data = {name: dump_json(value) for name, value in files.items()}
     manifest = json.loads((folder / MANIFEST).read_bytes())
     manifest["schema"] = "attnreport.results/2"
@@ -161,13 +163,11 @@ def sentences(tmp_path):
 
 @pytest.mark.parametrize("family", ["llama", "gpt_oss"])
 def test_a_version_2_folder_loads_with_the_same_maps(tmp_path, tiny_model_dirs, sentences, family):
-    v3 = analyze(tmp_path / "v3", tiny_model_dirs[family], sentences)
-    v2 = as_version_2(v3, tmp_path / "v2")
-    old, new = load(v2), load(v3)
+    current = analyze(tmp_path / "current", tiny_model_dirs[family], sentences)
+    v2 = as_version_2(current, tmp_path / "v2")
+    old, new = load(v2), load(current)
     for a, b in zip(old.sentences, new.sentences, strict=True):
-        assert set(
-            json.loads((v3 / f"sentences/{b.index:03d}.json").read_bytes())["attention"]
-        ) == (
+        assert set(read_json(current / CURRENT.sentence(b.index))["attention"]) == (
             {"scores", "rank_fixes", "sinks"} if family == "gpt_oss" else {"scores", "rank_fixes"}
         )
         assert a.attention.ranks == b.attention.ranks
@@ -177,35 +177,38 @@ def test_a_version_2_folder_loads_with_the_same_maps(tmp_path, tiny_model_dirs, 
         if family == "gpt_oss":  # recovered from the stored probabilities
             assert np.allclose(a.attention.sinks, b.attention.sinks, rtol=1e-4)
     assert compare_results(old, new).ok
-    result = CliRunner().invoke(main, ["compare", str(v2), str(v3)])
+    result = CliRunner().invoke(main, ["compare", str(v2), str(current)])
     assert result.exit_code == 0, result.output
-    files = listed(v3)
-    if family == "llama":  # without sinks, nothing is recovered: version 3 bytes again
-        assert dump(old) == files
+    files = listed(current)
+    if family == "llama":  # without sinks, nothing is recovered: current bytes again
+        assert dump(old) == files  # compressed by this process's zlib both times
 
 
-def test_version_3_dump_load_dump_and_streaming_are_byte_identical(tmp_path, tiny_model_dirs, sentences):  # fmt: skip
-    v3 = analyze(tmp_path / "v3", tiny_model_dirs["gpt_oss"], sentences)
-    files = listed(v3)
-    results = load(v3)
+def test_dump_load_dump_and_streaming_are_byte_identical(tmp_path, tiny_model_dirs, sentences):
+    current = analyze(tmp_path / "current", tiny_model_dirs["gpt_oss"], sentences)
+    files = listed(current)
+    results = load(current)
     assert dump(results) == files
     for s in results.sentences:
         streamed = dump_json_streamed(sentence_to_json(s, lazy=True))
-        assert bytes(streamed) == dump_json(sentence_to_json(s)) == files[f"sentences/{s.index:03d}.json"]  # fmt: skip
+        name = CURRENT.sentence(s.index)
+        stored = decode(files[name], name, name)
+        assert bytes(streamed) == dump_json(sentence_to_json(s)) == stored
 
 
 def test_malformed_rank_fixes_are_a_one_line_error(tmp_path, tiny_model_dirs, sentences):
     from attnreport.errors import AttnReportError
     from attnreport.results.io import parse_files, read_folder
 
-    files = read_folder(analyze(tmp_path / "v3", tiny_model_dirs["llama"], sentences))
-    value = json.loads(files["sentences/000.json"])
+    files = read_folder(analyze(tmp_path / "current", tiny_model_dirs["llama"], sentences))
+    name = CURRENT.sentence(0)
+    value = json.loads(decode(files[name], name, name))
     value["attention"]["rank_fixes"] = [[0, 0]]
-    files["sentences/000.json"] = dump_json(value)
+    files[name] = compress(dump_json(value))
     manifest = json.loads(files[MANIFEST])
-    manifest["files"]["sentences/000.json"] = len(files["sentences/000.json"])
+    manifest["files"][name] = len(files[name])
     files[MANIFEST] = dump_json(manifest)
-    with pytest.raises(AttnReportError, match="000.json: the attention maps are malformed"):
+    with pytest.raises(AttnReportError, match="000.json.gz: the attention maps are malformed"):
         parse_files(files, "r/")
 
 

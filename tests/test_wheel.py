@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from attnreport.results import dump
+from attnreport.results import CURRENT, dump
 from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
 
@@ -111,7 +111,7 @@ def render_in(python: Path, cwd: Path) -> list[str]:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    for name in ("index.html", "assets/style.css", "assets/runtime.js", "results/set.json"):
+    for name in ("index.html", "assets/style.css", "assets/runtime.js", "results/" + CURRENT.set):
         assert (cwd / "site" / name).is_file(), f"the installed wheel rendered no {name}"
     return done.stdout.splitlines()[:3]
 

@@ -7,8 +7,9 @@ results files the figure reads and of the code, so a figure is stored under a ke
 - the figure's registry key and page (``FigureEntry.key``; the sentence's index is in
   its file), and whether the page shows the intervention grids;
 - the sha256 of every results file its registry entry reads (``FigureEntry.reads``: the
-  page's ``sentences/NNN.json``, ``set.json``, ``interventions.json`` and, for the
-  intervention grids, the files of the sentences they ran on), and of the manifest
+  page's sentence file, the set and interventions files and, for the intervention
+  grids, the files of the sentences they ran on: the bytes on disk, gzip-compressed from
+  schema version 4, so the same folder gives the same keys), and of the manifest
   without its per-sentence list and file sizes (``SiteSource.manifest_digest``), so that
   changing one sentence rebuilds only the figures that read it;
 - ``code_version()``: the bytes of attnreport's own modules and the versions of Python
@@ -67,12 +68,15 @@ def code_version() -> str:
 class PageFiles:
     """What the figures of one page may read, as digests: ``sentence`` (the page's
     sentence file; None on the index), ``iv_inputs`` (the files of the sentences the
-    interventions ran on), and the digest function of the results files."""
+    interventions ran on), ``set`` and ``interventions`` (their files, named by the
+    folder's ``Layout``), and the digest function of the results files."""
 
     digest: Callable[[str], str]
     manifest: str  # ``SiteSource.manifest_digest``
     sentence: str | None
     iv_inputs: tuple[str, ...]
+    set: str
+    interventions: str
 
     def key(self, entry: FigureEntry, inputs: Inputs) -> str:
         """The cache key of ``entry``'s figure drawn from ``inputs`` on this page
@@ -83,9 +87,9 @@ class PageFiles:
             if source == "sentence" and self.sentence is not None:
                 parts.append(self.digest(self.sentence))
             elif source == "set":
-                parts.append(self.digest("set.json"))
+                parts.append(self.digest(self.set))
             elif source == "interventions":
-                parts += [self.digest("interventions.json")]
+                parts += [self.digest(self.interventions)]
                 parts += [self.digest(name) for name in self.iv_inputs]
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 

@@ -4,8 +4,8 @@ The driver opens the session (model, tokenized sentences), stores the run finger
 hands the unfinished sentences to an engine, and for each outcome as it arrives writes
 the sentence's files and adds its partial sums to the set-wide totals; no sentence's
 maps or tables stay in memory after they are written. When every sentence is finished
-it writes ``set.json`` (from the merged totals), ``interventions.json`` (the configured
-inputs, on the driver's model) and ``manifest.json``.
+it writes ``set.json.gz`` (from the merged totals), ``interventions.json.gz`` (the
+configured inputs, on the driver's model) and ``manifest.json``.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def analyze_pending(
     total = len(totals) + len(pending)
     try:
         for outcome in engine.analyze(pending):
-            store.write_sentence(outcome.index, outcome.json, outcome.partial)
+            store.write_sentence(outcome.index, outcome.data, outcome.partial)
             totals.add(outcome.partial)
             progress("capture", len(totals), total)
     finally:
@@ -113,10 +113,11 @@ def analyze_pending(
 
 
 def set_files(session: Session, settings: Settings, totals: SetPartial) -> dict[str, bytes]:
-    """``set.json`` and ``interventions.json`` of a finished corpus, serialised by the
-    results package (``RunStore.finish`` adds the manifest, which lists every file)."""
+    """The set and interventions files of a finished corpus, serialised by the results
+    package (``RunStore.finish`` adds the manifest, which lists every file)."""
     from attnreport.results.interventions import interventions_to_json
     from attnreport.results.io import dump_json
+    from attnreport.results.layout import CURRENT
     from attnreport.results.types import set_to_json
 
     result = totals.set_results()
@@ -125,6 +126,6 @@ def set_files(session: Session, settings: Settings, totals: SetPartial) -> dict[
         layer = strongest_first_token_layer(result.focus_pooled.arrays())
     interventions = intervention_results(session, settings, layer)
     return {
-        "set.json": dump_json(set_to_json(result)),
-        "interventions.json": dump_json(interventions_to_json(interventions)),
+        CURRENT.set: CURRENT.encode(dump_json(set_to_json(result))),
+        CURRENT.interventions: CURRENT.encode(dump_json(interventions_to_json(interventions))),
     }

@@ -2,13 +2,15 @@
 
 Every file is written atomically (a temporary file in the same folder, then a rename),
 so a crash or SIGKILL leaves each file either whole or absent. Per finished sentence
-the run writes ``sentences/NNN.json`` (``docs/results-schema.md``) and then
-``partials/NNN.json`` (its ``SentencePartial`` at full precision); the partial is
-written last, so it marks the sentence as finished. ``run.json`` (the fingerprint) is
-written first, ``set.json`` and ``interventions.json`` when every sentence is finished,
-and ``manifest.json`` last: it lists every results file with its size, as
+the run writes ``sentences/NNN.json.gz`` (``docs/results-schema.md``; the names come
+from ``results.layout.CURRENT``) and then ``partials/NNN.json`` (its ``SentencePartial``
+at full precision, plain JSON: it is not shipped); the partial is written last, so it
+marks the sentence as finished. ``run.json`` (the fingerprint) is written first,
+``set.json.gz`` and ``interventions.json.gz`` when every sentence is finished, and
+``manifest.json`` last: it lists every results file with its size, as
 ``attnreport.results.dump`` does, so ``attnreport.results.load`` accepts the folder only
-once the run is complete.
+once the run is complete. The fingerprint names the results schema, so a folder of an
+older schema (plain ``.json`` sentences) is never resumed into.
 
 Starting afresh in a folder attnreport wrote (or a foreign one with ``force``) empties
 it first, as ``build`` replaces a site; ``resume`` keeps it and returns the finished
@@ -30,7 +32,8 @@ from attnreport.corpus.fingerprint import difference
 from attnreport.corpus.partial import SentencePartial
 from attnreport.errors import AttnReportError
 from attnreport.results import Manifest
-from attnreport.results.io import MANIFEST, dump_json, sentence_file
+from attnreport.results.io import dump_json
+from attnreport.results.layout import CURRENT, MANIFEST
 from attnreport.results.types import manifest_to_json
 from attnreport.site.write import MARKER  # the site writer's marker: this folder is attnreport's
 
@@ -40,7 +43,7 @@ RUN_FILE = "run.json"
 
 
 def sentence_name(index: int) -> str:
-    return sentence_file(index)
+    return CURRENT.sentence(index)
 
 
 def partial_name(index: int) -> str:
@@ -125,8 +128,10 @@ class RunStore:
             path = self.out / partial_name(index)
             yield SentencePartial.from_json(json.loads(path.read_text(encoding="utf-8")))
 
-    def write_sentence(self, index: int, sentence_json: bytes, partial: SentencePartial) -> None:
-        write_file(self.out, sentence_name(index), sentence_json)
+    def write_sentence(self, index: int, data: bytes, partial: SentencePartial) -> None:
+        """Sentence ``index``'s results file (``data``: its bytes as written, compressed),
+        then its partial, which marks it finished."""
+        write_file(self.out, sentence_name(index), data)
         write_file(self.out, partial_name(index), dump_json(partial.to_json()))
 
     def finish(self, files: Mapping[str, bytes], manifest: Manifest, count: int) -> None:

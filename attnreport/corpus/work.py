@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from attnreport.config import Settings
 from attnreport.corpus.partial import SentencePartial
 from attnreport.results.io import dump_json_streamed
+from attnreport.results.layout import CURRENT
 from attnreport.results.types import sentence_to_json
 from attnreport.sentences import Sentence
 from attnreport.session import Session
@@ -15,10 +16,11 @@ from attnreport.study import analyze_sentence
 
 @dataclass(frozen=True)
 class SentenceOutcome:
-    """A finished sentence: its ``sentences/NNN.json`` bytes and its partial sums."""
+    """A finished sentence: its results file's bytes (``CURRENT.sentence(index)``, so
+    gzip-compressed: a Ray worker compresses before it sends) and its partial sums."""
 
     index: int
-    json: bytes
+    data: bytes
     partial: SentencePartial
 
 
@@ -42,5 +44,7 @@ def analyze_one(session: Session, sentence: Sentence, settings: Settings) -> Sen
     view = replace(session, sentences=_OneSentence(sentence))  # type: ignore[arg-type]
     result = analyze_sentence(view, sentence.index, settings)
     partial = SentencePartial.of(sentence.index, result.focus, result.head_impact)
-    data = dump_json_streamed(sentence_to_json(result.result, lazy=True))
-    return SentenceOutcome(sentence.index, data, partial)  # bytes-like: no second copy
+    # Streamed, so one table column's Python values exist at a time; compressed at once
+    # (the JSON, then about 0.4 of it compressed, are the largest copies held).
+    data = CURRENT.encode(dump_json_streamed(sentence_to_json(result.result, lazy=True)))
+    return SentenceOutcome(sentence.index, data, partial)

@@ -6,6 +6,7 @@ Nothing here imports torch or transformers: a site renders from results alone.
 
 from attnreport.results.interventions import GridCell, Interventions, MeanGrid, ScalingGrid
 from attnreport.results.io import Results, as_results, dump, dump_json, from_parts, load, to_json
+from attnreport.results.layout import CURRENT, Layout, read_json
 from attnreport.results.tables import (
     BlockImpactTable,
     BreakdownTable,
@@ -35,6 +36,7 @@ from attnreport.results.types import (
 )
 
 __all__ = [
+    "CURRENT",
     "READABLE_VERSIONS",
     "SCHEMA",
     "SCHEMA_VERSION",
@@ -49,6 +51,7 @@ __all__ = [
     "HeadImpactTable",
     "ImpactPooledTable",
     "Interventions",
+    "Layout",
     "ListedSentence",
     "Manifest",
     "MeanGrid",
@@ -68,5 +71,6 @@ __all__ = [
     "dump_json",
     "from_parts",
     "load",
+    "read_json",
     "to_json",
 ]

@@ -1,9 +1,11 @@
 """``dump`` results to their canonical files and ``load`` them back, with one-line errors.
 
 Canonical JSON: UTF-8, sorted keys, no NaN, compact separators, floats already rounded to
-6 significant digits, so the same results give byte-identical files. The manifest lists
-every other file with its size (``files``); ``load`` checks that list, so a folder that
-an interrupted ``analyze`` or copy left half-written is refused by name.
+6 significant digits, so the same results give the same JSON bytes; every file but the
+manifest is then gzip-compressed (``layout``: the names and encoding of each schema
+version). The manifest lists every other file with its size on disk (``files``); ``load``
+checks that list, so a folder that an interrupted ``analyze`` or copy left half-written is
+refused by name.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from attnreport.results.interventions import (
     interventions_from_json,
     interventions_to_json,
 )
+from attnreport.results.layout import CURRENT, MANIFEST, Layout, decode, is_results_file
 from attnreport.results.tables import LazyColumn
 from attnreport.results.types import (
     READABLE_VERSIONS,
@@ -35,8 +38,6 @@ from attnreport.results.types import (
     set_to_json,
 )
 
-MANIFEST = "manifest.json"
-
 
 @dataclass(frozen=True, eq=False)
 class Results:
@@ -46,10 +47,6 @@ class Results:
     sentences: tuple[SentenceResults, ...]
     set: SetResults
     interventions: Interventions | None = None
-
-
-def sentence_file(index: int) -> str:
-    return f"sentences/{index:03d}.json"
 
 
 def dump_json(value: Any) -> bytes:
@@ -92,12 +89,15 @@ def _write(value: Any, out: bytearray) -> None:
 
 
 def dump(results: Results) -> dict[str, bytes]:
-    """The results folder as ``{relative path: bytes}``; the manifest lists the others."""
-    files = {"set.json": dump_json(set_to_json(results.set))}
+    """The results folder as ``{relative path: bytes}`` in the ``CURRENT`` layout (the
+    parts gzip-compressed); the manifest, plain JSON, lists the others with their sizes."""
+    encode = CURRENT.encode
+    files = {CURRENT.set: encode(dump_json(set_to_json(results.set)))}
     if results.interventions is not None:
-        files["interventions.json"] = dump_json(interventions_to_json(results.interventions))
+        iv = interventions_to_json(results.interventions)
+        files[CURRENT.interventions] = encode(dump_json(iv))
     for s in results.sentences:
-        files[sentence_file(s.index)] = dump_json(sentence_to_json(s))
+        files[CURRENT.sentence(s.index)] = encode(dump_json(sentence_to_json(s)))
     sizes = {name: len(data) for name, data in sorted(files.items())}
     files[MANIFEST] = dump_json(manifest_to_json(replace(results.manifest, files=sizes)))
     return dict(sorted(files.items()))
@@ -105,12 +105,12 @@ def dump(results: Results) -> dict[str, bytes]:
 
 def to_json(results: Results) -> dict[str, Any]:
     """The parts as JSON values: {"manifest", "set", "sentences", "interventions"}."""
-    files = {name: json.loads(data) for name, data in dump(results).items()}
+    files = {name: json.loads(decode(data, name, name)) for name, data in dump(results).items()}
     return {
         "manifest": files[MANIFEST],
-        "set": files["set.json"],
-        "sentences": [files[sentence_file(s.index)] for s in results.sentences],
-        "interventions": files.get("interventions.json"),
+        "set": files[CURRENT.set],
+        "sentences": [files[CURRENT.sentence(s.index)] for s in results.sentences],
+        "interventions": files.get(CURRENT.interventions),
     }
 
 
@@ -137,21 +137,33 @@ def _parse(data: bytes, where: str) -> Any:
         raise AttnReportError(f"{where} is truncated or not valid JSON ({err})") from err
 
 
+def layout_of(manifest: Any, where: str = MANIFEST) -> Layout:
+    """The layout (file names) of the folder whose manifest is ``manifest`` (a JSON value);
+    errors name ``where``: no schema, or a version this attnreport does not read."""
+    return Layout(_schema_version(manifest, where))
+
+
 def from_parts(
-    manifest: Any, set_: Any, sentences: list[Any], interventions: Any = None, where: str = ""
+    manifest: Any,
+    set_: Any,
+    sentences: list[Any],
+    interventions: Any = None,
+    where: str = "",
+    layout: Layout = CURRENT,
 ) -> Results:
-    """Typed results from the four parts as JSON values (what the files hold)."""
-    for value, name in ((manifest, MANIFEST), (set_, "set.json")):
+    """Typed results from the four parts as JSON values (what the files hold); errors
+    name ``where`` + the part's file in ``layout``."""
+    for value, name in ((manifest, MANIFEST), (set_, layout.set)):
         _schema_version(value, where + name)
     return Results(
         manifest=manifest_from_json(manifest, where + MANIFEST),
         sentences=tuple(
-            sentence_from_json(s, where + sentence_file(i)) for i, s in enumerate(sentences)
+            sentence_from_json(s, where + layout.sentence(i)) for i, s in enumerate(sentences)
         ),
-        set=set_from_json(set_, where + "set.json"),
+        set=set_from_json(set_, where + layout.set),
         interventions=None
         if interventions is None
-        else interventions_from_json(interventions, where + "interventions.json"),
+        else interventions_from_json(interventions, where + layout.interventions),
     )
 
 
@@ -187,8 +199,9 @@ def _check_complete(files: Mapping[str, bytes], listed: Any, where: str) -> None
 
 
 def read_part(data: bytes, name: str, where: str = "") -> Any:
-    """The JSON value of one results file, its schema checked; errors name ``where + name``."""
-    value = _parse(data, where + name)
+    """The JSON value of results file ``name`` (gunzipped when ``.gz``), its schema checked;
+    errors name ``where + name``."""
+    value = _parse(decode(data, name, where + name), where + name)
     _schema_version(value, where + name)
     return value
 
@@ -206,7 +219,7 @@ def parse_files(files: Mapping[str, bytes], where: str = "") -> Results:
     """Typed results from ``{relative path: bytes}`` (what ``dump`` returns); ``where``
     prefixes file names in errors (the folder, ending in "/")."""
     if MANIFEST not in files:
-        if any(name.endswith(".json") for name in files):
+        if any(is_results_file(name) for name in files):
             raise AttnReportError(
                 f"results folder {where.rstrip('/')} has no {MANIFEST} (it is written with "
                 "the other files: an interrupted analyze?); run attnreport analyze again"
@@ -215,20 +228,23 @@ def parse_files(files: Mapping[str, bytes], where: str = "") -> Results:
             f"{where.rstrip('/') or 'this'} is not a results folder: no {MANIFEST}"
         )
     manifest = _part(files, MANIFEST, where)
-    if _schema_version(manifest, where + MANIFEST) >= 2:
+    layout = layout_of(manifest, where + MANIFEST)
+    if layout.version >= 2:
         _check_complete(files, manifest.get("files"), where)
     count = len(manifest.get("sentences") or [])
-    sentences = [_part(files, sentence_file(i), where) for i in range(count)]
-    iv = _part(files, "interventions.json", where) if "interventions.json" in files else None
-    return from_parts(manifest, _part(files, "set.json", where), sentences, iv, where)
+    sentences = [_part(files, layout.sentence(i), where) for i in range(count)]
+    has_iv = layout.interventions in files
+    iv = _part(files, layout.interventions, where) if has_iv else None
+    set_ = _part(files, layout.set, where)
+    return from_parts(manifest, set_, sentences, iv, where, layout)
 
 
 def read_folder(folder: Path) -> dict[str, bytes]:
-    """Every JSON file of a results folder, by relative POSIX path."""
+    """Every results file (``.json``, ``.json.gz``) of a folder, by relative POSIX path."""
     return {
         p.relative_to(folder).as_posix(): p.read_bytes()
-        for p in sorted(folder.rglob("*.json"))
-        if p.is_file()
+        for p in sorted(folder.rglob("*"))
+        if is_results_file(p.name) and p.is_file()
     }
 
 

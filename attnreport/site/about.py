@@ -2,9 +2,13 @@
 
 The checksum identifies the results the report was drawn from: the SHA-256 of the
 ``sha256sum`` listing of the results files (``results.dump``: the site's ``results/``)
-in path order, so a reader can check a results folder with one shell line::
+in path order, so a reader can check a results folder with one shell line (schema 4:
+the manifest and the gzip-compressed parts; ``run.json`` and ``partials/`` left out)::
 
-    cd RESULTS && find . -name '*.json' -printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum
+    cd RESULTS && find . \\( -name manifest.json -o -name '*.json.gz' \\) -printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum
+
+A folder of schema 1 to 3 (plain ``.json``) keeps the line it was shown with,
+``find . -name '*.json' ...``, so its site renders as it did.
 """
 
 from __future__ import annotations
@@ -15,18 +19,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from attnreport.results import Manifest
+from attnreport.results.layout import CURRENT, Layout
 from attnreport.results.types import manifest_to_json
 
-CHECK_COMMAND = (
-    "find . -name '*.json' -printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum"
-)
+LISTING = "-printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum"
 
 
-def results_checksum(files: Mapping[str, bytes]) -> str:
-    """``sha256:HEX`` of the ``sha256sum`` listing of the ``.json`` files, in path order."""
+def check_command(layout: Layout = CURRENT) -> str:
+    """The shell line that recomputes ``results_checksum`` inside a folder of ``layout``:
+    it finds the files ``layout.holds``."""
+    if layout.compressed:
+        return f"find . \\( -name manifest.json -o -name '*{layout.suffix}' \\) {LISTING}"
+    return f"find . -name '*{layout.suffix}' {LISTING}"
+
+
+def results_checksum(files: Mapping[str, bytes], layout: Layout = CURRENT) -> str:
+    """``sha256:HEX`` of the ``sha256sum`` listing of the results files of ``layout``
+    (the manifest and the parts; other files ignored), in path order."""
     listing = "".join(
         f"{hashlib.sha256(files[path]).hexdigest()}  {path}\n"
-        for path in sorted(p for p in files if p.endswith(".json"))
+        for path in sorted(p for p in files if layout.holds(p))
     )
     return "sha256:" + hashlib.sha256(listing.encode("utf-8")).hexdigest()
 

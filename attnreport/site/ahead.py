@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attnreport.results.io import MANIFEST, sentence_file
+from attnreport.results.layout import MANIFEST
 from attnreport.site.context import SiteOptions
 from attnreport.site.page_data import intervention_indices, page_results, placed
-from attnreport.site.source import INTERVENTIONS, SiteSource
+from attnreport.site.source import SiteSource
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,8 @@ def site_key(source: SiteSource, pages: Sequence[Page], options: SiteOptions) ->
     from attnreport.charts.figure_cache import code_version
 
     sentences = {i for i in pages if i is not None} | set(intervention_indices(source))
-    read = {*(sentence_file(i) for i in sentences), MANIFEST, "set.json", INTERVENTIONS}
+    layout = source.layout
+    read = {*(layout.sentence(i) for i in sentences), MANIFEST, layout.set, layout.interventions}
     parts = [code_version(), repr(list(pages)), repr(options)]
     parts += [f"{name} {source.digest(name)}" for name in sorted(read & set(source.files))]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -8,8 +8,10 @@ static host)::
     data/PAGE/KEY/*.js                              chunk files of figure KEY on PAGE
     figures/PAGE/KEY.svg  figures/PAGE/KEY.png      static images (unless images=False;
                                                     the PNG only when png=True)
-    results/...  results/render.json                the results drawn, and the options
-                                                    (every figure links its results file)
+    results/...  results/render.json                the results drawn (their files as
+                                                    read: gzip-compressed from schema 4),
+                                                    and the options (every figure links
+                                                    its results file)
     .nojekyll  .attnreport-site                     GitHub Pages switch, site marker
 
 ``vl_convert.javascript_bundle()`` is a classic script (no ``import``/``export``; it ends
@@ -31,6 +33,7 @@ from typing import Any, cast
 from attnreport.charts.registry import Placed
 from attnreport.charts.svg import stable_svg_ids
 from attnreport.results import Results, as_results, dump_json
+from attnreport.results.layout import Layout
 from attnreport.site import pages, render
 from attnreport.site.ahead import Ahead
 from attnreport.site.chart_source import ChartSource, Drawing, as_bytes, default_charts
@@ -56,12 +59,16 @@ RESULTS = "results/"
 OPTIONS_FILE = RESULTS + "render.json"  # the options the site was drawn with
 
 
-def data_link(placed: Placed, index: int | None) -> str:
-    """The site's copy of the results file that a figure draws (relative to the page)."""
-    source = placed.entry.source
-    if source == "sentence" and index is not None:
-        return f"{RESULTS}sentences/{index:03d}.json"
-    return f"{RESULTS}{source}.json"
+def data_link(placed: Placed, index: int | None, layout: Layout) -> str:
+    """The site's copy of the results file that a figure draws (relative to the page),
+    named as the results folder names it (``layout``)."""
+    return RESULTS + layout.source(placed.entry.source, index)
+
+
+def data_title(layout: Layout) -> str:
+    """The data link's tooltip: a compressed file says how to read it (a browser saves it
+    rather than showing it); a plain JSON file needs none."""
+    return f"{layout.format}: gunzip it to read it" if layout.compressed else ""
 
 
 def _figure_files(
@@ -71,8 +78,10 @@ def _figure_files(
     images: Mapping[str, bytes],
     charts: ChartSource,
     files: dict[str, bytes],
+    layout: Layout,
 ) -> FigureInput:
-    """Add one figure's chunk and image files to ``files``; return its page inputs."""
+    """Add one figure's chunk and image files to ``files``; return its page inputs
+    (``layout``: the names of the results files it links)."""
     fig = placed.figure
     if not _SAFE_KEY.fullmatch(fig.key):
         raise ValueError(f"figure key {fig.key!r} must match [a-z0-9-] (page {page})")
@@ -94,7 +103,9 @@ def _figure_files(
     return FigureInput(
         figure=fig,
         entry=placed.entry,
-        data=data_link(placed, index),
+        data=data_link(placed, index, layout),
+        data_format=layout.format,
+        data_title=data_title(layout),
         payload=encoded.payload if encoded else charts.payload(fig),
         chunk_dir=chunk_dir,
         svg=paths.get("svg"),
@@ -143,10 +154,11 @@ def _figures(
     charts: ChartSource,
     options: SiteOptions,
     files: dict[str, bytes],
+    layout: Layout,
     here: bool = False,
 ) -> Callable[[], list[FigureInput]]:
     """Start a page's figures: the result waits for their images, adds the figures'
-    files to ``files`` and gives the page's inputs."""
+    files to ``files`` and gives the page's inputs (their data links named by ``layout``)."""
     keys = [p.figure.key for p in figs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"figure keys repeat on page {page}: {keys}")
@@ -154,7 +166,7 @@ def _figures(
 
     def finish() -> list[FigureInput]:
         pairs = zip(figs, drawing(), strict=True)
-        return [_figure_files(page, p, index, im, charts, files) for p, im in pairs]
+        return [_figure_files(page, p, index, im, charts, files, layout) for p, im in pairs]
 
     return finish
 
@@ -198,7 +210,7 @@ def _sentence_pages(
         name = cast(str, names[i])  # every chosen sentence has a file name
         stem = name.removesuffix(".html")
         made = placed(source, results, i, charts)
-        figs = _figures(stem, i, made, charts, options, files, ahead is not None)
+        figs = _figures(stem, i, made, charts, options, files, source.layout, ahead is not None)
         prev = _neighbour(names, chosen[k - 1] if k > 0 else None)
         nxt = _neighbour(names, chosen[k + 1] if k + 1 < len(chosen) else None)
         shown = iv is not None and iv != i and 0 <= iv < len(names) and names[iv]
@@ -249,7 +261,8 @@ def assemble_site(
             ahead.claim(None)
         set_only = page_results(source, None)  # the index is set-wide
         made = placed(source, set_only, None, charts)
-        figs = _figures("index", None, made, charts, options, files, ahead is not None)
+        here = ahead is not None
+        figs = _figures("index", None, made, charts, options, files, source.layout, here)
         pipeline.drain()
     except BaseException:
         if ahead:
@@ -257,7 +270,7 @@ def assemble_site(
         raise
     if ahead:
         ahead.close()
-    index = pages.index_page(set_only, figs(), options, names, texts, source.files)
+    index = pages.index_page(set_only, figs(), options, names, texts, source.files, source.layout)
     files["index.html"] = _page(render.render_index(index))
     files["404.html"] = _page(render.render_404(index.meta))
     files["assets/style.css"] = render.template_asset("style.css")

@@ -47,6 +47,8 @@ class FigureInput:
     chunk_dir: str | None = None  # relative folder with the figure's chunk files, ends in "/"
     svg: str | None = None
     png: str | None = None
+    data_format: str = "JSON"  # what ``data`` holds (``Layout.format``)
+    data_title: str = ""  # the data link's tooltip, when the file needs saying how to read it
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,8 @@ class FigureContext:
     svg: str | None
     png: str | None
     data: str  # the results file the figure draws
+    data_format: str = "JSON"  # what that file holds: "JSON" or "gzip-compressed JSON"
+    data_title: str = ""  # the data link's tooltip (none for plain JSON)
     sorted_lines: bool = False
     alt: str = ""  # what a screen reader hears: what is plotted and its main finding
 
@@ -229,6 +233,8 @@ def number_figures(groups: Sequence[Sequence[FigureInput]]) -> list[tuple[Figure
                     svg=item.svg,
                     png=item.png,
                     data=item.data,
+                    data_format=item.data_format,
+                    data_title=item.data_title,
                     sorted_lines=item.entry.sorted_lines,
                 )
             )

@@ -12,7 +12,6 @@ from attnreport.charts.figure_cache import PageFiles
 from attnreport.charts.registry import Placed
 from attnreport.corpus.pages import page_indices, parse_pages
 from attnreport.results import Results, SentenceResults
-from attnreport.results.io import sentence_file
 from attnreport.site.chart_source import ChartSource
 from attnreport.site.context import SiteOptions
 from attnreport.site.source import SiteSource
@@ -57,10 +56,13 @@ def placed(
         if index is None:
             return charts.index_figures(results)
         return charts.sentence_figures(results, index)
+    layout = source.layout
     files = PageFiles(
         digest=source.digest,
         manifest=source.manifest_digest,
-        sentence=None if index is None else sentence_file(index),
-        iv_inputs=tuple(sentence_file(i) for i in intervention_indices(source)),
+        sentence=None if index is None else layout.sentence(index),
+        iv_inputs=tuple(layout.sentence(i) for i in intervention_indices(source)),
+        set=layout.set,
+        interventions=layout.interventions,
     )
     return charts.page_figures(results, index, files)

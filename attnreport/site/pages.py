@@ -9,6 +9,7 @@ from typing import Any
 import attnreport
 from attnreport.results import Interventions, Manifest, Results, SentenceResults
 from attnreport.results.interventions import interventions_to_json
+from attnreport.results.layout import CURRENT, Layout
 from attnreport.results.types import sentence_json_view, set_to_json
 from attnreport.results.view import default_head
 from attnreport.site import about, highlights, prose, wording
@@ -282,11 +283,13 @@ def index_page(
     pages: Sequence[str | None],
     texts: Sequence[str],
     shipped: Mapping[str, bytes],
+    layout: Layout = CURRENT,
 ) -> IndexContext:
     """The context of the index page of ``len(texts)`` sentences.
 
     pages[i]: sentence ``i``'s file name, None when it has no page; texts[i]: its text;
-    shipped: the results files of the site (their checksum is in the About section).
+    shipped: the results files of the site (their checksum is in the About section),
+    named by ``layout``.
     ``results`` needs no sentences loaded: everything here is set-wide.
     """
     meta = page_meta(results, options)
@@ -305,7 +308,7 @@ def index_page(
     if numbers and paras:
         paras[-1] = Paragraph(paras[-1].text, notes.ref("sorted", sorted_note(numbers)))
     links = tuple(Link(href, visible(t)) for href, t in zip(pages, texts, strict=True))
-    checksum = about.results_checksum(shipped)
+    checksum = about.results_checksum(shipped, layout)
     return IndexContext(
         meta=meta,
         lede=_lede(meta, len(texts), options),
@@ -315,6 +318,6 @@ def index_page(
         footnotes=notes.all,
         findings=found,
         about=about.about_rows(results.manifest, attnreport.__version__, checksum, options.pages),
-        check_command=about.CHECK_COMMAND,
+        check_command=about.check_command(layout),
         pages_note=prose.pages_note(pages),
     )

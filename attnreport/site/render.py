@@ -61,15 +61,18 @@ def long_date(iso: str) -> str:
 
 @functools.cache
 def templates_root() -> Path:
-    """The folder of the templates: the package ``attnreport.templates`` (in the wheel; an
-    editable install maps it to the top-level ``templates/``), or, in a source checkout used
-    without installing it (``PYTHONPATH=.``), that top-level ``templates/`` itself."""
+    """The folder of the templates: in a source checkout (``pyproject.toml`` beside the
+    imported package), its top-level ``templates/``; else the package
+    ``attnreport.templates`` (in the wheel; an editable install maps it to the top-level
+    ``templates/``). The checkout comes first because a checkout used with ``PYTHONPATH=.``
+    beside an editable install of another one (a second git worktree) would otherwise
+    draw its pages with the other checkout's templates."""
+    checkout = Path(attnreport.__file__).resolve().parent.parent / "templates"
+    if (checkout / "__init__.py").is_file() and (checkout.parent / "pyproject.toml").is_file():
+        return checkout
     spec = importlib.util.find_spec("attnreport.templates")
     if spec is not None and spec.origin and spec.origin.endswith("__init__.py"):
         return Path(spec.origin).parent
-    checkout = Path(attnreport.__file__).resolve().parent.parent / "templates"
-    if (checkout / "__init__.py").is_file():
-        return checkout
     raise RuntimeError("attnreport's templates are missing; reinstall attnreport")
 
 

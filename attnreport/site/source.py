@@ -2,13 +2,15 @@
 
 A corpus results folder can hold thousands of sentences, each with its attention maps;
 the site needs them one page at a time. A ``SiteSource`` keeps the set-wide parts in
-memory (manifest, ``set.json``, ``interventions.json``: their size does not grow with
+memory (manifest, set and interventions: their size does not grow with
 the corpus) and parses a sentence's results only when its page is drawn. The results
 files the site ships in ``results/`` are a lazy mapping that reads each file from the
 folder when it is written, so rendering stays flat in memory whatever the corpus size.
 
 ``from_results`` wraps results already in memory (``build`` of a small set, the tests);
-``from_folder`` reads a results folder (``render``). Both give the same site.
+``from_folder`` reads a results folder (``render``). Both give the same site, but for the
+names of the results files: a folder of an older schema version (plain ``.json``) is
+shipped as it is, so each source carries the ``Layout`` its files are named by.
 """
 
 from __future__ import annotations
@@ -24,17 +26,9 @@ from typing import cast
 from attnreport.errors import AttnReportError
 from attnreport.results import Interventions, Manifest, Results, SentenceResults, SetResults
 from attnreport.results.interventions import interventions_from_json
-from attnreport.results.io import (
-    MANIFEST,
-    check_sizes,
-    dump,
-    load,
-    read_part,
-    sentence_file,
-)
+from attnreport.results.io import check_sizes, dump, layout_of, load, read_part
+from attnreport.results.layout import CURRENT, MANIFEST, Layout
 from attnreport.results.types import manifest_from_json, sentence_from_json, set_from_json
-
-INTERVENTIONS = "interventions.json"
 
 
 @dataclass(frozen=True)
@@ -42,7 +36,8 @@ class SiteSource:
     """The results of ``count`` sentences: set-wide parts in memory, sentences on demand.
 
     ``sentence(i)`` parses sentence ``i``'s results (0 <= i < count); ``files`` are the
-    results files the site ships (relative path -> bytes), read lazily for a folder.
+    results files the site ships (relative path -> bytes), read lazily for a folder, and
+    named by ``layout`` (the folder's schema version; ``CURRENT`` for results in memory).
     """
 
     manifest: Manifest
@@ -52,6 +47,7 @@ class SiteSource:
     sentence: Callable[[int], SentenceResults]
     files: Mapping[str, bytes]
     folder: Path | None = None  # the results folder read, when not in memory
+    layout: Layout = CURRENT
 
     @functools.cached_property
     def digest(self) -> Callable[[str], str]:
@@ -185,27 +181,29 @@ def from_folder(folder: str | Path) -> SiteSource:
     listed = raw.get("files")
     if not isinstance(listed, dict):
         return from_results(load(folder))  # schema 1: no list of files to check
+    layout = layout_of(raw, where + MANIFEST)
     sizes = {name: _size(folder, name) for name in listed}
     check_sizes({k: v for k, v in sizes.items() if v is not None}, listed, where)
     manifest = manifest_from_json(raw, where + MANIFEST)
     count = len(raw.get("sentences") or [])
-    set_ = set_from_json(_read(folder, "set.json", where), where + "set.json")
+    set_ = set_from_json(_read(folder, layout.set, where), where + layout.set)
     iv = None
-    if INTERVENTIONS in listed:
-        iv = interventions_from_json(_read(folder, INTERVENTIONS, where), where + INTERVENTIONS)
+    if layout.interventions in listed:
+        name = layout.interventions
+        iv = interventions_from_json(_read(folder, name, where), where + name)
 
     def sentence(index: int) -> SentenceResults:
-        name = sentence_file(index)
+        name = layout.sentence(index)
         return sentence_from_json(_read(folder, name, where), where + name)
 
-    missing = [sentence_file(i) for i in range(count) if sentence_file(i) not in listed]
+    missing = [layout.sentence(i) for i in range(count) if layout.sentence(i) not in listed]
     if missing:
         raise AttnReportError(
             f"results folder {folder} is incomplete: {missing[0]} is missing; "
             "run attnreport analyze again"
         )
     files = FolderFiles(folder, [MANIFEST, *listed])
-    return SiteSource(manifest, set_, iv, count, sentence, files, folder)
+    return SiteSource(manifest, set_, iv, count, sentence, files, folder, layout)
 
 
 def _size(folder: Path, name: str) -> int | None:

@@ -3,7 +3,7 @@
 The driver (this process) keeps a queue of sentences and at most ``IN_FLIGHT`` tasks
 per actor, and yields each ``SentenceOutcome`` as it arrives. Per sentence it sends the
 ``Sentence`` (index, text, token ids, token texts: a few hundred bytes) and receives the
-``sentences/NNN.json`` bytes and the partial sums. Each actor loads the model itself,
+sentence's results file (gzip-compressed by the actor) and the partial sums. Each actor loads the model itself,
 from the same ``--model`` value (a path every node can read, a hub id in each node's
 cache, or the embedded default shipped in the package), and the driver checks that
 every actor's weights fingerprint equals its own before any work.
