@@ -63,7 +63,7 @@ def _index_digits(n: int) -> np.ndarray:
 @functools.cache
 def _fewest_decimals() -> np.ndarray:
     """For r in 0..10**6 - 1, the decimals of r / 10**6 once trailing zeros are dropped."""
-    table = np.full(_SCALE, MAX_DECIMALS, dtype=np.int64)
+    table = np.full(_SCALE, MAX_DECIMALS, dtype=np.int8)  # 1 MB, made once
     for k in range(1, MAX_DECIMALS + 1):
         table[:: 10**k] -= 1
     return table
@@ -107,6 +107,7 @@ def _scan(array: np.ndarray, decimals: range) -> _Scan:
     q6 = np.where(exact, scaled, 0.0).astype(np.int64)
     magnitude = np.abs(q6)
     fewest = np.where(exact, _fewest_decimals()[magnitude % _SCALE], MAX_DECIMALS + 1)
+    fewest = fewest.astype(np.int64)  # it indexes cells of a larger table
     reached = _count_reached(magnitude, thresholds)
     reached[~exact] = len(thresholds)
     return _Scan(q6, fewest, reached, thresholds)
