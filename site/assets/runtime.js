@@ -58,9 +58,41 @@
     document.head.appendChild(script);
   }
 
+  // {"b": [d, w, BASE64], "x": [i0, v0, ...]}: little-endian signed integers of w bytes,
+  // each divided by 10^d (one correctly rounded division, as in Python: the same float),
+  // then the exceptions written over them.
+  function decodePacked(encoded) {
+    var decimals = encoded.b[0];
+    var width = encoded.b[1];
+    var text = atob(encoded.b[2]);
+    var view = new DataView(new ArrayBuffer(text.length));
+    for (var i = 0; i < text.length; i++) {
+      view.setUint8(i, text.charCodeAt(i));
+    }
+    var scale = Math.pow(10, decimals); // exact for decimals <= 22
+    var out = new Array(text.length / width);
+    for (var j = 0; j < out.length; j++) {
+      var q =
+        width === 1
+          ? view.getInt8(j)
+          : width === 2
+            ? view.getInt16(2 * j, true)
+            : view.getInt32(4 * j, true);
+      out[j] = decimals > 0 ? q / scale : q;
+    }
+    var exceptions = encoded.x || [];
+    for (var k = 0; k < exceptions.length; k += 2) {
+      out[exceptions[k]] = exceptions[k + 1];
+    }
+    return out;
+  }
+
   function decodeColumn(encoded) {
     if (Array.isArray(encoded)) {
       return encoded;
+    }
+    if (Object.prototype.hasOwnProperty.call(encoded, "b")) {
+      return decodePacked(encoded);
     }
     var delta = Object.prototype.hasOwnProperty.call(encoded, "d");
     var runs = delta ? encoded.d : encoded.r;
