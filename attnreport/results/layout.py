@@ -79,10 +79,12 @@ CURRENT = Layout()
 
 
 def compress(data: bytes | bytearray) -> bytes:
-    """gzip of canonical JSON: level 9, no file name, mtime 0, so the same JSON gives the
+    """gzip of canonical JSON: level 6, no file name, mtime 0, so the same JSON gives the
     same bytes with the same zlib. Another zlib build (zlib-ng) may compress the same JSON
-    to other bytes: compare results by their JSON (``compare``), never by these bytes."""
-    return gzip.compress(data, compresslevel=9, mtime=0)
+    to other bytes: compare results by their JSON (``compare``), never by these bytes.
+    Level 6, zlib's default: on a 7.3 MB sentence file 1% larger than level 9 and twice
+    as fast (0.68 s against 1.49 s), which long inputs and corpora feel."""
+    return gzip.compress(data, compresslevel=6, mtime=0)
 
 
 def decode(data: bytes, name: str, where: str) -> bytes:
