@@ -27,7 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from attnreport.results.packed import packed_column, smallest_size, unpack
+from attnreport.results.packed import (
+    apply_exceptions,
+    packed_column,
+    smallest_size,
+    unpacked_numbers,
+)
 from attnreport.results.rounding import _round_array, column_to_list
 
 Encoded = list[Any] | dict[str, list[Any]]
@@ -180,6 +185,15 @@ def _shortest_readable(
     return (chosen, best) if best < plain_size else (plain, plain_size)
 
 
+def _unpack(encoded: dict[str, Any]) -> list[Any]:
+    """The values of a packed form (the reference for ``runtime.js``), integral floats as
+    ints as everywhere in this codec."""
+    numbers = unpacked_numbers(encoded)
+    values = numbers.tolist() if numbers.dtype.kind == "i" else compact_floats(numbers)
+    apply_exceptions(values, encoded.get("x", []))
+    return values
+
+
 def decode_column(encoded: Any) -> list[Any]:
     """Inverse of ``encode_column`` (the reference for ``runtime.js``); ValueError, in one
     line, for a value that is none of the four forms or a malformed one."""
@@ -188,7 +202,7 @@ def decode_column(encoded: Any) -> list[Any]:
     if not isinstance(encoded, dict) or set(encoded) not in _FORMS:
         raise ValueError("a column is neither an array nor {'r'}, {'d'} or {'b'[, 'x']}")
     if "b" in encoded:
-        return unpack(encoded)
+        return _unpack(encoded)
     runs = next(iter(encoded.values()))
     if not isinstance(runs, list) or len(runs) % 2:
         raise ValueError("a run-length column has no [value, count, ...] pairs")

@@ -201,9 +201,10 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def unpack(encoded: dict[str, Any]) -> list[Any]:
-    """The values of a packed form (the reference for ``runtime.js``): ints where they
-    are integral, as ``codec`` writes them; ValueError, in one line, when malformed."""
+def unpacked_numbers(encoded: dict[str, Any]) -> np.ndarray:
+    """The numbers of a packed form before its exceptions: int64 for d = 0, else float64
+    (``codec.decode_column`` writes the integral ones as ints and applies
+    ``apply_exceptions``); ValueError, in one line, when malformed."""
     spec = encoded["b"]
     if not isinstance(spec, list) or len(spec) != 3:
         raise ValueError("a packed column is not [decimals, width, base64]")
@@ -221,19 +222,11 @@ def unpack(encoded: dict[str, Any]) -> list[Any]:
     if len(raw) % w:
         raise ValueError(f"a packed column has {len(raw)} bytes, not a multiple of {w}")
     ints = np.frombuffer(raw, dtype=f"<i{w}").astype(np.int64)
-    values = ints.tolist() if d == 0 else _integral_as_int(ints / float(10**d))
-    _apply_exceptions(values, encoded.get("x", []))
-    return values
+    return ints if d == 0 else ints / float(10**d)
 
 
-def _integral_as_int(array: np.ndarray) -> list[Any]:
-    out = array.tolist()
-    for index in np.flatnonzero(array == np.floor(array)).tolist():
-        out[index] = int(out[index])
-    return out
-
-
-def _apply_exceptions(values: list[Any], exceptions: Any) -> None:
+def apply_exceptions(values: list[Any], exceptions: Any) -> None:
+    """Write a packed form's ``"x"`` pairs over ``values``; ValueError when malformed."""
     if not isinstance(exceptions, list) or len(exceptions) % 2:
         raise ValueError("a packed column's exceptions are not [index, value, ...] pairs")
     for index, value in zip(exceptions[::2], exceptions[1::2], strict=True):
