@@ -307,3 +307,43 @@ def test_long_input_impact_by_position_steps_through_its_windows(tmp_path, offli
     assert first_label().startswith("128 ")
     assert chart_has_marks(page, chart)
     assert offline_page.errors == [] and offline_page.blocked == []
+
+
+def test_long_input_breakdown_slides_its_window_over_the_layer_it_has(tmp_path, offline_page):
+    """Figure 2 of a 140-token sentence draws positions 0-127 of its layer's rows; its
+    slider draws 128-139 from the same rows, with no data file to load."""
+    study = fake_study(1, n_layers=2, n_heads=2, n_tokens=140)
+    site = build(study, tmp_path / "site", replace(OPTIONS, images=False))
+    page = open_page(offline_page, sentence_page(site, 0))
+    chart = page.query_selector('.ar-chart[data-key="attention-breakdown"]')
+
+    def shown() -> tuple[str, list[int]]:
+        return chart.eval_on_selector(
+            "svg.marks",
+            """s => [s.querySelector('.role-title-text').textContent,
+                     [...s.querySelectorAll('.role-axis-label text')]
+                       .map(t => t.textContent).filter(t => /^\\d+ /.test(t))
+                       .map(t => parseInt(t))]""",  # the token labels: "128 word"
+        )
+
+    title, labels = shown()
+    assert title.endswith(", positions 0-127 of 140)"), title
+    assert min(labels) == 0 and max(labels) == 127
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    slider = chart.query_selector(".vega-bindings input[name=positions_from]")
+    slider.evaluate(
+        """el => { el.value = el.max;
+                   el.dispatchEvent(new Event('input', {bubbles: true})); }"""
+    )
+    page.wait_for_function(
+        "el => el.querySelector('.role-title-text').textContent.includes('128-139')",
+        arg=chart,
+        timeout=10_000,
+    )
+    title, labels = shown()
+    assert title.endswith(", positions 128-139 of 140)"), title
+    assert min(labels) == 128 and max(labels) == 139
+    assert chart_has_marks(page, chart)
+    assert requests == []  # the layer's rows were already here
+    assert offline_page.errors == [] and offline_page.blocked == []

@@ -660,7 +660,7 @@ def test_long_input_impact_by_position_draws_one_window_at_a_time():
         assert wanted <= set(files[name]), key
     spec = json.dumps(fig.spec)
     assert f"datum.query >= positions_from && datum.query < positions_from + {window}" in spec
-    assert f"' of {n_tokens})'" in spec and "positions at a time" in fig.caption
+    assert f"' of {n_tokens}'" in spec and "positions at a time" in fig.caption
     assert f"This input has {n_tokens} tokens" in fig.caption
     static_rows = fig.static_spec["data"]["values"]
     assert max(r["query"] for r in static_rows) == window - 1  # the image: the first window
@@ -668,3 +668,55 @@ def test_long_input_impact_by_position_draws_one_window_at_a_time():
     short = block_impact.block_impact_figure(typed_sentence(fake_sentence(0, n_tokens=window)))
     assert not short.chunks and WINDOW_PARAM not in json.dumps(short.spec)
     assert short.spec["title"]["text"] == "Impact by position"
+
+
+def _filters(spec: dict) -> list[str]:
+    return [t["filter"] for t in spec.get("transform", []) if isinstance(t.get("filter"), str)]
+
+
+@pytest.mark.parametrize("key", ["attention-breakdown", "bias-vs-position"])
+def test_long_input_breakdown_figures_draw_one_window_at_a_time(key):
+    """Past POSITION_WINDOW tokens, figures 2 and 3 keep their per-layer data (every
+    position) and draw the slider's window of it: the filter, the slider, the title, the
+    caption and the alt text say so; the x axis takes the window's positions, not all."""
+    from attnreport.charts.breakdown import ROW_FILTER, bias_position_figure, breakdown_figure
+    from attnreport.charts.common import cell_step
+    from attnreport.site.alt_text import AltData, alt_text
+    from tests.fixtures.fake_results import fake_manifest
+
+    build = breakdown_figure if key == "attention-breakdown" else bias_position_figure
+
+    def figure(n_tokens):
+        raw = fake_sentence(0, n_layers=2, n_heads=2, n_tokens=n_tokens)
+        manifest = typed({**fake_study(n_layers=2, n_heads=2), "manifest": fake_manifest(
+            [raw], n_layers=2, n_heads=2)}).manifest  # fmt: skip
+        return raw, build(typed_sentence(raw), manifest)
+
+    n_tokens, window = 300, POSITION_WINDOW
+    raw, fig = figure(n_tokens)
+    validate_jsonschema(fig.spec, load_schema())
+    validate_jsonschema(fig.static_spec, load_schema())
+    slider = next(p for p in fig.spec["params"] if p["name"] == WINDOW_PARAM)
+    assert slider["value"] == 0
+    assert (slider["bind"]["min"], slider["bind"]["max"], slider["bind"]["step"]) == (0, 256, 128)
+    window_filter = f"datum.query >= positions_from && datum.query < positions_from + {window}"
+    assert _filters(fig.spec)[0] == f"{ROW_FILTER} && {window_filter}"
+    assert fig.chunk_params == ("layer",)  # the data files stay one per layer, all positions
+    for rows in fig.chunks.values():
+        assert sorted(set(rows["query"])) == list(range(n_tokens))
+    assert sorted(set(fig.inline["query"])) == list(range(n_tokens))
+    spec = json.dumps(fig.spec)
+    assert f"' of {n_tokens}'" in spec and "'positions ' + positions_from" in spec
+    assert f"This input has {n_tokens} tokens" in fig.caption and "at a time" in fig.caption
+    x = fig.spec.get("encoding", {}).get("x") or fig.spec["layer"][0]["encoding"]["x"]
+    assert "scale" not in x  # the window's positions, not a fixed 300-position domain
+    assert fig.spec["width"] == {"step": cell_step(window)}
+    data = AltData(sentence=raw, view=(0, 0))
+    assert f"It shows positions 0-{window - 1} of {n_tokens}." in alt_text(key, data)
+    # an input of exactly one window is drawn whole, as before
+    raw, short = figure(window)
+    assert WINDOW_PARAM not in json.dumps(short.spec) and _filters(short.spec)[0] == ROW_FILTER
+    assert "at a time" not in short.caption
+    assert "It shows positions" not in alt_text(key, AltData(sentence=raw, view=(0, 0)))
+    x = short.spec.get("encoding", {}).get("x") or short.spec["layer"][0]["encoding"]["x"]
+    assert x["scale"]["domain"] == list(range(window))

@@ -28,7 +28,7 @@ def grid_chart(key: str) -> alt.Chart:
     group = alt.param(name="group", value=1, bind=alt.binding_range(min=0, max=2, step=1))
     return (
         alt.Chart(alt.Data(name=key))
-        .transform_filter("datum.group == group && datum.value > 0.5")
+        .transform_filter("datum.group == group && datum.value >= datum.row / 100")
         .mark_rect()
         .encode(x="col:O", y="row:O", color="value:Q", tooltip=["group:O", "row:O", "col:O"])
         .add_params(group)
@@ -61,7 +61,8 @@ def scenegraph_items(node) -> int:
 def test_filter_on_a_widget_keeps_the_chosen_rows_only():
     rows = grid_rows(40)
     spec = build_figure(key="g", title="g", caption="c", chart=grid_chart("g"), rows=rows).spec
-    # group == 1 is read (the param's initial value); "value > 0.5" is not, so kept
+    # group == 1 is read (the param's initial value); a comparison of two columns is not,
+    # so its rows are counted as kept
     assert default_marks(spec, rows) == 40
 
 
@@ -94,14 +95,30 @@ def test_count_is_vegas_own_when_every_filter_is_read(make):
     drawn = scenegraph_items(vl_convert.vegalite_to_scenegraph(page_view, vl_version=VL_VERSION))
     counted = default_marks(fig.spec, fig.inline)
     if fig.key == "impact-by-position":
-        # lines, first-token points (filter "top_first_heads > 0" is not read: counted as
-        # every row), invisible hover points
+        # lines, first-token points (the filter "top_first_heads > 0"), invisible hover points
         n_rows = len(fig.inline["query"])
         first = sum(1 for v in fig.inline["top_first_heads"] if v > 0)
-        assert first < n_rows and drawn == 2 * n_rows + first
-        assert counted == 3 * n_rows
-    else:
-        assert counted == drawn
+        assert 0 < first < n_rows and drawn == 2 * n_rows + first
+    assert counted == drawn
+
+
+@pytest.mark.parametrize("key", ["attention-breakdown", "bias-vs-position"])
+def test_a_windowed_long_input_counts_the_window_only(key):
+    """``datum.query >= positions_from && datum.query < positions_from + 128`` is read at
+    the slider's initial value: the count is Vega's own, a window's worth of positions."""
+    from attnreport.charts.breakdown import bias_position_figure, breakdown_figure
+    from attnreport.charts.position_window import POSITION_WINDOW
+
+    raw = fake_sentence(n_tokens=300, n_layers=2, n_heads=2)
+    manifest = typed_manifest(fake_manifest([raw], n_layers=2, n_heads=2))
+    build = breakdown_figure if key == "attention-breakdown" else bias_position_figure
+    fig = build(typed_sentence(raw), manifest)
+    page_view = {**fig.spec, "data": {"values": columns_to_rows(fig.inline)}}
+    drawn = scenegraph_items(vl_convert.vegalite_to_scenegraph(page_view, vl_version=VL_VERSION))
+    assert default_marks(fig.spec, fig.inline) == drawn
+    terms = 4 if key == "attention-breakdown" else 2  # folded terms; + the ticks, or points
+    per_position = terms + 1 if key == "attention-breakdown" else 2 * terms
+    assert drawn == POSITION_WINDOW * per_position
 
 
 def test_threshold_picks_svg_up_to_the_bound_and_canvas_past_it():

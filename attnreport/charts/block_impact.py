@@ -16,13 +16,15 @@ import altair as alt
 from attnreport.charts import common, widgets
 from attnreport.charts.assemble import build_figure
 from attnreport.charts.columns import as_list, rounded, sentence_tokens, sort_rows
-from attnreport.charts.common import tip, token_axis
+from attnreport.charts.common import tip
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.position_window import (
-    POSITION_WINDOW,
     WINDOW_PARAM,
-    last_window,
+    is_windowed,
+    shown_positions,
+    window_caption,
     window_chunks,
+    window_filter,
 )
 from attnreport.charts.theme import FIRST_COLOR, LAYER_SCHEME, MAGNITUDE_SCHEME, ORIENTATION_SCHEME
 from attnreport.results import SentenceResults, SetResults
@@ -34,11 +36,7 @@ def block_impact_chart(key: str, tokens: list[str], n_layers: int, n_heads: int)
     Past ``POSITION_WINDOW`` tokens, only the window from the ``positions_from`` slider is
     drawn; the x axis then follows the window and the title names it."""
     n = len(tokens)
-    windowed = n > POSITION_WINDOW
-    shown = POSITION_WINDOW if windowed else n
-    x_axis = token_axis("token", shown, angle=-60)
-    if windowed:
-        x_axis.pop("scale")  # the domain is the positions the window keeps
+    x_axis = common.position_axis("token", n, angle=-60)
     base = alt.Chart().encode(
         x=alt.X("query:O", **x_axis),
         y=alt.Y("magnitude:Q", title="||attention block output|| / ||x||"),
@@ -81,23 +79,18 @@ def block_impact_chart(key: str, tokens: list[str], n_layers: int, n_heads: int)
         "hover a point to single out its layer"
     )
     chart = alt.layer(lines, marks, hover, data=alt.Data(name=key))
-    if windowed:
-        start = WINDOW_PARAM
-        last = f"min({start} + {POSITION_WINDOW}, {n}) - 1"
-        text = f"'Impact by position (positions ' + {start} + '-' + ({last}) + ' of {n})'"
-        title = alt.TitleParams(text=alt.ExprRef(expr=text), subtitle=subtitle)
-        chart = chart.transform_filter(
-            f"datum.query >= {start} && datum.query < {start} + {POSITION_WINDOW}"
-        ).add_params(widgets.window_param(WINDOW_PARAM, last_window(n), POSITION_WINDOW))
-    else:
-        title = alt.TitleParams(text="Impact by position", subtitle=subtitle)
+    title = common.selection_title("Impact by position", subtitle, n_tokens=n)
+    if is_windowed(n):
+        chart = chart.transform_filter(window_filter()).add_params(*widgets.window_params(n))
     return (
         chart.transform_calculate(
             token="tokens[datum.query]", share_first=f"datum.top_first_heads / {max(n_heads, 1)}"
         )
         .add_params(widgets.tokens_param(tokens))
         .properties(
-            title=title, width=alt.Step(common.cell_step(shown, width=600, hi=28)), height=300
+            title=title,
+            width=alt.Step(common.cell_step(shown_positions(n), width=600, hi=28)),
+            height=300,
         )
     )
 
@@ -119,13 +112,9 @@ def block_impact_figure(sentence: SentenceResults) -> Figure:
         "updates."
     )
     figure = {"key": "impact-by-position", "title": "Impact by position", "chart": chart}
-    if len(tokens) <= POSITION_WINDOW:
+    if not is_windowed(len(tokens)):
         return build_figure(caption=caption, rows=rows, **figure)
-    caption += (
-        f" This input has {len(tokens)} tokens, so the chart draws {POSITION_WINDOW} "
-        "positions at a time: the slider 'positions from' steps through them, and the "
-        "title names the positions shown."
-    )
+    caption += window_caption(len(tokens))
     chunks = window_chunks(rows, len(tokens))
     return build_figure(
         caption=caption, chunks=chunks, params=(WINDOW_PARAM,), default=(0,), **figure

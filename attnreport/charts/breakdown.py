@@ -22,8 +22,14 @@ from attnreport.charts.columns import (
     select,
     sentence_tokens,
 )
-from attnreport.charts.common import tip, token_axis, token_calcs
+from attnreport.charts.common import tip, token_calcs
 from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.position_window import (
+    is_windowed,
+    shown_positions,
+    window_caption,
+    window_filter,
+)
 from attnreport.charts.theme import TERM_COLORS, TERM_LABELS
 from attnreport.results import Manifest, SentenceResults
 
@@ -56,10 +62,29 @@ def _breakdown_tooltips(terms: tuple[str, ...]) -> list[alt.Tooltip]:
     ]
 
 
+def _row_filter(n_tokens: int) -> str:
+    """The rows drawn: the chosen layer, head and rank (and window, for a long input)."""
+    if not is_windowed(n_tokens):
+        return ROW_FILTER
+    return f"{ROW_FILTER} && {window_filter()}"
+
+
+def _params(tokens: list[str], n_layers: int, n_heads: int, n_ranks: int, default) -> list:
+    return [
+        widgets.tokens_param(tokens),
+        widgets.layer_param(n_layers, default[0]),
+        widgets.head_param(n_heads, default[1]),
+        widgets.sort_idx_param(n_ranks),
+        *widgets.window_params(len(tokens)),
+    ]
+
+
 def _breakdown_layers(key: str, n: int, terms: tuple[str, ...]) -> alt.LayerChart:
     """Stacked (diverging) term bars plus a tick at the total score, for Fig 2."""
     labels = [TERM_LABELS[t] for t in terms]
-    base = alt.Chart().encode(x=alt.X("query:O", **token_axis("current token", n, angle=-60)))
+    base = alt.Chart().encode(
+        x=alt.X("query:O", **common.position_axis("current token", n, angle=-60))
+    )
     bars = base.mark_bar().encode(
         y=alt.Y("value:Q", stack="zero", title="contribution to the score s_ij"),
         color=alt.Color(
@@ -94,28 +119,25 @@ def breakdown_chart(
     """Fig 2: per current token, the terms of s_ij for its target of rank ``sort_idx``."""
     label_map = "{" + ", ".join(f"'{t}': '{TERM_LABELS[t]}'" for t in terms) + "}"
     order_map = "{" + ", ".join(f"'{t}': {i}" for i, t in enumerate(terms)) + "}"
+    n = len(tokens)
     title = common.selection_title(
         "Attention breakdown",
         "the additive terms of s_ij; black tick = total score",
         "layer",
         "head",
         "sort_idx",
+        n_tokens=n,
     )
     return (
-        _breakdown_layers(key, len(tokens), terms)
-        .transform_filter(ROW_FILTER)
+        _breakdown_layers(key, n, terms)
+        .transform_filter(_row_filter(n))
         .transform_calculate(**token_calcs(query_token="datum.query", key_token="datum.key"))
         .transform_fold(list(terms), as_=["term", "value"])
         .transform_calculate(
             term_label=f"{label_map}[datum.term]", term_order=f"{order_map}[datum.term]"
         )
-        .add_params(
-            widgets.tokens_param(tokens),
-            widgets.layer_param(n_layers, default[0]),
-            widgets.head_param(n_heads, default[1]),
-            widgets.sort_idx_param(n_ranks),
-        )
-        .properties(title=title, width=alt.Step(common.cell_step(len(tokens))), height=260)
+        .add_params(*_params(tokens, n_layers, n_heads, n_ranks, default))
+        .properties(title=title, width=alt.Step(common.cell_step(shown_positions(n))), height=260)
     )
 
 
@@ -132,19 +154,19 @@ def bias_position_chart(
     labels = [TERM_LABELS[t] for t in terms]
     label_map = "{" + ", ".join(f"'{t}': '{TERM_LABELS[t]}'" for t in terms) + "}"
     text = "Bias vs position" if "position" in terms else "Bias term"
-    title = common.selection_title(
-        text, "for the target of the chosen rank", "layer", "head", "sort_idx"
-    )
     n = len(tokens)
+    title = common.selection_title(
+        text, "for the target of the chosen rank", "layer", "head", "sort_idx", n_tokens=n
+    )
     return (
         alt.Chart(alt.Data(name=key))
-        .transform_filter(ROW_FILTER)
+        .transform_filter(_row_filter(n))
         .transform_calculate(**token_calcs(query_token="datum.query", key_token="datum.key"))
         .transform_fold(list(terms), as_=["term", "value"])
         .transform_calculate(term_label=f"{label_map}[datum.term]")
         .mark_line(point=True)
         .encode(
-            x=alt.X("query:O", **token_axis("current token", n, angle=-60)),
+            x=alt.X("query:O", **common.position_axis("current token", n, angle=-60)),
             y=alt.Y("value:Q", title="term value"),
             color=alt.Color(
                 "term_label:N",
@@ -157,13 +179,8 @@ def bias_position_chart(
                 *_breakdown_tooltips(terms),
             ],
         )
-        .add_params(
-            widgets.tokens_param(tokens),
-            widgets.layer_param(n_layers, default[0]),
-            widgets.head_param(n_heads, default[1]),
-            widgets.sort_idx_param(n_ranks),
-        )
-        .properties(title=title, width=alt.Step(common.cell_step(n)), height=220)
+        .add_params(*_params(tokens, n_layers, n_heads, n_ranks, default))
+        .properties(title=title, width=alt.Step(common.cell_step(shown_positions(n))), height=220)
     )
 
 
@@ -215,6 +232,7 @@ def breakdown_figure(
         + " Bias depends only on the target; content depends on both tokens. The query-only "
         "term shifts a whole row by the same amount, so it has no effect after softmax."
         + common.feature_notes(manifest, "attention-breakdown")
+        + window_caption(len(s["tokens"]))
     )
     return build_figure(
         key=key,
@@ -250,7 +268,7 @@ def bias_position_figure(
         else "The bias term of the same targets as in the attention breakdown, against the current token. "
         + _position_note(manifest, False)
         + " Only the trend matters: a shift shared by a whole row changes nothing after softmax."
-    )
+    ) + window_caption(len(s["tokens"]))
     title = "Bias vs position" if with_position else "Bias term (no position term)"
     return build_figure(
         key=key,

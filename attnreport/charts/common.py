@@ -7,6 +7,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 
+from attnreport.charts import position_window
 from attnreport.results import Manifest, SentenceResults
 from attnreport.results.view import default_head  # noqa: F401  (builders use common.default_head)
 from attnreport.site import wording
@@ -37,17 +38,31 @@ def token_axis(title: str, n_tokens: int, angle: int = 0) -> dict[str, Any]:
     return {"axis": axis, "scale": alt.Scale(domain=list(range(n_tokens)))}
 
 
+def position_axis(title: str, n_tokens: int, angle: int = 0) -> dict[str, Any]:
+    """``token_axis`` for a chart that windows a long input (see ``position_window``): sized
+    for the positions shown, with the domain left to the window's rows."""
+    if not position_window.is_windowed(n_tokens):
+        return token_axis(title, n_tokens, angle)
+    axis = token_axis(title, position_window.shown_positions(n_tokens), angle)
+    axis.pop("scale")
+    return axis
+
+
 def token_calcs(**fields: str) -> dict[str, str]:
     """``calculate`` expressions giving token texts, e.g. ``query_token="datum.query"``."""
     return {name: f"tokens[{position}]" for name, position in fields.items()}
 
 
-def selection_title(text: str, subtitle: str, *params: str) -> alt.TitleParams:
-    """A title that names the widgets' current values, e.g. "Attention map (layer 3, head 1)"."""
-    if not params:
+def selection_title(text: str, subtitle: str, *params: str, n_tokens: int = 0) -> alt.TitleParams:
+    """A title that names the widgets' current values, e.g. "Attention map (layer 3, head 1)";
+    with ``n_tokens`` of a windowed input, also the positions shown."""
+    parts = [f"'{p} ' + {p}" for p in params]
+    if position_window.is_windowed(n_tokens):
+        parts.append(position_window.window_title_part(n_tokens))
+    if not parts:
         return alt.TitleParams(text=text, subtitle=subtitle)
-    parts = " + ', ' + ".join(f"'{p} ' + {p}" for p in params)
-    expr = f"'{text} (' + {parts} + ')'"
+    joined = " + ', ' + ".join(parts)
+    expr = f"'{text} (' + {joined} + ')'"
     return alt.TitleParams(text=alt.ExprRef(expr=expr), subtitle=subtitle)
 
 

@@ -13,9 +13,11 @@ canvas (``choose_renderer``). Marks are counted as Vega's scenegraph items, one 
 row of each mark layer (a line with N points is N items, as Vega builds it), by
 ``default_marks``: an upper bound, from the default view's rows (``Figure.inline``) and
 the spec's transforms, with no browser. Filters narrow the rows only where a clause
-reads ``datum.FIELD == PARAM`` (or a literal) on a column of the rows, at the param's
-initial value; other clauses, aggregations and bins are counted as keeping every row,
-and a fold multiplies the rows by its number of fields.
+compares a column of the rows with a literal, a param or a param plus a literal
+(``datum.FIELD == PARAM``, ``datum.query < positions_from + 128``), at the params' initial
+values; other clauses, aggregations and bins are counted as keeping every row. A fold
+multiplies the rows by its number of fields, until a filter keeps one value of the key
+field it wrote (``datum.term == 'bias'``).
 
 A canvas figure's page spec also sets ``config.aria`` false: a canvas has no element per
 mark to carry an ARIA description, and Vega-Lite would otherwise format one string per
@@ -24,6 +26,7 @@ mark. (The chart's container carries the figure's alt text either way.)
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -31,7 +34,14 @@ from typing import Any
 from attnreport.charts.figure import Columns
 
 CANVAS_MARKS = 1000  # a default view drawing more marks than this is drawn on a canvas
-CLAUSE = re.compile(r"^\s*datum\.(\w+)\s*===?\s*(.+?)\s*$")
+CLAUSE = re.compile(r"^\s*datum\.(\w+)\s*(===?|<=|>=|<|>)\s*(.+?)\s*$")
+SUM = re.compile(r"^(\w+)\s*\+\s*(\d+(?:\.\d+)?)$")  # a param plus a literal
+ORDERS = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
 LITERAL = re.compile(r"^(-?\d+(?:\.\d+)?|'[^'\\]*'|\"[^\"\\]*\")$")
 VIEWS = ("layer", "hconcat", "vconcat", "concat")
 
@@ -53,7 +63,7 @@ def default_marks(spec: dict[str, Any], inline: Columns) -> int:
     the rows ``inline`` (see the module docstring)."""
     values = _param_values(spec)
     n_rows = max((len(v) for v in inline.values()), default=0)
-    return sum(_view_marks(spec, inline, values, list(range(n_rows)), 1))
+    return sum(_view_marks(spec, inline, values, list(range(n_rows))))
 
 
 def _param_values(spec: dict[str, Any]) -> dict[str, Any]:
@@ -66,21 +76,45 @@ def _param_values(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _view_marks(
-    view: dict[str, Any], inline: Columns, values: dict[str, Any], rows: list[int], fold: int
+    view: dict[str, Any],
+    inline: Columns,
+    values: dict[str, Any],
+    rows: list[int],
+    folds: tuple[tuple[str, int], ...] = (),
 ) -> Iterator[int]:
-    """Marks of ``view`` and of the views inside it, given the rows that reach it."""
+    """Marks of ``view`` and of the views inside it, given the rows that reach it and the
+    folds that multiplied them: (the key field a fold wrote, its number of fields)."""
     for transform in view.get("transform", []):
         if isinstance(transform.get("filter"), str):
             rows = _filtered(transform["filter"], inline, values, rows)
+            folds = tuple(f for f in folds if not _picks_one(transform["filter"], f[0]))
         elif "fold" in transform:
-            fold *= max(len(transform["fold"]), 1)
+            key = (transform.get("as") or ["key"])[0]
+            folds += ((key, max(len(transform["fold"]), 1)),)
     if "mark" in view:
-        yield len(rows) * fold * _items_per_row(view["mark"])
+        yield len(rows) * math.prod(n for _, n in folds) * _items_per_row(view["mark"])
     for name in VIEWS:
         for child in view.get(name, []):
-            yield from _view_marks(child, inline, values, rows, fold)
+            yield from _view_marks(child, inline, values, rows, folds)
     if isinstance(view.get("spec"), dict):  # facet and repeat: every row in one cell
-        yield from _view_marks(view["spec"], inline, values, rows, fold)
+        yield from _view_marks(view["spec"], inline, values, rows, folds)
+
+
+def _picks_one(expr: str, key: str) -> bool:
+    """Whether ``expr`` keeps one value of the fold key field ``key`` (``datum.term ==
+    'bias'``): of the rows the fold made from one row, one passes."""
+    if "||" in expr or "(" in expr:
+        return False
+    for clause in expr.split("&&"):
+        match = CLAUSE.match(clause)
+        if (
+            match
+            and match.group(1) == key
+            and match.group(2) in ("==", "===")
+            and LITERAL.match(match.group(3))
+        ):
+            return True
+    return False
 
 
 def _items_per_row(mark: Any) -> int:
@@ -98,19 +132,36 @@ def _filtered(expr: str, inline: Columns, values: dict[str, Any], rows: list[int
         match = CLAUSE.match(clause)
         if match is None or match.group(1) not in inline:
             continue
-        wanted = _operand(match.group(2), values)
+        field, op, operand = match.groups()
+        wanted = _operand(operand, values)
         if wanted is None:
             continue
-        column = inline[match.group(1)]
-        rows = [r for r in rows if _equal(column[r], wanted)]
+        column = inline[field]
+        if op in ORDERS:
+            rows = [r for r in rows if _ordered(ORDERS[op], column[r], wanted)]
+        else:
+            rows = [r for r in rows if _equal(column[r], wanted)]
     return rows
 
 
 def _operand(text: str, values: dict[str, Any]) -> Any:
-    """A literal's value, a param's initial value, or None when it is neither."""
+    """A literal's value, a param's initial value, a numeric param's plus a number, or
+    None when it is none of them."""
     if LITERAL.match(text):
         return text[1:-1] if text[0] in "'\"" else float(text)
+    total = SUM.match(text)
+    if total is not None:
+        start = values.get(total.group(1))
+        numeric = isinstance(start, (int, float)) and not isinstance(start, bool)
+        return start + float(total.group(2)) if numeric else None
     return values.get(text)
+
+
+def _ordered(compare: Any, value: Any, wanted: Any) -> bool:
+    """A numeric comparison; a row whose value is not a number is counted as kept."""
+    if isinstance(value, (int, float)) and isinstance(wanted, (int, float)):
+        return compare(value, wanted)
+    return True
 
 
 def _equal(value: Any, wanted: Any) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import altair as alt
 
+from attnreport.charts import position_window
+
 ORDINALS = ["highest", "2nd highest", "3rd highest"]
 
 
@@ -46,6 +48,14 @@ def window_param(name: str, last_start: int, size: int) -> alt.Parameter:
     """Slider 0..last_start in steps of ``size``: the first position of a window of tokens."""
     bind = alt.binding_range(min=0, max=max(last_start, 0), step=size, name="positions from ")
     return alt.param(name=name, value=0, bind=bind)
+
+
+def window_params(n_tokens: int) -> list[alt.Parameter]:
+    """The ``positions_from`` slider of an input too long to draw at once, else none."""
+    if not position_window.is_windowed(n_tokens):
+        return []
+    last = position_window.last_window(n_tokens)
+    return [window_param(position_window.WINDOW_PARAM, last, position_window.POSITION_WINDOW)]
 
 
 def tokens_param(tokens: list[str] | dict[str, list[str]], name: str = "tokens") -> alt.Parameter:

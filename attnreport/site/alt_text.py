@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from attnreport.analyses import sinks
-from attnreport.charts.position_window import POSITION_WINDOW
+from attnreport.charts.position_window import window_alt_note
 from attnreport.site.effects import mean_kl, top_scaling
 from attnreport.site.findings import columns, layer_means, per_head
 from attnreport.site.wording import (
@@ -99,6 +99,7 @@ def breakdown(data: AltData) -> str:
     text = (
         f"Stacked bars, one per current token, splitting the score of its top target in "
         f"{head_name(layer, head)} into position, bias, content and query-only terms."
+        + window_alt_note(_n_tokens(data))
     )
     terms = [t for t in TERMS if t in rows]
     if terms and len(rows[terms[0]]):
@@ -116,6 +117,7 @@ def bias_position(data: AltData) -> str:
     text = (
         f"Two lines against the current token: the bias term and the position term of the "
         f"score of each token's top target, {head_name(layer, head)}."
+        + window_alt_note(_n_tokens(data))
     )
     parts = [_spread(t, rows[t]) for t in ("bias", "position") if t in rows and len(rows[t])]
     return text + (f" Over the sentence, {join_and(parts)}." if parts else "")
@@ -217,9 +219,7 @@ def impact_by_position(data: AltData) -> str:
         "to the hidden state, against the token position."
     )
     if len(rows.get("magnitude", [])):
-        n_tokens = int(rows["query"].max()) + 1
-        if n_tokens > POSITION_WINDOW:
-            text += f" It shows positions 0-{POSITION_WINDOW - 1} of {n_tokens}."
+        text += window_alt_note(int(rows["query"].max()) + 1)
         means = _by_layer(rows)
         top = min(means, key=lambda k: (-means[k], k))
         text += f" Layer {top} changes it most: {times(means[top], 'the hidden state')} on average."
