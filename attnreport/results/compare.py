@@ -7,6 +7,11 @@ ranks, the breakdown's keys, focus fractions, sorted-head order, first-token hea
 counts) may differ only where a near-tie explains it: the top two probabilities of the
 query (or, for ranks and breakdown keys, any two scores of the row) within that same
 tolerance, in either run. Such differences are listed as ``near_ties``, not problems.
+
+Messages name the part of the results a value is in ("sentences/003", "set",
+"interventions"), not its file, whose name depends on the schema version
+(``results.layout``; the runs compared may not come from files at all);
+``manifest.json`` is named alike in every version.
 """
 
 from __future__ import annotations
@@ -213,7 +218,7 @@ def _compare_sentence(
     a: Results, b: Results, s: int, tol: Tolerance, ties: Ties, out: Comparison
 ) -> None:
     sa, sb = a.sentences[s], b.sentences[s]
-    where = f"sentences/{s:03d}.json"
+    where = f"sentences/{s:03d}"
     compare_table(f"{where} tokens", sa.tokens, sb.tokens, tol, ties, None, out)
     for f in fields(sa.tables):
         policy = POLICIES.get(f.name)
@@ -239,7 +244,7 @@ def _compare_set(a: Results, b: Results, tol: Tolerance, ties: Ties, out: Compar
     for f in fields(a.set):
         key = "set_focus_sorted" if f.name == "focus_sorted" else f.name
         compare_table(
-            f"set.json {f.name}", getattr(a.set, f.name), getattr(b.set, f.name),
+            f"set {f.name}", getattr(a.set, f.name), getattr(b.set, f.name),
             tol, ties, POLICIES.get(key), out,
         )  # fmt: skip
 
@@ -248,26 +253,26 @@ def _compare_interventions(a: Results, b: Results, tol: Tolerance, out: Comparis
     ia, ib = a.interventions, b.interventions
     if ia is None or ib is None:
         if (ia is None) != (ib is None):
-            out.problems.append("interventions.json: present in one run only")
+            out.problems.append("interventions: present in one run only")
         return
     if (ia.layer, ia.observed_layers, ia.epsilons) != (ib.layer, ib.observed_layers, ib.epsilons):
-        out.problems.append(f"interventions.json: layer {ia.layer} vs {ib.layer} (or its settings)")
+        out.problems.append(f"interventions: layer {ia.layer} vs {ib.layer} (or its settings)")
         return
     for name, grid_a, grid_b in (("scaling", ia.scaling, ib.scaling), ("mean", ia.mean, ib.mean)):
         if [(c.target, c.setting) for c in grid_a.cells] != [
             (c.target, c.setting) for c in grid_b.cells
         ]:
-            out.problems.append(f"interventions.json: the {name} grid has other cells")
+            out.problems.append(f"interventions: the {name} grid has other cells")
             continue
         for k, (ca, cb) in enumerate(zip(grid_a.cells, grid_b.cells, strict=True)):
-            where = f"interventions.json {name} cell {k} ({ca.target} {ca.setting})"
+            where = f"interventions {name} cell {k} ({ca.target} {ca.setting})"
             _compare_values(where + " observations", ca.observations, cb.observations, tol, out)
             _compare_values(where + " kl", ca.kl, cb.kl, tol, out)
     _compare_values(
-        "interventions.json scaling baseline", ia.scaling.baseline, ib.scaling.baseline, tol, out
+        "interventions scaling baseline", ia.scaling.baseline, ib.scaling.baseline, tol, out
     )
     _compare_values(
-        "interventions.json mean baselines", ia.mean.baselines, ib.mean.baselines, tol, out
+        "interventions mean baselines", ia.mean.baselines, ib.mean.baselines, tol, out
     )
 
 
