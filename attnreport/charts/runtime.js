@@ -1,7 +1,8 @@
 /* attnreport chart runtime: renders every .ar-chart of a static page with vegaEmbed.
  *
  * Classic script (no modules, no fetch) so that pages work from file://. Load it after
- * the Vega bundle, which defines window.vegaEmbed. The protocol (payload, chunk files,
+ * the Vega bundle, which defines window.vegaEmbed; pages load both with "defer", so the
+ * article's text is laid out and painted while the bundle loads and compiles. The protocol (payload, chunk files,
  * column encodings, data attributes) is documented in attnreport/charts/embed.py.
  * Everything lives inside this function: the Vega bundle declares top-level names.
  */
