@@ -107,6 +107,7 @@ class PageLoad:
 
     charts: int
     failed_charts: int  # charts whose runtime set data-rendered="error"
+    text_painted_ms: float  # first contentful paint (the article's text), from navigation start
     first_draw_ms: float  # from navigation start
     all_drawn_ms: float
     start_bytes: int  # the HTML + files requested before the first draw, bundle excluded
@@ -123,6 +124,7 @@ ALL_DRAWN = (
 COUNTS = """() => ({
   charts: document.querySelectorAll('.ar-chart').length,
   failed: document.querySelectorAll('.ar-chart[data-rendered="error"]').length,
+  painted: (performance.getEntriesByName('first-contentful-paint')[0] || {startTime: 0}).startTime,
 })"""
 
 
@@ -141,6 +143,7 @@ def load_page(browser: Any, path: Path, timeout_s: float = 120) -> PageLoad:
     return PageLoad(
         charts=counts["charts"],
         failed_charts=counts["failed"],
+        text_painted_ms=counts["painted"],
         first_draw_ms=first,
         all_drawn_ms=all_drawn,
         start_bytes=sum(file_size(url) for url in counted),
