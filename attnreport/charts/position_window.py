@@ -28,9 +28,9 @@ def shown_positions(n_tokens: int) -> int:
     return min(n_tokens, POSITION_WINDOW)
 
 
-def window_filter(field: str = "query") -> str:
-    """Vega expression: the row's position is in the slider's window."""
-    return f"datum.{field} >= {WINDOW_PARAM} && datum.{field} < {WINDOW_PARAM} + {POSITION_WINDOW}"
+def window_filter() -> str:
+    """Vega expression: the row's position (``query``) is in the slider's window."""
+    return f"datum.query >= {WINDOW_PARAM} && datum.query < {WINDOW_PARAM} + {POSITION_WINDOW}"
 
 
 def window_title_part(n_tokens: int) -> str:

@@ -27,8 +27,9 @@ mark. (The chart's container carries the figure's alt text either way.)
 from __future__ import annotations
 
 import math
+import operator
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from attnreport.charts.figure import Columns
@@ -36,12 +37,7 @@ from attnreport.charts.figure import Columns
 CANVAS_MARKS = 1000  # a default view drawing more marks than this is drawn on a canvas
 CLAUSE = re.compile(r"^\s*datum\.(\w+)\s*(===?|<=|>=|<|>)\s*(.+?)\s*$")
 SUM = re.compile(r"^(\w+)\s*\+\s*(\d+(?:\.\d+)?)$")  # a param plus a literal
-ORDERS = {
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
+ORDERS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 LITERAL = re.compile(r"^(-?\d+(?:\.\d+)?|'[^'\\]*'|\"[^\"\\]*\")$")
 VIEWS = ("layer", "hconcat", "vconcat", "concat")
 
@@ -103,18 +99,10 @@ def _view_marks(
 def _picks_one(expr: str, key: str) -> bool:
     """Whether ``expr`` keeps one value of the fold key field ``key`` (``datum.term ==
     'bias'``): of the rows the fold made from one row, one passes."""
-    if "||" in expr or "(" in expr:
-        return False
-    for clause in expr.split("&&"):
-        match = CLAUSE.match(clause)
-        if (
-            match
-            and match.group(1) == key
-            and match.group(2) in ("==", "===")
-            and LITERAL.match(match.group(3))
-        ):
-            return True
-    return False
+    return any(
+        field == key and op in ("==", "===") and LITERAL.match(operand)
+        for field, op, operand in _clauses(expr)
+    )
 
 
 def _items_per_row(mark: Any) -> int:
@@ -124,16 +112,19 @@ def _items_per_row(mark: Any) -> int:
     return 1
 
 
+def _clauses(expr: str) -> list[tuple[str, str, str]]:
+    """(field, operator, operand) of each ``datum.FIELD OP OPERAND`` clause of an ``&&``
+    chain; none for an expression with ``||`` or parentheses, which is not read at all."""
+    if "||" in expr or "(" in expr:
+        return []
+    matches = (CLAUSE.match(clause) for clause in expr.split("&&"))
+    return [m.groups() for m in matches if m is not None]
+
+
 def _filtered(expr: str, inline: Columns, values: dict[str, Any], rows: list[int]) -> list[int]:
     """The rows that pass the clauses of ``expr`` this module can read (see module doc)."""
-    if "||" in expr or "(" in expr:
-        return rows
-    for clause in expr.split("&&"):
-        match = CLAUSE.match(clause)
-        if match is None or match.group(1) not in inline:
-            continue
-        field, op, operand = match.groups()
-        wanted = _operand(operand, values)
+    for field, op, operand in _clauses(expr):
+        wanted = _operand(operand, values) if field in inline else None
         if wanted is None:
             continue
         column = inline[field]
@@ -157,7 +148,7 @@ def _operand(text: str, values: dict[str, Any]) -> Any:
     return values.get(text)
 
 
-def _ordered(compare: Any, value: Any, wanted: Any) -> bool:
+def _ordered(compare: Callable[[Any, Any], bool], value: Any, wanted: Any) -> bool:
     """A numeric comparison; a row whose value is not a number is counted as kept."""
     if isinstance(value, (int, float)) and isinstance(wanted, (int, float)):
         return compare(value, wanted)

@@ -2,8 +2,9 @@
  *
  * Classic script (no modules, no fetch) so that pages work from file://. Load it after
  * the Vega bundle, which defines window.vegaEmbed; pages load both with "defer", so the
- * article's text is laid out and painted while the bundle loads and compiles. The protocol (payload, chunk files,
- * column encodings, data attributes) is documented in attnreport/charts/embed.py.
+ * article's text is laid out and painted while the bundle loads and compiles. The
+ * protocol (payload, chunk files, column encodings, data attributes) is documented in
+ * attnreport/charts/embed.py.
  * Everything lives inside this function: the Vega bundle declares top-level names.
  */
 (function () {

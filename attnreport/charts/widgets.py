@@ -44,18 +44,15 @@ def observation_param(observed_layers: dict[str, int]) -> alt.Parameter:
     return alt.param(name="observation", value="same", bind=bind)
 
 
-def window_param(name: str, last_start: int, size: int) -> alt.Parameter:
-    """Slider 0..last_start in steps of ``size``: the first position of a window of tokens."""
-    bind = alt.binding_range(min=0, max=max(last_start, 0), step=size, name="positions from ")
-    return alt.param(name=name, value=0, bind=bind)
-
-
 def window_params(n_tokens: int) -> list[alt.Parameter]:
-    """The ``positions_from`` slider of an input too long to draw at once, else none."""
+    """For an input too long to draw at once, the ``positions_from`` slider: the first
+    position of the window, 0 to the last window's in steps of the window; else none."""
     if not position_window.is_windowed(n_tokens):
         return []
+    size = position_window.POSITION_WINDOW
     last = position_window.last_window(n_tokens)
-    return [window_param(position_window.WINDOW_PARAM, last, position_window.POSITION_WINDOW)]
+    bind = alt.binding_range(min=0, max=last, step=size, name="positions from ")
+    return [alt.param(name=position_window.WINDOW_PARAM, value=0, bind=bind)]
 
 
 def tokens_param(tokens: list[str] | dict[str, list[str]], name: str = "tokens") -> alt.Parameter:

@@ -271,9 +271,7 @@ def _compare_interventions(a: Results, b: Results, tol: Tolerance, out: Comparis
     _compare_values(
         "interventions scaling baseline", ia.scaling.baseline, ib.scaling.baseline, tol, out
     )
-    _compare_values(
-        "interventions mean baselines", ia.mean.baselines, ib.mean.baselines, tol, out
-    )
+    _compare_values("interventions mean baselines", ia.mean.baselines, ib.mean.baselines, tol, out)
 
 
 def compare_results(expected: Results, actual: Results, tol: Tolerance | None = None) -> Comparison:
