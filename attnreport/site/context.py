@@ -128,6 +128,21 @@ class Link:
 
 
 @dataclass(frozen=True)
+class ClaimContext:
+    """One tested claim as the index shows it (``site.claims``): verdict, evidence, link."""
+
+    anchor: str
+    hypothesis: str
+    source: str  # who made the claim, in words
+    verdict: str  # supported | partly supported | contradicted | inconclusive
+    reason: str
+    evidence: str
+    breakers: str  # what breaks it, in words ("" when nothing does)
+    link: Link | None
+    notes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class PageMeta:
     """What every page shows in its header and footer."""
 
@@ -152,6 +167,8 @@ class IndexContext:
     about: tuple[tuple[str, str], ...] = ()  # (label, value): rebuild command, settings, checksum
     check_command: str = ""  # shell line that recomputes the results checksum
     pages_note: str = ""  # "Pages for 3 of 12 sentences ..." when not every sentence has one
+    claims: tuple[ClaimContext, ...] = ()  # claims of the blog and the literature, tested
+    claims_rule: str = ""  # the verdict rule, as the page states it
 
 
 @dataclass(frozen=True)

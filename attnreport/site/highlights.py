@@ -8,10 +8,10 @@ sentence page that holds it) and the footnotes that cite the literature.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from attnreport.site.context import FigureContext, Link, Notes, Paragraph
-from attnreport.site.findings import Finding, key_findings
+from attnreport.site.findings import key_findings
 
 CITATIONS = {
     "sink-onset": (
@@ -33,8 +33,17 @@ CITATIONS = {
 }
 
 
+class Placed(Protocol):
+    """Anything shown by one figure: a finding, a tested claim."""
+
+    @property
+    def figure(self) -> str: ...
+    @property
+    def sentence(self) -> int | None: ...
+
+
 def figure_link(
-    finding: Finding, figures: Sequence[FigureContext], pages: Sequence[str | None]
+    finding: Placed, figures: Sequence[FigureContext], pages: Sequence[str | None]
 ) -> Link | None:
     """Where the finding's figure is: ``#figure-N`` on the index, or the chart's anchor on
     the sentence page that holds it; None when that figure is not in this build.

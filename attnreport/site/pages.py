@@ -12,7 +12,7 @@ from attnreport.results.interventions import interventions_to_json
 from attnreport.results.layout import CURRENT, Layout
 from attnreport.results.types import sentence_json_view, set_to_json
 from attnreport.results.view import default_head
-from attnreport.site import about, highlights, prose, wording
+from attnreport.site import about, argument, highlights, prose, verdicts, wording
 from attnreport.site.alt_text import ALT, AltData, alt_text
 from attnreport.site.context import (
     FigureContext,
@@ -100,6 +100,11 @@ def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
         if value is not None and value != "":
             out.append((label, visible(str(value))))
     return tuple(out)
+
+
+def first_ids(manifest: Manifest) -> list[int]:
+    """The first token id of every sentence (-1 for an empty one)."""
+    return [s.token_ids[0] if s.token_ids else -1 for s in manifest.sentences]
 
 
 def page_meta(results: Results, options: SiteOptions) -> PageMeta:
@@ -303,6 +308,10 @@ def index_page(
     figs = with_alt(figs, AltData(set_tables=tables))
     notes = Notes()
     found = highlights.finding_paragraphs(tables, _iv_json(results) or None, figs, pages, notes)
+    claims = argument.claim_contexts(
+        tables, _iv_json(results) or None, first_ids(results.manifest),
+        bool(results.manifest.settings.extra.get("bos_added", False)), figs, pages, notes,
+    )  # fmt: skip
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])
     numbers = sorted_lines(figs)
     if numbers and paras:
@@ -320,4 +329,6 @@ def index_page(
         about=about.about_rows(results.manifest, attnreport.__version__, checksum, options.pages),
         check_command=about.check_command(layout),
         pages_note=prose.pages_note(pages),
+        claims=claims,
+        claims_rule=verdicts.RULE if claims else "",
     )

@@ -1,0 +1,112 @@
+"""Claims tested: the source blog's and the literature's claims as hypotheses on this run.
+
+Each test reads the results (set tables as column dicts, ``interventions.json``'s dict),
+measures one ``verdicts.Evidence`` and says the number behind it and what breaks it.
+The verdict comes from ``verdicts.verdict``, one rule for every claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from attnreport.site import fit
+from attnreport.site.findings import columns
+from attnreport.site.verdicts import Evidence, Verdict, verdict
+from attnreport.site.wording import count, percent
+
+SINK = 0.5  # a sink head: the first token is its top key for at least half of the queries
+UNIFORM_TOL = 0.01  # largest |p - uniform| that still reads as uniform attention
+UNCHANGED_TOL = 1e-4  # largest |p - p_base| that reads as unchanged (results keep 6 decimals)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim as tested. ``source`` is a key of ``SOURCES``; ``figure`` the key of the
+    figure that shows the evidence, on the index (``sentence`` None) or a sentence page."""
+
+    key: str
+    hypothesis: str
+    source: str
+    verdict: Verdict
+    evidence: str
+    breakers: str
+    figure: str
+    sentence: int | None = None
+
+
+SOURCES = {
+    "blog": "the source blog post",
+    "streamingllm": "Xiao et al., StreamingLLM (ICLR 2024)",
+    "gu": "Gu et al. (ICLR 2025)",
+    "seeds": "the source figures (seeds 000-002)",
+    "seed003": "the source's mean-replacement figure (seed 003)",
+}
+
+
+def sink_heads_change_little(first_focus: Mapping, magnitude: Mapping, n_sentences: int) -> Claim:
+    """The blog's premise: heads that focus on the first token change the hidden state little.
+
+    first_focus, magnitude: ``{(layer, head): pooled value}`` over ``n_sentences``. Effect: 1 - (mean update of
+    sink heads / mean update of the others). A sink head breaks it when its update is
+    larger than the median update of the other heads.
+    """
+    sinks = sorted(k for k, v in first_focus.items() if v >= SINK and k in magnitude)
+    others = [magnitude[k] for k in first_focus if first_focus[k] < SINK and k in magnitude]
+    hyp = "Heads that focus on the first token change the hidden state little."
+    if not sinks or not others:
+        ev = Evidence(0.0, 0, 0)
+        return Claim("sink-small-update", hyp, "blog", verdict(ev),
+                     "No split: every head is a sink head, or none is.", "", "set-head-impact")  # fmt: skip
+    mean_sink = float(np.mean([magnitude[k] for k in sinks]))
+    mean_other, median_other = float(np.mean(others)), float(np.median(others))
+    breakers = [k for k in sinks if magnitude[k] > median_other]
+    effect = 1 - mean_sink / mean_other if mean_other > 0 else 0.0
+    ev = Evidence(effect, n_sentences, tested=len(sinks), breakers=len(breakers))
+    text = (
+        f"The {count(len(sinks), 'sink head')} write updates of {percent(mean_sink)} of "
+        f"‖x‖ on average, the other {count(len(others), 'head')} {percent(mean_other)}."
+    )
+    broken = ""
+    if breakers:
+        lo, hi = (percent(f(magnitude[k] for k in breakers)) for f in (min, max))
+        sizes = lo if lo == hi else f"{lo} to {hi}"
+        broken = (
+            f"{fit.heads_words(breakers)}: sink heads whose updates ({sizes} of ‖x‖) are larger "
+            f"than the median of the other heads ({percent(median_other)})"
+        )
+    return Claim("sink-small-update", hyp, "blog", verdict(ev), text, broken, "set-head-impact")
+
+
+def sink_on_any_first_token(by_sentence: Any, first_ids: Sequence[int], bos_added: bool) -> Claim:
+    """StreamingLLM: a sink forms on the first token whatever that token is.
+
+    by_sentence: ``focus_by_sentence`` columns; first_ids[s]: sentence s's first token id.
+    Per sentence: the share of heads that make token 0 the top key for most queries.
+    Effect: mean share - 1/2 (a sink forms when most heads are sinks); sentences needed:
+    3 with different first tokens; a sentence where most heads are not sinks breaks it.
+    """
+    cols = columns(by_sentence)
+    share: dict[int, list[bool]] = {}
+    for s, v, n in zip(cols["sentence"], cols["first_focus"], cols["n_queries"], strict=True):
+        if int(n) > 0:
+            share.setdefault(int(s), []).append(float(v) > SINK)
+    shares = {s: float(np.mean(v)) for s, v in share.items()}
+    distinct = len({int(first_ids[s]) for s in shares if s < len(first_ids)})
+    values = list(shares.values()) or [0.0]
+    breakers = [s for s, v in shares.items() if v <= SINK]
+    ev = Evidence(float(np.mean(values)) - SINK, distinct, len(shares), len(breakers),
+                  spread=max(values) - min(values))  # fmt: skip
+    bos = "a BOS token" if bos_added else "no BOS token (the first token is the sentence's own)"
+    text = (
+        f"With {bos}, {count(distinct, 'different first token')} over {count(len(shares), 'sentence')}: "
+        f"the share of heads that are sinks is {percent(float(np.mean(values)))} "
+        f"({fit.spread_words(values)})."
+    )
+    broken = f"sentences {', '.join(str(s) for s in sorted(breakers))}" if breakers else ""
+    return Claim("sink-any-first-token",
+                 "A sink forms on the first token, whatever that token is.",
+                 "streamingllm", verdict(ev), text, broken, "set-sink-rate")  # fmt: skip

@@ -1,0 +1,104 @@
+"""Claims tested: the verdict rule's known answers and each claim on hand-made results."""
+
+from __future__ import annotations
+
+from attnreport.site import claims, claims_grid
+from attnreport.site.verdicts import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    PARTLY,
+    RULE,
+    SUPPORTED,
+    Evidence,
+    verdict,
+)
+from tests.test_findings import by_sentence
+
+
+def test_verdict_rule_known_answers():
+    assert verdict(Evidence(0.5, n_sentences=6, tested=10)).label == SUPPORTED
+    assert verdict(Evidence(0.5, 6, 10, breakers=2)).label == PARTLY
+    assert verdict(Evidence(0.5, 6, 10, breakers=5)).label == CONTRADICTED  # half break it
+    assert verdict(Evidence(-0.1, 6, 10)).label == CONTRADICTED
+    assert verdict(Evidence(0.0, 6, 10)).label == CONTRADICTED
+    small = verdict(Evidence(0.5, n_sentences=2, tested=10))
+    assert small.label == INCONCLUSIVE and "too small to call: 2 of the 3" in small.reason
+    assert verdict(Evidence(0.5, 6, 0)).label == INCONCLUSIVE  # nothing tested
+    noisy = verdict(Evidence(0.1, 6, 10, spread=0.3))
+    assert noisy.label == INCONCLUSIVE and "spread" in noisy.reason
+    assert verdict(Evidence(0.3, 6, 10, spread=0.1)).label == SUPPORTED
+    # a claim that holds by construction needs one sentence
+    assert verdict(Evidence(1.0, 1, 9, needed=1)).label == SUPPORTED
+    assert "inconclusive" in RULE and "contradicted" in RULE
+
+
+def _heads(n_layers=4, n_heads=3, value=lambda lay, h: 0.0):
+    return {(lay, h): value(lay, h) for lay in range(n_layers) for h in range(n_heads)}
+
+
+def test_sink_heads_change_little_true_false_and_too_small():
+    first = _heads(value=lambda lay, h: 0.9 if lay >= 2 else 0.1)  # layers 2-3 are sinks
+    small = _heads(value=lambda lay, h: 0.02 if lay >= 2 else 0.3)
+    c = claims.sink_heads_change_little(first, small, n_sentences=6)
+    assert c.verdict.label == SUPPORTED and c.breakers == ""
+    one_loud = {**small, (3, 1): 0.5}
+    c = claims.sink_heads_change_little(first, one_loud, 6)
+    assert c.verdict.label == PARTLY and c.breakers.startswith("layer 3, head 1:")
+    loud = _heads(value=lambda lay, h: 0.5 if lay >= 2 else 0.1)
+    c = claims.sink_heads_change_little(first, loud, 6)
+    assert c.verdict.label == CONTRADICTED and "other way" in c.verdict.reason
+    assert claims.sink_heads_change_little(first, small, 2).verdict.label == INCONCLUSIVE
+
+
+def test_sink_on_any_first_token():
+    sinks = {s: _heads(value=lambda lay, h: 0.95) for s in range(4)}
+    c = claims.sink_on_any_first_token(by_sentence(sinks), [10, 11, 12, 13], bos_added=False)
+    assert c.verdict.label == SUPPORTED and "4 different first tokens" in c.evidence
+    same = claims.sink_on_any_first_token(by_sentence(sinks), [7, 7, 7, 7], bos_added=False)
+    assert same.verdict.label == INCONCLUSIVE  # one first token: nothing varies
+    mixed = {**sinks, 3: _heads(value=lambda lay, h: 0.0)}
+    c = claims.sink_on_any_first_token(by_sentence(mixed), [10, 11, 12, 13], False)
+    # shares 1, 1, 1, 0: the spread (1) is larger than the effect (0.25)
+    assert c.verdict.label == INCONCLUSIVE and c.breakers == "sentences 3"
+
+
+def _uniform(n):
+    return [[1 / (i + 1)] * (i + 1) for i in range(n)]
+
+
+def _peaked(n):
+    return [[1.0] + [0.0] * i for i in range(n)]
+
+
+def _iv(q_maps, v_same, v_next, k_mean):
+    base = {"same": [_peaked(4)] * 2, "next": [_peaked(4)] * 2, "last": [_peaked(4)] * 2}
+    scaling = [
+        {"target": t, "epsilon": 1e-10, "kl": [0.1] * 4,
+         "observations": {"same": q_maps, "next": base["next"], "last": base["last"]}}
+        for t in "QK"
+    ] + [{"target": "V", "epsilon": 1e-10, "kl": [0.3] * 4,
+          "observations": {"same": v_same, "next": v_next, "last": base["last"]}}]  # fmt: skip
+    mean = [{"target": "K", "sentence": s, "kl": [0.1] * 4, "observations": {"same": k_mean}}
+            for s in (0, 1, 2)]  # fmt: skip
+    return {"layer": 5, "observed_layers": {"same": 5, "next": 6, "last": 7},
+            "scaling": {"sentence": 0, "baseline": base, "cells": scaling},
+            "mean": {"sentences": [0, 1, 2], "cells": mean}}  # fmt: skip
+
+
+def test_intervention_claims_on_hand_made_maps():
+    good = _iv([_uniform(4)] * 2, [_peaked(4)] * 2, [_uniform(4)] * 2, [_uniform(4)] * 2)
+    qk = claims_grid.qk_scaling_uniform(good)
+    assert qk.verdict.label == SUPPORTED and "s = ε q·k" in qk.evidence
+    assert "Q and K give the same KL" in qk.evidence
+    v = claims_grid.v_scaling_next_layer(good)
+    assert v.verdict.label == SUPPORTED and "layer 6's up to 0.75" in v.evidence
+    k = claims_grid.mean_k_structured(good)
+    assert k.verdict.label == CONTRADICTED and k.breakers.startswith("sentences 0, 1, 2")
+    bad = _iv([_peaked(4), _uniform(4)], [_uniform(4), _peaked(4)], [_peaked(4)] * 2,
+              [_peaked(4)] * 2)  # fmt: skip
+    qk = claims_grid.qk_scaling_uniform(bad)
+    assert qk.verdict.label == PARTLY and qk.breakers.startswith("layer 5, head 0 stay")
+    v = claims_grid.v_scaling_next_layer(bad)
+    assert v.verdict.label == CONTRADICTED  # the next layer did not move
+    assert claims_grid.mean_k_structured(bad).verdict.label == SUPPORTED
+    assert claims_grid.tested_claims({}, None, [], False) == []
