@@ -50,6 +50,9 @@ def test_curve_all_zero_and_single_peak():
     assert fit.curve_words(dict.fromkeys(range(4), 0.0)) == "zero in all 4 layers"
     assert fit.curve_words({0: 0.0, 1: 0.6, 2: 0.9}) == "zero in layer 0; a peak of 90% in layer 2"
     assert fit.curve_words({}) == ""
+    assert fit.curve_words({0: 0.12, 1: 0.5, 2: 0.95, 3: 0.9}) == (
+        "a peak of 95% in layer 2; lowest 12% in layer 0"
+    )
 
 
 def test_heads_are_named_up_to_eight():

@@ -197,9 +197,8 @@ def test_focus_text_without_first_token_layers_and_single_token():
 
 def test_layers_and_intervention_text():
     table = focus_table({0: [0.1, 0.1], 1: [0.9, 0.9], 2: [0.5, 0.5]})
-    assert (
-        "goes from 10% in layer 0 to 50% in layer 2, peaking at 90% in layer 1"
-        in (prose.layers_summary(table)[0])
+    assert prose.layers_summary(table)[0].endswith(
+        "first token, layer by layer: a peak of 90% in layer 1; lowest 10% in layer 0."
     )
     cells = [{"target": "K", "epsilon": 1e-10, "kl": [1.0, 3.0]},
              {"target": "Q", "epsilon": 0.5, "kl": [0.0, 0.1]}]  # fmt: skip

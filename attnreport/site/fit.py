@@ -86,7 +86,8 @@ def curve_words(values: Mapping[int, float], fmt: Callable[[float], str] = perce
 
     ``zero in layers 3-9, near zero in 12-24; peaks of 35% in layer 11 and 32% in layer 0``.
     A peak is the highest layer of each run that is neither zero nor near zero; the
-    ``MOST_PEAKS`` highest are named. Empty: "".
+    ``MOST_PEAKS`` highest are named, and the lowest layer when no layer is near zero.
+    Empty: "".
     """
     layers = sorted(values)
     if not layers:
@@ -104,6 +105,9 @@ def curve_words(values: Mapping[int, float], fmt: Callable[[float], str] = perce
     if peaks:
         said = join_and(f"{fmt(values[k])} in layer {k}" for k in peaks)
         parts.append(f"{'a peak' if len(peaks) == 1 else 'peaks'} of {said}")
+    low = min(layers, key=lambda k: (values[k], k))
+    if _level(values[low]) == "high" and low not in peaks:
+        parts.append(f"lowest {fmt(values[low])} in layer {low}")
     return "; ".join(parts)
 
 

@@ -169,6 +169,7 @@ def _part_texts(
     notes: Notes,
     sorted_figs: list[int],
     iv_link: Link | None,
+    hidden_size: int | None = None,
 ) -> list[list[Paragraph]]:
     tables = sentence.tables
     focus = prose.rows(tables.focus)
@@ -186,7 +187,9 @@ def _part_texts(
     if sorted_figs:
         p2[-1] = Paragraph(p2[-1].text, notes.ref("sorted", sorted_note(sorted_figs)))
     p3 = _paras(
-        prose.impact_summary(prose.rows(tables.head_impact), prose.rows(tables.block_impact)),
+        prose.impact_summary(
+            prose.rows(tables.head_impact), prose.rows(tables.block_impact), hidden_size
+        ),
         [notes.ref("hidden", NOTES["hidden"])],
     )
     return [p1, p2, p3, _intervention_texts(interventions, index, notes, iv_link)]
@@ -242,8 +245,9 @@ def sentence_page(
     notes = Notes()
     sorted_figs = sorted_lines([f for g in numbered for f in g])
     texts = _part_texts(
-        sentence, index, results.interventions, notes, sorted_figs, interventions_page
-    )
+        sentence, index, results.interventions, notes, sorted_figs, interventions_page,
+        results.manifest.model.hidden_size,
+    )  # fmt: skip
     sections = tuple(
         SectionContext(anchor, title, tuple(paras), figs)
         for (anchor, title), paras, figs in zip(PARTS, texts, numbered, strict=True)
