@@ -114,7 +114,7 @@ def test_sentence_page_has_parts_figures_and_token_strip(site, study):
     assert page.tokens[3] == (tokens["token"][3], f"id {tokens['token_id'][3]} · position 3")
     assert 'class="ar-chart" id="ar-chart-attention-map" data-key="attention-map"' in html
     assert "ar-data-attention-map" in page.json_scripts
-    assert "Lines in Figure 2 are sorted heads" in html
+    assert "Lines in Figure S0.2 are sorted heads" in html
     assert "no effect after softmax" in html
 
 
@@ -288,7 +288,7 @@ def test_site_with_the_real_chart_builders(real_site):
         assert page.figure_numbers == list(range(1, len(page.figure_numbers) + 1)), name
     first = pages(files)[sentence_filename(0, REAL["sentences"][0]["sentence"]["text"])]
     assert scan(first).figure_numbers == list(range(1, 13))
-    assert "Lines in Figures 4-6 are sorted heads" in first
+    assert "Lines in Figures S0.4-S0.6 are sorted heads" in first
     assert any(n.endswith(".svg") for n in files)
     assert not any(n.endswith(".png") for n in files)  # PNGs only with png=True
     second = pages(files)[sentence_filename(1, REAL["sentences"][1]["sentence"]["text"])]

@@ -50,7 +50,7 @@ def figure_link(
     """
     if finding.sentence is None:
         fig = next((f for f in figures if f.key == finding.figure), None)
-        return Link("#" + fig.anchor, f"See Figure {fig.number}") if fig else None
+        return Link("#" + fig.anchor, f"See Figure {fig.label}") if fig else None
     if not 0 <= finding.sentence < len(pages) or pages[finding.sentence] is None:
         return None
     href = f"{pages[finding.sentence]}#ar-chart-{finding.figure}"

@@ -137,10 +137,10 @@ def sorted_lines(figs: Sequence[FigureContext]) -> list[int]:
     return [f.number for f in figs if f.sorted_lines]
 
 
-def sorted_note(numbers: Sequence[int]) -> str:
+def sorted_note(numbers: Sequence[int], prefix: str = "") -> str:
     """The footnote that says sorted-head lines are not single heads."""
     return (
-        f"Lines in {figure_span(numbers)} are sorted heads: line k joins the k-th strongest "
+        f"Lines in {figure_span(numbers, prefix)} are sorted heads: line k joins the k-th strongest "
         "head of each layer, so lines never cross; the real head is in the tooltip."
     )
 
@@ -185,7 +185,8 @@ def _part_texts(
         p1.append(Paragraph(split, notes.ref("shift", NOTES["shift"])))
     p2 = _paras(prose.layers_summary(focus))
     if sorted_figs:
-        p2[-1] = Paragraph(p2[-1].text, notes.ref("sorted", sorted_note(sorted_figs)))
+        note = sorted_note(sorted_figs, f"S{index}.")
+        p2[-1] = Paragraph(p2[-1].text, notes.ref("sorted", note))
     p3 = _paras(
         prose.impact_summary(
             prose.rows(tables.head_impact), prose.rows(tables.block_impact), hidden_size
@@ -198,9 +199,10 @@ def _part_texts(
 def _intervention_texts(
     typed: Interventions | None, index: int, notes: Notes, figures: Link | None
 ) -> list[Paragraph]:
-    """Part 4: the effects measured on this sentence; ``figures`` links to the grids' page."""
+    """Part 4: the effects measured on this sentence; ``figures`` links to the grids' page.
+    None measured on it: no paragraphs (the part is left out when it has no figures)."""
     if typed is None:
-        return [Paragraph("This build has no intervention results.")]
+        return []
     iv = interventions_to_json(typed)  # the prose reads cells in the file's layout
     layer = typed.layer
     scaling, mean = iv["scaling"], iv["mean"]
@@ -209,15 +211,11 @@ def _intervention_texts(
         texts.append(prose.scaling_summary(scaling, layer))
     texts.append(prose.mean_summary(mean, index, layer))
     texts = [t for t in texts if t]
-    paras = []
-    if texts:
-        where = iv.get("where")
-        note = NOTES["kl"] + (f" Interventions act on {where}." if where else "")
-        paras = _paras(texts, [notes.ref("kl", note)])
-    else:
-        runs = {int(scaling.get("sentence", 0))} | {int(s) for s in mean.get("sentences", [])}
-        paras = [Paragraph(f"The interventions in layer {layer} were run on sentences "
-                           f"{prose.join_and([str(s) for s in sorted(runs)])}.")]  # fmt: skip
+    if not texts:
+        return []
+    where = iv.get("where")
+    note = NOTES["kl"] + (f" Interventions act on {where}." if where else "")
+    paras = _paras(texts, [notes.ref("kl", note)])
     if figures is not None:
         paras.append(Paragraph("The intervention figures are on the page of", link=figures))
     return paras
@@ -241,7 +239,7 @@ def sentence_page(
     for fig in figures:
         groups[part_of(fig)].append(fig)
     data = AltData(sentence_json_view(sentence), {}, _iv_json(results), default_head(sentence))
-    numbered = [with_alt(g, data) for g in number_figures(groups)]
+    numbered = [with_alt(g, data) for g in number_figures(groups, f"S{index}.")]
     notes = Notes()
     sorted_figs = sorted_lines([f for g in numbered for f in g])
     texts = _part_texts(
@@ -251,6 +249,7 @@ def sentence_page(
     sections = tuple(
         SectionContext(anchor, title, tuple(paras), figs)
         for (anchor, title), paras, figs in zip(PARTS, texts, numbered, strict=True)
+        if paras or figs  # a part with nothing to show is left out, not listed
     )
     text = sentence.text
     return SentencePageContext(
