@@ -22,6 +22,7 @@ from attnreport.config import Settings
 from attnreport.errors import AttnReportError
 from attnreport.interventions import GridCell as Cell
 from attnreport.interventions import Outcome, mean_grid, observed_layers, scaling_grid
+from attnreport.provenance import provenance
 from attnreport.results import (
     AttentionMaps,
     GridCell,
@@ -217,7 +218,8 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         features=tuple(model_features(session)),
         layer_windows={s.layer: s.window for s in session.specs if s.window is not None},
         extra={
-            "bos_token": f"{'added' if session.bos_added else 'not added'} (--bos {session.bos})"
+            "bos_token": f"{'added' if session.bos_added else 'not added'} (--bos {session.bos})",
+            **provenance(loaded),
         },
     )
     recorded = recorded_settings(settings, session.bos_added)

@@ -56,6 +56,9 @@ NOTES = {
 }
 CARD = (  # (label, keys tried in order, anywhere in the manifest)
     ("Model", ("model_id", "id", "name", "path")),
+    ("Parameters", ("parameters",)),
+    ("Weights from", ("weights",)),
+    ("Quantisation", ("quantisation",)),
     ("Source", ("source",)),
     ("Architecture", ("family", "architecture")),
     ("Model type", ("model_type",)),
@@ -91,6 +94,13 @@ def find(tree: Any, keys: Sequence[str]) -> Any:
     return None
 
 
+def _card_value(label: str, value: Any) -> str:
+    """``134.5 million`` for a parameter count; any other value as text."""
+    if label == "Parameters" and isinstance(value, int):
+        return f"{value:,} ({value / 1e6:.1f} million)"
+    return str(value)
+
+
 def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
     """(label, value) rows of the model card; rows the manifest lacks are left out."""
     tree = {"attnreport_version": manifest.attnreport_version, "model": asdict(manifest.model)}
@@ -98,7 +108,7 @@ def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
     for label, keys in CARD:
         value = find(tree, keys)
         if value is not None and value != "":
-            out.append((label, visible(str(value))))
+            out.append((label, visible(_card_value(label, value))))
     return tuple(out)
 
 
