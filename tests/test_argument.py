@@ -94,3 +94,18 @@ def test_a_sentence_without_interventions_has_no_interventions_part(pages):
         assert has == (k in measured), name
         assert ('href="#interventions"' in html) == has, name
     assert set(range(4)) - measured, "the fake study should leave a sentence out"
+
+
+def test_figures_link_to_their_method_and_the_index_to_its_apparatus(pages):
+    index_ids = set(scan(pages["index.html"]).ids)
+    seen = 0
+    for name, html in pages.items():
+        links = re.findall(r'<a class="method" href="([^"]+)"', html)
+        seen += len(links)  # the demo charts' own keys have no measure; the real ones do
+        for href in links:
+            assert href.startswith("#" if name == "index.html" else "index.html#"), href
+            assert href.split("#")[1] in index_ids, href
+    assert seen >= 3
+    for section in ("methods", "limitations", "cite"):
+        assert section in index_ids
+    assert "@misc{" in pages["index.html"]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from attnreport.charts.figure import Figure
 from attnreport.errors import AttnReportError
 from attnreport.site import prose
+from attnreport.site.methods import Method, method_href
 from attnreport.text import visible  # noqa: F401  (re-exported for the pages)
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ class FigureContext:
     sorted_lines: bool = False
     alt: str = ""  # what a screen reader hears: what is plotted and its main finding
     prefix: str = ""  # before the number, so figures are unique across the site ("S3.")
+    method: str | None = None  # link to the definition of the figure's measure (Methods)
 
     @property
     def label(self) -> str:
@@ -175,6 +177,10 @@ class IndexContext:
     pages_note: str = ""  # "Pages for 3 of 12 sentences ..." when not every sentence has one
     claims: tuple[ClaimContext, ...] = ()  # claims of the blog and the literature, tested
     claims_rule: str = ""  # the verdict rule, as the page states it
+    model_line: str = ""  # the exact model under the title (id, quantisation, size, dtype)
+    methods: tuple[Method, ...] = ()  # each measure's definition (figures link here)
+    limitations: tuple[str, ...] = ()  # what this run cannot show, computed from it
+    citation: str = ""  # BibTeX of the report
 
 
 @dataclass(frozen=True)
@@ -265,6 +271,7 @@ def number_figures(
                     data_title=item.data_title,
                     sorted_lines=item.entry.sorted_lines,
                     prefix=prefix,
+                    method=method_href(f.key, on_index=not prefix),
                 )
             )
         out.append(tuple(figs))

@@ -12,7 +12,16 @@ from attnreport.results.interventions import interventions_to_json
 from attnreport.results.layout import CURRENT, Layout
 from attnreport.results.types import sentence_json_view, set_to_json
 from attnreport.results.view import default_head
-from attnreport.site import about, argument, highlights, prose, verdicts, wording
+from attnreport.site import (
+    about,
+    apparatus,
+    argument,
+    highlights,
+    methods,
+    prose,
+    verdicts,
+    wording,
+)
 from attnreport.site.alt_text import ALT, AltData, alt_text
 from attnreport.site.context import (
     FigureContext,
@@ -344,4 +353,10 @@ def index_page(
         pages_note=prose.pages_note(pages),
         claims=claims,
         claims_rule=verdicts.RULE if claims else "",
+        model_line=visible(apparatus.model_line(results.manifest)),
+        methods=methods.METHODS,
+        limitations=tuple(apparatus.limitations(results.manifest, results.interventions)),
+        citation=apparatus.citation(
+            meta.site_title, meta.authors, meta.date, results.manifest, meta.version
+        ),
     )
