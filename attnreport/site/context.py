@@ -196,6 +196,7 @@ class SentencePageContext:
     prev: Link | None = None
     next: Link | None = None
     toc: tuple[Link, ...] = field(default=())
+    lede: tuple[Paragraph, ...] = ()  # what is special about this sentence (``site.lede``)
 
 
 class Notes:

@@ -17,6 +17,7 @@ from attnreport.site import (
     apparatus,
     argument,
     highlights,
+    lede,
     methods,
     prose,
     verdicts,
@@ -272,6 +273,7 @@ def sentence_page(
     )
     text = sentence.text
     return SentencePageContext(
+        lede=_sentence_lede(results, sentence),
         meta=page_meta(results, options),
         title=wording.shorten(visible(text), TITLE_CHARS) or f"Sentence {index}",
         sentence=visible(text),
@@ -282,6 +284,20 @@ def sentence_page(
         next=next_,
         toc=tuple(Link("#" + s.anchor, s.title) for s in sections),
     )
+
+
+def _sentence_lede(results: Results, sentence: SentenceResults) -> tuple[Paragraph, ...]:
+    """What is special about this sentence (``lede.lede``), one paragraph of sentences."""
+    tokens = sorted(prose.rows(sentence.tokens), key=lambda r: int(r["position"]))
+    found = lede.lede(
+        sentence.text,
+        [str(r["token"]) for r in tokens],
+        [int(r["token_id"]) for r in tokens],
+        prose.rows(sentence.tables.top),
+        results.set.focus_by_sentence.arrays(),
+        sentence.index,
+    )
+    return (Paragraph(visible(" ".join(found))),) if found else ()
 
 
 def _lede(meta: PageMeta, n_sentences: int, options: SiteOptions) -> tuple[Paragraph, ...]:
@@ -336,8 +352,9 @@ def index_page(
     )  # fmt: skip
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])
     numbers = sorted_lines(figs)
-    if numbers and paras:
-        paras[-1] = Paragraph(paras[-1].text, notes.ref("sorted", sorted_note(numbers)))
+    if numbers and paras:  # on the sentence about the pooled per-layer lines it explains
+        first = paras[0]
+        paras[0] = Paragraph(first.text, first.notes + notes.ref("sorted", sorted_note(numbers)))
     links = tuple(Link(href, visible(t)) for href, t in zip(pages, texts, strict=True))
     checksum = about.results_checksum(shipped, layout)
     return IndexContext(
