@@ -21,7 +21,13 @@ from attnreport.analyses.tables import round_sig, triangle
 from attnreport.config import Settings
 from attnreport.errors import AttnReportError
 from attnreport.interventions import GridCell as Cell
-from attnreport.interventions import Outcome, mean_grid, observed_layers, scaling_grid
+from attnreport.interventions import (
+    Outcome,
+    mean_grid,
+    mean_grid_before_rotation,
+    observed_layers,
+    scaling_grid,
+)
 from attnreport.provenance import provenance
 from attnreport.results import (
     AttentionMaps,
@@ -135,6 +141,7 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
     mean_inputs = mean_sentence_indices(settings, len(ids))
     inputs = {i: ids[i] for i in mean_inputs}
     baselines, mean_cells = mean_grid(model, specs, inputs, layer, leading)
+    before = mean_grid_before_rotation(model, specs, inputs, layer, leading)
     return Interventions(
         layer=layer,
         observed_layers=dict(observed),
@@ -149,6 +156,7 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
             sentences=tuple(mean_inputs),
             baselines={i: _observations(b, observed) for i, b in baselines.items()},
             cells=tuple(_cell(c, observed) for c in mean_cells),
+            before_rotation=tuple(_cell(c, observed) for c in before),
         ),
     )
 

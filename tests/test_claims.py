@@ -102,3 +102,24 @@ def test_intervention_claims_on_hand_made_maps():
     assert v.verdict.label == CONTRADICTED  # the next layer did not move
     assert claims_grid.mean_k_structured(bad).verdict.label == SUPPORTED
     assert claims_grid.tested_claims({}, None, [], False) == []
+
+
+def test_mean_k_is_tested_on_the_reading_before_the_rotation_when_run():
+    iv = _iv([_uniform(4)] * 2, [_peaked(4)] * 2, [_uniform(4)] * 2, [_uniform(4)] * 2)
+    assert "not in this run's results" in claims_grid.mean_k_structured(iv).evidence
+    iv["mean"]["cells_before_rotation"] = [
+        {"target": t, "sentence": s, "kl": [0.1] * 4, "observations": {"same": [_peaked(4)] * 2}}
+        for s in (0, 1, 2)
+        for t in "QK"
+    ]
+    k = claims_grid.mean_k_structured(iv)
+    assert k.verdict.label == SUPPORTED
+    assert "so the mean taken before the rotation reproduces the source figure" in k.evidence
+    assert "uniform by construction" in k.evidence  # the other reading is still explained
+    flat = [
+        dict(c, observations={"same": [_uniform(4)] * 2})
+        for c in iv["mean"]["cells_before_rotation"]
+    ]
+    iv["mean"]["cells_before_rotation"] = flat
+    k = claims_grid.mean_k_structured(iv)
+    assert k.verdict.label == CONTRADICTED and "neither reading reproduces" in k.evidence

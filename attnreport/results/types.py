@@ -29,12 +29,13 @@ from attnreport.results.tables import (
     TopTable,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # version 1 lacks manifest.files and the optional columns; versions 1 and 2 store the
 # attention probs and ranks (3 derives them) and write table columns as plain arrays;
-# versions 1 to 3 write plain .json files, 4 gzip-compresses them (``layout``)
-READABLE_VERSIONS = (1, 2, 3, 4)
+# versions 1 to 3 write plain .json files, 4 gzip-compresses them (``layout``); 5 adds
+# the mean grid's cells taken before the rotary rotation (absent before: none)
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i
 Observations = dict[str, list[Triangle]]  # "same"/"next"/"last" -> [head] -> triangle

@@ -79,11 +79,16 @@ def _interventions(iv: Interventions | None) -> str | None:
     if iv is None:
         return "No interventions were run."
     mean = join_and([str(s) for s in iv.mean.sentences])
+    second = (
+        "; Q and K were also averaged before the rotation and rotated again per position"
+        if iv.mean.before_rotation
+        else "; the reading with the mean taken before the rotation was not run"
+    )
     return (
         f"Interventions run in one layer ({iv.layer}), scaling on sentence {iv.scaling.sentence} "
         f"and mean replacement on sentences {mean}; other layers may respond differently. The "
         "mean is taken on Q, K and V as the attention function receives them (after any rotary "
-        "rotation); the reading with the mean taken before the rotation was not run."
+        f"rotation){second}."
     )
 
 
