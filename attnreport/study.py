@@ -9,7 +9,7 @@ interventions follow at the layer with the strongest pooled first-token focus.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -257,6 +257,26 @@ def model_features(session: Session) -> list[str]:
     return sorted(found)
 
 
+def bos_contrast(session: Session, settings: Settings) -> rt.BosContrastTable | None:
+    """Every sentence captured once more with the tokenizer's BOS token first, when the run
+    put none there and the tokenizer has one: per head, how often the BOS is the top key
+    (StreamingLLM's claim that a sink forms on the first token whatever it is). None
+    otherwise. One extra pass per sentence; only its focus table is kept."""
+    bos = getattr(session.loaded.tokenizer, "bos_token_id", None)
+    if session.bos_added or bos is None:
+        return None
+    parts: dict[str, list[np.ndarray]] = {}
+    for s in session.sentences:
+        ids = torch.tensor([bos, *s.token_ids][: context_length(session.loaded) or None])
+        focus = analyze_pass(session.model, session.specs, ids, settings)[0]["focus"]
+        n = len(focus["layer"])
+        cols = {"sentence": np.full(n, s.index), **{k: np.asarray(focus[k]) for k in
+                ("layer", "head", "first_focus", "n_queries")}}  # fmt: skip
+        for k, v in cols.items():
+            parts.setdefault(k, []).append(v)
+    return rt.BosContrastTable(**{k: np.concatenate(v) for k, v in parts.items()})
+
+
 def run_study(session: Session, settings: Settings, step: Step = _noop) -> Results:
     """Capture and analyse every sentence, pool the set, run the interventions."""
     check_settings(settings, session)
@@ -265,6 +285,7 @@ def run_study(session: Session, settings: Settings, step: Step = _noop) -> Resul
         analyses.append(analyze_sentence(session, index, settings))
         step("capture")
     set_result, pooled = set_results(analyses)
+    set_result = replace(set_result, bos_contrast=bos_contrast(session, settings))
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(pooled)

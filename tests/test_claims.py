@@ -53,13 +53,36 @@ def test_sink_heads_change_little_true_false_and_too_small():
 def test_sink_on_any_first_token():
     sinks = {s: _heads(value=lambda lay, h: 0.95) for s in range(4)}
     c = claims.sink_on_any_first_token(by_sentence(sinks), [10, 11, 12, 13], bos_added=False)
-    assert c.verdict.label == SUPPORTED and "4 different first tokens" in c.evidence
+    assert (
+        c.verdict.label == SUPPORTED
+        and "4 sentences starting with 4 different tokens" in c.evidence
+    )
+    assert "not captured with a BOS first" in c.evidence
     same = claims.sink_on_any_first_token(by_sentence(sinks), [7, 7, 7, 7], bos_added=False)
     assert same.verdict.label == INCONCLUSIVE  # one first token: nothing varies
     mixed = {**sinks, 3: _heads(value=lambda lay, h: 0.0)}
     c = claims.sink_on_any_first_token(by_sentence(mixed), [10, 11, 12, 13], False)
     # shares 1, 1, 1, 0: the spread (1) is larger than the effect (0.25)
-    assert c.verdict.label == INCONCLUSIVE and c.breakers == "sentences 3"
+    assert c.verdict.label == INCONCLUSIVE and c.breakers == "sentence 3"
+
+
+def test_sink_on_any_first_token_with_the_bos_contrast():
+    sinks = {s: _heads(value=lambda lay, h: 0.95) for s in range(3)}
+    same_start = [7, 7, 7]
+    alone = claims.sink_on_any_first_token(by_sentence(sinks), same_start, False)
+    assert alone.verdict.label == INCONCLUSIVE  # one first token
+    # with the BOS contrast the sink forms on a second, different token: 2 of the 3 needed
+    both = claims.sink_on_any_first_token(by_sentence(sinks), same_start, False, by_sentence(sinks))
+    assert "the sink moves to the BOS: 100% of heads" in both.evidence
+    assert both.verdict.label == INCONCLUSIVE and "2 of the 3" in both.verdict.reason
+    varied = claims.sink_on_any_first_token(
+        by_sentence(sinks), [7, 8, 9], False, by_sentence(sinks)
+    )
+    assert varied.verdict.label == SUPPORTED and "none of 6 tested" in varied.verdict.reason
+    no_bos_sink = by_sentence({s: _heads(value=lambda lay, h: 0.1) for s in range(3)})
+    c = claims.sink_on_any_first_token(by_sentence(sinks), [7, 8, 9], False, no_bos_sink)
+    assert c.verdict.label == CONTRADICTED  # the BOS condition fails: mean share 0
+    assert c.breakers.startswith("sentence 0 with a BOS first")
 
 
 def _uniform(n):

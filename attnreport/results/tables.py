@@ -238,6 +238,18 @@ class PooledSortedTable(Table):
     max: np.ndarray = col("float")
 
 
+@_table("bos_contrast")
+class BosContrastTable(Table):
+    """The sentences captured again with the tokenizer's BOS first (schema 5; only when
+    the run added none): per head, the share of queries whose top key is the BOS."""
+
+    sentence: np.ndarray = col("int")
+    layer: np.ndarray = col("int")
+    head: np.ndarray = col("int")
+    first_focus: np.ndarray = col("float")
+    n_queries: np.ndarray = col("int")
+
+
 @_table("impact_pooled")
 class ImpactPooledTable(Table):
     layer: np.ndarray = col("int")

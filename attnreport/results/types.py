@@ -17,6 +17,7 @@ from attnreport.results.codec import decoded_column
 from attnreport.results.maps import AttentionMaps
 from attnreport.results.tables import (
     BlockImpactTable,
+    BosContrastTable,
     BreakdownTable,
     FocusBySentenceTable,
     FocusPooledTable,
@@ -320,11 +321,19 @@ class SetResults:
     focus_pooled: FocusPooledTable
     focus_sorted: PooledSortedTable
     impact_pooled: ImpactPooledTable
+    bos_contrast: BosContrastTable | None = None  # schema 5, runs without a BOS only
 
 
 def set_from_json(obj: Any, where: str = "set.json") -> SetResults:
-    return SetResults(**_parse_tables(_SET_TABLES, obj, where))
+    tables = _parse_tables(_SET_TABLES, obj, where)
+    bos = (obj.get("tables") or {}).get("bos_contrast") if isinstance(obj, dict) else None
+    return SetResults(
+        **tables, bos_contrast=None if bos is None else BosContrastTable.from_json(bos, where)
+    )
 
 
 def set_to_json(s: SetResults) -> dict[str, Any]:
-    return {"schema": SCHEMA, "tables": {n: getattr(s, n).to_json() for n in _SET_TABLES}}
+    tables = {n: getattr(s, n).to_json() for n in _SET_TABLES}
+    if s.bos_contrast is not None:
+        tables["bos_contrast"] = s.bos_contrast.to_json()
+    return {"schema": SCHEMA, "tables": tables}

@@ -16,7 +16,7 @@ import numpy as np
 from attnreport.site import fit
 from attnreport.site.findings import columns
 from attnreport.site.verdicts import Evidence, Verdict, verdict
-from attnreport.site.wording import count, percent
+from attnreport.site.wording import count, join_and, percent
 
 SINK = 0.5  # a sink head: the first token is its top key for at least half of the queries
 UNIFORM_TOL = 0.01  # largest |p - uniform| that still reads as uniform attention
@@ -81,32 +81,56 @@ def sink_heads_change_little(first_focus: Mapping, magnitude: Mapping, n_sentenc
     return Claim("sink-small-update", hyp, "blog", verdict(ev), text, broken, "set-head-impact")
 
 
-def sink_on_any_first_token(by_sentence: Any, first_ids: Sequence[int], bos_added: bool) -> Claim:
-    """StreamingLLM: a sink forms on the first token whatever that token is.
-
-    by_sentence: ``focus_by_sentence`` columns; first_ids[s]: sentence s's first token id.
-    Per sentence: the share of heads that make token 0 the top key for most queries.
-    Effect: mean share - 1/2 (a sink forms when most heads are sinks); sentences needed:
-    3 with different first tokens; a sentence where most heads are not sinks breaks it.
-    """
-    cols = columns(by_sentence)
+def _sink_shares(cols: Mapping[str, Sequence[Any]]) -> dict[int, float]:
+    """Per sentence (with queries), the share of heads whose top key is token 0 for most
+    queries (first_focus > ``SINK``)."""
     share: dict[int, list[bool]] = {}
     for s, v, n in zip(cols["sentence"], cols["first_focus"], cols["n_queries"], strict=True):
         if int(n) > 0:
             share.setdefault(int(s), []).append(float(v) > SINK)
-    shares = {s: float(np.mean(v)) for s, v in share.items()}
+    return {s: float(np.mean(v)) for s, v in share.items()}
+
+
+def sink_on_any_first_token(
+    by_sentence: Any, first_ids: Sequence[int], bos_added: bool, bos_contrast: Any = None
+) -> Claim:
+    """StreamingLLM: a sink forms on the first token whatever that token is.
+
+    by_sentence: ``focus_by_sentence`` columns; first_ids[s]: sentence s's first token id;
+    bos_contrast: the same sentences with a BOS first (``bos_contrast`` columns) or None.
+    Per sentence and condition: the share of heads that make token 0 the top key for most
+    queries. Effect: the smaller mean share - 1/2; sentences needed: 3 different first
+    tokens (the BOS counts as one); a (sentence, condition) where most heads are not sinks
+    breaks it.
+    """
+    conditions = {"": _sink_shares(columns(by_sentence))}
+    if bos_contrast is not None and len(columns(bos_contrast).get("sentence", [])):
+        conditions[" with a BOS first"] = _sink_shares(columns(bos_contrast))
+    shares = conditions[""]
     distinct = len({int(first_ids[s]) for s in shares if s < len(first_ids)})
-    values = list(shares.values()) or [0.0]
-    breakers = [s for s, v in shares.items() if v <= SINK]
-    ev = Evidence(float(np.mean(values)) - SINK, distinct, len(shares), len(breakers),
-                  spread=max(values) - min(values))  # fmt: skip
+    distinct += len(conditions) - 1
+    means = {k: float(np.mean(list(v.values()) or [0.0])) for k, v in conditions.items()}
+    spreads = [max(v.values()) - min(v.values()) for v in conditions.values() if v]
+    breakers = [(k, s) for k, v in conditions.items() for s, x in v.items() if x <= SINK]
+    tested = sum(len(v) for v in conditions.values())
+    ev = Evidence(min(means.values()) - SINK, distinct, tested, len(breakers),
+                  spread=max(spreads, default=0.0))  # fmt: skip
     bos = "a BOS token" if bos_added else "no BOS token (the first token is the sentence's own)"
     text = (
-        f"With {bos}, {count(distinct, 'different first token')} over {count(len(shares), 'sentence')}: "
-        f"the share of heads that are sinks is {percent(float(np.mean(values)))} "
-        f"({fit.spread_words(values)})."
+        f"With {bos}, {count(len(shares), 'sentence')} starting with "
+        f"{count(distinct - len(conditions) + 1, 'different token')}: the share of heads that "
+        f"are sinks is {percent(means[''])} ({fit.spread_words(list(shares.values()))})."
     )
-    broken = f"sentences {', '.join(str(s) for s in sorted(breakers))}" if breakers else ""
+    if len(conditions) > 1:
+        with_bos = conditions[" with a BOS first"]
+        text += (
+            f" Captured again with the tokenizer's BOS first, the sink moves to the BOS: "
+            f"{percent(means[' with a BOS first'])} of heads make it their top key for most "
+            f"queries ({fit.spread_words(list(with_bos.values()))})."
+        )
+    elif not bos_added:
+        text += " The same sentences were not captured with a BOS first."
+    broken = join_and([f"sentence {s}{k}" for k, s in sorted(breakers)]) if breakers else ""
     return Claim("sink-any-first-token",
                  "A sink forms on the first token, whatever that token is.",
                  "streamingllm", verdict(ev), text, broken, "set-sink-rate")  # fmt: skip

@@ -179,7 +179,8 @@ def tested_claims(
         n = len({int(s) for s in by_sentence.get("sentence", [])}) or len(first_ids)
         out.append(sink_heads_change_little(first, magnitude, n))
     if by_sentence:
-        out.append(sink_on_any_first_token(by_sentence, first_ids, bos_added))
+        bos = set_tables.get("bos_contrast")
+        out.append(sink_on_any_first_token(by_sentence, first_ids, bos_added, bos))
     if interventions:
         out += [
             f(interventions) for f in (qk_scaling_uniform, v_scaling_next_layer, mean_k_structured)
