@@ -48,6 +48,7 @@ from attnreport.results import (
 from attnreport.results import tables as rt
 from attnreport.sentence_pass import analyze_pass
 from attnreport.session import Session, context_length
+from attnreport.value_norms import value_norms
 
 Step = Callable[[str], None]  # called once per finished unit of work, with its stage name
 
@@ -285,7 +286,9 @@ def run_study(session: Session, settings: Settings, step: Step = _noop) -> Resul
         analyses.append(analyze_sentence(session, index, settings))
         step("capture")
     set_result, pooled = set_results(analyses)
-    set_result = replace(set_result, bos_contrast=bos_contrast(session, settings))
+    set_result = replace(
+        set_result, bos_contrast=bos_contrast(session, settings), value_norms=value_norms(session)
+    )
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(pooled)

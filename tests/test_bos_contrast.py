@@ -41,3 +41,28 @@ def test_bos_contrast_is_stored_and_matches_a_plain_capture(tmp_path, tiny_model
                 torch.tensor(got, dtype=torch.float64), want, atol=1e-6, rtol=0
             )
     assert not results.manifest.settings.extra["bos_added"]
+
+
+def test_value_norms_match_the_value_projection(tmp_path, tiny_model_dirs):
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the cat chased the mouse\nwhat does attention focus ?\n")
+    out = tmp_path / "r"
+    args = ["analyze", "--out", str(out), "--model", str(tiny_model_dirs["llama"]),
+            "--sentences", str(sentences)]  # fmt: skip
+    assert CliRunner().invoke(main, args).exit_code == 0
+    results = load(out)
+    table = results.set.value_norms.arrays()
+    loaded = load_model(str(tiny_model_dirs["llama"]))
+    specs = discover(loaded.family, loaded.model)
+    for listed in results.manifest.sentences:
+        capture = capture_attention(loaded.model, specs, torch.tensor(listed.token_ids))
+        for spec in specs:
+            a = capture.raw[spec.layer].a.double()  # (n, model): what the attention reads
+            w = spec.attention.v_proj.weight.double()
+            v = (a @ w.T).reshape(a.shape[0], -1, spec.layout.head_dim)  # (n, kv_head, d)
+            norms = v.norm(dim=-1)  # (n, kv_head)
+            rows = (table["sentence"] == listed.index) & (table["layer"] == spec.layer)
+            got_first = torch.tensor(table["first_norm"][rows], dtype=torch.float64)
+            got_other = torch.tensor(table["other_norm"][rows], dtype=torch.float64)
+            torch.testing.assert_close(got_first, norms[0], rtol=1e-4, atol=1e-6)
+            torch.testing.assert_close(got_other, norms[1:].mean(0), rtol=1e-4, atol=1e-6)

@@ -146,3 +146,26 @@ def test_mean_k_is_tested_on_the_reading_before_the_rotation_when_run():
     iv["mean"]["cells_before_rotation"] = flat
     k = claims_grid.mean_k_structured(iv)
     assert k.verdict.label == CONTRADICTED and "neither reading reproduces" in k.evidence
+
+
+def _norms(first, other, sentences=(0, 1, 2), layers=(0, 1, 2, 3)):
+    rows = [(s, lay, h) for s in sentences for lay in layers for h in range(2)]
+    return {"sentence": [r[0] for r in rows], "layer": [r[1] for r in rows],
+            "kv_head": [r[2] for r in rows],
+            "first_norm": [first(r[0], r[1]) for r in rows],
+            "other_norm": [other for _ in rows]}  # fmt: skip
+
+
+def test_sink_values_small_true_false_and_too_small():
+    first = _heads(value=lambda lay, h: 0.9 if lay >= 2 else 0.1)  # sink layers 2 and 3
+    small = claims.sink_values_small(_norms(lambda s, lay: 0.2, 1.0), first)
+    assert small.verdict.label == SUPPORTED and "20% the length" in small.evidence
+    one_big = claims.sink_values_small(_norms(lambda s, lay: 2.0 if lay == 3 else 0.2, 1.0), first)
+    assert one_big.verdict.label == CONTRADICTED and one_big.breakers.startswith("layer 3")
+    big = claims.sink_values_small(_norms(lambda s, lay: 1.5, 1.0), first)
+    assert big.verdict.label == CONTRADICTED and "other way" in big.verdict.reason
+    few = claims.sink_values_small(_norms(lambda s, lay: 0.2, 1.0, sentences=(0, 1)), first)
+    assert few.verdict.label == INCONCLUSIVE
+    noisy = claims.sink_values_small(_norms(lambda s, lay: 0.1 + 0.8 * (s == 2), 1.0), first)
+    assert noisy.verdict.label == INCONCLUSIVE and "spread" in noisy.verdict.reason
+    assert claims.sink_values_small({}, first) is None

@@ -29,6 +29,7 @@ from attnreport.study import (
     manifest,
     strongest_first_token_layer,
 )
+from attnreport.value_norms import value_norms
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total), as attnreport.build's
 
@@ -122,7 +123,9 @@ def set_files(session: Session, settings: Settings, totals: SetPartial) -> dict[
     from attnreport.results.types import set_to_json
 
     result = totals.set_results()
-    result = replace(result, bos_contrast=bos_contrast(session, settings))
+    result = replace(
+        result, bos_contrast=bos_contrast(session, settings), value_norms=value_norms(session)
+    )
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(result.focus_pooled.arrays())

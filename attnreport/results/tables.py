@@ -250,6 +250,17 @@ class BosContrastTable(Table):
     n_queries: np.ndarray = col("int")
 
 
+@_table("value_norms")
+class ValueNormsTable(Table):
+    """Per sentence, layer and kv head: ‖v_0‖ and the mean ‖v_j‖ over j >= 1 (schema 5)."""
+
+    sentence: np.ndarray = col("int")
+    layer: np.ndarray = col("int")
+    kv_head: np.ndarray = col("int")
+    first_norm: np.ndarray = col("float")
+    other_norm: np.ndarray = col("float")
+
+
 @_table("impact_pooled")
 class ImpactPooledTable(Table):
     layer: np.ndarray = col("int")

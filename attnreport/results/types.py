@@ -28,6 +28,7 @@ from attnreport.results.tables import (
     PooledSortedTable,
     TokensTable,
     TopTable,
+    ValueNormsTable,
 )
 
 SCHEMA_VERSION = 5
@@ -322,18 +323,23 @@ class SetResults:
     focus_sorted: PooledSortedTable
     impact_pooled: ImpactPooledTable
     bos_contrast: BosContrastTable | None = None  # schema 5, runs without a BOS only
+    value_norms: ValueNormsTable | None = None  # schema 5
+
+
+_OPTIONAL_SET = {"bos_contrast": BosContrastTable, "value_norms": ValueNormsTable}  # schema 5
 
 
 def set_from_json(obj: Any, where: str = "set.json") -> SetResults:
     tables = _parse_tables(_SET_TABLES, obj, where)
-    bos = (obj.get("tables") or {}).get("bos_contrast") if isinstance(obj, dict) else None
-    return SetResults(
-        **tables, bos_contrast=None if bos is None else BosContrastTable.from_json(bos, where)
-    )
+    extra = (obj.get("tables") or {}) if isinstance(obj, dict) else {}
+    optional = {name: kind.from_json(extra[name], where) for name, kind in _OPTIONAL_SET.items()
+                if extra.get(name) is not None}  # fmt: skip
+    return SetResults(**tables, **optional)
 
 
 def set_to_json(s: SetResults) -> dict[str, Any]:
     tables = {n: getattr(s, n).to_json() for n in _SET_TABLES}
-    if s.bos_contrast is not None:
-        tables["bos_contrast"] = s.bos_contrast.to_json()
+    for name in _OPTIONAL_SET:
+        if getattr(s, name) is not None:
+            tables[name] = getattr(s, name).to_json()
     return {"schema": SCHEMA, "tables": tables}

@@ -112,9 +112,7 @@ def limitations(manifest: Manifest, iv: Interventions | None) -> list[str]:
         )
     out.append(
         "Update sizes are pooled over the set's tokens: the claim about sink heads and update "
-        "size is tested head by head, not sentence by sentence. Value norms of the first "
-        "token (Gu et al.'s small-values claim) are not in the results, so that claim is not "
-        "tested."
+        "size is tested head by head, not sentence by sentence."
     )
     return [t for t in out if t]
 

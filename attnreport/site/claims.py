@@ -16,7 +16,7 @@ import numpy as np
 from attnreport.site import fit
 from attnreport.site.findings import columns
 from attnreport.site.verdicts import Evidence, Verdict, verdict
-from attnreport.site.wording import count, join_and, percent
+from attnreport.site.wording import count, index_set, join_and, percent
 
 SINK = 0.5  # a sink head: the first token is its top key for at least half of the queries
 UNIFORM_TOL = 0.01  # largest |p - uniform| that still reads as uniform attention
@@ -134,3 +134,53 @@ def sink_on_any_first_token(
     return Claim("sink-any-first-token",
                  "A sink forms on the first token, whatever that token is.",
                  "streamingllm", verdict(ev), text, broken, "set-sink-rate")  # fmt: skip
+
+
+def sink_values_small(value_norms: Any, first_focus: Mapping) -> Claim | None:
+    """Gu et al.: the sink token's values are small. In each sink layer (most heads make
+    token 0 the top key for most queries), the ratio ‖v_0‖ / mean_j≥1 ‖v_j‖ over kv heads.
+
+    value_norms: ``value_norms`` columns (sentence, layer, kv_head, first_norm,
+    other_norm); first_focus: ``{(layer, head): pooled value}``. Effect: 1 - the mean ratio
+    over sink layers; spread: the range over sentences of that mean; a sink layer whose
+    ratio is 1 or more breaks it. None without value norms."""
+    cols = columns(value_norms)
+    if not cols.get("layer"):
+        return None
+    by_layer: dict[int, list[bool]] = {}
+    for (layer, _), v in first_focus.items():
+        by_layer.setdefault(layer, []).append(v > SINK)
+    sinks = sorted(k for k, v in by_layer.items() if sum(v) > SINK * len(v))
+    ratios: dict[int, dict[int, list[float]]] = {}  # layer -> sentence -> ratios
+    rows = zip(cols["sentence"], cols["layer"], cols["first_norm"], cols["other_norm"], strict=True)
+    for s, layer, first, other in rows:
+        if int(layer) in sinks and float(other) > 0:
+            ratios.setdefault(int(layer), {}).setdefault(int(s), []).append(
+                float(first) / float(other)
+            )
+    hyp = "The sink token's values are small: its value vectors are shorter than the others'."
+    if not ratios:
+        ev = Evidence(0.0, 0, 0)
+        return Claim("sink-small-values", hyp, "gu", verdict(ev), "No sink layer to test.", "",
+                     "set-sink-rate")  # fmt: skip
+    layer_ratio = {
+        k: float(np.mean([x for v in by_s.values() for x in v])) for k, by_s in ratios.items()
+    }
+    sentences = sorted({s for by_s in ratios.values() for s in by_s})
+    per_sentence = [float(np.mean([x for by_s in ratios.values() for x in by_s.get(s, [])]))
+                    for s in sentences]  # fmt: skip
+    mean = float(np.mean(list(layer_ratio.values())))
+    breakers = sorted(k for k, v in layer_ratio.items() if v >= 1)
+    ev = Evidence(1 - mean, len(sentences), len(layer_ratio), len(breakers),
+                  spread=max(per_sentence) - min(per_sentence))  # fmt: skip
+    text = (
+        f"In the {count(len(layer_ratio), 'sink layer')}, the first token's value vectors are "
+        f"on average {percent(mean) if mean < 1 else f'{mean:.2f} times'} the length of the "
+        f"others' ({fit.spread_words(per_sentence, lambda r: f'{r:.2f}')}; 1 = the same length)."
+    )
+    low = min(layer_ratio, key=lambda k: (layer_ratio[k], k))
+    text += f" Smallest in layer {low}: {layer_ratio[low]:.2f}."
+    broken = ""
+    if breakers:
+        broken = f"{index_set(breakers, 'layer')}, where the first token's values are not shorter"
+    return Claim("sink-small-values", hyp, "gu", verdict(ev), text, broken, "set-sink-rate")

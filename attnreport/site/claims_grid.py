@@ -20,6 +20,7 @@ from attnreport.site.claims import (
     Claim,
     sink_heads_change_little,
     sink_on_any_first_token,
+    sink_values_small,
 )
 from attnreport.site.findings import columns, per_head
 from attnreport.site.verdicts import Evidence, verdict
@@ -181,6 +182,8 @@ def tested_claims(
     if by_sentence:
         bos = set_tables.get("bos_contrast")
         out.append(sink_on_any_first_token(by_sentence, first_ids, bos_added, bos))
+    if first and set_tables.get("value_norms"):
+        out.append(sink_values_small(set_tables["value_norms"], first))
     if interventions:
         out += [
             f(interventions) for f in (qk_scaling_uniform, v_scaling_next_layer, mean_k_structured)
