@@ -48,6 +48,7 @@ from attnreport.results import (
 from attnreport.results import tables as rt
 from attnreport.sentence_pass import analyze_pass
 from attnreport.session import Session, context_length
+from attnreport.streaming import stream_layers
 from attnreport.value_norms import value_norms
 
 Step = Callable[[str], None]  # called once per finished unit of work, with its stage name
@@ -260,22 +261,34 @@ def model_features(session: Session) -> list[str]:
 
 def bos_contrast(session: Session, settings: Settings) -> rt.BosContrastTable | None:
     """Every sentence captured once more with the tokenizer's BOS token first, when the run
-    put none there and the tokenizer has one: per head, how often the BOS is the top key
-    (StreamingLLM's claim that a sink forms on the first token whatever it is). None
-    otherwise. One extra pass per sentence; only its focus table is kept."""
+    put none there and the tokenizer has one: per head, the share of queries 1..n-1 whose
+    top key is the BOS (StreamingLLM's claim that a sink forms on the first token whatever
+    it is). None otherwise. One extra pass per sentence of at most ``map_tokens`` tokens;
+    only this share is kept."""
     bos = getattr(session.loaded.tokenizer, "bos_token_id", None)
     if session.bos_added or bos is None:
         return None
-    parts: dict[str, list[np.ndarray]] = {}
+    cols: dict[str, list] = {
+        k: [] for k in ("sentence", "layer", "head", "first_focus", "n_queries")
+    }
     for s in session.sentences:
-        ids = torch.tensor([bos, *s.token_ids][: context_length(session.loaded) or None])
-        focus = analyze_pass(session.model, session.specs, ids, settings)[0]["focus"]
-        n = len(focus["layer"])
-        cols = {"sentence": np.full(n, s.index), **{k: np.asarray(focus[k]) for k in
-                ("layer", "head", "first_focus", "n_queries")}}  # fmt: skip
-        for k, v in cols.items():
-            parts.setdefault(k, []).append(v)
-    return rt.BosContrastTable(**{k: np.concatenate(v) for k, v in parts.items()})
+        ids = torch.tensor([bos, *s.token_ids])
+        if len(ids) > settings.map_tokens or len(ids) > (
+            context_length(session.loaded) or len(ids)
+        ):
+            continue
+
+        def on_layer(spec, raw, index=s.index) -> None:
+            probs = raw.computed.probs  # (head, query, key) over real keys
+            top_is_bos = (probs[:, 1:].argmax(-1) == 0).double()  # ties: the earlier key
+            for h, share in enumerate(top_is_bos.mean(-1).cpu().tolist()):
+                for k, v in zip(
+                    cols, (index, spec.layer, h, share, probs.shape[1] - 1), strict=True
+                ):
+                    cols[k].append(v)
+
+        stream_layers(session.model, session.specs, ids, on_layer, False)
+    return rt.BosContrastTable(**{k: np.asarray(v) for k, v in cols.items()})
 
 
 def run_study(session: Session, settings: Settings, step: Step = _noop) -> Results:
