@@ -159,7 +159,7 @@ def _norms(first, other, sentences=(0, 1, 2), layers=(0, 1, 2, 3)):
 def test_sink_values_small_true_false_and_too_small():
     first = _heads(value=lambda lay, h: 0.9 if lay >= 2 else 0.1)  # sink layers 2 and 3
     small = claims.sink_values_small(_norms(lambda s, lay: 0.2, 1.0), first)
-    assert small.verdict.label == SUPPORTED and "20% the length" in small.evidence
+    assert small.verdict.label == SUPPORTED and "0.20 times the length" in small.evidence
     one_big = claims.sink_values_small(_norms(lambda s, lay: 2.0 if lay == 3 else 0.2, 1.0), first)
     assert one_big.verdict.label == CONTRADICTED and one_big.breakers.startswith("layer 3")
     big = claims.sink_values_small(_norms(lambda s, lay: 1.5, 1.0), first)

@@ -175,8 +175,7 @@ def sink_values_small(value_norms: Any, first_focus: Mapping) -> Claim | None:
                   spread=max(per_sentence) - min(per_sentence))  # fmt: skip
     text = (
         f"In the {count(len(layer_ratio), 'sink layer')}, the first token's value vectors are "
-        f"on average {percent(mean) if mean < 1 else f'{mean:.2f} times'} the length of the "
-        f"others' ({fit.spread_words(per_sentence, lambda r: f'{r:.2f}')}; 1 = the same length)."
+        f"on average {mean:.2f} times the length of the others' ({fit.spread_words(per_sentence, lambda r: f'{r:.2f}')}; 1 = the same length)."
     )
     low = min(layer_ratio, key=lambda k: (layer_ratio[k], k))
     text += f" Smallest in layer {low}: {layer_ratio[low]:.2f}."
