@@ -57,6 +57,30 @@ def mean_over_positions(target: str) -> Modifier:
     return modify
 
 
+def mean_before_rotation(target: str, rotate, rotary: list) -> Modifier:
+    """Replace q or k of each head by its mean over positions taken *before* the rotary
+    rotation, then rotated again per position: ``R_i mean_j(R_j^-1 x_j)``.
+
+    ``rotate`` is the model's ``apply_rotary_pos_emb``; ``rotary`` a one-item list the
+    attention pre-hook fills with the layer's (cos, sin) during the pass. After the
+    rotation (``mean_over_positions``) every key is one vector and attention is uniform
+    by construction; before it, keys keep their positions.
+    """
+    index = TARGETS.index(target)
+
+    def modify(qkv: QKV) -> QKV:
+        cos, sin = rotary[0]
+        x = qkv[index]  # (heads, n, d) as scored, rotated
+        norm = cos * cos + sin * sin
+        plain = rotate(x[None], x[None], cos / norm, -sin / norm)[0][0]  # rotation undone
+        mean = plain.mean(dim=1, keepdim=True).expand_as(plain).contiguous()
+        changed = list(qkv)
+        changed[index] = rotate(mean[None], mean[None], cos, sin)[0][0].to(x.dtype)
+        return tuple(changed)  # type: ignore[return-value]
+
+    return modify
+
+
 def identity(qkv: QKV) -> QKV:
     return qkv
 
@@ -118,6 +142,7 @@ def run_modified(
     observe: tuple[int, ...],
     prefix: tuple[object, ...] = (),
     leading: int | None = None,
+    extra_hooks: list | None = None,
 ) -> Outcome:
     """One forward pass with ``modify`` applied at ``layer``; probabilities at ``observe``.
 
@@ -135,6 +160,7 @@ def run_modified(
     recorded: list[object] = []
     hidden: list[torch.Tensor] = []
     hooks = [] if prefix else _record_last_output(blocks[:layer], recorded)
+    hooks = hooks + list(extra_hooks or [])
     name = STREAM_NAME if long else NAME
     with ExitStack() as stack:
         stack.enter_context(replayed_blocks(blocks[:layer], prefix))
@@ -224,3 +250,38 @@ def mean_grid(
             cells.append(GridCell(target, index, outcome.kept(), outcome_kl(model, base, outcome)))
         baselines[index] = base.kept()
     return baselines, cells
+
+
+def _rotary_hook(spec: LayerSpec, sink: list) -> list:
+    """A pre-hook on the layer's attention that keeps its (cos, sin) in ``sink``."""
+
+    def hook(_module, _args, kwargs):
+        sink[:] = [kwargs["position_embeddings"]]
+
+    return [(spec.attention, "pre", hook)]
+
+
+def mean_grid_before_rotation(
+    model: nn.Module,
+    specs: list[LayerSpec],
+    inputs: dict[int, torch.Tensor],
+    layer: int,
+    leading: int | None = None,
+) -> list[GridCell]:
+    """Q and K replaced by their mean taken before the rotary rotation (``mean_before_rotation``),
+    one cell per (input, target); empty for a model that does not rotate q and k. V is not
+    rotated, so its cell would be the ``mean_grid`` one. KL against an unmodified pass."""
+    spec = specs[layer]
+    if spec.rotate is None:
+        return []
+    observe = tuple(sorted(set(observed_layers(layer, len(specs)).values())))
+    cells = []
+    for index, ids in inputs.items():
+        base = run_modified(model, specs, ids, layer, identity, observe, (), leading)
+        for target in ("Q", "K"):
+            rotary: list = []
+            modify = mean_before_rotation(target, spec.rotate, rotary)
+            outcome = run_modified(model, specs, ids, layer, modify, observe, base.prefix,
+                                   leading, _rotary_hook(spec, rotary))  # fmt: skip
+            cells.append(GridCell(target, index, outcome.kept(), outcome_kl(model, base, outcome)))
+    return cells

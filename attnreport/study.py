@@ -9,7 +9,7 @@ interventions follow at the layer with the strongest pooled first-token focus.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,14 @@ from attnreport.analyses.tables import round_sig, triangle
 from attnreport.config import Settings
 from attnreport.errors import AttnReportError
 from attnreport.interventions import GridCell as Cell
-from attnreport.interventions import Outcome, mean_grid, observed_layers, scaling_grid
+from attnreport.interventions import (
+    Outcome,
+    mean_grid,
+    mean_grid_before_rotation,
+    observed_layers,
+    scaling_grid,
+)
+from attnreport.provenance import provenance
 from attnreport.results import (
     AttentionMaps,
     GridCell,
@@ -41,6 +48,8 @@ from attnreport.results import (
 from attnreport.results import tables as rt
 from attnreport.sentence_pass import analyze_pass
 from attnreport.session import Session, context_length
+from attnreport.streaming import stream_layers
+from attnreport.value_norms import value_norms
 
 Step = Callable[[str], None]  # called once per finished unit of work, with its stage name
 
@@ -134,6 +143,7 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
     mean_inputs = mean_sentence_indices(settings, len(ids))
     inputs = {i: ids[i] for i in mean_inputs}
     baselines, mean_cells = mean_grid(model, specs, inputs, layer, leading)
+    before = mean_grid_before_rotation(model, specs, inputs, layer, leading)
     return Interventions(
         layer=layer,
         observed_layers=dict(observed),
@@ -148,6 +158,7 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
             sentences=tuple(mean_inputs),
             baselines={i: _observations(b, observed) for i, b in baselines.items()},
             cells=tuple(_cell(c, observed) for c in mean_cells),
+            before_rotation=tuple(_cell(c, observed) for c in before),
         ),
     )
 
@@ -217,7 +228,8 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         features=tuple(model_features(session)),
         layer_windows={s.layer: s.window for s in session.specs if s.window is not None},
         extra={
-            "bos_token": f"{'added' if session.bos_added else 'not added'} (--bos {session.bos})"
+            "bos_token": f"{'added' if session.bos_added else 'not added'} (--bos {session.bos})",
+            **provenance(loaded),
         },
     )
     recorded = recorded_settings(settings, session.bos_added)
@@ -247,6 +259,38 @@ def model_features(session: Session) -> list[str]:
     return sorted(found)
 
 
+def bos_contrast(session: Session, settings: Settings) -> rt.BosContrastTable | None:
+    """Every sentence captured once more with the tokenizer's BOS token first, when the run
+    put none there and the tokenizer has one: per head, the share of queries 1..n-1 whose
+    top key is the BOS (StreamingLLM's claim that a sink forms on the first token whatever
+    it is). None otherwise. One extra pass per sentence of at most ``map_tokens`` tokens;
+    only this share is kept."""
+    bos = getattr(session.loaded.tokenizer, "bos_token_id", None)
+    if session.bos_added or bos is None:
+        return None
+    cols: dict[str, list] = {
+        k: [] for k in ("sentence", "layer", "head", "first_focus", "n_queries")
+    }
+    for s in session.sentences:
+        ids = torch.tensor([bos, *s.token_ids])
+        if len(ids) > settings.map_tokens or len(ids) > (
+            context_length(session.loaded) or len(ids)
+        ):
+            continue
+
+        def on_layer(spec, raw, index=s.index) -> None:
+            probs = raw.computed.probs  # (head, query, key) over real keys
+            top_is_bos = (probs[:, 1:].argmax(-1) == 0).double()  # ties: the earlier key
+            for h, share in enumerate(top_is_bos.mean(-1).cpu().tolist()):
+                for k, v in zip(
+                    cols, (index, spec.layer, h, share, probs.shape[1] - 1), strict=True
+                ):
+                    cols[k].append(v)
+
+        stream_layers(session.model, session.specs, ids, on_layer, False)
+    return rt.BosContrastTable(**{k: np.asarray(v) for k, v in cols.items()})
+
+
 def run_study(session: Session, settings: Settings, step: Step = _noop) -> Results:
     """Capture and analyse every sentence, pool the set, run the interventions."""
     check_settings(settings, session)
@@ -255,6 +299,9 @@ def run_study(session: Session, settings: Settings, step: Step = _noop) -> Resul
         analyses.append(analyze_sentence(session, index, settings))
         step("capture")
     set_result, pooled = set_results(analyses)
+    set_result = replace(
+        set_result, bos_contrast=bos_contrast(session, settings), value_norms=value_norms(session)
+    )
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(pooled)

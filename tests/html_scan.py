@@ -20,7 +20,8 @@ class Page:
     urls: list[tuple[str, str]] = field(default_factory=list)  # (attribute, value)
     ids: list[str] = field(default_factory=list)
     h1: int = 0
-    figure_numbers: list[int] = field(default_factory=list)
+    figure_numbers: list[int] = field(default_factory=list)  # within the page: S3.2 -> 2
+    figure_labels: list[str] = field(default_factory=list)  # as written: "2", "S3.2"
     note_refs: list[str] = field(default_factory=list)  # "#fn-N" from <a id="fnref-N">
     notes: list[str] = field(default_factory=list)  # ids "fn-N" of <li>
     back_links: list[str] = field(default_factory=list)  # "#fnref-N"
@@ -79,7 +80,9 @@ class _Scanner(HTMLParser):
         if what == "tok":
             self.page.tokens.append((text, self._attrs.get("title", "")))
         elif what == "fignum":
-            self.page.figure_numbers.append(int(text.removeprefix("Figure ").rstrip(".")))
+            label = text.removeprefix("Figure ").rstrip(".")
+            self.page.figure_labels.append(label)
+            self.page.figure_numbers.append(int(label.rsplit(".", 1)[-1]))
         else:
             self.page.json_scripts[self._attrs.get("id", "")] = json.loads(text)
 

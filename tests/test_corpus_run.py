@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from attnreport.cli import main
 from attnreport.config import load_settings
 from attnreport.errors import AttnReportError
-from attnreport.results import CURRENT, dump, load
+from attnreport.results import CURRENT, SCHEMA_VERSION, dump, load
 from attnreport.results.compare import compare_results
 from attnreport.results.io import parse_files
 from attnreport.sentences import read_sentences
@@ -136,7 +136,9 @@ def test_resume_refuses_other_settings_model_or_sentences(tmp_path, tiny_model_d
     assert code == 0, output  # without --resume: a fresh run replaces the old results
     assert sorted(p.name for p in (Path(out) / "sentences").iterdir())[-1] == "003.json.gz"
     run = Path(out) / "run.json"  # a run of an older results schema (plain .json sentences)
-    run.write_text(run.read_text().replace('"attnreport.results/4"', '"attnreport.results/3"'))
+    run.write_text(
+        run.read_text().replace(f'"attnreport.results/{SCHEMA_VERSION}"', '"attnreport.results/3"')
+    )
     code, output = analyze("--model", str(tiny_model_dirs["gpt2"]), *base)
     assert code == 1 and "written by another results format (attnreport.results/3)" in output
 

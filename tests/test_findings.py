@@ -215,9 +215,9 @@ def test_sink_rate_and_disagreement():
     assert f.text == (
         "By the literature's measure (a head is a sink when the first token gets more than 0.3 of its "
         "attention on average), 50% of heads are sinks, and every head of layer 1 is one. The argmax "
-        "measure disagrees on 2 heads: 1 head gives the first token that much probability without "
-        "making it the top key for most queries and 1 head makes it the top key for most queries with "
-        "less probability."
+        "measure disagrees on 2 heads: 1 head (layer 1, head 1) gives the first token that much "
+        "probability without making it the top key for most queries and 1 head (layer 0, head 0) "
+        "makes it the top key for most queries with less probability."
     )
     agree = fnd.sink_rate({(0, 0): 0.9}, {(0, 0): 0.9})
     assert agree.text.endswith(
@@ -275,3 +275,14 @@ def test_figure_links_point_at_the_index_figure_or_the_sentence_page():
     link = figure_link(grid, [fig], ["s0.html", "s1.html"])
     assert link.href == "s1.html#ar-chart-scaling-grid" and "sentence 1" in link.label
     assert figure_link(grid, [fig], ["s0.html"]) is None
+
+
+def test_sink_strength_carries_its_spread_across_sentences():
+    sent = {s: grid(3, 2, lambda lay, h, s=s: 0.6 + 0.1 * s if lay == 2 else 0.1) for s in range(3)}
+    first = grid(3, 2, lambda lay, h: 0.7 if lay == 2 else 0.1)
+    f = fnd.sink_onset(first, by_sentence(sent))
+    assert f.text.endswith(
+        "send 70% of queries to it on average (range 60% to 80% over 3 sentences)."
+    )
+    six = {s: grid(3, 2, lambda lay, h, s=s: 0.5 + 0.05 * s if lay == 2 else 0.1) for s in range(6)}
+    assert "95% bootstrap interval of the mean" in fnd.sink_onset(first, by_sentence(six)).text

@@ -38,20 +38,28 @@ def test_concentration_is_a_lead_in_percentage_points():
         "points more probability than the runner-up."
     )
     assert " 1 of probability" not in " ".join(text)
+    whole = prose.focus_summary(focus_rows({0: 0.1}, concentration=1.0))[-1]
+    assert "100 percentage points" not in whole and "almost all of the probability" in whole
 
 
 def test_block_size_near_one_is_never_one_times():
     block = [{"layer": 0, "query": q, "magnitude": m} for q, m in enumerate([1.0, 1.08])]
     block += [{"layer": 1, "query": q, "magnitude": 0.0853} for q in range(2)]
     heads = [{"layer": 0, "head": 0, "query": 0, "magnitude": 0.402, "orientation": -0.0146}]
-    text = prose.impact_summary(heads, block)
+    text = prose.impact_summary(heads, block, 576)
     assert text[0] == (
         "The attention block of layer 0 changes the hidden state most: its output is on average "
         "1.04 times the size of the hidden state, against 9% in layer 1."
     )
     assert text[1] == (
         "The head with the largest update is layer 0, head 0 (40% of the size of the hidden "
-        "state); on average it points against the hidden state (cosine -0.015)."
+        "state); on average it is about orthogonal to the hidden state (cosine -0.015, within "
+        "±0.125 = 3/√576)."
+    )
+    heads[0]["orientation"] = -0.3
+    assert (
+        "points against the hidden state (cosine -0.3)"
+        in prose.impact_summary(heads, block, 576)[1]
     )
     near = [{"layer": 0, "query": 0, "magnitude": 0.998}]
     assert "about the size of the hidden state" in prose.impact_summary([], near)[0]

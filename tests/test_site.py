@@ -114,7 +114,7 @@ def test_sentence_page_has_parts_figures_and_token_strip(site, study):
     assert page.tokens[3] == (tokens["token"][3], f"id {tokens['token_id'][3]} · position 3")
     assert 'class="ar-chart" id="ar-chart-attention-map" data-key="attention-map"' in html
     assert "ar-data-attention-map" in page.json_scripts
-    assert "Lines in Figure 2 are sorted heads" in html
+    assert "Lines in Figure S0.2 are sorted heads" in html
     assert "no effect after softmax" in html
 
 
@@ -197,9 +197,8 @@ def test_focus_text_without_first_token_layers_and_single_token():
 
 def test_layers_and_intervention_text():
     table = focus_table({0: [0.1, 0.1], 1: [0.9, 0.9], 2: [0.5, 0.5]})
-    assert (
-        "goes from 10% in layer 0 to 50% in layer 2, peaking at 90% in layer 1"
-        in (prose.layers_summary(table)[0])
+    assert prose.layers_summary(table)[0].endswith(
+        "first token, layer by layer: a peak of 90% in layer 1; lowest 10% in layer 0."
     )
     cells = [{"target": "K", "epsilon": 1e-10, "kl": [1.0, 3.0]},
              {"target": "Q", "epsilon": 0.5, "kl": [0.0, 0.1]}]  # fmt: skip
@@ -289,7 +288,7 @@ def test_site_with_the_real_chart_builders(real_site):
         assert page.figure_numbers == list(range(1, len(page.figure_numbers) + 1)), name
     first = pages(files)[sentence_filename(0, REAL["sentences"][0]["sentence"]["text"])]
     assert scan(first).figure_numbers == list(range(1, 13))
-    assert "Lines in Figures 4-6 are sorted heads" in first
+    assert "Lines in Figures S0.4-S0.6 are sorted heads" in first
     assert any(n.endswith(".svg") for n in files)
     assert not any(n.endswith(".png") for n in files)  # PNGs only with png=True
     second = pages(files)[sentence_filename(1, REAL["sentences"][1]["sentence"]["text"])]

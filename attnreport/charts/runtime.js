@@ -218,6 +218,8 @@
   };
 
   Chart.prototype.rendered = function () {
+    charts[this.key] = this;
+    showCsvLink(this.key);
     this.el.setAttribute("data-rendered", "true");
     readyCount += 1;
     document.body.setAttribute("data-charts-ready", String(readyCount));
@@ -293,6 +295,53 @@
       });
   };
 
+  // --- the figure's rows as CSV, made here from the chart's own data (no file on disk) ---
+  var charts = {}; // figure key -> drawn Chart
+
+  function csvField(value) {
+    var text = value === null || value === undefined ? "" : String(value);
+    return /[",\n\r]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+  }
+
+  // The rows of the figure's data set (every layer or window loaded so far), one line each,
+  // the columns in the order the first row names them.
+  function figureCsv(key) {
+    var chart = charts[key];
+    if (!chart || !chart.view) {
+      return null;
+    }
+    var rows = chart.view.data(key) || [];
+    var names = [];
+    rows.forEach(function (row) {
+      Object.keys(row).forEach(function (name) {
+        if (names.indexOf(name) < 0) {
+          names.push(name);
+        }
+      });
+    });
+    var lines = [names.map(csvField).join(",")];
+    rows.forEach(function (row) {
+      lines.push(names.map(function (name) { return csvField(row[name]); }).join(","));
+    });
+    return lines.join("\r\n") + "\r\n";
+  }
+
+  function showCsvLink(key) {
+    var link = document.querySelector('a.csv[data-key="' + key + '"]');
+    if (!link) {
+      return;
+    }
+    link.parentNode.hidden = false; // the span with the link and its separator
+    link.addEventListener("click", function () {
+      var text = figureCsv(key);
+      if (text !== null) {
+        var url = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
+        link.href = url; // the browser downloads it (the link has a download name)
+        setTimeout(function () { URL.revokeObjectURL(url); }, 60000);
+      }
+    });
+  }
+
   function startAll() {
     var elements = document.querySelectorAll(".ar-chart");
     for (var i = 0; i < elements.length; i++) {
@@ -306,6 +355,7 @@
     },
     decodeColumn: decodeColumn,
     toRows: toRows,
+    csv: figureCsv,
   };
 
   if (document.readyState === "loading") {

@@ -11,7 +11,7 @@ configured inputs, on the driver's model) and ``manifest.json``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from attnreport.config import Settings
@@ -23,11 +23,13 @@ from attnreport.errors import AttnReportError
 from attnreport.sentences import Sentence
 from attnreport.session import Session, session_for
 from attnreport.study import (
+    bos_contrast,
     check_settings,
     intervention_results,
     manifest,
     strongest_first_token_layer,
 )
+from attnreport.value_norms import value_norms
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total), as attnreport.build's
 
@@ -121,6 +123,9 @@ def set_files(session: Session, settings: Settings, totals: SetPartial) -> dict[
     from attnreport.results.types import set_to_json
 
     result = totals.set_results()
+    result = replace(
+        result, bos_contrast=bos_contrast(session, settings), value_norms=value_norms(session)
+    )
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(result.focus_pooled.arrays())

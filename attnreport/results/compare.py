@@ -243,6 +243,11 @@ def _compare_sentence(
 def _compare_set(a: Results, b: Results, tol: Tolerance, ties: Ties, out: Comparison) -> None:
     for f in fields(a.set):
         key = "set_focus_sorted" if f.name == "focus_sorted" else f.name
+        ta, tb = getattr(a.set, f.name), getattr(b.set, f.name)
+        if ta is None or tb is None:  # an optional table (bos_contrast)
+            if (ta is None) != (tb is None):
+                out.problems.append(f"set {f.name}: present in one run only")
+            continue
         compare_table(
             f"set {f.name}", getattr(a.set, f.name), getattr(b.set, f.name),
             tol, ties, POLICIES.get(key), out,

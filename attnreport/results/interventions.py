@@ -31,6 +31,9 @@ class MeanGrid:
     sentences: tuple[int, ...]
     baselines: dict[int, Observations]
     cells: tuple[GridCell, ...]
+    # Q and K with the mean taken before the rotary rotation, then rotated per position
+    # (schema 5; none for a model without rotation and in older folders)
+    before_rotation: tuple[GridCell, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,9 @@ def interventions_from_json(obj: Any, where: str = "interventions.json") -> Inte
             sentences=tuple(int(s) for s in need(mean, "sentences", where)),
             baselines={int(k): v for k, v in need(mean, "baselines", where).items()},
             cells=tuple(_cell(c, "sentence", where) for c in need(mean, "cells", where)),
+            before_rotation=tuple(
+                _cell(c, "sentence", where) for c in mean.get("cells_before_rotation") or []
+            ),
         ),
     )
 
@@ -97,5 +103,14 @@ def interventions_to_json(iv: Interventions) -> dict[str, Any]:
             "sentences": list(iv.mean.sentences),
             "baselines": {str(k): v for k, v in iv.mean.baselines.items()},
             "cells": [_cell_json(c, "sentence") for c in iv.mean.cells],
+            **(
+                {
+                    "cells_before_rotation": [
+                        _cell_json(c, "sentence") for c in iv.mean.before_rotation
+                    ]
+                }
+                if iv.mean.before_rotation
+                else {}
+            ),
         },
     }

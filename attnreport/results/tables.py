@@ -238,6 +238,29 @@ class PooledSortedTable(Table):
     max: np.ndarray = col("float")
 
 
+@_table("bos_contrast")
+class BosContrastTable(Table):
+    """The sentences captured again with the tokenizer's BOS first (schema 5; only when
+    the run added none): per head, the share of queries whose top key is the BOS."""
+
+    sentence: np.ndarray = col("int")
+    layer: np.ndarray = col("int")
+    head: np.ndarray = col("int")
+    first_focus: np.ndarray = col("float")
+    n_queries: np.ndarray = col("int")
+
+
+@_table("value_norms")
+class ValueNormsTable(Table):
+    """Per sentence, layer and kv head: ‖v_0‖ and the mean ‖v_j‖ over j >= 1 (schema 5)."""
+
+    sentence: np.ndarray = col("int")
+    layer: np.ndarray = col("int")
+    kv_head: np.ndarray = col("int")
+    first_norm: np.ndarray = col("float")
+    other_norm: np.ndarray = col("float")
+
+
 @_table("impact_pooled")
 class ImpactPooledTable(Table):
     layer: np.ndarray = col("int")

@@ -17,6 +17,7 @@ from attnreport.results.codec import decoded_column
 from attnreport.results.maps import AttentionMaps
 from attnreport.results.tables import (
     BlockImpactTable,
+    BosContrastTable,
     BreakdownTable,
     FocusBySentenceTable,
     FocusPooledTable,
@@ -27,14 +28,16 @@ from attnreport.results.tables import (
     PooledSortedTable,
     TokensTable,
     TopTable,
+    ValueNormsTable,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # version 1 lacks manifest.files and the optional columns; versions 1 and 2 store the
 # attention probs and ranks (3 derives them) and write table columns as plain arrays;
-# versions 1 to 3 write plain .json files, 4 gzip-compresses them (``layout``)
-READABLE_VERSIONS = (1, 2, 3, 4)
+# versions 1 to 3 write plain .json files, 4 gzip-compresses them (``layout``); 5 adds
+# the mean grid's cells taken before the rotary rotation (absent before: none)
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i
 Observations = dict[str, list[Triangle]]  # "same"/"next"/"last" -> [head] -> triangle
@@ -319,11 +322,24 @@ class SetResults:
     focus_pooled: FocusPooledTable
     focus_sorted: PooledSortedTable
     impact_pooled: ImpactPooledTable
+    bos_contrast: BosContrastTable | None = None  # schema 5, runs without a BOS only
+    value_norms: ValueNormsTable | None = None  # schema 5
+
+
+_OPTIONAL_SET = {"bos_contrast": BosContrastTable, "value_norms": ValueNormsTable}  # schema 5
 
 
 def set_from_json(obj: Any, where: str = "set.json") -> SetResults:
-    return SetResults(**_parse_tables(_SET_TABLES, obj, where))
+    tables = _parse_tables(_SET_TABLES, obj, where)
+    extra = (obj.get("tables") or {}) if isinstance(obj, dict) else {}
+    optional = {name: kind.from_json(extra[name], where) for name, kind in _OPTIONAL_SET.items()
+                if extra.get(name) is not None}  # fmt: skip
+    return SetResults(**tables, **optional)
 
 
 def set_to_json(s: SetResults) -> dict[str, Any]:
-    return {"schema": SCHEMA, "tables": {n: getattr(s, n).to_json() for n in _SET_TABLES}}
+    tables = {n: getattr(s, n).to_json() for n in _SET_TABLES}
+    for name in _OPTIONAL_SET:
+        if getattr(s, name) is not None:
+            tables[name] = getattr(s, name).to_json()
+    return {"schema": SCHEMA, "tables": tables}

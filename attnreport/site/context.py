@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from attnreport.charts.figure import Figure
 from attnreport.errors import AttnReportError
 from attnreport.site import prose
+from attnreport.site.methods import Method, method_href
 from attnreport.text import visible  # noqa: F401  (re-exported for the pages)
 
 if TYPE_CHECKING:
@@ -69,6 +70,13 @@ class FigureContext:
     data_title: str = ""  # the data link's tooltip (none for plain JSON)
     sorted_lines: bool = False
     alt: str = ""  # what a screen reader hears: what is plotted and its main finding
+    prefix: str = ""  # before the number, so figures are unique across the site ("S3.")
+    method: str | None = None  # link to the definition of the figure's measure (Methods)
+
+    @property
+    def label(self) -> str:
+        """The figure's name across the site: ``3`` on the index, ``S3.2`` on sentence 3."""
+        return f"{self.prefix}{self.number}"
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,21 @@ class Link:
 
 
 @dataclass(frozen=True)
+class ClaimContext:
+    """One tested claim as the index shows it (``site.claims``): verdict, evidence, link."""
+
+    anchor: str
+    hypothesis: str
+    source: str  # who made the claim, in words
+    verdict: str  # supported | partly supported | contradicted | inconclusive
+    reason: str
+    evidence: str
+    breakers: str  # what breaks it, in words ("" when nothing does)
+    link: Link | None
+    notes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class PageMeta:
     """What every page shows in its header and footer."""
 
@@ -152,6 +175,12 @@ class IndexContext:
     about: tuple[tuple[str, str], ...] = ()  # (label, value): rebuild command, settings, checksum
     check_command: str = ""  # shell line that recomputes the results checksum
     pages_note: str = ""  # "Pages for 3 of 12 sentences ..." when not every sentence has one
+    claims: tuple[ClaimContext, ...] = ()  # claims of the blog and the literature, tested
+    claims_rule: str = ""  # the verdict rule, as the page states it
+    model_line: str = ""  # the exact model under the title (id, quantisation, size, dtype)
+    methods: tuple[Method, ...] = ()  # each measure's definition (figures link here)
+    limitations: tuple[str, ...] = ()  # what this run cannot show, computed from it
+    citation: str = ""  # BibTeX of the report
 
 
 @dataclass(frozen=True)
@@ -167,6 +196,7 @@ class SentencePageContext:
     prev: Link | None = None
     next: Link | None = None
     toc: tuple[Link, ...] = field(default=())
+    lede: tuple[Paragraph, ...] = ()  # what is special about this sentence (``site.lede``)
 
 
 class Notes:
@@ -191,7 +221,7 @@ class Notes:
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 
-def without_repeats(captions: Sequence[str], first_number: int = 1) -> list[str]:
+def without_repeats(captions: Sequence[str], first_number: int = 1, prefix: str = "") -> list[str]:
     """The captions of consecutive figures (numbered from ``first_number``), each less the
     sentences an earlier one already said, which it points back to instead: a reader of
     Figure 6 is not told again what Figure 4 explained."""
@@ -206,15 +236,20 @@ def without_repeats(captions: Sequence[str], first_number: int = 1) -> list[str]
                 said[sentence] = number
                 kept.append(sentence)
         if earlier:
-            kept.append(f"Otherwise read it as Figure {min(earlier)}.")
+            kept.append(f"Otherwise read it as Figure {prefix}{min(earlier)}.")
         out.append(" ".join(kept))
     return out
 
 
-def number_figures(groups: Sequence[Sequence[FigureInput]]) -> list[tuple[FigureContext, ...]]:
-    """Number figures 1, 2, ... across ``groups`` (the page's sections, in order); a caption
-    leaves out what an earlier caption of the page said (``without_repeats``)."""
-    captions = iter(without_repeats([item.figure.caption for g in groups for item in g]))
+def number_figures(
+    groups: Sequence[Sequence[FigureInput]], prefix: str = ""
+) -> list[tuple[FigureContext, ...]]:
+    """Number figures 1, 2, ... across ``groups`` (the page's sections, in order), named
+    ``{prefix}{n}`` (``S3.2`` on sentence 3's page); a caption leaves out what an earlier
+    caption of the page said (``without_repeats``)."""
+    captions = iter(
+        without_repeats([item.figure.caption for g in groups for item in g], prefix=prefix)
+    )
     out, n = [], 0
     for group in groups:
         figs = []
@@ -236,20 +271,23 @@ def number_figures(groups: Sequence[Sequence[FigureInput]]) -> list[tuple[Figure
                     data_format=item.data_format,
                     data_title=item.data_title,
                     sorted_lines=item.entry.sorted_lines,
+                    prefix=prefix,
+                    method=method_href(f.key, on_index=not prefix),
                 )
             )
         out.append(tuple(figs))
     return out
 
 
-def figure_span(numbers: Sequence[int]) -> str:
-    """``Figure 4``, ``Figures 4-6`` (consecutive) or ``Figures 2, 5 and 7``."""
+def figure_span(numbers: Sequence[int], prefix: str = "") -> str:
+    """``Figure 4``, ``Figures 4-6`` (consecutive) or ``Figures 2, 5 and 7``; with a prefix
+    ``Figures S3.4-S3.6``."""
     nums = sorted(numbers)
     if len(nums) == 1:
-        return f"Figure {nums[0]}"
+        return f"Figure {prefix}{nums[0]}"
     if nums == list(range(nums[0], nums[-1] + 1)):
-        return f"Figures {nums[0]}-{nums[-1]}"
-    return "Figures " + prose.join_and([str(n) for n in nums])
+        return f"Figures {prefix}{nums[0]}-{prefix}{nums[-1]}"
+    return "Figures " + prose.join_and([f"{prefix}{n}" for n in nums])
 
 
 def date_from_env(environ: Mapping[str, str] = os.environ) -> str | None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from attnreport.analyses import sinks
 from attnreport.results.codec import decode_column
+from attnreport.site import fit
 from attnreport.site.effects import mean_kl, mean_text, scaling_text, top_scaling
 from attnreport.site.wording import (
     MAX_ITEMS,
@@ -98,12 +99,24 @@ def _heads_where(heads: Sequence[tuple[int, int]], n_layers: int) -> str:
     return "in " + index_set(layers, "layer", n_layers)
 
 
-def sink_onset(first_focus: Heads) -> Finding:
+def layer_by_sentence(by_sentence: Any, layer: int, statistic: str = "first_focus") -> list[float]:
+    """Per sentence (those with queries), the mean of ``statistic`` over ``layer``'s heads."""
+    cols = columns(by_sentence)
+    acc: dict[int, list[float]] = {}
+    for s, lay, v, n in zip(cols.get("sentence", []), cols.get("layer", []),
+                            cols.get(statistic, []), cols.get("n_queries", []), strict=True):  # fmt: skip
+        if int(lay) == layer and int(n) > 0:
+            acc.setdefault(int(s), []).append(float(v))
+    return [sum(v) / len(v) for _, v in sorted(acc.items())]
+
+
+def sink_onset(first_focus: Heads, by_sentence: Any = None) -> Finding:
     """Where the first-token sink starts and how strong it is.
 
     A layer is a sink layer when most of its heads make token 0 the top key for most
     queries (both "most" = more than half). Strength: the layer with the highest mean
-    first-token focus over its heads.
+    first-token focus over its heads, with its spread across sentences when
+    ``by_sentence`` (focus_by_sentence columns) is given.
     """
     means = layer_means(first_focus)
     n_layers = len(means)
@@ -132,8 +145,10 @@ def sink_onset(first_focus: Heads) -> Finding:
     text = (
         f"{opening}: in {where}, most heads make it the top key for most queries. It is "
         f"strongest in layer {peak}, whose heads send {percent(means[peak])} of queries "
-        "to it on average."
+        "to it on average"
     )
+    spread = layer_by_sentence(by_sentence, peak) if by_sentence else []
+    text += f" ({fit.spread_words(spread)})." if len(spread) > 1 else "."
     return Finding("sink-onset", text, "set-first-focus")
 
 
@@ -248,6 +263,13 @@ def intervention_effect(interventions: Mapping[str, Any] | None) -> Finding | No
     return Finding("interventions", text, "scaling-grid", int(scaling.get("sentence", 0)))
 
 
+def _named(heads: Sequence[tuple[int, int]]) -> str:
+    """``2 heads (layer 5, head 2 and layer 7, head 0)``: named when ``fit`` names them."""
+    n = len(heads)
+    named = f" ({fit.heads_words(heads)})" if n <= fit.NAME_HEADS else ""
+    return count(n, "head") + named
+
+
 def sink_rate(first_prob: Heads, first_focus: Heads) -> Finding | None:
     """Gu et al.'s Sink_1^eps over the set and where it disagrees with the argmax measure.
 
@@ -269,12 +291,12 @@ def sink_rate(first_prob: Heads, first_focus: Heads) -> Finding | None:
     parts = []
     if diff.by_probability_only:
         n = len(diff.by_probability_only)
-        parts.append(f"{count(n, 'head')} {plural('gives', n)} the first token that much "
-                     "probability without making it the top key for most queries")  # fmt: skip
+        parts.append(f"{_named(diff.by_probability_only)} {plural('gives', n)} the first token "
+                     "that much probability without making it the top key for most queries")  # fmt: skip
     if diff.by_argmax_only:
         n = len(diff.by_argmax_only)
-        parts.append(f"{count(n, 'head')} {plural('makes', n)} it the top key for most "
-                     "queries with less probability")  # fmt: skip
+        parts.append(f"{_named(diff.by_argmax_only)} {plural('makes', n)} it the top key for "
+                     "most queries with less probability")  # fmt: skip
     n_differ = len(diff.by_probability_only) + len(diff.by_argmax_only)
     text += ". " + (
         f"The argmax measure disagrees on {count(n_differ, 'head')}: {join_and(parts)}."
@@ -297,7 +319,7 @@ def key_findings(
     first = per_head(pooled, "first_focus")
     out: list[Finding | None] = []
     if first:
-        out.append(sink_onset(first))
+        out.append(sink_onset(first, by_sentence or None))
         if "first_prob" in by_sentence:
             out.append(sink_rate(sinks.pooled_scores(by_sentence), first))
     if by_sentence:

@@ -8,10 +8,10 @@ sentence page that holds it) and the footnotes that cite the literature.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from attnreport.site.context import FigureContext, Link, Notes, Paragraph
-from attnreport.site.findings import Finding, key_findings
+from attnreport.site.findings import key_findings
 
 CITATIONS = {
     "sink-onset": (
@@ -33,15 +33,24 @@ CITATIONS = {
 }
 
 
+class Placed(Protocol):
+    """Anything shown by one figure: a finding, a tested claim."""
+
+    @property
+    def figure(self) -> str: ...
+    @property
+    def sentence(self) -> int | None: ...
+
+
 def figure_link(
-    finding: Finding, figures: Sequence[FigureContext], pages: Sequence[str | None]
+    finding: Placed, figures: Sequence[FigureContext], pages: Sequence[str | None]
 ) -> Link | None:
     """Where the finding's figure is: ``#figure-N`` on the index, or the chart's anchor on
     the sentence page that holds it; None when that figure is not in this build.
     """
     if finding.sentence is None:
         fig = next((f for f in figures if f.key == finding.figure), None)
-        return Link("#" + fig.anchor, f"See Figure {fig.number}") if fig else None
+        return Link("#" + fig.anchor, f"See Figure {fig.label}") if fig else None
     if not 0 <= finding.sentence < len(pages) or pages[finding.sentence] is None:
         return None
     href = f"{pages[finding.sentence]}#ar-chart-{finding.figure}"

@@ -12,7 +12,17 @@ from attnreport.results.interventions import interventions_to_json
 from attnreport.results.layout import CURRENT, Layout
 from attnreport.results.types import sentence_json_view, set_to_json
 from attnreport.results.view import default_head
-from attnreport.site import about, highlights, prose, wording
+from attnreport.site import (
+    about,
+    apparatus,
+    argument,
+    highlights,
+    lede,
+    methods,
+    prose,
+    verdicts,
+    wording,
+)
 from attnreport.site.alt_text import ALT, AltData, alt_text
 from attnreport.site.context import (
     FigureContext,
@@ -56,6 +66,9 @@ NOTES = {
 }
 CARD = (  # (label, keys tried in order, anywhere in the manifest)
     ("Model", ("model_id", "id", "name", "path")),
+    ("Parameters", ("parameters",)),
+    ("Weights from", ("weights",)),
+    ("Quantisation", ("quantisation",)),
     ("Source", ("source",)),
     ("Architecture", ("family", "architecture")),
     ("Model type", ("model_type",)),
@@ -91,6 +104,13 @@ def find(tree: Any, keys: Sequence[str]) -> Any:
     return None
 
 
+def _card_value(label: str, value: Any) -> str:
+    """``134.5 million`` for a parameter count; any other value as text."""
+    if label == "Parameters" and isinstance(value, int):
+        return f"{value:,} ({value / 1e6:.1f} million)"
+    return str(value)
+
+
 def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
     """(label, value) rows of the model card; rows the manifest lacks are left out."""
     tree = {"attnreport_version": manifest.attnreport_version, "model": asdict(manifest.model)}
@@ -98,8 +118,13 @@ def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
     for label, keys in CARD:
         value = find(tree, keys)
         if value is not None and value != "":
-            out.append((label, visible(str(value))))
+            out.append((label, visible(_card_value(label, value))))
     return tuple(out)
+
+
+def first_ids(manifest: Manifest) -> list[int]:
+    """The first token id of every sentence (-1 for an empty one)."""
+    return [s.token_ids[0] if s.token_ids else -1 for s in manifest.sentences]
 
 
 def page_meta(results: Results, options: SiteOptions) -> PageMeta:
@@ -132,10 +157,10 @@ def sorted_lines(figs: Sequence[FigureContext]) -> list[int]:
     return [f.number for f in figs if f.sorted_lines]
 
 
-def sorted_note(numbers: Sequence[int]) -> str:
+def sorted_note(numbers: Sequence[int], prefix: str = "") -> str:
     """The footnote that says sorted-head lines are not single heads."""
     return (
-        f"Lines in {figure_span(numbers)} are sorted heads: line k joins the k-th strongest "
+        f"Lines in {figure_span(numbers, prefix)} are sorted heads: line k joins the k-th strongest "
         "head of each layer, so lines never cross; the real head is in the tooltip."
     )
 
@@ -164,6 +189,7 @@ def _part_texts(
     notes: Notes,
     sorted_figs: list[int],
     iv_link: Link | None,
+    hidden_size: int | None = None,
 ) -> list[list[Paragraph]]:
     tables = sentence.tables
     focus = prose.rows(tables.focus)
@@ -179,9 +205,12 @@ def _part_texts(
         p1.append(Paragraph(split, notes.ref("shift", NOTES["shift"])))
     p2 = _paras(prose.layers_summary(focus))
     if sorted_figs:
-        p2[-1] = Paragraph(p2[-1].text, notes.ref("sorted", sorted_note(sorted_figs)))
+        note = sorted_note(sorted_figs, f"S{index}.")
+        p2[-1] = Paragraph(p2[-1].text, notes.ref("sorted", note))
     p3 = _paras(
-        prose.impact_summary(prose.rows(tables.head_impact), prose.rows(tables.block_impact)),
+        prose.impact_summary(
+            prose.rows(tables.head_impact), prose.rows(tables.block_impact), hidden_size
+        ),
         [notes.ref("hidden", NOTES["hidden"])],
     )
     return [p1, p2, p3, _intervention_texts(interventions, index, notes, iv_link)]
@@ -190,9 +219,10 @@ def _part_texts(
 def _intervention_texts(
     typed: Interventions | None, index: int, notes: Notes, figures: Link | None
 ) -> list[Paragraph]:
-    """Part 4: the effects measured on this sentence; ``figures`` links to the grids' page."""
+    """Part 4: the effects measured on this sentence; ``figures`` links to the grids' page.
+    None measured on it: no paragraphs (the part is left out when it has no figures)."""
     if typed is None:
-        return [Paragraph("This build has no intervention results.")]
+        return []
     iv = interventions_to_json(typed)  # the prose reads cells in the file's layout
     layer = typed.layer
     scaling, mean = iv["scaling"], iv["mean"]
@@ -201,15 +231,11 @@ def _intervention_texts(
         texts.append(prose.scaling_summary(scaling, layer))
     texts.append(prose.mean_summary(mean, index, layer))
     texts = [t for t in texts if t]
-    paras = []
-    if texts:
-        where = iv.get("where")
-        note = NOTES["kl"] + (f" Interventions act on {where}." if where else "")
-        paras = _paras(texts, [notes.ref("kl", note)])
-    else:
-        runs = {int(scaling.get("sentence", 0))} | {int(s) for s in mean.get("sentences", [])}
-        paras = [Paragraph(f"The interventions in layer {layer} were run on sentences "
-                           f"{prose.join_and([str(s) for s in sorted(runs)])}.")]  # fmt: skip
+    if not texts:
+        return []
+    where = iv.get("where")
+    note = NOTES["kl"] + (f" Interventions act on {where}." if where else "")
+    paras = _paras(texts, [notes.ref("kl", note)])
     if figures is not None:
         paras.append(Paragraph("The intervention figures are on the page of", link=figures))
     return paras
@@ -233,18 +259,21 @@ def sentence_page(
     for fig in figures:
         groups[part_of(fig)].append(fig)
     data = AltData(sentence_json_view(sentence), {}, _iv_json(results), default_head(sentence))
-    numbered = [with_alt(g, data) for g in number_figures(groups)]
+    numbered = [with_alt(g, data) for g in number_figures(groups, f"S{index}.")]
     notes = Notes()
     sorted_figs = sorted_lines([f for g in numbered for f in g])
     texts = _part_texts(
-        sentence, index, results.interventions, notes, sorted_figs, interventions_page
-    )
+        sentence, index, results.interventions, notes, sorted_figs, interventions_page,
+        results.manifest.model.hidden_size,
+    )  # fmt: skip
     sections = tuple(
         SectionContext(anchor, title, tuple(paras), figs)
         for (anchor, title), paras, figs in zip(PARTS, texts, numbered, strict=True)
+        if paras or figs  # a part with nothing to show is left out, not listed
     )
     text = sentence.text
     return SentencePageContext(
+        lede=_sentence_lede(results, sentence),
         meta=page_meta(results, options),
         title=wording.shorten(visible(text), TITLE_CHARS) or f"Sentence {index}",
         sentence=visible(text),
@@ -255,6 +284,20 @@ def sentence_page(
         next=next_,
         toc=tuple(Link("#" + s.anchor, s.title) for s in sections),
     )
+
+
+def _sentence_lede(results: Results, sentence: SentenceResults) -> tuple[Paragraph, ...]:
+    """What is special about this sentence (``lede.lede``), one paragraph of sentences."""
+    tokens = sorted(prose.rows(sentence.tokens), key=lambda r: int(r["position"]))
+    found = lede.lede(
+        sentence.text,
+        [str(r["token"]) for r in tokens],
+        [int(r["token_id"]) for r in tokens],
+        prose.rows(sentence.tables.top),
+        results.set.focus_by_sentence.arrays(),
+        sentence.index,
+    )
+    return (Paragraph(visible(" ".join(found))),) if found else ()
 
 
 def _lede(meta: PageMeta, n_sentences: int, options: SiteOptions) -> tuple[Paragraph, ...]:
@@ -303,10 +346,15 @@ def index_page(
     figs = with_alt(figs, AltData(set_tables=tables))
     notes = Notes()
     found = highlights.finding_paragraphs(tables, _iv_json(results) or None, figs, pages, notes)
+    claims = argument.claim_contexts(
+        tables, _iv_json(results) or None, first_ids(results.manifest),
+        bool(results.manifest.settings.extra.get("bos_added", False)), figs, pages, notes,
+    )  # fmt: skip
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])
     numbers = sorted_lines(figs)
-    if numbers and paras:
-        paras[-1] = Paragraph(paras[-1].text, notes.ref("sorted", sorted_note(numbers)))
+    if numbers and paras:  # on the sentence about the pooled per-layer lines it explains
+        first = paras[0]
+        paras[0] = Paragraph(first.text, first.notes + notes.ref("sorted", sorted_note(numbers)))
     links = tuple(Link(href, visible(t)) for href, t in zip(pages, texts, strict=True))
     checksum = about.results_checksum(shipped, layout)
     return IndexContext(
@@ -320,4 +368,12 @@ def index_page(
         about=about.about_rows(results.manifest, attnreport.__version__, checksum, options.pages),
         check_command=about.check_command(layout),
         pages_note=prose.pages_note(pages),
+        claims=claims,
+        claims_rule=verdicts.RULE if claims else "",
+        model_line=visible(apparatus.model_line(results.manifest)),
+        methods=methods.METHODS,
+        limitations=tuple(apparatus.limitations(results.manifest, results.interventions)),
+        citation=apparatus.citation(
+            meta.site_title, meta.authors, meta.date, results.manifest, meta.version
+        ),
     )

