@@ -24,7 +24,12 @@ from tests.test_corpus_run import (  # noqa: F401  (one_thread is a fixture)
 
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
+pytestmark = [
+    pytest.mark.ray,
+    pytest.mark.slow,
+    pytest.mark.usefixtures("one_thread"),
+    pytest.mark.xdist_group("ray"),  # one local Ray cluster at a time (tests/conftest.py)
+]
 
 
 @pytest.fixture(scope="module")
