@@ -28,7 +28,7 @@ browser:
 # pytest-xdist: one worker per CPU, each test module on one worker, the longest modules
 # first (tests/conftest.py says how, and how a test shares expensive fixtures).
 TEST_WORKERS ?= auto
-XDIST := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: setup browser
 	$(PY) -m pytest -q $(XDIST)

@@ -1,10 +1,12 @@
 """Shared fixtures, and how the suite runs in parallel.
 
-``make test`` runs pytest-xdist workers (``-n``, ``--dist loadgroup``). Each test module is
-one xdist group (``pytest_collection_modifyitems`` below), so a module's ``scope="module"``
-fixtures are made once, by the one worker that runs the module. Tests that must not run
-beside each other share a group across modules: ``pytest.mark.xdist_group("ray")`` for
-every test that starts a local Ray cluster (one at a time on a machine).
+``make test`` runs pytest-xdist workers (``-n auto --dist loadfile``): each test module
+runs on one worker, so its ``scope="module"`` fixtures are made once, and modules start
+longest first (``pytest_collection_modifyitems``). Tests that must not run beside each
+other go in one module: every test that starts a local Ray cluster (mark ``ray``) is in
+``test_corpus_ray.py``, and collection stops if ``ray`` marks spread to another module.
+(``--dist loadgroup`` cannot group across modules here: xdist 3.8 renames ``_nodeid``,
+which pytest 9 no longer reads.)
 
 Reusing expensive work, for a new test:
 
@@ -13,12 +15,13 @@ Reusing expensive work, for a new test:
   them; a test that must change one copies it first (``shutil.copytree``).
 - Anything else expensive that several modules need (a built site, an analysis of the
   default model): in a session fixture, ``build_once(shared_dir, name, make)``, where
-  ``shared_dir`` is the fixture and ``make(folder)`` fills ``folder``. The first worker to ask builds it under a file lock;
-  the others wait and get the same folder. Treat it as read-only: copy it
-  (``shutil.copytree(built, tmp_path / "x")``) before changing anything in it.
+  ``shared_dir`` is the fixture and ``make(folder)`` fills ``folder``. The first worker
+  to ask builds it under a file lock; the others wait and get the same folder. Treat it
+  as read-only: copy it (``shutil.copytree(built, tmp_path / "x")``) before changing it.
 - Servers bind port 0 (or a port a probe socket was just given), never a fixed one.
 - Torch runs one thread per worker (``pytest_configure``): workers are the parallelism,
-  and threads spinning beside them on 2 cores made tiny-model tests 30x slower.
+  and torch threads spinning beside them on 2 busy cores made a tiny-model test take
+  150 s instead of 5.
 """
 
 from __future__ import annotations
@@ -67,25 +70,26 @@ def one_thread_per_worker() -> None:
 
 
 # Rough seconds a test with each mark costs (any other test: UNMARKED_COST), to start the
-# longest groups first so that no worker is left with a long one at the end.
+# longest modules first so that no worker is left with a long one at the end.
 MARK_COST = {"slow": 20.0, "default_model": 20.0, "ray": 20.0, "browser": 3.0}
 UNMARKED_COST = 0.3
 
 
 def pytest_collection_modifyitems(config, items):
-    """Every test without an ``xdist_group`` mark is grouped with its module, so that
-    ``--dist loadgroup`` hands whole modules to a worker (module-scoped fixtures made
-    once) while marked tests of several modules share one worker. Under xdist the groups
-    run in order of their estimated cost, longest first (each keeps its tests' order)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    """Under xdist, modules run in order of their estimated cost, longest first (each
+    keeps its tests' order); tests marked ``ray`` must all be in one module."""
+    ray_modules = {module_of(item) for item in items if item.get_closest_marker("ray")}
+    if len(ray_modules) > 1:
+        raise pytest.UsageError(
+            f"tests marked 'ray' are in {sorted(ray_modules)}: keep them in one module, "
+            "so that one xdist worker runs them and one local Ray cluster runs at a time"
+        )
     if parallel(config):
-        items[:] = longest_groups_first(items)
+        items[:] = longest_modules_first(items)
 
 
-def group_of(item) -> str:
-    return item.get_closest_marker("xdist_group").args[0]
+def module_of(item) -> str:
+    return item.nodeid.split("::", 1)[0]
 
 
 def cost_of(item) -> float:
@@ -93,14 +97,14 @@ def cost_of(item) -> float:
     return sum(marked) or UNMARKED_COST
 
 
-def longest_groups_first(items: list) -> list:
-    """``items`` with their groups sorted by total ``cost_of``, highest first (stable)."""
+def longest_modules_first(items: list) -> list:
+    """``items`` with their modules sorted by total ``cost_of``, highest first (stable)."""
     costs: dict[str, float] = {}
     first: dict[str, int] = {}
     for index, item in enumerate(items):
-        costs[group_of(item)] = costs.get(group_of(item), 0.0) + cost_of(item)
-        first.setdefault(group_of(item), index)
-    return sorted(items, key=lambda item: (-costs[group_of(item)], first[group_of(item)]))
+        costs[module_of(item)] = costs.get(module_of(item), 0.0) + cost_of(item)
+        first.setdefault(module_of(item), index)
+    return sorted(items, key=lambda item: (-costs[module_of(item)], first[module_of(item)]))
 
 
 def pytest_unconfigure(config):
