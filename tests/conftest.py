@@ -1,13 +1,39 @@
-"""Shared fixtures: tiny saved models of every family (built once per session)."""
+"""Shared fixtures, and how the suite runs in parallel.
+
+``make test`` runs pytest-xdist workers (``-n auto --dist loadfile``): each test module
+runs on one worker, so its ``scope="module"`` fixtures are made once, and modules start
+longest first (``pytest_collection_modifyitems``). Tests that must not run beside each
+other go in one module: every test that starts a local Ray cluster (mark ``ray``) is in
+``test_corpus_ray.py``, and collection stops if ``ray`` marks spread to another module.
+(``--dist loadgroup`` cannot group across modules here: xdist 3.8 renames ``_nodeid``,
+which pytest 9 no longer reads.)
+
+Reusing expensive work, for a new test:
+
+- Tiny saved models: ask for ``tiny_model_dirs`` (family -> folder) or ``tiny_model_dir``
+  (parametrised over every family). They are saved once per run for all workers. Read
+  them; a test that must change one copies it first (``shutil.copytree``).
+- Anything else expensive that several modules need (a built site, an analysis of the
+  default model): in a session fixture, ``build_once(shared_dir, name, make)``, where
+  ``shared_dir`` is the fixture and ``make(folder)`` fills ``folder``. The first worker
+  to ask builds it under a file lock; the others wait and get the same folder. Treat it
+  as read-only: copy it (``shutil.copytree(built, tmp_path / "x")``) before changing it.
+- Servers bind port 0 (or a port a probe socket was just given), never a fixed one.
+- Torch runs one thread per worker (``pytest_configure``): workers are the parallelism,
+  and torch threads spinning beside them on 2 busy cores made a tiny-model test take
+  150 s instead of 5.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from tests.tiny_models import FAMILY_NAMES, save_tiny_model
 
@@ -17,11 +43,68 @@ pytest_plugins = ["tests.browser"]  # the browser and offline_page fixtures
 def pytest_configure(config):
     """vl-convert measures text with its own fonts in this process, whichever test uses it
     first (it builds its font database once; see ``attnreport.charts.fonts``); and the
-    tests get a cache folder of their own (``own_cache``)."""
+    tests get a cache folder of their own (``own_cache``). Under xdist, torch and the
+    processes tests start use one thread each (``one_thread_per_worker``)."""
     from attnreport.charts.fonts import use_bundled_fonts
 
     use_bundled_fonts()
     config.attnreport_cache = own_cache()
+    if parallel(config):
+        one_thread_per_worker()
+
+
+def parallel(config) -> bool:
+    """True in an xdist worker, and in a controller that will start workers."""
+    workers = getattr(config.option, "numprocesses", None)
+    return bool(os.environ.get("PYTEST_XDIST_WORKER")) or bool(workers)
+
+
+def one_thread_per_worker() -> None:
+    """One intra-op thread for torch here and (through the environment, set before the
+    workers start) in every worker and every process a test starts."""
+    import torch
+
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["MKL_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+
+
+# Rough seconds a test with each mark costs (any other test: UNMARKED_COST), to start the
+# longest modules first so that no worker is left with a long one at the end.
+MARK_COST = {"slow": 20.0, "default_model": 20.0, "ray": 20.0, "browser": 3.0}
+UNMARKED_COST = 0.3
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under xdist, modules run in order of their estimated cost, longest first (each
+    keeps its tests' order); tests marked ``ray`` must all be in one module."""
+    ray_modules = {module_of(item) for item in items if item.get_closest_marker("ray")}
+    if len(ray_modules) > 1:
+        raise pytest.UsageError(
+            f"tests marked 'ray' are in {sorted(ray_modules)}: keep them in one module, "
+            "so that one xdist worker runs them and one local Ray cluster runs at a time"
+        )
+    if parallel(config):
+        items[:] = longest_modules_first(items)
+
+
+def module_of(item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def cost_of(item) -> float:
+    marked = [MARK_COST[m.name] for m in item.iter_markers() if m.name in MARK_COST]
+    return sum(marked) or UNMARKED_COST
+
+
+def longest_modules_first(items: list) -> list:
+    """``items`` with their modules sorted by total ``cost_of``, highest first (stable)."""
+    costs: dict[str, float] = {}
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        costs[module_of(item)] = costs.get(module_of(item), 0.0) + cost_of(item)
+        first.setdefault(module_of(item), index)
+    return sorted(items, key=lambda item: (-costs[module_of(item)], first[module_of(item)]))
 
 
 def pytest_unconfigure(config):
@@ -35,7 +118,8 @@ def own_cache() -> Path:
     folder, so that figures, images and sites the tests make neither come from a user's
     cache nor stay in it: a test that passed only because an earlier run had filled the
     cache would pass nowhere else. Its ``models`` folder links to the user's, since
-    dequantising the default model again would add 40 s to every run."""
+    dequantising the default model again would add 40 s to every run. One folder per
+    process (each xdist worker has its own): tests may empty or fill it."""
     from attnreport.usercache import cache_dir
 
     models = cache_dir() / "models"
@@ -47,10 +131,44 @@ def own_cache() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dirs(tmp_path_factory):
-    """family name -> directory holding a tiny random-weight model saved with save_pretrained."""
-    root = tmp_path_factory.mktemp("tiny-models")
-    return {name: save_tiny_model(name, root / name) for name in FAMILY_NAMES}
+def shared_dir(tmp_path_factory) -> Path:
+    """A folder every xdist worker of this run sees (the run's base temp folder; this
+    process's own when xdist is off)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # workers' base folders are popen-gwN inside the run's
+    folder = base / "shared"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def build_once(shared: Path, name: str, make: Callable[[Path], object]) -> Path:
+    """``shared / name``, filled by ``make(folder)`` once per run whichever worker asks
+    first (the others wait on a file lock). ``make`` writes into a scratch folder that is
+    renamed only when it returns, so a failed build leaves nothing half-made behind: the
+    next caller tries again (and fails the same way, with its own traceback)."""
+    done = shared / name
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.is_dir():
+            scratch = shared / f"{name}.partial"
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir()
+            make(scratch)
+            scratch.rename(done)
+    return done
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dirs(shared_dir):
+    """family name -> directory holding a tiny random-weight model saved with
+    save_pretrained (saved once per run, shared by every worker: read-only)."""
+
+    def save_all(root: Path) -> None:
+        for name in FAMILY_NAMES:
+            save_tiny_model(name, root / name)
+
+    root = build_once(shared_dir, "tiny-models", save_all)
+    return {name: root / name for name in FAMILY_NAMES}
 
 
 @pytest.fixture(params=FAMILY_NAMES)

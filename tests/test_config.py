@@ -122,6 +122,7 @@ def test_view_head_must_exist_in_the_model(tmp_path, tiny_model_dirs, view, frag
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # a full build
 def test_pages_open_on_the_chosen_head(tmp_path, tiny_model_dirs):
     sentences = tmp_path / "s.txt"
     sentences.write_text("the cat sat on the mat\n")

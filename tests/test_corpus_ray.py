@@ -24,6 +24,8 @@ from tests.test_corpus_run import (  # noqa: F401  (one_thread is a fixture)
 
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
+# Every test that starts a Ray cluster lives here: one module runs on one xdist worker,
+# so one local cluster at a time (tests/conftest.py checks that "ray" marks stay here).
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 
