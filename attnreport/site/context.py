@@ -69,6 +69,7 @@ class FigureContext:
     data_title: str = ""  # the data link's tooltip (none for plain JSON)
     sorted_lines: bool = False
     alt: str = ""  # what a screen reader hears: what is plotted and its main finding
+    note: str = ""  # a plotted quantity identically zero for the model, said in one sentence
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,7 @@ def number_figures(groups: Sequence[Sequence[FigureInput]]) -> list[tuple[Figure
                     data_format=item.data_format,
                     data_title=item.data_title,
                     sorted_lines=item.entry.sorted_lines,
+                    note=f.note,
                 )
             )
         out.append(tuple(figs))
