@@ -12,16 +12,19 @@ import altair as alt
 
 from attnreport.charts import common, widgets
 from attnreport.charts.common import tip
-from attnreport.charts.theme import attention_scale
+from attnreport.charts.theme import CATEGORY_RANGE, attention_scale
 
 TARGETS = ("Q", "K", "V")
 OBSERVATIONS = ("same", "next", "last")
 SELECTED = "datum.head == head && datum.observation == observation"
 
 
+UNMODIFIED = "unmodified"  # the column of the run without intervention (\u03b5 = 1)
+
+
 def epsilon_label(epsilon: float) -> str:
-    """Column header of a scaling factor: "ε = 0.001"."""
-    return f"\u03b5 = {epsilon:g}"
+    """Column header of a scaling factor: "ε = 0.001"; ε = 1 is the unmodified run."""
+    return UNMODIFIED if epsilon == 1 else f"\u03b5 = {epsilon:g}"
 
 
 def facet(panel: alt.Chart, name: str, **mapping: alt.Facet) -> alt.FacetChart:
@@ -78,11 +81,15 @@ def heat_panel(n: int, tips: list[alt.Tooltip]) -> alt.Chart:
     )
 
 
-def kl_panel(color_field: str, color_sort: list[str], tips: list[alt.Tooltip]) -> alt.Chart:
-    """KL(p_base || p_modified) of the next-token distribution against position."""
+def kl_panel(
+    color_field: str, color_sort: list[str], tips: list[alt.Tooltip], title: str = "cell"
+) -> alt.Chart:
+    """KL(p_base || p_modified) of the next-token distribution against position, one
+    colour-blind-safe colour per cell kind (``CATEGORY_RANGE``); the unmodified run (KL 0
+    by definition) is not drawn."""
     return (
         alt.Chart()
-        .transform_filter("datum.key == datum.query")
+        .transform_filter(f"datum.key == datum.query && datum.eps != '{UNMODIFIED}'")
         .mark_line(point=alt.OverlayMarkDef(size=14), strokeWidth=1.2)
         .encode(
             x=alt.X("query:Q", title="position", axis=alt.Axis(format="d", tickMinStep=1)),
@@ -90,8 +97,8 @@ def kl_panel(color_field: str, color_sort: list[str], tips: list[alt.Tooltip]) -
             color=alt.Color(
                 color_field,
                 sort=color_sort,
-                title="cell",
-                scale=alt.Scale(range=["#111111", "#666666", "#aaaaaa"]),
+                title=title,
+                scale=alt.Scale(domain=color_sort, range=CATEGORY_RANGE[: len(color_sort)]),
             ),
             tooltip=[
                 *tips,
@@ -119,10 +126,10 @@ def scaling_chart(
         heat_panel(len(tokens), tips),
         "grid",
         row=alt.Facet("target:N", sort=list(TARGETS), title="tensor scaled"),
-        column=alt.Facet("eps:N", sort=labels, title="scale factor"),
+        column=alt.Facet("eps:N", sort=[UNMODIFIED, *labels], title="scale factor"),
     )
     kl = facet(
-        kl_panel("eps:N", labels, tips),
+        kl_panel("eps:N", labels, tips, "scale factor"),
         "kl",
         column=alt.Facet("target:N", sort=list(TARGETS), title="tensor scaled"),
     )
@@ -165,7 +172,7 @@ def mean_chart(
         column=alt.Facet("target:N", sort=list(TARGETS), title="tensor replaced by its mean"),
     )
     kl = facet(
-        kl_panel("target:N", list(TARGETS), tips),
+        kl_panel("target:N", list(TARGETS), tips, "tensor replaced"),
         "kl",
         column=alt.Facet(
             "input:N", sort=by_input, title="input", header=alt.Header(labelLimit=200)

@@ -125,7 +125,7 @@ def bias_position(data: AltData) -> str:
         f"{lines} of the score of each token's top target, {head_name(layer, head)}."
         + window_alt_note(_n_tokens(data))
     )
-    parts = [_spread(t, rows[t]) for t in drawn if t in rows and len(rows[t])]
+    parts = [_spread(t, rows[t]) for t in ("bias", "position") if t in rows and len(rows[t])]
     return text + (f" Over the sentence, {join_and(parts)}." if parts else "")
 
 
