@@ -160,7 +160,7 @@ def pooled_impact_chart(key: str, limits: tuple[float, float] = (1.0, 1.0)) -> a
             color=alt.Color(
                 "magnitude:Q",
                 scale=alt.Scale(scheme=MAGNITUDE_SCHEME, domain=[0, top], clamp=True),
-                legend=alt.Legend(title=f"mean ||u||/||x|| (0 to {top:g}+)"),
+                legend=alt.Legend(title=["mean ||u||/||x||", f"0 to {top:g} and above"]),
             )
         )
         .properties(title="update magnitude", width=alt.Step(18), height=alt.Step(12))
@@ -170,7 +170,7 @@ def pooled_impact_chart(key: str, limits: tuple[float, float] = (1.0, 1.0)) -> a
         .encode(
             color=alt.Color(
                 "orientation:Q",
-                legend=alt.Legend(title=f"mean cos(u, x) (\u00b1{half:g}, 0 = orthogonal)"),
+                legend=alt.Legend(title=["mean cos(u, x)", f"\u00b1{half:g}; 0 = orthogonal"]),
                 scale=alt.Scale(
                     scheme=ORIENTATION_SCHEME, domain=[-half, half], domainMid=0, clamp=True
                 ),

@@ -215,7 +215,8 @@ def mean_figure(
         shown.append(sentence_text)
     head = _default_head(sentence, interventions, n_heads)
     observed = dict(interventions.observed_layers)
-    chart = mean_chart("mean-grid", tokens, n_heads, observed, head)
+    texts = {str(s.index): display_token(s.text) for s in manifest.sentences if s.index in chosen}
+    chart = mean_chart("mean-grid", tokens, n_heads, observed, head, texts)
     labels = {i: _input_label(i, manifest) for i in chosen}
     rows = grid_rows(
         cells,
