@@ -279,7 +279,7 @@
       return data.name === key ? Object.assign({}, data, { values: rows }) : data;
     });
     if (this.el.clientWidth && this.el.clientWidth < NARROW) {
-      spec = narrowed(spec);
+      spec = narrowed(spec, this.el.clientWidth);
     }
     spec.signals = pageState.adopt(spec.signals || []);
     this.shared = pageState.sharedSignals(spec.signals);
@@ -481,9 +481,35 @@
 
   var NARROW_COLUMNS = 2; // a wrapped facet's columns in a narrow chart
 
-  // A narrow chart's spec: legends below, a wrapped facet in NARROW_COLUMNS columns.
-  function narrowed(spec) {
+  // TEXT in lines of at most CHARS characters, broken between words.
+  function wrapText(text, chars) {
+    var lines = [];
+    text.split(" ").forEach(function (word) {
+      var last = lines.length - 1;
+      if (last >= 0 && (lines[last] + " " + word).length <= chars) {
+        lines[last] += " " + word;
+      } else {
+        lines.push(word);
+      }
+    });
+    return lines;
+  }
+
+  // A narrow chart's spec: legends below, a wrapped facet in NARROW_COLUMNS columns, a
+  // plain-text title and subtitle in lines that fit WIDTH (a fitted view would otherwise
+  // shrink its plot to make room for them).
+  function narrowed(spec, width) {
     var out = Object.assign({}, spec);
+    var title = spec.title;
+    if (title && typeof title === "object") {
+      out.title = Object.assign({}, title);
+      if (typeof title.text === "string") {
+        out.title.text = wrapText(title.text, Math.floor((width - 40) / 9));
+      }
+      if (typeof title.subtitle === "string") {
+        out.title.subtitle = wrapText(title.subtitle, Math.floor((width - 40) / 7));
+      }
+    }
     out.legends = JSON.parse(JSON.stringify(spec.legends || []));
     out.marks = JSON.parse(JSON.stringify(spec.marks || []));
     var columns = spec.layout && spec.layout.columns;
