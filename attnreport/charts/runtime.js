@@ -406,8 +406,11 @@
     },
 
     set: function (name, value) {
-      if (this.values[name] === value) {
-        return;
+      var shown = this.charts.some(function (chart) {
+        return own(chart.shared, name);
+      });
+      if (this.values[name] === value || !shown) {
+        return; // unchanged, or no chart on this page has that control
       }
       var self = this;
       this.values[name] = value;
@@ -450,7 +453,7 @@
       this.timer = window.setTimeout(function () {
         var hash = "#" + self.hash();
         if (hash !== window.location.hash) {
-          window.history.pushState({ attnreport: self.copy() }, "", hash);
+          writeHistory("pushState", { attnreport: self.copy() }, hash);
         }
       }, HASH_DELAY);
     },
@@ -470,6 +473,18 @@
       this.restoring = false;
     },
   };
+
+  // history.pushState / replaceState, where the page may use them (a sandboxed frame may
+  // not: its figures still share their state, the URL just does not follow).
+  function writeHistory(method, state, url) {
+    try {
+      window.history[method](state, "", url);
+    } catch (error) {
+      if (window.console) {
+        window.console.warn("attnreport: the URL cannot follow the figures here", error);
+      }
+    }
+  }
 
   function onHistory(event) {
     var saved = event && event.state && event.state.attnreport;
@@ -582,7 +597,7 @@
       new Chart(elements[i]).start();
     }
     // the opening view, so that back from a later one returns to it
-    window.history.replaceState({ attnreport: pageState.copy() }, "", window.location.href);
+    writeHistory("replaceState", { attnreport: pageState.copy() }, window.location.href);
     window.addEventListener("popstate", onHistory);
     window.addEventListener("hashchange", onHistory);
   }
