@@ -61,6 +61,7 @@ def test_breakdown_names_the_term_that_wins_most_rows():
     assert text.endswith("The content term is the largest for 75% of tokens.")
     bias = alt_text("bias-vs-position", AltData(sentence(breakdown=rows)))
     assert bias.endswith("the bias term is 0 throughout and the position term runs from -3 to 0.1.")
+    assert bias.startswith("One line against the current token: the position term")  # not drawn
 
 
 def test_focus_lines_name_peak_layer_and_highest_head():

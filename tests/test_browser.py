@@ -345,5 +345,13 @@ def test_long_input_breakdown_slides_its_window_over_the_layer_it_has(tmp_path, 
     assert title.endswith(", positions 128-139 of 140)"), title
     assert min(labels) == 128 and max(labels) == 139
     assert chart_has_marks(page, chart)
-    assert requests == []  # the layer's rows were already here
+    # the layer's rows were already here; the window is the page's, so figure 10 follows
+    # it and loads its own rows of positions 128-139 (its data file of that window)
+    assert [url.rsplit("/", 1)[1] for url in requests] == ["impact-by-position--p128.js"]
+    impact = page.query_selector('.ar-chart[data-key="impact-by-position"]')
+    page.wait_for_function(
+        "el => el.querySelector('.role-title-text').textContent.includes('128-139')",
+        arg=impact,
+        timeout=10_000,
+    )
     assert offline_page.errors == [] and offline_page.blocked == []

@@ -76,6 +76,11 @@ def test_site_has_every_page_and_asset(site, study):
     names = set(site)
     assert {"index.html", "404.html", ".nojekyll", ".attnreport-site"} <= names
     assert {"assets/vega.js", "assets/runtime.js", "assets/style.css"} <= names
+    # a favicon as a file of the site, so it shows from file:// as well as over http
+    assert site["assets/favicon.svg"].startswith(b"<svg xmlns=")
+    assert (
+        'rel="icon" type="image/svg+xml" href="assets/favicon.svg"' in site["index.html"].decode()
+    )
     sentence_pages = [n for n in names if re.fullmatch(r"s\d{3}.*\.html", n)]
     assert len(sentence_pages) == len(study["sentences"])
 

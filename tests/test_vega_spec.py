@@ -17,7 +17,7 @@ from attnreport.charts.assemble import columns_to_rows
 from attnreport.charts.embed import figure_payload
 from attnreport.charts.images import VL_VERSION
 from attnreport.charts.svg import stable_svg_ids
-from attnreport.charts.vega_spec import page_vega
+from attnreport.charts.vega_spec import fitted, page_vega
 from tests.fixtures.fake_results import fake_study, typed
 
 
@@ -47,7 +47,8 @@ def test_compiled_spec_draws_what_vega_lite_draws(all_figures):
         assert rows, fig.key  # every default view has rows to draw
         vega = page_vega(fig.spec, fig.key)
         assert "vega/v6" in vega["$schema"]
-        with_rows = {**fig.spec, "datasets": {**fig.spec.get("datasets", {}), fig.key: rows}}
+        page = fitted(fig.spec)  # what the page draws: a single fixed-width view fills its column
+        with_rows = {**page, "datasets": {**page.get("datasets", {}), fig.key: rows}}
         expected = _svg(vl_convert.vegalite_to_svg(with_rows, vl_version=VL_VERSION))
         assert _svg(vl_convert.vega_to_svg(_filled(vega, fig.key, rows))) == expected, fig.key
 
@@ -61,6 +62,20 @@ def test_payload_carries_the_compiled_spec_without_rows(all_figures):
         # widgets and selections stay signals of the same name (the runtime listens to them)
         signals = {s["name"] for s in spec.get("signals", [])}
         assert {p["name"] for p in fig.spec.get("params", [])} <= signals
+
+
+def test_single_fixed_width_views_fill_their_column_and_the_others_keep_their_size(all_figures):
+    by_key = {fig.key: fig.spec for fig in all_figures}
+    for key in ("self-focus", "orientation-vs-magnitude", "set-sink-rate"):
+        spec = fitted(by_key[key])
+        assert spec["width"] == "container", key
+        assert spec["autosize"] == {"type": "fit-x", "contains": "padding"}, key
+        assert spec["height"] == by_key[key]["height"], key  # the height stays
+        vega = page_vega(by_key[key], key)
+        (width,) = [s for s in vega["signals"] if s["name"] == "width"]
+        assert "containerSize()" in width["init"], key
+    for key in ("attention-map", "update-magnitude", "scaling-grid", "mean-grid"):
+        assert fitted(by_key[key]) is by_key[key], key  # step-sized or composed
 
 
 def test_specs_that_cannot_be_drawn_are_refused_with_the_figure_named():

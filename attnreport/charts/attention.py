@@ -26,7 +26,7 @@ from attnreport.charts.columns import (
 )
 from attnreport.charts.common import tip, token_axis, token_calcs
 from attnreport.charts.figure import Columns, Figure
-from attnreport.charts.theme import attention_scale, kind_expr, kind_scale
+from attnreport.charts.theme import kind_expr, kind_scale, relative_score_scale
 from attnreport.results import Manifest, SentenceResults
 from attnreport.results.maps import flat, row_ranks, triangle_index
 
@@ -144,7 +144,11 @@ def attention_map_chart(
         tooltip=_map_tooltips(),
     )
     heat = base.mark_rect().encode(
-        color=alt.Color("score:Q", scale=attention_scale(), legend=alt.Legend(title="score s_ij"))
+        color=alt.Color(
+            "relative:Q",
+            scale=relative_score_scale(),
+            legend=alt.Legend(title="s_ij \u2212 row max"),
+        )
     )
     top = (
         base.transform_filter("datum.rank == 0")
@@ -163,10 +167,13 @@ def attention_map_chart(
             )
         )
     )
-    title = common.selection_title("Attention map", "pre-softmax scores s_ij", "layer", "head")
+    title = common.selection_title(
+        "Attention map", "pre-softmax scores relative to each row's top target", "layer", "head"
+    )
     chart = alt.layer(heat, top, data=alt.Data(name=key)).transform_filter(ROW_FILTER)
     return (
         derive_prob_rank(chart, sinks)
+        .transform_calculate(relative="datum.score - datum.row_max")
         .transform_calculate(**token_calcs(query_token="datum.query", key_token="datum.key"))
         .resolve_scale(color="independent")
         .add_params(
@@ -208,7 +215,10 @@ def attention_map_figure(
     caption = (
         "Each row is a current token and each column a target token it can attend to (only "
         "earlier tokens and itself); colour is the pre-softmax score s_ij of the chosen layer "
-        "and head. The dot marks each row's highest-scoring target: green when a token attends "
+        "and head relative to its row's highest, s_ij \u2212 max_j s_ij: scores compare only "
+        "within a row (softmax ignores a shift shared by the row), so 0, the darkest, is the "
+        "row's top target and \u22128 or less, white, is a target with at most e\u207b\u2078 of "
+        "its weight. The dot marks each row's highest-scoring target: green when a token attends "
         "most to itself, purple when it attends most to the first token. Look for columns of "
         "purple dots (a first-token sink) and green diagonals. Hover a cell for both tokens, "
         "the score, the probability and the rank in the row."

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 
 from attnreport.charts import common, widgets
 from attnreport.charts.assemble import build_figure
@@ -121,8 +122,27 @@ def block_impact_figure(sentence: SentenceResults) -> Figure:
     )
 
 
-def pooled_impact_chart(key: str) -> alt.HConcatChart:
-    """Index: mean magnitude and mean orientation per (layer, head) over the set, as heatmaps."""
+ROBUST_PERCENTILE = 98.0  # colour domains end here, so a few outliers cannot wash out the rest
+
+
+def robust_limits(magnitude: np.ndarray, orientation: np.ndarray) -> tuple[float, float]:
+    """(top of the magnitude domain, half-width of the orientation domain): the
+    ``ROBUST_PERCENTILE``-th percentile of the magnitudes and of |orientation|, rounded up
+    to 3 significant digits (at least 1e-3, so an all-zero table still has a domain)."""
+
+    def upper(values: np.ndarray) -> float:
+        finite = values[np.isfinite(values)]
+        top = float(np.percentile(finite, ROBUST_PERCENTILE)) if len(finite) else 0.0
+        return float(f"{max(top, 1e-3):.3g}")
+
+    return upper(np.abs(magnitude)), upper(np.abs(orientation))
+
+
+def pooled_impact_chart(key: str, limits: tuple[float, float] = (1.0, 1.0)) -> alt.HConcatChart:
+    """Index: mean magnitude and mean orientation per (layer, head) over the set, as heatmaps;
+    ``limits`` from ``robust_limits``: magnitude sequential on [0, limits[0]], orientation
+    diverging on [-limits[1], limits[1]] centred at 0 (cos = 0: orthogonal), both clamped."""
+    top, half = limits
     base = alt.Chart().encode(
         x=alt.X("head:O", title="head"),
         y=alt.Y("layer:O", title="layer", sort="descending"),
@@ -139,8 +159,8 @@ def pooled_impact_chart(key: str) -> alt.HConcatChart:
         .encode(
             color=alt.Color(
                 "magnitude:Q",
-                scale=alt.Scale(scheme=MAGNITUDE_SCHEME),
-                legend=alt.Legend(title="mean ||u||/||x||"),
+                scale=alt.Scale(scheme=MAGNITUDE_SCHEME, domain=[0, top], clamp=True),
+                legend=alt.Legend(title=["mean ||u||/||x||", f"0 to {top:g} and above"]),
             )
         )
         .properties(title="update magnitude", width=alt.Step(18), height=alt.Step(12))
@@ -150,14 +170,17 @@ def pooled_impact_chart(key: str) -> alt.HConcatChart:
         .encode(
             color=alt.Color(
                 "orientation:Q",
-                legend=alt.Legend(title="mean cos(u, x)"),
-                scale=alt.Scale(scheme=ORIENTATION_SCHEME, domain=[-1, 1], domainMid=0),
+                legend=alt.Legend(title=["mean cos(u, x)", f"\u00b1{half:g}; 0 = orthogonal"]),
+                scale=alt.Scale(
+                    scheme=ORIENTATION_SCHEME, domain=[-half, half], domainMid=0, clamp=True
+                ),
             )
         )
         .properties(title="update orientation", width=alt.Step(18), height=alt.Step(12))
     )
     title = alt.TitleParams(
-        text="Head impact over the sentence set", subtitle="mean over every token"
+        text="Head impact over the sentence set",
+        subtitle=f"mean over every token; colours end at the {ROBUST_PERCENTILE:g}th percentile",
     )
     return (
         alt.hconcat(magnitude, orientation, data=alt.Data(name=key))
@@ -175,7 +198,9 @@ def pooled_impact_figure(set_results: SetResults) -> Figure:
     caption = (
         "For every layer (rows) and head (columns), the mean over all tokens of the set of "
         "how strongly the head changes the hidden state (left) and of the direction of the "
-        "change (right: blue cancels part of the hidden state, orange adds along it). Look "
+        "change (right: blue cancels part of the hidden state, orange adds along it, white is "
+        f"orthogonal). Both colour scales end at the {ROBUST_PERCENTILE:g}th percentile of "
+        "the heads' values (values beyond it take the end colour), so a few outliers do not wash out the rest. Look "
         "for heads that write large updates and for layers where updates turn negative."
     )
     key = "set-head-impact"
@@ -183,6 +208,6 @@ def pooled_impact_figure(set_results: SetResults) -> Figure:
         key=key,
         title="Head impact over the sentence set",
         caption=caption,
-        chart=pooled_impact_chart(key),
+        chart=pooled_impact_chart(key, robust_limits(pooled["magnitude"], pooled["orientation"])),
         rows=rows,
     )

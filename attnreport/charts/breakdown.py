@@ -10,6 +10,8 @@ charts and the captions say so.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import altair as alt
 import numpy as np
 
@@ -255,6 +257,9 @@ def bias_position_figure(
     on the same page); only its default layer is inlined, with the columns it draws."""
     s = _setup(sentence, manifest)
     terms = tuple(t for t in ("bias", "position") if t in s["terms"])
+    note = zero_bias_note(sentence.tables.breakdown.arrays())
+    if note and "position" in terms:
+        terms = ("position",)  # a line at 0 shows nothing: the note says it instead
     chart = bias_position_chart(
         key, s["tokens"], s["n_layers"], s["n_heads"], s["n_ranks"], s["default"], terms
     )
@@ -270,7 +275,15 @@ def bias_position_figure(
         + " Only the trend matters: a shift shared by a whole row changes nothing after softmax."
     ) + window_caption(len(s["tokens"]))
     title = "Bias vs position" if with_position else "Bias term (no position term)"
-    return build_figure(
+    if note and terms == ("position",):
+        title = "Position term"
+        caption = (
+            f"{note} The position term of the same targets as in the attention breakdown, "
+            "against the current token. Adding the same value to every target of a row "
+            "changes nothing after softmax, so look at how it differs between targets and "
+            "along the sentence, not at its level." + window_caption(len(s["tokens"]))
+        )
+    fig = build_figure(
         key=key,
         title=title,
         caption=caption,
@@ -280,3 +293,17 @@ def bias_position_figure(
         default=(s["default"][0],),
         chunk_source=source,
     )
+    return replace(fig, note=note)
+
+
+def zero_bias_note(breakdown: dict[str, np.ndarray]) -> str:
+    """One sentence when the bias term is exactly 0 in every row (every layer, head, token
+    and rank): the model's query and key projections have no bias, so nothing in a score
+    depends on the target alone, and a chart of it would be a flat line; else ""."""
+    bias = breakdown["bias"]
+    if len(bias) and not np.any(bias != 0):
+        return (
+            "The bias term is 0 at every layer, head and token: this model's query and key "
+            "projections have no bias, so no part of a score depends on the target alone."
+        )
+    return ""

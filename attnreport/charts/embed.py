@@ -26,6 +26,22 @@ is not loaded yet, it adds ``<script src="DIR/KEY--CHUNK.js">`` and shows "loadi
 A chunk file calls ``window.attnreport.register("KEY--CHUNK", COLUMNS)``; on load the
 runtime inserts those rows. On failure ``data-rendered`` is "error".
 
+Page state: the bound params ``layer``, ``head``, ``sort_idx``, ``observation`` and
+``positions_from`` are state of the page, not of one chart. Before its first render a
+chart's signal of that name opens on the page's value (from the URL hash, else the first
+chart that has it, in page order, gives its default); moving any chart's control sets the
+same signal in every other chart that has it (when the value fits that chart's control);
+clicking a mark whose row has a numeric ``head`` (and ``layer``) sets them page-wide. The
+state is written to the hash as ``#layer=L&head=H&...`` once a change has rested for
+400 ms (``history.pushState``), and back, forward and an edited hash show the view of
+their entry; a hash without ``=`` is a plain anchor and is left alone.
+``window.attnreport.state`` holds ``values`` and the drawn ``charts`` (``key``, ``view``).
+
+Fitting the column: the stylesheet scales a chart wider than its figure down (SVG by its
+viewBox, a canvas as an image; the runtime scales the pointer back for a canvas's
+picking). A chart narrower than 700 px when it first renders has its legends below the
+plot and a wrapped facet in two columns.
+
 Shared chunks: a payload whose ``chunk_source`` is the key SOURCE of another figure on
 the page loads ``<script src="SOURCE_DIR/SOURCE--CHUNK.js">``, SOURCE_DIR being the
 ``data-chunks`` of ``#ar-chart-SOURCE`` (its own ``data-chunks``, which it then lacks,

@@ -54,6 +54,8 @@ class Figure:
     chunk_params: tuple[str, ...] = ()  # params whose joined values select a chunk
     renderer: str = "svg"  # Vega renderer for the page: "svg" or "canvas"
     chunk_source: str | None = None  # key of the figure on the page whose chunk files it reads
+    note: str = ""  # one sentence the page shows in the figure: a plotted quantity that is
+    # identically zero for this model (and why), in place of a chart of nothing
 
     @property
     def selecting_params(self) -> tuple[str, ...]:

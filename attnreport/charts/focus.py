@@ -102,16 +102,27 @@ def focus_lines_chart(
         ),
         tooltip=_tooltips(statistic, pooled),
     )
-    lines = base.mark_line(point=alt.OverlayMarkDef(size=22), strokeWidth=1.5).encode(
-        y=alt.Y("value:Q", title=axis_title, scale=alt.Scale(domain=[0, 1]))
+    # hovering a line singles out its rank (and its band); with the pointer away all show
+    pick = alt.selection_point(name="pick", fields=["line"], on="pointerover", clear="pointerout")
+    lines = (
+        base.mark_line(point=alt.OverlayMarkDef(size=22), strokeWidth=1.5)
+        .encode(
+            y=alt.Y("value:Q", title=axis_title, scale=alt.Scale(domain=[0, 1])),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+        )
+        .add_params(pick)
     )
     layers = [lines]
     if pooled:
-        band = base.mark_area(opacity=0.1).encode(y=alt.Y("min:Q", title=axis_title), y2="max:Q")
+        band = base.mark_area().encode(
+            y=alt.Y("min:Q", title=axis_title),
+            y2="max:Q",
+            opacity=alt.condition(pick, alt.value(0.12), alt.value(0.02)),
+        )
         layers.insert(0, band)
     if bands is not None:
         layers.insert(0, bands)
-    subtitle = "lines join the heads of equal rank; hover for the real head"
+    subtitle = "lines join the heads of equal rank; hover one to single it out and name its heads"
     if pooled:
         subtitle += "; band = min..max over sentences"
     title = alt.TitleParams(

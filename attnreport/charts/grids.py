@@ -12,16 +12,19 @@ import altair as alt
 
 from attnreport.charts import common, widgets
 from attnreport.charts.common import tip
-from attnreport.charts.theme import attention_scale
+from attnreport.charts.theme import CATEGORY_RANGE, attention_scale
 
 TARGETS = ("Q", "K", "V")
 OBSERVATIONS = ("same", "next", "last")
 SELECTED = "datum.head == head && datum.observation == observation"
 
 
+UNMODIFIED = "unmodified"  # the column of the run without intervention (\u03b5 = 1)
+
+
 def epsilon_label(epsilon: float) -> str:
-    """Column header of a scaling factor: "ε = 0.001"."""
-    return f"\u03b5 = {epsilon:g}"
+    """Column header of a scaling factor: "ε = 0.001"; ε = 1 is the unmodified run."""
+    return UNMODIFIED if epsilon == 1 else f"\u03b5 = {epsilon:g}"
 
 
 def facet(panel: alt.Chart, name: str, **mapping: alt.Facet) -> alt.FacetChart:
@@ -54,35 +57,44 @@ def _panel_tooltips(first: list[alt.Tooltip]) -> list[alt.Tooltip]:
     ]
 
 
-def heat_panel(n: int, tips: list[alt.Tooltip]) -> alt.Chart:
+def heat_panel(n: int, tips: list[alt.Tooltip], fit: bool = False) -> alt.Chart:
     """One post-softmax attention map cell (0..1 colour scale) on positions 0..n-1.
 
-    Every cell shares the position scales (a shorter input leaves the end empty):
-    Vega-Lite fails at run time on faceted step-sized cells with independent scales.
+    Every cell shares the position scales (a shorter input leaves the end empty), unless
+    ``fit``: then each cell has its own (the facet resolves them independently) and a
+    fixed size, so every input fills its square with no padded rows. Vega-Lite fails at
+    run time on faceted step-sized cells with independent scales, hence the fixed size.
     """
     step = common.cell_step(n, width=220, lo=2, hi=14)
     domain = list(range(n))
     axis = alt.Axis(labelAngle=0, values=domain[:: max(1, n // 6)])
+    scale = alt.Scale() if fit else alt.Scale(domain=domain)
+    size = {"width": step * n, "height": step * n} if fit else {}
+    size = size or {"width": alt.Step(step), "height": alt.Step(step)}
     return (
         alt.Chart()
         .mark_rect()
         .encode(
-            x=alt.X("key:O", title="target token", axis=axis, scale=alt.Scale(domain=domain)),
-            y=alt.Y("query:O", title="current token", axis=axis, scale=alt.Scale(domain=domain)),
+            x=alt.X("key:O", title="target token", axis=axis, scale=scale),
+            y=alt.Y("query:O", title="current token", axis=axis, scale=scale),
             color=alt.Color(
                 "prob:Q", scale=attention_scale([0, 1]), legend=alt.Legend(title="attention weight")
             ),
             tooltip=_panel_tooltips(tips),
         )
-        .properties(width=alt.Step(step), height=alt.Step(step))
+        .properties(**size)
     )
 
 
-def kl_panel(color_field: str, color_sort: list[str], tips: list[alt.Tooltip]) -> alt.Chart:
-    """KL(p_base || p_modified) of the next-token distribution against position."""
+def kl_panel(
+    color_field: str, color_sort: list[str], tips: list[alt.Tooltip], title: str = "cell"
+) -> alt.Chart:
+    """KL(p_base || p_modified) of the next-token distribution against position, one
+    colour-blind-safe colour per cell kind (``CATEGORY_RANGE``); the unmodified run (KL 0
+    by definition) is not drawn."""
     return (
         alt.Chart()
-        .transform_filter("datum.key == datum.query")
+        .transform_filter(f"datum.key == datum.query && datum.eps != '{UNMODIFIED}'")
         .mark_line(point=alt.OverlayMarkDef(size=14), strokeWidth=1.2)
         .encode(
             x=alt.X("query:Q", title="position", axis=alt.Axis(format="d", tickMinStep=1)),
@@ -90,8 +102,8 @@ def kl_panel(color_field: str, color_sort: list[str], tips: list[alt.Tooltip]) -
             color=alt.Color(
                 color_field,
                 sort=color_sort,
-                title="cell",
-                scale=alt.Scale(range=["#111111", "#666666", "#aaaaaa"]),
+                title=title,
+                scale=alt.Scale(domain=color_sort, range=CATEGORY_RANGE[: len(color_sort)]),
             ),
             tooltip=[
                 *tips,
@@ -119,10 +131,10 @@ def scaling_chart(
         heat_panel(len(tokens), tips),
         "grid",
         row=alt.Facet("target:N", sort=list(TARGETS), title="tensor scaled"),
-        column=alt.Facet("eps:N", sort=labels, title="scale factor"),
+        column=alt.Facet("eps:N", sort=[UNMODIFIED, *labels], title="scale factor"),
     )
     kl = facet(
-        kl_panel("eps:N", labels, tips),
+        kl_panel("eps:N", labels, tips, "scale factor"),
         "kl",
         column=alt.Facet("target:N", sort=list(TARGETS), title="tensor scaled"),
     )
@@ -146,15 +158,28 @@ def scaling_chart(
     )
 
 
+KL_COLUMNS = 2  # the mean grid's KL panels (one per input) wrap after this many
+
+
 def mean_chart(
-    key: str, tokens: dict[str, list[str]], n_heads: int, observed: dict[str, int], head: int
+    key: str,
+    tokens: dict[str, list[str]],
+    n_heads: int,
+    observed: dict[str, int],
+    head: int,
+    texts: dict[str, str] | None = None,
 ) -> alt.VConcatChart:
-    """Fig 12: rows = inputs, columns Q, K, V replaced by their mean; below, KL per position."""
-    tips = [tip("input:N", "input"), tip("target:N", "tensor replaced by its mean")]
+    """Fig 12: rows = inputs, columns Q, K, V replaced by their mean; below, KL per position
+    (panels wrapping after ``KL_COLUMNS``). ``texts``: each input's whole sentence by its
+    index, for the tooltips (the row labels are cut short)."""
+    tips = [
+        tip("input_text:N", "input"),
+        tip("target:N", "tensor replaced by its mean"),
+    ]
     n = max((len(t) for t in tokens.values()), default=1)
     by_input = alt.EncodingSortField("sentence", op="min")
     grid = facet(
-        heat_panel(n, tips),
+        heat_panel(n, tips, fit=True),
         "grid",
         row=alt.Facet(
             "input:N",
@@ -163,13 +188,14 @@ def mean_chart(
             header=alt.Header(labelLimit=160, labelAngle=0, labelAlign="left"),
         ),
         column=alt.Facet("target:N", sort=list(TARGETS), title="tensor replaced by its mean"),
-    )
-    kl = facet(
-        kl_panel("target:N", list(TARGETS), tips),
-        "kl",
-        column=alt.Facet(
-            "input:N", sort=by_input, title="input", header=alt.Header(labelLimit=200)
+    ).resolve_scale(x="independent", y="independent")
+    kl = alt.FacetChart(
+        spec=kl_panel("target:N", list(TARGETS), tips, "tensor replaced").properties(
+            name="kl_panel"
         ),
+        facet=alt.Facet("input:N", sort=by_input, title="input", header=alt.Header(labelLimit=200)),
+        columns=KL_COLUMNS,
+        name="kl",
     )
     title = common.selection_title(
         "Attention after replacing Q, K or V by its mean",
@@ -185,8 +211,10 @@ def mean_chart(
             query_token=token_expr.format("query", "query"),
             key_token=token_expr.format("key", "key"),
             observed_layer=observed_expr(observed),
+            input_text="sentence_texts[datum.sentence] || datum.input",
         )
         .add_params(
+            alt.param(name="sentence_texts", value=texts or {}),
             widgets.tokens_param(tokens, name="sentence_tokens"),
             widgets.head_param(n_heads, head),
             widgets.observation_param(observed),

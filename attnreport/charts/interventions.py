@@ -117,6 +117,14 @@ def _default_head(sentence: SentenceResults, interventions: Interventions, n_hea
     return min(best)[1] if best else 0
 
 
+def _unmodified(baseline: Any, cells: Sequence[GridCell]) -> list[GridCell]:
+    """The unmodified run as one cell per tensor (its maps at \u03b5 = 1, KL 0), so the grid
+    shows it beside the scaled ones."""
+    if not cells:
+        return []
+    return [GridCell(t, 1.0, baseline, [0.0] * len(cells[0].kl)) for t in TARGETS]
+
+
 def _n_heads(cells: Sequence[GridCell]) -> int:
     return len(cells[0].observations["same"]) if cells else 0
 
@@ -146,16 +154,20 @@ def scaling_figure(
     observed = dict(interventions.observed_layers)
     chart = scaling_chart("scaling-grid", tokens, epsilons, n_heads, observed, head)
     rows = grid_rows(
-        cells, n_heads, lambda c: {"target": c.target, "eps": epsilon_label(c.setting)}
+        [*_unmodified(scaling.baseline, cells), *cells],
+        n_heads,
+        lambda c: {"target": c.target, "eps": epsilon_label(c.setting)},
     )
     caption = (
         f"Layer {interventions.layer}: Q, K or V of every head is multiplied by a factor "
-        "\u03b5 (columns) and attention is recomputed in a real forward pass; each cell is "
-        "the post-softmax attention map of the chosen head. Scaling Q or K tempers the "
-        "scores towards uniform causal attention. Scaling V leaves this layer's weights "
+        "\u03b5 (columns; the first is the unmodified run) and attention is recomputed in a "
+        "real forward pass; each cell is the post-softmax attention map of the chosen head. "
+        "Q and K scaled by \u03b5 are one intervention: either multiplies every score by "
+        "\u03b5 (s = \u03b5 q\u00b7k), so their rows agree, tempering the scores towards "
+        "uniform causal attention. Scaling V leaves this layer's weights "
         "unchanged by construction: choose the next or the last layer to see its effect. "
         "Below, the KL divergence of the next-token distribution from the unmodified run at "
-        "each position, for every cell."
+        "each position, one colour per \u03b5."
     ) + shown
     return build_figure(
         key="scaling-grid",
@@ -203,7 +215,8 @@ def mean_figure(
         shown.append(sentence_text)
     head = _default_head(sentence, interventions, n_heads)
     observed = dict(interventions.observed_layers)
-    chart = mean_chart("mean-grid", tokens, n_heads, observed, head)
+    texts = {str(s.index): display_token(s.text) for s in manifest.sentences if s.index in chosen}
+    chart = mean_chart("mean-grid", tokens, n_heads, observed, head, texts)
     labels = {i: _input_label(i, manifest) for i in chosen}
     rows = grid_rows(
         cells,

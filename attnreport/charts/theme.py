@@ -1,8 +1,9 @@
 """The site's colour language and chart defaults, shared by every figure.
 
-- Attention weight (post-softmax, 0..1): blue (0) -> grey -> red (1), ``ATTENTION_RANGE``
-  (the "coolwarm" ramp of the seed figures). Pre-softmax scores use the same ramp over
-  their own extent.
+- Attention weight (post-softmax, 0..1): sequential on [0, 1] (``PROBABILITY_SCHEME``).
+  Pre-softmax scores compare only within a row: the map colours s_ij - max_j s_ij, which
+  is 0 for the row's top target (``relative_score_scale``). Diverging scales only where
+  0 means something (orientation), centred at 0.
 - The top target of a row: green when it is the current token itself (``SELF_COLOR``),
   purple when it is the first token (``FIRST_COLOR``), dark grey otherwise. Row 0 can only
   attend to itself and counts as "self".
@@ -43,19 +44,34 @@ TERM_LABELS = {
     "query_only": "query only (no effect after softmax)",
 }
 
+PROBABILITY_SCHEME = "blues"  # attention weights on [0, 1]
+RELATIVE_SCHEME = "purples"  # scores relative to the row's top, on [RELATIVE_FLOOR, 0]
+RELATIVE_FLOOR = -8.0
+
+# Categories (the scale factors ε, the tensors Q/K/V): Okabe and Ito's colour-blind-safe set.
+CATEGORY_RANGE = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#000000"]
+
 STATISTIC_SCHEMES = {"self_focus": "greens", "first_focus": "purples", "concentration": "oranges"}
 LAYER_SCHEME = {"name": "cividis", "extent": [0, 0.92]}
-MAGNITUDE_SCHEME = "greys"
+MAGNITUDE_SCHEME = "viridis"
 ORIENTATION_SCHEME = "blueorange"
 
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 
 
 def attention_scale(domain: list[float] | None = None) -> alt.Scale:
-    """Blue -> red colour scale; ``domain=[0, 1]`` for attention weights, None for scores."""
+    """Attention weights (``domain=[0, 1]``): sequential, white at 0 to dark blue at 1, so
+    the colour reads as an amount. Without a domain, the blue -> red ramp over the data."""
     if domain is None:
         return alt.Scale(range=ATTENTION_RANGE, interpolate="lab")
-    return alt.Scale(domain=domain, range=ATTENTION_RANGE, interpolate="lab", clamp=True)
+    return alt.Scale(domain=domain, scheme=PROBABILITY_SCHEME, clamp=True)
+
+
+def relative_score_scale() -> alt.Scale:
+    """Scores relative to their row's highest, s_ij - max_j s_ij (<= 0): sequential, dark at
+    0 (the row's top target), fading to white at ``RELATIVE_FLOOR`` and below (a target
+    with at most e^RELATIVE_FLOOR of the top target's weight)."""
+    return alt.Scale(domain=[RELATIVE_FLOOR, 0], scheme=RELATIVE_SCHEME, clamp=True)
 
 
 def kind_scale() -> alt.Scale:

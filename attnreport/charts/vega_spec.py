@@ -20,11 +20,26 @@ import vl_convert
 
 from attnreport.charts.images import VL_VERSION
 
+MULTI_VIEW = ("facet", "hconcat", "vconcat", "concat", "repeat")
+
+
+def fitted(spec: dict[str, Any]) -> dict[str, Any]:
+    """A single view of a fixed pixel width (a line chart, a scatter) as the page draws it:
+    as wide as its column (``width: "container"``, autosize ``fit-x`` with the padding
+    inside), so its text keeps its size on a phone. A step-sized view (a heatmap: one cell
+    per token) and a composed one keep their own size; the page scales them down to fit.
+    The static images are drawn from the figure's own spec, not this one."""
+    width = spec.get("width")
+    if any(k in spec for k in MULTI_VIEW) or not isinstance(width, int | float):
+        return spec
+    return {**spec, "width": "container", "autosize": {"type": "fit-x", "contains": "padding"}}
+
 
 def page_vega(spec: dict[str, Any], key: str) -> dict[str, Any]:
-    """The Vega spec compiled from the Vega-Lite ``spec`` of figure ``key``, whose data set
-    ``key`` has no rows yet. ValueError when vl-convert cannot compile it, or the compiled
-    spec has no data set ``key`` for the runtime to fill."""
+    """The Vega spec compiled from the Vega-Lite ``spec`` of figure ``key`` (``fitted`` to
+    its column), whose data set ``key`` has no rows yet. ValueError when vl-convert cannot
+    compile it, or the compiled spec has no data set ``key`` for the runtime to fill."""
+    spec = fitted(spec)
     empty = {**spec, "datasets": {**spec.get("datasets", {}), key: []}}
     try:
         vega = vl_convert.vegalite_to_vega(empty, vl_version=VL_VERSION)

@@ -114,9 +114,15 @@ def breakdown(data: AltData) -> str:
 def bias_position(data: AltData) -> str:
     layer, head = data.view
     rows = _rows_of(_table(data, "breakdown"), layer=layer, head=head, rank=0)
+    flat = "bias" in rows and not np.any(_table(data, "breakdown")["bias"] != 0)
+    drawn = ("position",) if flat and "position" in rows else ("bias", "position")
+    lines = (
+        "One line against the current token: the position term"
+        if drawn == ("position",)
+        else "Two lines against the current token: the bias term and the position term"
+    )
     text = (
-        f"Two lines against the current token: the bias term and the position term of the "
-        f"score of each token's top target, {head_name(layer, head)}."
+        f"{lines} of the score of each token's top target, {head_name(layer, head)}."
         + window_alt_note(_n_tokens(data))
     )
     parts = [_spread(t, rows[t]) for t in ("bias", "position") if t in rows and len(rows[t])]

@@ -4,7 +4,7 @@ Layout (every link relative, so the folder works from ``file://``, GitHub Pages 
 static host)::
 
     index.html  404.html  s000-the-cat.html ...     pages
-    assets/vega.js  assets/runtime.js  assets/style.css
+    assets/vega.js  assets/runtime.js  assets/style.css  assets/favicon.svg
     data/PAGE/KEY/*.js                              chunk files of figure KEY on PAGE
     figures/PAGE/KEY.svg  figures/PAGE/KEY.png      static images (unless images=False;
                                                     the PNG only when png=True)
@@ -274,6 +274,7 @@ def assemble_site(
     files["index.html"] = _page(render.render_index(index))
     files["404.html"] = _page(render.render_404(index.meta))
     files["assets/style.css"] = render.template_asset("style.css")
+    files["assets/favicon.svg"] = render.template_asset("favicon.svg")
     files["assets/vega.js"] = bundle.result()
     files["assets/runtime.js"] = charts.runtime_js()
     files[OPTIONS_FILE] = options_json(options)

@@ -72,6 +72,7 @@ class FigureContext:
     alt: str = ""  # what a screen reader hears: what is plotted and its main finding
     prefix: str = ""  # before the number, so figures are unique across the site ("S3.")
     method: str | None = None  # link to the definition of the figure's measure (Methods)
+    note: str = ""  # a plotted quantity identically zero for the model, said in one sentence
 
     @property
     def label(self) -> str:
@@ -273,6 +274,7 @@ def number_figures(
                     sorted_lines=item.entry.sorted_lines,
                     prefix=prefix,
                     method=method_href(f.key, on_index=not prefix),
+                    note=f.note,
                 )
             )
         out.append(tuple(figs))

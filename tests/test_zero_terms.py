@@ -1,0 +1,108 @@
+"""A plotted quantity that is identically zero for the model is said, not drawn (issue 27).
+
+Figure 3 (bias vs position) of a model without Q/K bias (tiny Llama) would draw the bias
+term as a flat line at 0: the page says so in one sentence instead, in the figure, its
+caption and its alt text, and draws only the position term. A model with a Q/K bias
+(tiny Qwen2, biases perturbed away from their zero init) draws both lines, with no note.
+The pages are built end to end and loaded in Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from attnreport.cli import main
+from tests.test_browser import ALL_DRAWN
+from tests.tiny_models import save_tiny_model
+
+NOTE = "this model's query and key projections have no bias"
+
+
+class Figures(HTMLParser):
+    """Each figure of a page: its chart's key and aria-label, its note paragraph, its
+    caption and its payload's text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: list[dict[str, str]] = []
+        self.where: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "figure":
+            self.figures.append(dict.fromkeys(("key", "label", "note", "caption", "payload"), ""))
+        elif self.figures and "ar-chart" in (a.get("class") or "").split():
+            self.figures[-1].update(key=a.get("data-key", ""), label=a.get("aria-label", ""))
+        kinds = {("p", "ar-empty"): "note", ("figcaption", None): "caption"}
+        self.where = kinds.get((tag, a.get("class")), self.where)
+        if tag == "script" and (a.get("id") or "").startswith("ar-data-"):
+            self.where = "payload"
+
+    def handle_endtag(self, tag):
+        if tag in ("p", "figcaption", "script"):
+            self.where = None
+
+    def handle_data(self, data):
+        if self.where and self.figures:
+            self.figures[-1][self.where] += data
+
+
+def figure_of(html: str, key: str) -> dict[str, str]:
+    parser = Figures()
+    parser.feed(html)
+    return next(f for f in parser.figures if f["key"] == key)
+
+
+def build_site(tmp_path: Path, family: str) -> Path:
+    model = save_tiny_model(family, tmp_path / family)
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the cat chased the mouse and the dog sat on the mat\n")
+    out = tmp_path / "site"
+    args = ["build", "--model", str(model), "--sentences", str(sentences), "--out", str(out)]
+    result = CliRunner().invoke(main, [*args, "--no-images"])
+    assert result.exit_code == 0, result.output
+    return next(out.glob("s000*.html"))
+
+
+def folded_terms(payload: str) -> list[list[str]]:
+    """The terms figure 3 folds into lines, from its compiled (Vega) spec."""
+    spec = json.loads(payload)["spec"]
+    return [
+        t["fields"] for d in spec["data"] for t in d.get("transform", []) if t.get("type") == "fold"
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("family, bias", [("llama", False), ("qwen2", True)])
+def test_bias_term_is_said_for_a_model_without_qk_bias_and_drawn_with_one(
+    tmp_path, offline_page, family, bias
+):
+    page_path = build_site(tmp_path, family)
+    html = page_path.read_text(encoding="utf-8")
+    fig = figure_of(html, "bias-vs-position")
+    if bias:
+        assert fig["note"] == "" and NOTE not in fig["label"] and NOTE not in fig["caption"]
+        assert folded_terms(fig["payload"]) == [["bias", "position"]]
+    else:
+        assert NOTE in fig["note"] and NOTE in fig["label"] and NOTE in fig["caption"]
+        assert fig["label"].startswith("Figure 3: Position term.")
+        assert folded_terms(fig["payload"]) == [["position"]]
+
+    page = offline_page.page
+    page.goto(page_path.as_uri())
+    page.wait_for_function(ALL_DRAWN, timeout=60_000)
+    shown = page.locator("#figure-3 .ar-empty")
+    assert shown.count() == (0 if bias else 1)
+    if not bias:
+        assert shown.is_visible() and NOTE in shown.inner_text()
+    chart = page.locator("#ar-chart-bias-vs-position")
+    assert chart.get_attribute("data-rendered") == "true"
+    legend = chart.locator(".role-legend-label text").all_text_contents()
+    assert ("bias (target only)" in legend) == bias and "position" in legend
+    assert offline_page.errors == []
