@@ -91,7 +91,7 @@ def test_bias_term_is_said_for_a_model_without_qk_bias_and_drawn_with_one(
         assert folded_terms(fig["payload"]) == [["bias", "position"]]
     else:
         assert NOTE in fig["note"] and NOTE in fig["label"] and NOTE in fig["caption"]
-        assert fig["label"].startswith("Figure 3: Position term.")
+        assert fig["label"].startswith("Figure S0.3: Position term.")
         assert folded_terms(fig["payload"]) == [["position"]]
 
     page = offline_page.page
