@@ -23,6 +23,7 @@ from attnreport.cli_options import (
     SITE_OUT,
     corpus_options,
     model_options,
+    needs_analysis,
     settings_from,
     study_options,
     user_errors,
@@ -56,6 +57,7 @@ def main() -> None:
 @model_options
 @click.pass_context
 @user_errors
+@needs_analysis
 def verify(ctx: click.Context, **_settings: Any) -> None:
     """Check that the captured numbers are the model's own; exit 0 only if all checks pass.
 
@@ -91,6 +93,7 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
 @study_options
 @click.pass_context
 @user_errors
+@needs_analysis
 def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
     """Run the whole study and write the report as a static site.
 
@@ -118,6 +121,7 @@ def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
 @study_options
 @click.pass_context
 @user_errors
+@needs_analysis
 def analyze(
     ctx: click.Context,
     force: bool,
@@ -258,25 +262,25 @@ def compare(expected: str, actual: str, rtol: float, atol: float) -> None:
     type=click.Path(file_okay=False),
     help="Where to write the starter files.",
 )
+@click.option(
+    "--workflow",
+    type=click.Choice(["build", "render"]),
+    default="build",
+    show_default=True,
+    help="GitHub Pages workflow: build (runs the study on CPU) or render (draws committed results/, no torch).",
+)
+@click.option("--no-workflow", is_flag=True, help="Write no GitHub Actions workflow.")
 @user_errors
-def init(directory: str) -> None:
-    """Write a starter attnreport.toml and sentences.txt (never overwrites)."""
-    from attnreport.config import STARTER
-    from attnreport.sentences import default_sentence_text
+def init(directory: str, workflow: str, no_workflow: bool) -> None:
+    """Write a project: attnreport.toml, sentences.txt, .gitignore and a GitHub Pages
+    workflow (.github/workflows/attnreport.yml). Never overwrites a file."""
+    from attnreport.project import project_files, write_project
 
     target = Path(directory)
-    files = {"attnreport.toml": STARTER, "sentences.txt": default_sentence_text()}
-    existing = [name for name in files if (target / name).exists()]
-    if existing:
-        raise AttnReportError(
-            f"{target / existing[0]} already exists; remove it or use another --dir"
-        )
-    target.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (target / name).write_text(text, encoding="utf-8")
-    click.echo(
-        f"wrote {target / 'attnreport.toml'} and {target / 'sentences.txt'}; next: attnreport build"
-    )
+    written = write_project(target, project_files(None if no_workflow else workflow))
+    click.echo("wrote " + ", ".join(str(path) for path in written))
+    next_step = "attnreport analyze --out results" if workflow == "render" else "attnreport build"
+    click.echo(f"next: {next_step}; then push to GitHub to publish (README: Publish your report)")
 
 
 @main.command()

@@ -37,6 +37,20 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def needs_analysis(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A command that runs a model: one line naming the ``analysis`` extra, before any
+    import of torch, when its libraries are not installed (below ``user_errors``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from attnreport.extras import require_analysis
+
+        require_analysis()
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
