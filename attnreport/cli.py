@@ -15,6 +15,7 @@ import click
 
 from attnreport import __version__
 from attnreport.cli_options import (
+    CONFIG,
     FORCE,
     IMAGES,
     PAGES,
@@ -28,6 +29,7 @@ from attnreport.cli_options import (
     study_options,
     user_errors,
 )
+from attnreport.config import default_of
 from attnreport.errors import AttnReportError
 
 
@@ -55,6 +57,7 @@ def main() -> None:
 
 @main.command()
 @model_options
+@CONFIG
 @click.pass_context
 @user_errors
 @needs_analysis
@@ -165,7 +168,8 @@ def analyze(
     "config_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Settings file whose title, authors, date, images, png and pages to use.",
+    help="Settings file whose title, authors, date, images, png and pages to use "
+    "(default: ./attnreport.toml when present, for results without stored options).",
 )
 @click.option("--title", default=None, help="Site title (overrides the config file).")
 @click.option("--no-images", is_flag=True, help="Skip the static images of every figure (faster).")
@@ -189,9 +193,11 @@ def render(
 ) -> None:
     """Draw the site from a results folder (``analyze --out`` or a site's ``results/``).
 
-    Needs no model and imports neither torch nor transformers. Without --config, a
-    site's own results folder renders with the options it was built with, so
-    ``render SITE/results`` reproduces SITE byte for byte (its pages included).
+    Needs no model and imports neither torch nor transformers. Results from ``analyze``
+    take their title, authors, date, images, png and pages from --config, else from
+    ./attnreport.toml when present, as ``build`` does. Without --config, a site's own
+    results folder renders with the options it was built with, so ``render SITE/results``
+    reproduces SITE byte for byte (its pages included).
     """
     from attnreport.config import page_choice
     from attnreport.publish import merged_options, render_folder, stored_options
@@ -200,6 +206,8 @@ def render(
     if problem:
         raise AttnReportError(problem)
     base = stored_options(results_dir)
+    if config_file is None and base is None and Path("attnreport.toml").is_file():
+        config_file = "attnreport.toml"
     values: dict[str, Any] = {
         "title": title,
         "images": False if no_images else None,
@@ -229,18 +237,27 @@ def render(
 @main.command()
 @click.argument("expected", type=click.Path(file_okay=False))
 @click.argument("actual", type=click.Path(file_okay=False))
-@click.option("--rtol", default=1e-3, show_default=True, help="Relative tolerance.")
-@click.option("--atol", default=1e-4, show_default=True, help="Absolute tolerance.")
+@click.option(
+    "--rtol", type=float, default=default_of("rtol"), show_default=True, help="Relative tolerance."
+)
+@click.option(
+    "--atol", type=float, default=default_of("atol"), show_default=True, help="Absolute tolerance."
+)
+@CONFIG
+@click.pass_context
 @user_errors
-def compare(expected: str, actual: str, rtol: float, atol: float) -> None:
+def compare(ctx: click.Context, expected: str, actual: str, **_settings: Any) -> None:
     """Compare two results folders within a tolerance; exit 1 if any number moved more.
 
     Discrete statistics (top keys, ranks, focus fractions) may differ where the top two
     scores are within the tolerance: such near-ties are listed, not counted as failures.
+    The tolerances come from --rtol/--atol, else the settings file (rtol, atol).
     """
     from attnreport.results import load
     from attnreport.results.compare import Tolerance, compare_results
 
+    settings = settings_from(ctx)
+    rtol, atol = settings.rtol, settings.atol
     result = compare_results(load(expected), load(actual), Tolerance(rtol, atol))
     for line in result.near_ties:
         click.echo(f"near-tie: {line}")

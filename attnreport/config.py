@@ -77,6 +77,11 @@ def positive_numbers(key: str, value: tuple[float, ...]) -> str | None:
     return None if good else f"{key} must be positive numbers, got {list(value)}"
 
 
+def positive_or_zero(key: str, value: float) -> str | None:
+    good = value >= 0 and math.isfinite(value)
+    return None if good else f"'{key}' must be a number of at least 0, got {value}"
+
+
 def layer_and_head(key: str, value: tuple[int, ...]) -> str | None:
     good = len(value) == 2 and min(value) >= 0
     return None if good else f"'{key}' must be [layer, head], got {list(value)}"
@@ -128,6 +133,8 @@ class Settings:
     view_head: tuple[int, ...] | None = setting(
         None, list, items=(int,), check=layer_and_head, recorded=True
     )  # (layer, head) the pages open on; None: computed
+    rtol: float = setting(1e-3, float, int, check=positive_or_zero)  # compare's tolerances
+    atol: float = setting(1e-4, float, int, check=positive_or_zero)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -240,4 +247,6 @@ map_tokens = 256             # attention maps (n x n per head) are kept up to th
 images = true                # a static SVG of every figure (for readers without JavaScript)
 png = false                  # a static PNG of every figure too (slower; the chart menu saves PNGs)
 pages = "all"                # sentences with a page: "all", a count "20", or "0,5,10-12"
+rtol = 1e-3                  # attnreport compare: relative and absolute tolerances
+atol = 1e-4
 """
