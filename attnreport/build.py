@@ -168,12 +168,14 @@ def results_folder(out: Path) -> Path:
     return folder
 
 
-def build_site(settings: Settings, force: bool, progress: Progress = _quiet) -> BuildSummary:
+def build_site(
+    settings: Settings, force: bool, progress: Progress = _quiet, rebuild: str | None = None
+) -> BuildSummary:
     """``analyze`` + ``render``: analyse every sentence into a results folder beside
     ``settings.out`` (written sentence by sentence, as ``analyze`` does), then draw the
     site from it, loading only the sentences that get a page; memory stays flat in the
     number of sentences. The results folder is removed afterwards (the site ships its
-    files in ``results/``)."""
+    files in ``results/``). ``rebuild``: the command line the About section shows."""
     import shutil
 
     from attnreport.corpus import run_corpus
@@ -186,7 +188,7 @@ def build_site(settings: Settings, force: bool, progress: Progress = _quiet) -> 
     out = Path(settings.out)
     check_output(out, input_paths(settings), force)
     check_pages(settings)
-    options = site_options(settings)
+    options = replace(site_options(settings), rebuild=rebuild)
     timings = Timings()
     clock = StageClock(progress, timings)
     folder = results_folder(out)

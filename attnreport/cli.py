@@ -25,6 +25,7 @@ from attnreport.cli_options import (
     corpus_options,
     model_options,
     needs_analysis,
+    rebuild_command,
     settings_from,
     study_options,
     user_errors,
@@ -109,7 +110,7 @@ def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
     settings = settings_from(ctx)
     quiet_libraries()
     with RichProgress() as progress:
-        summary = build_site(settings, force, progress)
+        summary = build_site(settings, force, progress, rebuild_command(ctx))
     seconds = sum(summary.timings.seconds.values())
     click.echo(
         f"built {summary.pages} page(s) with {summary.figures} figure(s), {summary.files} files ({summary.bytes / 1e6:.1f} MB) in {seconds:.1f} s"

@@ -6,6 +6,7 @@ settings they make (``settings_from``) and the one-line report of a user's error
 from __future__ import annotations
 
 import functools
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -179,6 +180,34 @@ corpus_options = options(RESUME, ENGINE, RAY_ADDRESS, WORKERS)
 """--resume, --engine, --ray-address, --workers: how ``analyze`` runs a (large) corpus."""
 
 
+def config_path(ctx: click.Context) -> str | None:
+    """The settings file a command reads: ``--config``, else ./attnreport.toml when present
+    (for a command that has ``--config``), else None."""
+    path = ctx.params.get("config_file")
+    if path is None and "config_file" in ctx.params and Path("attnreport.toml").is_file():
+        path = "attnreport.toml"
+    return path
+
+
+def rebuild_command(ctx: click.Context) -> str:
+    """The command line that repeats this one: its settings file and every setting given
+    on the command line, each as the user wrote it (a model path stays as typed)."""
+    words = ["attnreport", ctx.info_name or ctx.command.name or ""]
+    path = config_path(ctx)
+    if path is not None:
+        words += ["--config", path]
+    for param in ctx.command.params:
+        name = param.name or ""
+        if name not in KEYS or ctx.get_parameter_source(name) is ParameterSource.DEFAULT:
+            continue
+        value = ctx.params[name]
+        if isinstance(param, click.Option) and param.is_flag and param.secondary_opts:
+            words.append(param.opts[0] if value else param.secondary_opts[0])
+        else:
+            words += [param.opts[0], str(value)]
+    return shlex.join(words)
+
+
 def settings_from(ctx: click.Context) -> Settings:
     """The command's settings: defaults < settings file < options given on the command line.
 
@@ -191,7 +220,4 @@ def settings_from(ctx: click.Context) -> Settings:
         for name, value in ctx.params.items()
         if name in KEYS and ctx.get_parameter_source(name) is not ParameterSource.DEFAULT
     }
-    path = ctx.params.get("config_file")
-    if path is None and "config_file" in ctx.params and Path("attnreport.toml").is_file():
-        path = "attnreport.toml"
-    return load_settings(path, given)
+    return load_settings(config_path(ctx), given)

@@ -173,10 +173,13 @@ def _figures(
 
 def options_json(options: SiteOptions) -> bytes:
     """The site options as canonical JSON (``results/render.json``). ``pages`` is left out
-    when every sentence has a page, so sites drawn before ``--pages`` keep their bytes."""
+    when every sentence has a page, and ``rebuild`` when unknown, so sites drawn before
+    those options existed keep their bytes."""
     values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
     if values.get("pages") == "all":
         del values["pages"]
+    if values.get("rebuild") is None:
+        values.pop("rebuild", None)
     return dump_json(values)
 
 

@@ -34,6 +34,7 @@ class SiteOptions:
     images: bool = True  # a static SVG of every figure (``--no-images``: False)
     png: bool = False  # and a static PNG of every figure (``--png``)
     pages: str = "all"  # which sentences get a page (``--pages``: all, N, or 0,5,10-12)
+    rebuild: str | None = None  # the command line that built it (None: derived from results)
 
 
 @dataclass(frozen=True)

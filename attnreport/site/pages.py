@@ -317,7 +317,9 @@ def index_page(
         sections=(SectionContext("set", "Across the sentence set", tuple(paras), figs),),
         footnotes=notes.all,
         findings=found,
-        about=about.about_rows(results.manifest, attnreport.__version__, checksum, options.pages),
+        about=about.about_rows(
+            results.manifest, attnreport.__version__, checksum, options.pages, options.rebuild
+        ),
         check_command=about.check_command(layout),
         pages_note=prose.pages_note(pages),
     )
