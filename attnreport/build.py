@@ -116,6 +116,8 @@ def site_options(settings: Settings) -> SiteOptions:
         images=settings.images,
         png=settings.png,
         pages=settings.pages,
+        lede=settings.lede,
+        afterword=settings.afterword,
     )
 
 

@@ -181,8 +181,10 @@ def analyze(
 )
 @PAGES
 @FORCE
+@click.pass_context
 @user_errors
 def render(
+    ctx: click.Context,
     results_dir: str,
     out: str,
     config_file: str | None,
@@ -227,6 +229,9 @@ def render(
             "images": False if no_images else config.images,
             "png": config.png if png is None else png,
             "pages": pages or config.pages,
+            "lede": config.lede,
+            "afterword": config.afterword,
+            "rebuild": rebuild_command(ctx) if base is None else None,
         }
     summary = render_folder(results_dir, out, merged_options(base, **values), force)
     click.echo(

@@ -190,21 +190,26 @@ def config_path(ctx: click.Context) -> str | None:
 
 
 def rebuild_command(ctx: click.Context) -> str:
-    """The command line that repeats this one: its settings file and every setting given
-    on the command line, each as the user wrote it (a model path stays as typed)."""
-    words = ["attnreport", ctx.info_name or ctx.command.name or ""]
+    """The ``attnreport build`` line that remakes this command's report: its settings file
+    and every setting given on the command line that ``build`` takes, each as the user wrote
+    it (a model path stays as typed); ``--out`` left out (where is the reader's choice).
+    ``build`` and ``render`` of ``analyze`` output with the same file and options give the
+    same line, so their sites stay equal."""
+    build = ctx.find_root().command.get_command(ctx, "build")  # type: ignore[attr-defined]
+    options = {p.name: p for p in build.params if isinstance(p, click.Option)}
+    words = ["attnreport", "build"]
     path = config_path(ctx)
     if path is not None:
         words += ["--config", path]
-    for param in ctx.command.params:
-        name = param.name or ""
-        if name not in KEYS or ctx.get_parameter_source(name) is ParameterSource.DEFAULT:
+    for name, value in ctx.params.items():
+        given = ctx.get_parameter_source(name) is not ParameterSource.DEFAULT
+        if name not in KEYS or name == "out" or name not in options or not given:
             continue
-        value = ctx.params[name]
-        if isinstance(param, click.Option) and param.is_flag and param.secondary_opts:
-            words.append(param.opts[0] if value else param.secondary_opts[0])
-        else:
-            words += [param.opts[0], str(value)]
+        option = options[name]
+        if option.is_flag and option.secondary_opts:
+            words.append(option.opts[0] if value else option.secondary_opts[0])
+        elif value is not None:
+            words += [option.opts[0], str(value)]
     return shlex.join(words)
 
 

@@ -114,6 +114,8 @@ class Settings:
     title: str = setting("What does attention focus on?", str)
     authors: tuple[str, ...] = setting(("attnreport",), list, items=(str,))
     date: str | None = setting(None, str)  # ISO date; else SOURCE_DATE_EPOCH; else a fixed one
+    lede: str | None = setting(None, str)  # Markdown opening the index (else one computed)
+    afterword: str | None = setting(None, str)  # Markdown closing the index
     dtype: str = setting("float32", str, choices=DTYPES)
     device: str = setting("cpu", str, choices=DEVICES)
     device_map: str | None = setting(None, str, choices=DEVICE_MAPS)  # None: all on ``device``
@@ -232,6 +234,8 @@ out = "site"
 title = "What does attention focus on?"
 authors = ["Your Name"]
 # date = "2026-01-01"        # else SOURCE_DATE_EPOCH, so rebuilds are byte-identical
+# lede = "Why I looked at *this* model."  # Markdown (raw HTML shown as text) opening the report
+# afterword = "What I make of it."       # Markdown closing the index (a TOML multi-line string for more)
 dtype = "float32"            # or bfloat16, float16 (analyses stay float32; verify's tolerances follow it)
 device = "cpu"               # or cuda, auto
 # device_map = "auto"        # or balanced: spread the model over the GPUs (then CPU, disk) with accelerate

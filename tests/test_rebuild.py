@@ -49,7 +49,7 @@ def test_rebuild_with_in_a_clean_copy_gives_byte_identical_results(
     command = rows["Rebuild with"]
     assert command == (
         "attnreport build --config report.toml --model './my model' --bos always "
-        "--out site --intervene-layer 1"
+        "--intervene-layer 1"
     )
     assert rows[LABELS["breakdown_ranks"]] == "2" and rows[LABELS["bos"]] == "always"
 

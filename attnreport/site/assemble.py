@@ -178,8 +178,9 @@ def options_json(options: SiteOptions) -> bytes:
     values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
     if values.get("pages") == "all":
         del values["pages"]
-    if values.get("rebuild") is None:
-        values.pop("rebuild", None)
+    for key in ("rebuild", "afterword"):
+        if values.get(key) is None:
+            values.pop(key, None)
     return dump_json(values)
 
 

@@ -30,11 +30,12 @@ class SiteOptions:
     title: str = "What attention does"
     date: str | None = None  # ISO date shown on every page; never taken from the clock
     authors: tuple[str, ...] = ()
-    lede: str | None = None  # replaces the computed opening paragraph of the index page
+    lede: str | None = None  # Markdown replacing the computed opening paragraph of the index
     images: bool = True  # a static SVG of every figure (``--no-images``: False)
     png: bool = False  # and a static PNG of every figure (``--png``)
     pages: str = "all"  # which sentences get a page (``--pages``: all, N, or 0,5,10-12)
     rebuild: str | None = None  # the command line that built it (None: derived from results)
+    afterword: str | None = None  # Markdown closing the index page
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,8 @@ class IndexContext:
     about: tuple[tuple[str, str], ...] = ()  # (label, value): rebuild command, settings, checksum
     check_command: str = ""  # shell line that recomputes the results checksum
     pages_note: str = ""  # "Pages for 3 of 12 sentences ..." when not every sentence has one
+    lede_html: str = ""  # the author's lede (Markdown, raw HTML escaped); replaces ``lede``
+    afterword_html: str = ""  # the author's afterword, likewise
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from attnreport.site.context import (
     figure_span,
     number_figures,
 )
+from attnreport.site.markdown import markdown_html
 from attnreport.text import display_token, visible
 
 # (anchor, heading): the parts of a sentence page; a figure's registry entry names its part
@@ -322,4 +323,6 @@ def index_page(
         ),
         check_command=about.check_command(layout),
         pages_note=prose.pages_note(pages),
+        lede_html=markdown_html(options.lede),
+        afterword_html=markdown_html(options.afterword),
     )
