@@ -107,6 +107,7 @@ class BuildSummary:
 
 def site_options(settings: Settings) -> SiteOptions:
     """What the pages say that is not in the results: title, date, authors, images, pages."""
+    from attnreport.sentences import sentence_notes
     from attnreport.site.context import SiteOptions, date_from_env  # analyze draws nothing
 
     return SiteOptions(
@@ -115,6 +116,8 @@ def site_options(settings: Settings) -> SiteOptions:
         authors=settings.authors,
         images=settings.images,
         png=settings.png,
+        png_scale=settings.png_scale,
+        notes=tuple(sentence_notes(settings.sentences).items()),
         pages=settings.pages,
         lede=settings.lede,
         afterword=settings.afterword,

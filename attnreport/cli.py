@@ -20,11 +20,13 @@ from attnreport.cli_options import (
     IMAGES,
     PAGES,
     PNG,
+    PNG_SCALE,
     RESULTS_OUT,
     SITE_OUT,
     corpus_options,
     model_options,
     needs_analysis,
+    png_scale_option,
     rebuild_command,
     settings_from,
     study_options,
@@ -93,6 +95,7 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
 @SITE_OUT
 @IMAGES
 @PNG
+@PNG_SCALE
 @PAGES
 @study_options
 @click.pass_context
@@ -179,6 +182,7 @@ def analyze(
     default=None,
     help="Also write (or not) a static PNG of every figure [default: as the site was built].",
 )
+@png_scale_option(None)
 @PAGES
 @FORCE
 @click.pass_context
@@ -191,6 +195,7 @@ def render(
     title: str | None,
     no_images: bool,
     png: bool | None,
+    png_scale: float | None,
     pages: str | None,
     force: bool,
 ) -> None:
@@ -215,10 +220,12 @@ def render(
         "title": title,
         "images": False if no_images else None,
         "png": png,
+        "png_scale": png_scale,
         "pages": pages,
     }
     if config_file is not None:
         from attnreport.config import load_settings
+        from attnreport.sentences import sentence_notes
         from attnreport.site.context import date_from_env
 
         config = load_settings(config_file)
@@ -228,10 +235,12 @@ def render(
             "date": config.date or date_from_env(),
             "images": False if no_images else config.images,
             "png": config.png if png is None else png,
+            "png_scale": config.png_scale if png_scale is None else png_scale,
             "pages": pages or config.pages,
             "lede": config.lede,
             "afterword": config.afterword,
             "rebuild": rebuild_command(ctx) if base is None else None,
+            "notes": tuple(sentence_notes(config.sentences).items()),
         }
     summary = render_folder(results_dir, out, merged_options(base, **values), force)
     click.echo(

@@ -131,6 +131,21 @@ IMAGES = switch_option("images", "Write a static SVG of every figure (--no-image
 PNG = switch_option(
     "png", "Also write a static PNG of every figure (slower; each chart's menu saves a PNG)."
 )
+
+
+def png_scale_option(default: float | None) -> Decorator:
+    """``--png-scale``: PNG pixels per figure pixel (``None``: as the file or site says)."""
+    return click.option(
+        "--png-scale",
+        "png_scale",
+        type=click.FloatRange(min=0, max=8, min_open=True),
+        default=default,
+        show_default=default is not None,
+        help="PNG pixels per figure pixel (2: twice the figure's size, for print).",
+    )
+
+
+PNG_SCALE = png_scale_option(default_of("png_scale"))
 PAGES = click.option(
     "--pages",
     default=None,

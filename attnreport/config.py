@@ -82,6 +82,11 @@ def positive_or_zero(key: str, value: float) -> str | None:
     return None if good else f"'{key}' must be a number of at least 0, got {value}"
 
 
+def png_scale_range(key: str, value: float) -> str | None:
+    good = 0 < value <= 8 and math.isfinite(value)
+    return None if good else f"'{key}' must be more than 0 and at most 8, got {value}"
+
+
 def layer_and_head(key: str, value: tuple[int, ...]) -> str | None:
     good = len(value) == 2 and min(value) >= 0
     return None if good else f"'{key}' must be [layer, head], got {list(value)}"
@@ -122,6 +127,7 @@ class Settings:
     truncate: bool = setting(False, bool)  # cut sentences longer than the context
     images: bool = setting(True, bool)  # a static SVG of every figure
     png: bool = setting(False, bool)  # a static PNG too (the chart's menu saves one anyway)
+    png_scale: float = setting(2.0, float, int, check=png_scale_range)  # PNG size / figure size
     pages: str = setting("all", str, check=page_choice)  # sentences with a page: all, N, 0,5,10-12
     bos: str = setting("auto", str, choices=BOS, recorded=True)  # begin-of-sequence token
     breakdown_ranks: int = setting(3, int, check=at_least_one, recorded=True)
@@ -250,6 +256,7 @@ map_tokens = 256             # attention maps (n x n per head) are kept up to th
 # view_head = [3, 4]         # layer and head the pages open on (default: strongest first-token focus)
 images = true                # a static SVG of every figure (for readers without JavaScript)
 png = false                  # a static PNG of every figure too (slower; the chart menu saves PNGs)
+png_scale = 2                # PNG pixels per figure pixel (2: twice the size, for print)
 pages = "all"                # sentences with a page: "all", a count "20", or "0,5,10-12"
 rtol = 1e-3                  # attnreport compare: relative and absolute tolerances
 atol = 1e-4

@@ -93,3 +93,25 @@ def test_the_settings_file_carries_them_to_render(tmp_path, monkeypatch):
     index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
     assert scan(index, "lede").scripts == 0 and "<em>this</em>" in index
     assert len(scan(index, "afterword").text) > 0
+
+
+def test_a_jsonl_note_shows_on_its_sentences_page(tmp_path, monkeypatch):
+    import json
+
+    study = fake_study(2, n_layers=2, n_heads=2)
+    texts = [s.text for s in typed(study).manifest.sentences]
+    monkeypatch.chdir(tmp_path)
+    lines = [{"text": texts[0], "note": "Note *one* <script>x</script>"}, {"text": texts[1]}]
+    Path("s.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    Path("attnreport.toml").write_text('sentences = "s.jsonl"\n')
+    results = write_site(dump(typed(study)), tmp_path / "r")
+    done = CliRunner().invoke(main, ["render", str(results), "--out", "site", "--no-images"])
+    assert done.exit_code == 0, done.output
+    pages = sorted((tmp_path / "site").glob("s00*.html"))
+    first, second = (p.read_text(encoding="utf-8") for p in pages)
+    note = scan(first, "note")
+    assert [t for t, _ in note.tags] == ["p", "em"] and note.scripts == 0
+    assert "<script>x</script>" in "".join(note.text)
+    assert 'class="note"' not in second
+    again = CliRunner().invoke(main, ["render", "site/results", "--out", "again"])
+    assert again.exit_code == 0 and (tmp_path / "again" / pages[0].name).read_text() == first

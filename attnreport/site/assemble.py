@@ -122,7 +122,7 @@ def _start_images(
     if not options.images:
         return lambda: [{} for _ in plain]
     if charts.figure_images is not None:
-        return charts.figure_images(plain, options.png, here)
+        return charts.figure_images(plain, options.png_export, here)
     drawn = [{k: v for k, v in charts.images(f).items() if k == "svg" or options.png} for f in plain]  # fmt: skip
     return lambda: drawn
 
@@ -181,6 +181,10 @@ def options_json(options: SiteOptions) -> bytes:
     for key in ("rebuild", "afterword"):
         if values.get(key) is None:
             values.pop(key, None)
+    if not values.get("png"):
+        values.pop("png_scale", None)
+    if not values.get("notes"):
+        values.pop("notes", None)
     return dump_json(values)
 
 

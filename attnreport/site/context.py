@@ -33,9 +33,16 @@ class SiteOptions:
     lede: str | None = None  # Markdown replacing the computed opening paragraph of the index
     images: bool = True  # a static SVG of every figure (``--no-images``: False)
     png: bool = False  # and a static PNG of every figure (``--png``)
+    png_scale: float = 2.0  # PNG pixels per figure pixel (``--png-scale``)
     pages: str = "all"  # which sentences get a page (``--pages``: all, N, or 0,5,10-12)
     rebuild: str | None = None  # the command line that built it (None: derived from results)
     afterword: str | None = None  # Markdown closing the index page
+    notes: tuple[tuple[str, str], ...] = ()  # (sentence text, Markdown note for its page)
+
+    @property
+    def png_export(self) -> bool | float:
+        """What the image export's ``png`` takes: False for no PNG, else the PNG's scale."""
+        return self.png_scale if self.png else False
 
 
 @dataclass(frozen=True)
@@ -171,6 +178,7 @@ class SentencePageContext:
     prev: Link | None = None
     next: Link | None = None
     toc: tuple[Link, ...] = field(default=())
+    note_html: str = ""  # the author's note on this sentence (Markdown, raw HTML escaped)
 
 
 class Notes:

@@ -255,6 +255,7 @@ def sentence_page(
         prev=prev,
         next=next_,
         toc=tuple(Link("#" + s.anchor, s.title) for s in sections),
+        note_html=markdown_html(dict(options.notes).get(text)),
     )
 
 
