@@ -122,9 +122,13 @@ class TokenContext:
     text: str
     token_id: int
     position: int
+    pieces: tuple[tuple[int, int], ...] = ()  # (id, position) of byte pieces drawn as one
 
     @property
     def title(self) -> str:
+        if self.pieces:
+            named = ", ".join(f"id {i} at position {p}" for i, p in self.pieces)
+            return f"{len(self.pieces)} byte pieces of one character: {named}"
         return f"id {self.token_id} · position {self.position}"
 
 

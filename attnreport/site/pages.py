@@ -14,6 +14,7 @@ from attnreport.results.types import sentence_json_view, set_to_json
 from attnreport.results.view import default_head
 from attnreport.site import about, highlights, prose, wording
 from attnreport.site.alt_text import ALT, AltData, alt_text
+from attnreport.site.byte_tokens import byte_groups
 from attnreport.site.context import (
     FigureContext,
     FigureInput,
@@ -142,15 +143,19 @@ def sorted_note(numbers: Sequence[int]) -> str:
 
 
 def tokens_of(sentence: SentenceResults) -> tuple[TokenContext, ...]:
-    """The token strip from the sentence's ``tokens`` table."""
-    return tuple(
-        TokenContext(
-            text=display_token(str(r["token"])),
-            token_id=int(r["token_id"]),
-            position=int(r["position"]),
-        )
-        for r in sorted(prose.rows(sentence.tokens), key=lambda r: int(r["position"]))
-    )
+    """The token strip from the sentence's ``tokens`` table; byte pieces of one character
+    drawn as that character, the pieces named in its title (``byte_tokens``)."""
+    rows = sorted(prose.rows(sentence.tokens), key=lambda r: int(r["position"]))
+    chips = [
+        TokenContext(display_token(str(r["token"])), int(r["token_id"]), int(r["position"]))
+        for r in rows
+    ]
+    for group in reversed(byte_groups(sentence.text, [str(r["token"]) for r in rows])):
+        run = chips[group.start : group.end]
+        pieces = tuple((c.token_id, c.position) for c in run)
+        merged = TokenContext(display_token(group.text), run[0].token_id, run[0].position, pieces)
+        chips[group.start : group.end] = [merged]
+    return tuple(chips)
 
 
 def _paras(texts: Sequence[str], notes: Sequence[tuple[int, ...]] = ()) -> list[Paragraph]:
