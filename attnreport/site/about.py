@@ -45,6 +45,7 @@ def results_checksum(files: Mapping[str, bytes], layout: Layout = CURRENT) -> st
 
 LABELS = {
     "bos": "Begin-of-sequence token",
+    "bos_added": "Every sentence starts with it",
     "breakdown_ranks": "Ranks in the score breakdown",
     "epsilons": "Focus thresholds (ε)",
     "intervene_layer": "Layer of the interventions",
@@ -57,6 +58,8 @@ LABELS = {
 
 
 def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, list | tuple):
         return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
     return f"{value:g}" if isinstance(value, float) else str(value)
