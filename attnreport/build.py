@@ -134,6 +134,9 @@ class StageClock:
         self.since = time.perf_counter()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        if ":" in stage:  # progress within a stage ("capture:layers"): not a stage of its own
+            self.progress(stage, done, total)
+            return
         if stage != self.stage:
             self.stop()
             self.stage = stage

@@ -57,6 +57,7 @@ class RichProgress:
         "interventions": "Running interventions",
         "site": "Drawing charts and pages",
         "write": "Writing",
+        "capture:layers": "  layers of this sentence",
     }
 
     def __init__(self) -> None:
@@ -75,6 +76,9 @@ class RichProgress:
         self.current: str | None = None
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        if ":" in stage:  # within the current stage: its own row, not a new stage
+            self._within(stage, done, total)
+            return
         if stage not in self.tasks:
             if self.current is not None:
                 task = self.tasks[self.current]
@@ -84,6 +88,17 @@ class RichProgress:
             )
             self.current = stage
         self.progress.update(self.tasks[stage], completed=done)
+
+    def _within(self, stage: str, done: int, total: int) -> None:
+        """A row under the current stage (layers of this sentence), restarted at 0; its
+        time-remaining column is the estimate for the sentence."""
+        if stage not in self.tasks:
+            label = self.LABELS.get(stage, stage)
+            self.tasks[stage] = self.progress.add_task(label, total=max(total, 1))
+        task = self.tasks[stage]
+        if done <= 1:
+            self.progress.reset(task, total=max(total, 1))
+        self.progress.update(task, completed=done)
 
     def __enter__(self) -> RichProgress:
         logger = logging.getLogger("attnreport")
