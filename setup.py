@@ -12,7 +12,13 @@ TEMPLATES = [
 ]
 
 setup(
-    packages=[*find_packages(include=["attnreport", "attnreport.*"]), *TEMPLATES],
+    # attnreport.data holds data files only (no __init__.py): named here so that setuptools
+    # ships it as a package instead of warning that it is absent from ``packages``.
+    packages=[
+        *find_packages(include=["attnreport", "attnreport.*"]),
+        "attnreport.data",
+        *TEMPLATES,
+    ],
     package_dir={"attnreport.templates": "templates"},
     package_data={
         "attnreport": ["data/*.txt"],

@@ -107,6 +107,7 @@ class BuildSummary:
 
 def site_options(settings: Settings) -> SiteOptions:
     """What the pages say that is not in the results: title, date, authors, images, pages."""
+    from attnreport.sentences import sentence_notes
     from attnreport.site.context import SiteOptions, date_from_env  # analyze draws nothing
 
     return SiteOptions(
@@ -115,7 +116,11 @@ def site_options(settings: Settings) -> SiteOptions:
         authors=settings.authors,
         images=settings.images,
         png=settings.png,
+        png_scale=settings.png_scale,
+        notes=tuple(sentence_notes(settings.sentences).items()),
         pages=settings.pages,
+        lede=settings.lede,
+        afterword=settings.afterword,
     )
 
 
@@ -129,6 +134,9 @@ class StageClock:
         self.since = time.perf_counter()
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        if ":" in stage:  # progress within a stage ("capture:layers"): not a stage of its own
+            self.progress(stage, done, total)
+            return
         if stage != self.stage:
             self.stop()
             self.stage = stage
@@ -168,12 +176,14 @@ def results_folder(out: Path) -> Path:
     return folder
 
 
-def build_site(settings: Settings, force: bool, progress: Progress = _quiet) -> BuildSummary:
+def build_site(
+    settings: Settings, force: bool, progress: Progress = _quiet, rebuild: str | None = None
+) -> BuildSummary:
     """``analyze`` + ``render``: analyse every sentence into a results folder beside
     ``settings.out`` (written sentence by sentence, as ``analyze`` does), then draw the
     site from it, loading only the sentences that get a page; memory stays flat in the
     number of sentences. The results folder is removed afterwards (the site ships its
-    files in ``results/``)."""
+    files in ``results/``). ``rebuild``: the command line the About section shows."""
     import shutil
 
     from attnreport.corpus import run_corpus
@@ -186,7 +196,7 @@ def build_site(settings: Settings, force: bool, progress: Progress = _quiet) -> 
     out = Path(settings.out)
     check_output(out, input_paths(settings), force)
     check_pages(settings)
-    options = site_options(settings)
+    options = replace(site_options(settings), rebuild=rebuild)
     timings = Timings()
     clock = StageClock(progress, timings)
     folder = results_folder(out)

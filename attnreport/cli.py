@@ -15,18 +15,24 @@ import click
 
 from attnreport import __version__
 from attnreport.cli_options import (
+    CONFIG,
     FORCE,
     IMAGES,
     PAGES,
     PNG,
+    PNG_SCALE,
     RESULTS_OUT,
     SITE_OUT,
     corpus_options,
     model_options,
+    needs_analysis,
+    png_scale_option,
+    rebuild_command,
     settings_from,
     study_options,
     user_errors,
 )
+from attnreport.config import default_of
 from attnreport.errors import AttnReportError
 
 
@@ -54,8 +60,10 @@ def main() -> None:
 
 @main.command()
 @model_options
+@CONFIG
 @click.pass_context
 @user_errors
+@needs_analysis
 def verify(ctx: click.Context, **_settings: Any) -> None:
     """Check that the captured numbers are the model's own; exit 0 only if all checks pass.
 
@@ -87,10 +95,12 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
 @SITE_OUT
 @IMAGES
 @PNG
+@PNG_SCALE
 @PAGES
 @study_options
 @click.pass_context
 @user_errors
+@needs_analysis
 def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
     """Run the whole study and write the report as a static site.
 
@@ -103,7 +113,7 @@ def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
     settings = settings_from(ctx)
     quiet_libraries()
     with RichProgress() as progress:
-        summary = build_site(settings, force, progress)
+        summary = build_site(settings, force, progress, rebuild_command(ctx))
     seconds = sum(summary.timings.seconds.values())
     click.echo(
         f"built {summary.pages} page(s) with {summary.figures} figure(s), {summary.files} files ({summary.bytes / 1e6:.1f} MB) in {seconds:.1f} s"
@@ -118,6 +128,7 @@ def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
 @study_options
 @click.pass_context
 @user_errors
+@needs_analysis
 def analyze(
     ctx: click.Context,
     force: bool,
@@ -161,7 +172,8 @@ def analyze(
     "config_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Settings file whose title, authors, date, images, png and pages to use.",
+    help="Settings file whose title, authors, date, images, png and pages to use "
+    "(default: ./attnreport.toml when present, for results without stored options).",
 )
 @click.option("--title", default=None, help="Site title (overrides the config file).")
 @click.option("--no-images", is_flag=True, help="Skip the static images of every figure (faster).")
@@ -170,24 +182,30 @@ def analyze(
     default=None,
     help="Also write (or not) a static PNG of every figure [default: as the site was built].",
 )
+@png_scale_option(None)
 @PAGES
 @FORCE
+@click.pass_context
 @user_errors
 def render(
+    ctx: click.Context,
     results_dir: str,
     out: str,
     config_file: str | None,
     title: str | None,
     no_images: bool,
     png: bool | None,
+    png_scale: float | None,
     pages: str | None,
     force: bool,
 ) -> None:
     """Draw the site from a results folder (``analyze --out`` or a site's ``results/``).
 
-    Needs no model and imports neither torch nor transformers. Without --config, a
-    site's own results folder renders with the options it was built with, so
-    ``render SITE/results`` reproduces SITE byte for byte (its pages included).
+    Needs no model and imports neither torch nor transformers. Results from ``analyze``
+    take their title, authors, date, images, png and pages from --config, else from
+    ./attnreport.toml when present, as ``build`` does. Without --config, a site's own
+    results folder renders with the options it was built with, so ``render SITE/results``
+    reproduces SITE byte for byte (its pages included).
     """
     from attnreport.config import page_choice
     from attnreport.publish import merged_options, render_folder, stored_options
@@ -196,14 +214,18 @@ def render(
     if problem:
         raise AttnReportError(problem)
     base = stored_options(results_dir)
+    if config_file is None and base is None and Path("attnreport.toml").is_file():
+        config_file = "attnreport.toml"
     values: dict[str, Any] = {
         "title": title,
         "images": False if no_images else None,
         "png": png,
+        "png_scale": png_scale,
         "pages": pages,
     }
     if config_file is not None:
         from attnreport.config import load_settings
+        from attnreport.sentences import sentence_notes
         from attnreport.site.context import date_from_env
 
         config = load_settings(config_file)
@@ -213,7 +235,12 @@ def render(
             "date": config.date or date_from_env(),
             "images": False if no_images else config.images,
             "png": config.png if png is None else png,
+            "png_scale": config.png_scale if png_scale is None else png_scale,
             "pages": pages or config.pages,
+            "lede": config.lede,
+            "afterword": config.afterword,
+            "rebuild": rebuild_command(ctx) if base is None else None,
+            "notes": tuple(sentence_notes(config.sentences).items()),
         }
     summary = render_folder(results_dir, out, merged_options(base, **values), force)
     click.echo(
@@ -225,18 +252,27 @@ def render(
 @main.command()
 @click.argument("expected", type=click.Path(file_okay=False))
 @click.argument("actual", type=click.Path(file_okay=False))
-@click.option("--rtol", default=1e-3, show_default=True, help="Relative tolerance.")
-@click.option("--atol", default=1e-4, show_default=True, help="Absolute tolerance.")
+@click.option(
+    "--rtol", type=float, default=default_of("rtol"), show_default=True, help="Relative tolerance."
+)
+@click.option(
+    "--atol", type=float, default=default_of("atol"), show_default=True, help="Absolute tolerance."
+)
+@CONFIG
+@click.pass_context
 @user_errors
-def compare(expected: str, actual: str, rtol: float, atol: float) -> None:
+def compare(ctx: click.Context, expected: str, actual: str, **_settings: Any) -> None:
     """Compare two results folders within a tolerance; exit 1 if any number moved more.
 
     Discrete statistics (top keys, ranks, focus fractions) may differ where the top two
     scores are within the tolerance: such near-ties are listed, not counted as failures.
+    The tolerances come from --rtol/--atol, else the settings file (rtol, atol).
     """
     from attnreport.results import load
     from attnreport.results.compare import Tolerance, compare_results
 
+    settings = settings_from(ctx)
+    rtol, atol = settings.rtol, settings.atol
     result = compare_results(load(expected), load(actual), Tolerance(rtol, atol))
     for line in result.near_ties:
         click.echo(f"near-tie: {line}")
@@ -258,25 +294,25 @@ def compare(expected: str, actual: str, rtol: float, atol: float) -> None:
     type=click.Path(file_okay=False),
     help="Where to write the starter files.",
 )
+@click.option(
+    "--workflow",
+    type=click.Choice(["build", "render"]),
+    default="build",
+    show_default=True,
+    help="GitHub Pages workflow: build (runs the study on CPU) or render (draws committed results/, no torch).",
+)
+@click.option("--no-workflow", is_flag=True, help="Write no GitHub Actions workflow.")
 @user_errors
-def init(directory: str) -> None:
-    """Write a starter attnreport.toml and sentences.txt (never overwrites)."""
-    from attnreport.config import STARTER
-    from attnreport.sentences import default_sentence_text
+def init(directory: str, workflow: str, no_workflow: bool) -> None:
+    """Write a project: attnreport.toml, sentences.txt, .gitignore and a GitHub Pages
+    workflow (.github/workflows/attnreport.yml). Never overwrites a file."""
+    from attnreport.project import project_files, write_project
 
     target = Path(directory)
-    files = {"attnreport.toml": STARTER, "sentences.txt": default_sentence_text()}
-    existing = [name for name in files if (target / name).exists()]
-    if existing:
-        raise AttnReportError(
-            f"{target / existing[0]} already exists; remove it or use another --dir"
-        )
-    target.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (target / name).write_text(text, encoding="utf-8")
-    click.echo(
-        f"wrote {target / 'attnreport.toml'} and {target / 'sentences.txt'}; next: attnreport build"
-    )
+    written = write_project(target, project_files(None if no_workflow else workflow))
+    click.echo("wrote " + ", ".join(str(path) for path in written))
+    next_step = "attnreport analyze --out results" if workflow == "render" else "attnreport build"
+    click.echo(f"next: {next_step}; then push to GitHub to publish (README: Publish your report)")
 
 
 @main.command()

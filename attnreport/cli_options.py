@@ -6,6 +6,7 @@ settings they make (``settings_from``) and the one-line report of a user's error
 from __future__ import annotations
 
 import functools
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +34,20 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt:
             click.echo("interrupted; nothing was written", err=True)
             sys.exit(130)
+
+    return wrapper
+
+
+def needs_analysis(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A command that runs a model: one line naming the ``analysis`` extra, before any
+    import of torch, when its libraries are not installed (below ``user_errors``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from attnreport.extras import require_analysis
+
+        require_analysis()
+        return fn(*args, **kwargs)
 
     return wrapper
 
@@ -116,6 +131,21 @@ IMAGES = switch_option("images", "Write a static SVG of every figure (--no-image
 PNG = switch_option(
     "png", "Also write a static PNG of every figure (slower; each chart's menu saves a PNG)."
 )
+
+
+def png_scale_option(default: float | None) -> Decorator:
+    """``--png-scale``: PNG pixels per figure pixel (``None``: as the file or site says)."""
+    return click.option(
+        "--png-scale",
+        "png_scale",
+        type=click.FloatRange(min=0, max=8, min_open=True),
+        default=default,
+        show_default=default is not None,
+        help="PNG pixels per figure pixel (2: twice the figure's size, for print).",
+    )
+
+
+PNG_SCALE = png_scale_option(default_of("png_scale"))
 PAGES = click.option(
     "--pages",
     default=None,
@@ -165,6 +195,39 @@ corpus_options = options(RESUME, ENGINE, RAY_ADDRESS, WORKERS)
 """--resume, --engine, --ray-address, --workers: how ``analyze`` runs a (large) corpus."""
 
 
+def config_path(ctx: click.Context) -> str | None:
+    """The settings file a command reads: ``--config``, else ./attnreport.toml when present
+    (for a command that has ``--config``), else None."""
+    path = ctx.params.get("config_file")
+    if path is None and "config_file" in ctx.params and Path("attnreport.toml").is_file():
+        path = "attnreport.toml"
+    return path
+
+
+def rebuild_command(ctx: click.Context) -> str:
+    """The ``attnreport build`` line that remakes this command's report: its settings file
+    and every setting given on the command line that ``build`` takes, each as the user wrote
+    it (a model path stays as typed); ``--out`` left out (where is the reader's choice).
+    ``build`` and ``render`` of ``analyze`` output with the same file and options give the
+    same line, so their sites stay equal."""
+    build = ctx.find_root().command.get_command(ctx, "build")  # type: ignore[attr-defined]
+    options = {p.name: p for p in build.params if isinstance(p, click.Option)}
+    words = ["attnreport", "build"]
+    path = config_path(ctx)
+    if path is not None:
+        words += ["--config", path]
+    for name, value in ctx.params.items():
+        given = ctx.get_parameter_source(name) is not ParameterSource.DEFAULT
+        if name not in KEYS or name == "out" or name not in options or not given:
+            continue
+        option = options[name]
+        if option.is_flag and option.secondary_opts:
+            words.append(option.opts[0] if value else option.secondary_opts[0])
+        elif value is not None:
+            words += [option.opts[0], str(value)]
+    return shlex.join(words)
+
+
 def settings_from(ctx: click.Context) -> Settings:
     """The command's settings: defaults < settings file < options given on the command line.
 
@@ -177,7 +240,4 @@ def settings_from(ctx: click.Context) -> Settings:
         for name, value in ctx.params.items()
         if name in KEYS and ctx.get_parameter_source(name) is not ParameterSource.DEFAULT
     }
-    path = ctx.params.get("config_file")
-    if path is None and "config_file" in ctx.params and Path("attnreport.toml").is_file():
-        path = "attnreport.toml"
-    return load_settings(path, given)
+    return load_settings(config_path(ctx), given)

@@ -77,6 +77,16 @@ def positive_numbers(key: str, value: tuple[float, ...]) -> str | None:
     return None if good else f"{key} must be positive numbers, got {list(value)}"
 
 
+def positive_or_zero(key: str, value: float) -> str | None:
+    good = value >= 0 and math.isfinite(value)
+    return None if good else f"'{key}' must be a number of at least 0, got {value}"
+
+
+def png_scale_range(key: str, value: float) -> str | None:
+    good = 0 < value <= 8 and math.isfinite(value)
+    return None if good else f"'{key}' must be more than 0 and at most 8, got {value}"
+
+
 def layer_and_head(key: str, value: tuple[int, ...]) -> str | None:
     good = len(value) == 2 and min(value) >= 0
     return None if good else f"'{key}' must be [layer, head], got {list(value)}"
@@ -109,12 +119,15 @@ class Settings:
     title: str = setting("What does attention focus on?", str)
     authors: tuple[str, ...] = setting(("attnreport",), list, items=(str,))
     date: str | None = setting(None, str)  # ISO date; else SOURCE_DATE_EPOCH; else a fixed one
+    lede: str | None = setting(None, str)  # Markdown opening the index (else one computed)
+    afterword: str | None = setting(None, str)  # Markdown closing the index
     dtype: str = setting("float32", str, choices=DTYPES)
     device: str = setting("cpu", str, choices=DEVICES)
     device_map: str | None = setting(None, str, choices=DEVICE_MAPS)  # None: all on ``device``
     truncate: bool = setting(False, bool)  # cut sentences longer than the context
     images: bool = setting(True, bool)  # a static SVG of every figure
     png: bool = setting(False, bool)  # a static PNG too (the chart's menu saves one anyway)
+    png_scale: float = setting(2.0, float, int, check=png_scale_range)  # PNG size / figure size
     pages: str = setting("all", str, check=page_choice)  # sentences with a page: all, N, 0,5,10-12
     bos: str = setting("auto", str, choices=BOS, recorded=True)  # begin-of-sequence token
     breakdown_ranks: int = setting(3, int, check=at_least_one, recorded=True)
@@ -128,6 +141,8 @@ class Settings:
     view_head: tuple[int, ...] | None = setting(
         None, list, items=(int,), check=layer_and_head, recorded=True
     )  # (layer, head) the pages open on; None: computed
+    rtol: float = setting(1e-3, float, int, check=positive_or_zero)  # compare's tolerances
+    atol: float = setting(1e-4, float, int, check=positive_or_zero)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -225,6 +240,8 @@ out = "site"
 title = "What does attention focus on?"
 authors = ["Your Name"]
 # date = "2026-01-01"        # else SOURCE_DATE_EPOCH, so rebuilds are byte-identical
+# lede = "Why I looked at *this* model."  # Markdown (raw HTML shown as text) opening the report
+# afterword = "What I make of it."       # Markdown closing the index (a TOML multi-line string for more)
 dtype = "float32"            # or bfloat16, float16 (analyses stay float32; verify's tolerances follow it)
 device = "cpu"               # or cuda, auto
 # device_map = "auto"        # or balanced: spread the model over the GPUs (then CPU, disk) with accelerate
@@ -239,5 +256,8 @@ map_tokens = 256             # attention maps (n x n per head) are kept up to th
 # view_head = [3, 4]         # layer and head the pages open on (default: strongest first-token focus)
 images = true                # a static SVG of every figure (for readers without JavaScript)
 png = false                  # a static PNG of every figure too (slower; the chart menu saves PNGs)
+png_scale = 2                # PNG pixels per figure pixel (2: twice the size, for print)
 pages = "all"                # sentences with a page: "all", a count "20", or "0,5,10-12"
+rtol = 1e-3                  # attnreport compare: relative and absolute tolerances
+atol = 1e-4
 """

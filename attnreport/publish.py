@@ -44,8 +44,12 @@ def options_from_json(data: bytes, where: str) -> SiteOptions:
         raise AttnReportError(f"{where} holds unknown site options; expected {sorted(known)}")
     if "authors" in values:
         values["authors"] = tuple(values["authors"])
+    if "notes" in values:
+        values["notes"] = tuple(tuple(pair) for pair in values["notes"])
     if "png" not in values:  # written before the setting existed, when every image had a PNG
         values["png"] = values.get("images", True)
+    if "png_scale" not in values and values["png"]:  # drawn when every PNG was 1x
+        values["png_scale"] = 1.0
     if not isinstance(values.get("pages", "all"), str):
         raise AttnReportError(f'{where}: pages must be a string like "0,5,10-12"')
     return SiteOptions(**values)
@@ -96,4 +100,5 @@ def merged_options(base: SiteOptions | None, **overrides: Any) -> SiteOptions:
     values = asdict(base or SiteOptions())
     values.update({k: v for k, v in overrides.items() if v is not None})
     values["authors"] = tuple(values["authors"])
+    values["notes"] = tuple(tuple(pair) for pair in values["notes"])
     return SiteOptions(**values)

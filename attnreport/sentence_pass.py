@@ -12,6 +12,7 @@ never with n x n. Both give the same tables (``tests/test_blockwise.py``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields, replace
 from typing import Any
 
@@ -31,6 +32,9 @@ from attnreport.streaming import layer_tensors, stream_layers
 Maps = dict[str, Any]
 
 
+LayerProgress = Callable[[int, int], None]  # (layers done, layers in the model)
+
+
 def to_cpu(record: LayerRecord) -> LayerRecord:
     """Analyses work on CPU tensors; a no-op for a model on the CPU."""
     if record.scores.device.type == "cpu":
@@ -44,9 +48,14 @@ def to_cpu(record: LayerRecord) -> LayerRecord:
 
 
 def analyze_pass(
-    model: torch.nn.Module, specs: list[LayerSpec], token_ids: torch.Tensor, settings: Settings
+    model: torch.nn.Module,
+    specs: list[LayerSpec],
+    token_ids: torch.Tensor,
+    settings: Settings,
+    on_layer: LayerProgress | None = None,
 ) -> tuple[dict[str, Table], Maps | None]:
-    """The sentence's tables (``merge_layers``) and, up to ``map_tokens`` tokens, its maps."""
+    """The sentence's tables (``merge_layers``) and, up to ``map_tokens`` tokens, its maps.
+    ``on_layer(done, total)`` hears of each layer analysed (progress within a sentence)."""
     keep_maps = token_ids.shape[0] <= settings.map_tokens
     per_layer: list[dict[str, Table]] = []
     maps: Maps = {"scores": [], "sinks": [], "rank_fixes": {}}
@@ -59,10 +68,14 @@ def analyze_pass(
         maps["scores"].append(kept["scores"])
         maps["rank_fixes"].update(kept["rank_fixes"])
         maps["sinks"].append(sink_logits(raw.computed.sinks))
+        if on_layer is not None:
+            on_layer(len(per_layer), len(specs))
 
     def blockwise(spec: LayerSpec, raw: RawLayer) -> None:
         tensors = layer_tensors(spec, raw)
         per_layer.append(analyze_layer_blockwise(tensors, settings.breakdown_ranks))
+        if on_layer is not None:
+            on_layer(len(per_layer), len(specs))
 
     stream_layers(model, specs, token_ids, dense if keep_maps else blockwise, not keep_maps)
     if not any(layer is not None for layer in maps["sinks"]):

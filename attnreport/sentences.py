@@ -118,6 +118,24 @@ def jsonl_texts(raw: bytes, origin: str) -> bytes:
     return "\n".join(texts).encode("utf-8")
 
 
+def sentence_notes(path: str | Path | None) -> dict[str, str]:
+    """{sentence text: note} from the ``note`` string fields of a ``.jsonl`` sentence file
+    (the author's words for that sentence's page, Markdown); {} for other files. The text
+    is the sentence as ``read_sentences`` gives it (one line, stripped)."""
+    if path is None or Path(path).suffix.lower() != ".jsonl" or not Path(path).is_file():
+        return {}
+    notes = {}
+    for number, line in enumerate(Path(path).read_text("utf-8-sig").splitlines(), start=1):
+        value = json.loads(line) if line.strip() else {}
+        note = value.get("note") if isinstance(value, dict) else None
+        if note is None:
+            continue
+        if not isinstance(note, str):
+            raise AttnReportError(f'{path} line {number}: "note" must be a string')
+        notes[" ".join(str(value.get("text", "")).splitlines()).strip()] = note
+    return notes
+
+
 BOS_MODES = ("auto", "always", "never")
 
 

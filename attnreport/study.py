@@ -46,7 +46,7 @@ from attnreport.results import (
     TokensTable,
 )
 from attnreport.results import tables as rt
-from attnreport.sentence_pass import analyze_pass
+from attnreport.sentence_pass import LayerProgress, analyze_pass
 from attnreport.session import Session, context_length
 from attnreport.streaming import stream_layers
 from attnreport.value_norms import value_norms
@@ -65,12 +65,15 @@ class SentenceAnalysis:
     head_impact: dict[str, np.ndarray]
 
 
-def analyze_sentence(session: Session, index: int, settings: Settings) -> SentenceAnalysis:
+def analyze_sentence(
+    session: Session, index: int, settings: Settings, on_layer: LayerProgress | None = None
+) -> SentenceAnalysis:
     """Every per-sentence table of one sentence (schema ``sentences/NNN.json``); each layer
-    is analysed as soon as it has run and then dropped (``sentence_pass.analyze_pass``)."""
+    is analysed as soon as it has run and then dropped (``sentence_pass.analyze_pass``,
+    which reports each to ``on_layer``)."""
     sentence = session.sentences[index]
     ids = torch.tensor(sentence.token_ids)
-    tables, maps = analyze_pass(session.model, session.specs, ids, settings)
+    tables, maps = analyze_pass(session.model, session.specs, ids, settings, on_layer)
     result = SentenceResults(
         index=index,
         text=sentence.text,

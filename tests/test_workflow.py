@@ -1,24 +1,100 @@
-"""The GitHub Pages workflow is valid and deploys site/ with GitHub's official actions."""
+"""The GitHub Pages workflows are valid, deploy with GitHub's current actions, and install
+the CPU build of torch: this repository's (the example) and the two that ``init`` writes."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "pages.yml"
+import pytest
+import yaml
+
+from attnreport.project import CPU_TORCH_INDEX, WORKFLOWS, workflow_text
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
+
+# The current major of every action the workflows use (Node 24 releases; looked up in
+# each action's release notes, November 2026). An older major fails here.
+CURRENT_MAJORS = {
+    "actions/checkout": 7,
+    "actions/setup-python": 7,
+    "actions/cache": 6,
+    "actions/configure-pages": 6,
+    "actions/upload-pages-artifact": 5,
+    "actions/deploy-pages": 5,
+}
 
 
-def test_workflow_matches_githubs_schema():
-    exe = shutil.which("check-jsonschema") or str(Path(sys.executable).parent / "check-jsonschema")
+def _written(tmp_path: Path) -> dict[str, Path]:
+    """This repository's workflow and both forms ``init`` writes, as files."""
+    files = {"pages.yml": WORKFLOW}
+    for form in WORKFLOWS:
+        path = tmp_path / f"{form}.yml"
+        path.write_text(workflow_text(form), encoding="utf-8")
+        files[form] = path
+    return files
+
+
+def test_workflows_match_githubs_schema(tmp_path):
+    paths = [str(p) for p in _written(tmp_path).values()]
+    exe = shutil.which("check-jsonschema", path=str(Path(sys.executable).parent))
+    command = [exe] if exe else [sys.executable, "-m", "check_jsonschema"]
     result = subprocess.run(
-        [exe, "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+        [*command, "--builtin-schema", "vendor.github-workflows", *paths],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", ["pages.yml", *WORKFLOWS])
+def test_workflows_use_the_current_majors_of_the_actions(tmp_path, name):
+    text = _written(tmp_path)[name].read_text(encoding="utf-8")
+    used = re.findall(r"uses:\s*([\w.-]+/[\w.-]+)@v(\d+)\s", text)
+    assert {action for action, _ in used} >= {
+        "actions/checkout",
+        "actions/setup-python",
+        "actions/configure-pages",
+        "actions/upload-pages-artifact",
+        "actions/deploy-pages",
+    }
+    for action, major in used:
+        assert action in CURRENT_MAJORS, f"{action}: add its current major to the list"
+        assert int(major) == CURRENT_MAJORS[action], f"{name}: {action}@v{major}"
+
+
+def _steps(text: str) -> list[dict]:
+    jobs = yaml.safe_load(text)["jobs"]
+    return [step for job in jobs.values() for step in job["steps"]]
+
+
+def test_build_workflow_installs_cpu_torch_caches_and_builds():
+    text = workflow_text("build")
+    runs = [step["run"] for step in _steps(text) if "run" in step]
+    install = next(run for run in runs if "pip install" in run)
+    lines = install.splitlines()
+    torch_line = next(i for i, line in enumerate(lines) if " torch " in line)
+    package_line = next(i for i, line in enumerate(lines) if '"$ATTNREPORT"' in line)
+    assert f"--index-url {CPU_TORCH_INDEX}" in lines[torch_line]
+    assert torch_line < package_line, "CPU torch must be installed before the package"
+    assert "attnreport[analysis] @ git+" in text
+    cache = next(s for s in _steps(text) if s.get("uses", "").startswith("actions/cache@"))
+    assert {"~/.cache/attnreport", "~/.cache/huggingface"} <= set(cache["with"]["path"].split())
+    assert any(run.startswith("attnreport build --out site") for run in runs)
+    upload = next(s for s in _steps(text) if "upload-pages-artifact" in s.get("uses", ""))
+    assert upload["with"]["path"] == "site"
+
+
+def test_render_workflow_needs_no_torch():
+    text = workflow_text("render")
+    runs = "\n".join(step["run"] for step in _steps(text) if "run" in step)
+    assert "torch" not in runs and "attnreport[render] @ git+" in text
+    assert "attnreport render results --out site" in runs
 
 
 def test_workflow_builds_and_deploys_the_site():

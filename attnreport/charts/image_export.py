@@ -120,7 +120,7 @@ def worker_count(n_figures: int) -> int:
     return drawers()
 
 
-def draw(spec: dict[str, Any], png: bool = True) -> Drawn:
+def draw(spec: dict[str, Any], png: bool | float = True) -> Drawn:
     """One static spec's (SVG, PNG), or the error text; runs here or in a worker."""
     try:
         return images.render_static(spec, png)
@@ -155,7 +155,7 @@ def _broken(error: BaseException) -> None:
     shutdown_pool()
 
 
-def _submit(specs: Mapping[str, dict[str, Any]], png: bool, workers: int) -> dict[str, Any]:
+def _submit(specs: Mapping[str, dict[str, Any]], png: bool | float, workers: int) -> dict[str, Any]:
     """key -> future of ``draw`` (or the drawing itself when drawn here)."""
     started: dict[str, Any] = {}
     if workers > 1:
@@ -186,7 +186,7 @@ class Export:
     found: dict[str, Drawn | None]  # key -> drawing (None: not drawn yet)
     specs: dict[str, dict[str, Any]]  # key -> spec of each drawing still to come
     started: dict[str, Any]  # key -> future, for those given to the worker processes
-    png: bool
+    png: bool | float  # False: no PNG; True: at ``images.PNG_SCALE``; a number: that scale
     store: ImageCache | None
 
     def result(self) -> list[dict[str, bytes]]:
@@ -222,21 +222,29 @@ class Export:
             self.store.put(key, *drawn)
 
 
+def _png_key(png: bool | float) -> str:
+    """What the PNG choice adds to the image cache key."""
+    if png is True:
+        return ""
+    return f"; png scale {float(png):g}" if png else "; svg only"
+
+
 def start_images(
     figs: Sequence[Figure],
     *,
-    png: bool = True,
+    png: bool | float = True,
     cache: ImageCache | bool = True,
     workers: int | None = None,
 ) -> Export:
     """Start drawing the static images of ``figs`` (see ``Export.result``).
 
-    ``png``: also a PNG of each; ``cache``: True for the user's image cache, False for
+    ``png``: also a PNG of each (True: at ``images.PNG_SCALE``; a number: at that scale);
+    ``cache``: True for the user's image cache, False for
     none, or an ``ImageCache``; ``workers``: processes that draw the figures not cached,
     this one included (default: ``worker_count``; 1 draws them all here, in ``result``).
     """
     store = default_cache() if cache is True else (cache or None)
-    exporter = images.exporter_version() + ("" if png else "; svg only")
+    exporter = images.exporter_version() + _png_key(png)
     keys = [image_key(f.static_spec, exporter) if images.exportable(f) else None for f in figs]
     found: dict[str, Drawn | None] = {}
     for key in filter(None, keys):
@@ -250,7 +258,7 @@ def start_images(
 def figure_images(
     figs: Sequence[Figure],
     *,
-    png: bool = True,
+    png: bool | float = True,
     cache: ImageCache | bool = True,
     workers: int | None = None,
 ) -> list[dict[str, bytes]]:

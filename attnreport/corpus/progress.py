@@ -5,6 +5,7 @@ The commands import this only when they run, so ``--help`` does not load rich.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from rich.console import Console
@@ -30,8 +31,25 @@ class RateColumn(ProgressColumn):
         return Text("" if speed is None else f"{speed:.1f}/s", style="progress.data.speed")
 
 
+class ConsoleHandler(logging.Handler):
+    """Log records as ``level: message`` lines printed through a rich console, which draws
+    them above its live progress display instead of under (and then over) it."""
+
+    def __init__(self, console: Console, level: int) -> None:
+        super().__init__(level)
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = Text(f"{record.levelname.lower()}: {record.getMessage()}")
+        self.console.print(line, soft_wrap=True, highlight=False)
+
+
 class RichProgress:
-    """Draws the study's stages with rich on stderr; a no-op when stderr is not a terminal."""
+    """Draws the study's stages with rich on stderr; a no-op when stderr is not a terminal.
+
+    While it draws, the ``attnreport`` logger's handlers are swapped for one that prints
+    through the same console, so a warning lands above the progress, whole.
+    """
 
     LABELS = {
         "load": "Loading model",
@@ -39,6 +57,7 @@ class RichProgress:
         "interventions": "Running interventions",
         "site": "Drawing charts and pages",
         "write": "Writing",
+        "capture:layers": "  layers of this sentence",
     }
 
     def __init__(self) -> None:
@@ -57,6 +76,9 @@ class RichProgress:
         self.current: str | None = None
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        if ":" in stage:  # within the current stage: its own row, not a new stage
+            self._within(stage, done, total)
+            return
         if stage not in self.tasks:
             if self.current is not None:
                 task = self.tasks[self.current]
@@ -67,12 +89,36 @@ class RichProgress:
             self.current = stage
         self.progress.update(self.tasks[stage], completed=done)
 
+    def _within(self, stage: str, done: int, total: int) -> None:
+        """A row under the current stage (layers of this sentence), restarted at 0; its
+        time-remaining column is the estimate for the sentence."""
+        if stage not in self.tasks:
+            label = self.LABELS.get(stage, stage)
+            self.tasks[stage] = self.progress.add_task(label, total=max(total, 1))
+        task = self.tasks[stage]
+        if done <= 1:
+            self.progress.reset(task, total=max(total, 1))
+        self.progress.update(task, completed=done)
+
     def __enter__(self) -> RichProgress:
+        logger = logging.getLogger("attnreport")
+        self._handlers = list(logger.handlers)
+        level = min((h.level for h in self._handlers), default=logging.WARNING)
+        for handler in self._handlers:
+            logger.removeHandler(handler)
+        self._console_handler = ConsoleHandler(self.progress.console, level)
+        logger.addHandler(self._console_handler)
         self.progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.current is not None and exc[0] is None:
-            task = self.tasks[self.current]
-            self.progress.update(task, completed=self.progress.tasks[task].total)
-        self.progress.stop()
+        try:
+            if self.current is not None and exc[0] is None:
+                task = self.tasks[self.current]
+                self.progress.update(task, completed=self.progress.tasks[task].total)
+            self.progress.stop()
+        finally:
+            logger = logging.getLogger("attnreport")
+            logger.removeHandler(self._console_handler)
+            for handler in self._handlers:
+                logger.addHandler(handler)

@@ -32,6 +32,7 @@ from attnreport.study import (
 from attnreport.value_norms import value_norms
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total), as attnreport.build's
+LAYERS = "capture:layers"  # the layers of the sentence being captured (local engine)
 
 
 def _quiet(_stage: str, _done: int, _total: int) -> None:
@@ -86,7 +87,7 @@ def run_corpus(
     if pending:
         context = EngineContext(
             session, settings, settings.model, settings.dtype, settings.device, options.ray_address,
-            options.workers,
+            options.workers, lambda done, total: progress(LAYERS, done, total),
         )  # fmt: skip
         analyze_pending(open_engine(options.engine, context), pending, store, totals, progress)
     progress("interventions", 0, 1)

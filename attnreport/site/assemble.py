@@ -122,7 +122,7 @@ def _start_images(
     if not options.images:
         return lambda: [{} for _ in plain]
     if charts.figure_images is not None:
-        return charts.figure_images(plain, options.png, here)
+        return charts.figure_images(plain, options.png_export, here)
     drawn = [{k: v for k, v in charts.images(f).items() if k == "svg" or options.png} for f in plain]  # fmt: skip
     return lambda: drawn
 
@@ -173,10 +173,18 @@ def _figures(
 
 def options_json(options: SiteOptions) -> bytes:
     """The site options as canonical JSON (``results/render.json``). ``pages`` is left out
-    when every sentence has a page, so sites drawn before ``--pages`` keep their bytes."""
+    when every sentence has a page, and ``rebuild`` when unknown, so sites drawn before
+    those options existed keep their bytes."""
     values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
     if values.get("pages") == "all":
         del values["pages"]
+    for key in ("rebuild", "afterword"):
+        if values.get(key) is None:
+            values.pop(key, None)
+    if not values.get("png"):
+        values.pop("png_scale", None)
+    if not values.get("notes"):
+        values.pop("notes", None)
     return dump_json(values)
 
 

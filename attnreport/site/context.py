@@ -31,10 +31,19 @@ class SiteOptions:
     title: str = "What attention does"
     date: str | None = None  # ISO date shown on every page; never taken from the clock
     authors: tuple[str, ...] = ()
-    lede: str | None = None  # replaces the computed opening paragraph of the index page
+    lede: str | None = None  # Markdown replacing the computed opening paragraph of the index
     images: bool = True  # a static SVG of every figure (``--no-images``: False)
     png: bool = False  # and a static PNG of every figure (``--png``)
+    png_scale: float = 2.0  # PNG pixels per figure pixel (``--png-scale``)
     pages: str = "all"  # which sentences get a page (``--pages``: all, N, or 0,5,10-12)
+    rebuild: str | None = None  # the command line that built it (None: derived from results)
+    afterword: str | None = None  # Markdown closing the index page
+    notes: tuple[tuple[str, str], ...] = ()  # (sentence text, Markdown note for its page)
+
+    @property
+    def png_export(self) -> bool | float:
+        """What the image export's ``png`` takes: False for no PNG, else the PNG's scale."""
+        return self.png_scale if self.png else False
 
 
 @dataclass(frozen=True)
@@ -122,9 +131,13 @@ class TokenContext:
     text: str
     token_id: int
     position: int
+    pieces: tuple[tuple[int, int], ...] = ()  # (id, position) of byte pieces drawn as one
 
     @property
     def title(self) -> str:
+        if self.pieces:
+            named = ", ".join(f"id {i} at position {p}" for i, p in self.pieces)
+            return f"{len(self.pieces)} byte pieces of one character: {named}"
         return f"id {self.token_id} · position {self.position}"
 
 
@@ -182,6 +195,8 @@ class IndexContext:
     methods: tuple[Method, ...] = ()  # each measure's definition (figures link here)
     limitations: tuple[str, ...] = ()  # what this run cannot show, computed from it
     citation: str = ""  # BibTeX of the report
+    lede_html: str = ""  # the author's lede (Markdown, raw HTML escaped); replaces ``lede``
+    afterword_html: str = ""  # the author's afterword, likewise
 
 
 @dataclass(frozen=True)
@@ -198,6 +213,7 @@ class SentencePageContext:
     next: Link | None = None
     toc: tuple[Link, ...] = field(default=())
     lede: tuple[Paragraph, ...] = ()  # what is special about this sentence (``site.lede``)
+    note_html: str = ""  # the author's note on this sentence (Markdown, raw HTML escaped)
 
 
 class Notes:

@@ -24,6 +24,7 @@ from attnreport.site import (
     wording,
 )
 from attnreport.site.alt_text import ALT, AltData, alt_text
+from attnreport.site.byte_tokens import byte_groups
 from attnreport.site.context import (
     FigureContext,
     FigureInput,
@@ -39,6 +40,7 @@ from attnreport.site.context import (
     figure_span,
     number_figures,
 )
+from attnreport.site.markdown import markdown_html
 from attnreport.text import display_token, visible
 
 # (anchor, heading): the parts of a sentence page; a figure's registry entry names its part
@@ -166,15 +168,19 @@ def sorted_note(numbers: Sequence[int], prefix: str = "") -> str:
 
 
 def tokens_of(sentence: SentenceResults) -> tuple[TokenContext, ...]:
-    """The token strip from the sentence's ``tokens`` table."""
-    return tuple(
-        TokenContext(
-            text=display_token(str(r["token"])),
-            token_id=int(r["token_id"]),
-            position=int(r["position"]),
-        )
-        for r in sorted(prose.rows(sentence.tokens), key=lambda r: int(r["position"]))
-    )
+    """The token strip from the sentence's ``tokens`` table; byte pieces of one character
+    drawn as that character, the pieces named in its title (``byte_tokens``)."""
+    rows = sorted(prose.rows(sentence.tokens), key=lambda r: int(r["position"]))
+    chips = [
+        TokenContext(display_token(str(r["token"])), int(r["token_id"]), int(r["position"]))
+        for r in rows
+    ]
+    for group in reversed(byte_groups(sentence.text, [str(r["token"]) for r in rows])):
+        run = chips[group.start : group.end]
+        pieces = tuple((c.token_id, c.position) for c in run)
+        merged = TokenContext(display_token(group.text), run[0].token_id, run[0].position, pieces)
+        chips[group.start : group.end] = [merged]
+    return tuple(chips)
 
 
 def _paras(texts: Sequence[str], notes: Sequence[tuple[int, ...]] = ()) -> list[Paragraph]:
@@ -283,6 +289,7 @@ def sentence_page(
         prev=prev,
         next=next_,
         toc=tuple(Link("#" + s.anchor, s.title) for s in sections),
+        note_html=markdown_html(dict(options.notes).get(text)),
     )
 
 
@@ -365,7 +372,9 @@ def index_page(
         sections=(SectionContext("set", "Across the sentence set", tuple(paras), figs),),
         footnotes=notes.all,
         findings=found,
-        about=about.about_rows(results.manifest, attnreport.__version__, checksum, options.pages),
+        about=about.about_rows(
+            results.manifest, attnreport.__version__, checksum, options.pages, options.rebuild
+        ),
         check_command=about.check_command(layout),
         pages_note=prose.pages_note(pages),
         claims=claims,
@@ -376,4 +385,6 @@ def index_page(
         citation=apparatus.citation(
             meta.site_title, meta.authors, meta.date, results.manifest, meta.version
         ),
+        lede_html=markdown_html(options.lede),
+        afterword_html=markdown_html(options.afterword),
     )

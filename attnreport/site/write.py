@@ -7,6 +7,10 @@ in: with one atomic ``renameat2(RENAME_EXCHANGE)`` on Linux, else with two renam
 old site is first moved to ``.attnreport-tmp-old-PID-TAG``). An exception, Ctrl-C or
 SIGTERM removes the temporary folder; a SIGKILL leaves it behind, and the next build
 removes it (or, if the kill fell between the two renames, moves the old site back).
+
+``force`` replaces a folder attnreport did not write, but never deletes it silently: a
+warning lists what it held, a folder holding ``.git`` is refused, and the old content is
+moved to the sibling ``.attnreport-trash-NAME``, which the next write of NAME removes.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import contextlib
 import ctypes
 import errno
 import hashlib
+import logging
 import os
 import secrets
 import shutil
@@ -27,6 +32,28 @@ from attnreport.errors import AttnReportError
 
 MARKER = ".attnreport-site"
 TMP_PREFIX = ".attnreport-tmp-"
+TRASH_PREFIX = ".attnreport-trash-"
+LISTED = 8  # entries a --force warning names before "and N more"
+
+log = logging.getLogger(__name__)
+
+
+def trash_path(target: Path) -> Path:
+    """Where ``--force`` moves a foreign folder's old content (beside it, same file system)."""
+    return target.parent / f"{TRASH_PREFIX}{target.name}"
+
+
+def foreign_entries(target: Path) -> list[str]:
+    """The entries of ``target`` when it is a non-empty folder attnreport did not write
+    (folders with a trailing ``/``), sorted; [] otherwise."""
+    if not target.is_dir() or (target / MARKER).is_file():
+        return []
+    return sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir())
+
+
+def _listing(entries: list[str]) -> str:
+    more = len(entries) - LISTED
+    return ", ".join(entries[:LISTED]) + (f" and {more} more" if more > 0 else "")
 
 
 def _tag(target: Path) -> str:
@@ -67,8 +94,14 @@ def check_target(target: Path, force: bool) -> None:
         return
     if not force:
         raise AttnReportError(
-            f"output folder {target} is not empty and was not written by attnreport; "
-            "choose an empty folder or pass --force to replace it"
+            f"output folder {target} is not empty and was not written by attnreport "
+            f"({_listing(foreign_entries(target))}); choose an empty folder or pass --force "
+            f"to replace it (its content is moved to {trash_path(target)})"
+        )
+    if (target / ".git").exists():
+        raise AttnReportError(
+            f"refusing to replace {target} even with --force: it holds a .git folder (a "
+            "repository); choose another output folder, e.g. a subfolder"
         )
     real = target.resolve()
     if real in (Path(real.anchor), Path.home().resolve()) or Path.cwd().resolve().is_relative_to(
@@ -123,13 +156,22 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(a))
 
 
-def _swap_in(tmp: Path, target: Path) -> None:
-    """Put ``tmp`` at ``target``; the previous ``target`` is removed afterwards."""
+def _discard(old: Path, keep: Path | None) -> None:
+    """Remove the replaced content ``old``, or move it to ``keep`` (a fresh path)."""
+    if keep is None:
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(old, keep)
+
+
+def _swap_in(tmp: Path, target: Path, keep: Path | None = None) -> None:
+    """Put ``tmp`` at ``target``; the previous ``target`` is removed afterwards, or moved
+    to ``keep`` when given."""
     if not os.path.lexists(target):
         os.rename(tmp, target)
         return
     if _exchange(tmp, target):
-        shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the previous site
+        _discard(tmp, keep)  # tmp now holds the previous site
         return
     old = target.parent / f"{TMP_PREFIX}old-{os.getpid()}-{_tag(target)}"
     os.rename(target, old)
@@ -138,7 +180,7 @@ def _swap_in(tmp: Path, target: Path) -> None:
     except BaseException:
         os.rename(old, target)
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    _discard(old, keep)
 
 
 class _Interrupt(KeyboardInterrupt):
@@ -185,7 +227,7 @@ def write_site(files: Mapping[str, bytes], out_dir: Path, force: bool = False) -
             clean_stale(parent, target)
         check_target(target, force)
         parent.mkdir(parents=True, exist_ok=True)
-        _write_and_swap(files, parent, target)
+        _write_and_swap(files, parent, target, _trash_for(target))
     except (NotADirectoryError, FileExistsError) as err:
         raise AttnReportError(
             f"cannot write the site to {target}: {err.filename} is a file, not a folder"
@@ -198,14 +240,35 @@ def write_site(files: Mapping[str, bytes], out_dir: Path, force: bool = False) -
     return target
 
 
-def _write_and_swap(files: Mapping[str, bytes], parent: Path, target: Path) -> None:
-    """Fill a fresh temporary folder, then swap it in; the folder never outlives an error."""
+def _trash_for(target: Path) -> Path | None:
+    """For a foreign folder being replaced (``force``): a fresh trash path beside it, the
+    warning that names what moves there. Otherwise None, and last time's trash is pruned."""
+    trash = trash_path(target)
+    if os.path.lexists(trash):
+        shutil.rmtree(trash, ignore_errors=True)
+    entries = foreign_entries(target)
+    if not entries:
+        return None
+    log.warning(
+        "replacing %s, which attnreport did not write: %s; moved to %s (removed by the next build)",
+        target,
+        _listing(entries),
+        trash,
+    )
+    return trash
+
+
+def _write_and_swap(
+    files: Mapping[str, bytes], parent: Path, target: Path, keep: Path | None = None
+) -> None:
+    """Fill a fresh temporary folder, then swap it in (the old content removed, or moved to
+    ``keep``); the temporary folder never outlives an error."""
     with _sigterm_unwinds() as critical:
         tmp = _make_tmp(parent, "new", "")
         try:
             _fill(tmp, files)
             critical[0] = True
-            _swap_in(tmp, target)
+            _swap_in(tmp, target, keep)
         finally:
             critical[0] = False
             if os.path.lexists(tmp):

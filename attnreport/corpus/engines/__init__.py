@@ -9,7 +9,7 @@ an ``open_engine(context) -> Engine`` function, listed in ``ENGINES``.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,6 +33,7 @@ class EngineContext:
     device: str
     ray_address: str | None = None  # an existing Ray cluster; None: start a local one
     workers: int | None = None  # None: one per CPU (or GPU) of the cluster
+    on_layer: Callable[[int, int], None] | None = None  # layers done in a sentence (local)
 
 
 class Engine(Protocol):

@@ -15,7 +15,8 @@ class LocalEngine:
 
     def analyze(self, sentences: Sequence[Sentence]) -> Iterator[SentenceOutcome]:
         for sentence in sentences:
-            yield analyze_one(self.context.session, sentence, self.context.settings)
+            context = self.context
+            yield analyze_one(context.session, sentence, context.settings, context.on_layer)
 
     def close(self) -> None:
         return None

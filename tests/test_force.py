@@ -1,0 +1,73 @@
+"""``--force`` never deletes silently: it names what it replaces, refuses a repository,
+and keeps the old content beside the folder until the next build."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from attnreport.cli import main
+from attnreport.errors import AttnReportError
+from attnreport.results import dump
+from attnreport.site.write import MARKER, trash_path, write_site
+from tests.fixtures.fake_results import fake_study, typed
+
+NEW = {"index.html": b"<h1>new</h1>", MARKER: b""}
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def users_folder(path: Path) -> dict[str, bytes]:
+    path.mkdir()
+    (path / "notes.md").write_text("my notes")
+    (path / "drafts").mkdir()
+    (path / "drafts" / "one.txt").write_text("draft")
+    (path / "index.html").write_text("<h1>mine</h1>")
+    return tree(path)
+
+
+def test_force_lists_what_it_replaces_and_keeps_it_until_the_next_build(tmp_path):
+    results = write_site(dump(typed(fake_study(2, n_layers=2, n_heads=2))), tmp_path / "r")
+    out = tmp_path / "docs"
+    before = users_folder(out)
+    refused = CliRunner().invoke(main, ["render", str(results), "--out", str(out), "--no-images"])
+    assert refused.exit_code == 1 and "drafts/, index.html, notes.md" in refused.output
+    assert tree(out) == before
+    args = ["render", str(results), "--out", str(out), "--no-images", "--force"]
+    forced = CliRunner().invoke(main, args)
+    assert forced.exit_code == 0, forced.output
+    warning = next(line for line in forced.output.splitlines() if line.startswith("warning:"))
+    assert "drafts/, index.html, notes.md" in warning and str(trash_path(out)) in warning
+    assert tree(trash_path(out)) == before  # nothing lost
+    assert (out / MARKER).is_file() and not (out / "notes.md").exists()
+    again = CliRunner().invoke(main, args[:-1])  # our own site now
+    assert again.exit_code == 0, again.output
+    assert "warning:" not in again.output and not trash_path(out).exists()
+
+
+def test_force_refuses_a_repository(tmp_path):
+    out = tmp_path / "repo"
+    users_folder(out)
+    (out / ".git").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    before = tree(out)
+    with pytest.raises(AttnReportError, match="holds a .git folder"):
+        write_site(NEW, out, force=True)
+    assert tree(out) == before and not trash_path(out).exists()
+
+
+def test_a_long_listing_is_cut(tmp_path):
+    out = tmp_path / "many"
+    out.mkdir()
+    for i in range(12):
+        (out / f"f{i:02}.txt").write_text("x")
+    with pytest.raises(AttnReportError, match=r"f07\.txt and 4 more\)"):
+        write_site(NEW, out)
