@@ -224,3 +224,27 @@ def test_head_roles_table_keeps_head_order():
     table = head_roles_table(2, values, causal(4)[:, 0])
     assert table["head"].tolist() == [0, 1, 2]
     assert list(table)[:2] == ["layer", "head"]
+
+
+@pytest.mark.parametrize(
+    "case", ["plain", "grouped-query", "window", "window-1", "sinks", "everything"]
+)
+def test_blockwise_head_roles_equal_the_dense_ones(case):
+    """The long-input path (query blocks) gives the dense pattern's scores."""
+    from attnreport.analyses.blockwise import analyze_layer_blockwise
+    from attnreport.analyses.sentence import layer_role_tables
+    from tests.test_blockwise import CASES, dense_reference, make_tensors
+
+    options = dict(CASES[case])
+    rows = options.pop("rows")
+    t = make_tensors(seed=len(case), **options)
+    record = dense_reference(t)[0]
+    ids = torch.randint(0, 4, (t.n_tokens,), generator=torch.Generator().manual_seed(0))
+    dense = layer_role_tables(record, ids, t.out_weight)
+    streamed = analyze_layer_blockwise(t, rows=rows, roles=True, token_ids=ids)
+    for name, table in dense.items():
+        assert list(streamed[name]) == list(table)
+        for column, expected in table.items():
+            np.testing.assert_allclose(streamed[name][column], expected, rtol=1e-5, atol=1e-6)
+    # the ids repeat within every window but a one-token one
+    assert (dense["head_roles"]["n_duplicate"][0] > 0) == (t.window != 1)

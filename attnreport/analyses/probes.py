@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import torch
 
-from attnreport.analyses.tables import Table
+from attnreport.analyses.tables import Table, round_sig
 
 PROBE_LENGTH = 50  # R: random tokens per copy
 PROBE_COUNT = 10
@@ -88,13 +88,15 @@ def massive_activation_row(layer: int, x: torch.Tensor) -> Table:
     """One sentence's ``massive_activations`` row of one layer (Sun et al. 2024).
 
     ``x`` (query, model): the residual stream entering block ``layer``. Columns: layer,
-    position and dimension of the largest ``|x|`` (ties to the first in row-major order),
+    position and dimension of the largest ``|x|`` rounded to 6 significant digits (as
+    published; ties to the first in row-major order, so a last-bit difference between
+    two passes does not move it),
     value (its signed activation), median (the median of ``|x|`` over every position and
     dimension, ``torch.median``'s lower median) and ratio = ``|value| / median`` (0 when
     the median is 0).
     """
     magnitude = x.double().abs()
-    flat = int(torch.argmax(magnitude.reshape(-1)))
+    flat = int(np.argmax(round_sig(magnitude.reshape(-1))))
     position, dimension = divmod(flat, int(x.shape[1]))
     median = float(magnitude.reshape(-1).median())
     top = float(magnitude[position, dimension])
