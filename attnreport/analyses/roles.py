@@ -48,11 +48,11 @@ def value_norms(v: torch.Tensor, out_weight: torch.Tensor, groups: int = 1) -> t
     ``v`` (kv_head, key, d), ``out_weight`` (head, d, model); query head h reads kv head
     ``h // groups``.
     """
-    v = v.double()
+    v = v.float()
     if groups > 1:
         v = v.repeat_interleave(groups, dim=0)  # (head, key, d)
-    written = torch.einsum("hkd,hdm->hkm", v, out_weight.double())  # (head, key, model)
-    return torch.linalg.vector_norm(written, dim=-1)
+    written = torch.bmm(v, out_weight.float())  # (head, key, model), float32 (a BLAS call)
+    return torch.linalg.vector_norm(written, dim=-1).double()
 
 
 def role_query_values(
@@ -83,13 +83,11 @@ def role_query_values(
     has_prev = (prev_local >= 0) & (query >= 1)
     prev = p.gather(-1, prev_local.clamp(min=0).expand(n_heads, -1)[..., None])[..., 0]
     outcomes = allowed.sum(-1).double() + (0.0 if sink is None else 1.0)
-    plogp = torch.where(p > 0, p * torch.log(p.clamp(min=1e-300)), 0.0)
-    entropy = -plogp.sum(-1)
+    entropy = -torch.special.xlogy(p, p).sum(-1)  # 0 ln 0 = 0
     if sink is not None:
-        s = sink.double()
-        entropy = entropy - torch.where(s > 0, s * torch.log(s.clamp(min=1e-300)), 0.0)
-    log_outcomes = torch.log(outcomes)
-    normalised = torch.where(outcomes > 1, entropy / log_outcomes.clamp(min=1e-300), 0.0)
+        entropy = entropy - torch.special.xlogy(sink.double(), sink.double())
+    log_outcomes = outcomes.log().clamp(min=1e-300)
+    normalised = torch.where(outcomes > 1, entropy / log_outcomes, 0.0)
     values = {
         "previous_token": torch.where(has_prev, prev, 0.0),
         "entropy": entropy,

@@ -11,7 +11,7 @@ configured inputs, on the driver's model) and ``manifest.json``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from attnreport.config import Settings
@@ -26,6 +26,8 @@ from attnreport.study import (
     check_settings,
     intervention_results,
     manifest,
+    role_results,
+    run_probes,
     strongest_first_token_layer,
 )
 
@@ -121,6 +123,8 @@ def set_files(session: Session, settings: Settings, totals: SetPartial) -> dict[
     from attnreport.results.types import set_to_json
 
     result = totals.set_results()
+    if totals.has_roles():
+        result = replace(result, **role_results(totals.roles, run_probes(session)))
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(result.focus_pooled.arrays())

@@ -43,7 +43,10 @@ def analyze_one(session: Session, sentence: Sentence, settings: Settings) -> Sen
     """Analyse ``sentence`` on ``session``'s model (its sentence list is not needed)."""
     view = replace(session, sentences=_OneSentence(sentence))  # type: ignore[arg-type]
     result = analyze_sentence(view, sentence.index, settings)
-    partial = SentencePartial.of(sentence.index, result.focus, result.head_impact)
+    partial = SentencePartial.of(
+        sentence.index, result.focus, result.head_impact, result.head_roles,
+        result.massive_activations,
+    )  # fmt: skip
     # Streamed, so one table column's Python values exist at a time; compressed at once
     # (the JSON, then about 0.4 of it compressed, are the largest copies held).
     data = CURRENT.encode(dump_json_streamed(sentence_to_json(result.result, lazy=True)))
