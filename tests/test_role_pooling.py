@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -138,3 +140,62 @@ def test_partials_written_before_the_roles_have_none():
     totals = SetPartial()
     totals.add(SentencePartial.from_json(old))
     assert not totals.has_roles()
+
+
+def test_set_results_round_trip_with_the_roles_and_load_without_them():
+    from attnreport.results.types import set_from_json, set_to_json
+    from attnreport.study import ProbeResult, role_results
+
+    totals = RoleTotals()
+    for index, (roles, massive) in SENTENCES.items():
+        totals.add(index, roles, massive)
+    probes = [[3, 1, 4, 3, 1, 4], [2, 7, 2, 7]]
+    fields = role_results(totals, ProbeResult(probes, probe()))
+    plain = set_from_json(json_of_empty_set())
+    assert plain.head_roles is None and plain.probes is None
+    assert "head_roles" not in set_to_json(plain)["tables"] and "probes" not in set_to_json(plain)
+    full = dataclasses.replace(plain, **fields)
+    written = json.loads(json.dumps(set_to_json(full)))
+    back = set_from_json(written)
+    assert back.probes == ((3, 1, 4, 3, 1, 4), (2, 7, 2, 7))
+    assert list(written["tables"]) == [
+        "focus_by_sentence", "focus_pooled", "focus_sorted", "impact_pooled", "head_roles",
+        "head_roles_by_sentence", "massive_activations",
+    ]  # fmt: skip
+    np.testing.assert_allclose(back.head_roles.induction, probe()["induction"], rtol=1e-5)
+    assert (
+        back.massive_activations.sentence.tolist()
+        == fields["massive_activations"].sentence.tolist()
+    )
+    assert set_to_json(back) == written
+
+
+def json_of_empty_set() -> dict:
+    """A version-4 ``set.json`` (no head roles) of one sentence, one head."""
+    from attnreport.results import tables as rt
+
+    def table(kind, **values):
+        return kind(**values).to_json()
+
+    one, f = [0], [0.5]
+    stats = ["self_focus", "first_focus", "concentration"]
+    return {
+        "schema": "attnreport.results/4",
+        "tables": {
+            "focus_by_sentence": table(
+                rt.FocusBySentenceTable, sentence=one, layer=one, head=one, self_focus=f,
+                first_focus=f, concentration=f, n_queries=[3],
+            ),
+            "focus_pooled": table(
+                rt.FocusPooledTable, layer=one * 3, head=one * 3, statistic=stats, value=f * 3,
+                min=f * 3, q1=f * 3, median=f * 3, q3=f * 3, max=f * 3, n_sentences=[1] * 3,
+            ),
+            "focus_sorted": table(
+                rt.PooledSortedTable, statistic=stats, layer=one * 3, line=one * 3, head=one * 3,
+                value=f * 3, min=f * 3, max=f * 3,
+            ),
+            "impact_pooled": table(
+                rt.ImpactPooledTable, layer=one, head=one, magnitude=f, orientation=f, n_tokens=[3]
+            ),
+        },
+    }  # fmt: skip
