@@ -115,7 +115,7 @@ class ProbeResult:
 def run_probes(session: Session) -> ProbeResult:
     """The induction probes of ``session``'s model, run through it."""
     probes = session_probes(session)
-    return ProbeResult(probes, probe_scores(session.model, session.specs, probes))
+    return ProbeResult(probes, probe_scores(session.model, probes))
 
 
 def role_results(totals: RoleTotals, probe: ProbeResult) -> dict[str, Any]:

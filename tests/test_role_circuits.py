@@ -163,3 +163,31 @@ def test_previous_token_and_entropy_match_transformers_output_attentions():
         np.testing.assert_allclose(
             roles["entropy"], torch.cat(expected_entropy).numpy(), rtol=0, atol=1e-5
         )
+
+
+@pytest.mark.parametrize("family", ["llama", "mistral", "gpt_oss", "bloom"])
+def test_batched_probe_scores_equal_our_captured_attention(tiny_model_dirs, family):
+    """The probes run as one batch through the model's eager attention; each probe's
+    scores equal those read from our own capture of that probe (sliding windows, sinks,
+    ALiBi included)."""
+    from attnreport.capture import capture_attention
+    from attnreport.models import load_model
+    from attnreport.models.layout import discover
+    from attnreport.probe_pass import probe_scores
+
+    loaded = load_model(str(tiny_model_dirs[family]))
+    specs = discover(loaded.family, loaded.model)
+    probes = make_probes(len(loaded.tokenizer), loaded.tokenizer.all_special_ids, count=3)
+    batched = probe_scores(loaded.model, probes)
+    per_probe = []
+    for probe in probes:
+        capture = capture_attention(loaded.model, specs, torch.tensor(probe))
+        per_probe.append(
+            [
+                (induction_scores(r.probs, 0), previous_token_scores(r.probs))
+                for r in capture.records()
+            ]
+        )
+    ours = probe_table(per_probe)
+    for column in ("induction", "previous_token_probe"):
+        np.testing.assert_allclose(batched[column], ours[column], rtol=0, atol=1e-6)
