@@ -99,3 +99,25 @@ def test_no_role_findings_without_head_roles_or_strong_heads():
     text = role_findings(set_to_json(replace(weak, head_roles=roles))["tables"])[0].text
     assert text.startswith("No head reaches an induction score of 0.3")
     assert "previous-token" not in text
+
+
+def test_the_sentence_line_counts_the_heads_active_on_it():
+    from attnreport.results.roles import HeadRolesTable
+    from attnreport.site.role_findings import active_roles
+
+    def table(prev, dup, n_duplicate):
+        n = len(prev)
+        return HeadRolesTable(
+            layer=np.zeros(n, int), head=np.arange(n), previous_token=prev, duplicate_token=dup,
+            entropy=np.ones(n), entropy_normalised=np.ones(n), distance=np.ones(n),
+            value_first_share=np.zeros(n), n_queries=np.full(n, 6), n_first=np.full(n, 6),
+            n_duplicate=np.full(n, n_duplicate), duplicate_weight=np.full(n, float(n_duplicate)),
+        )  # fmt: skip
+
+    text = active_roles(table([0.8, 0.4, 0.1], [0.0, 0.9, 0.2], 2))
+    assert text.startswith("On this sentence, 2 heads act as previous-token heads (strongest: "
+                           "layer 0, head 0, 0.8) and 1 head acts as duplicate-token")  # fmt: skip
+    assert "2 tokens repeat an earlier one" in text
+    plain = active_roles(table([0.1, 0.2], [0.0, 0.0], 0))
+    assert "no head reaches 0.3" in plain and "no token repeats" in plain
+    assert active_roles(None) is None

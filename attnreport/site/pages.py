@@ -29,6 +29,7 @@ from attnreport.site.context import (
     figure_span,
     number_figures,
 )
+from attnreport.site.role_findings import active_roles
 from attnreport.text import display_token, visible
 
 # (anchor, heading): the parts of a sentence page; a figure's registry entry names its part
@@ -180,6 +181,9 @@ def _part_texts(
     p2 = _paras(prose.layers_summary(focus))
     if sorted_figs:
         p2[-1] = Paragraph(p2[-1].text, notes.ref("sorted", sorted_note(sorted_figs)))
+    roles = active_roles(tables.head_roles)  # None for results without head roles
+    if roles:
+        p2.append(Paragraph(roles))
     p3 = _paras(
         prose.impact_summary(prose.rows(tables.head_impact), prose.rows(tables.block_impact)),
         [notes.ref("hidden", NOTES["hidden"])],

@@ -119,6 +119,43 @@ def sink_movement(set_tables: Mapping[str, Any]) -> Finding | None:
     return Finding("sink-movement", text + ".", "head-atlas")
 
 
+def active_roles(sentence_roles: Any) -> str | None:
+    """The sentence page's line on which role heads are active on it: heads whose
+    previous-token or duplicate-token score on this sentence reaches ``ROLE_THRESHOLD``,
+    how many and the strongest. ``sentence_roles``: the sentence's ``head_roles`` table
+    (typed or columns); None when the results have none (before schema version 5)."""
+    if sentence_roles is None:
+        return None
+    cols = sentence_roles.arrays() if hasattr(sentence_roles, "arrays") else columns(sentence_roles)
+    if not len(cols["head"]) or int(np.max(cols["n_queries"])) == 0:
+        return None
+    parts = []
+    for score, role in (
+        ("previous_token", "previous-token"),
+        ("duplicate_token", "duplicate-token"),
+    ):
+        values = _by_head(cols, score)
+        strong = [k for k, v in values.items() if v >= ROLE_THRESHOLD]
+        if strong:
+            head, value = _strongest(values)
+            verb = "acts" if len(strong) == 1 else "act"
+            parts.append(f"{count(len(strong), 'head')} {verb} as {role} heads (strongest: "
+                         f"{head_name(*head)}, {number(value, 2)})")  # fmt: skip
+    repeats = int(np.max(cols["n_duplicate"]))
+    text = "On this sentence, " + (
+        " and ".join(parts)
+        if parts
+        else f"no head reaches {ROLE_THRESHOLD:g} as a previous-token or duplicate-token head"
+    )
+    if repeats == 0:
+        text += "; no token repeats an earlier one, so no head can attend to an earlier copy"
+    else:
+        text += (
+            f"; {count(repeats, 'token')} {'repeats' if repeats == 1 else 'repeat'} an earlier one"
+        )
+    return text + f" (a head is counted when its score here reaches {ROLE_THRESHOLD:g})."
+
+
 def role_findings(set_tables: Mapping[str, Any]) -> list[Finding]:
     """The head-role findings the results support (none before schema version 5)."""
     found = [role_heads(set_tables), sink_movement(set_tables)]
