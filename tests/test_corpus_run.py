@@ -104,7 +104,10 @@ def test_corpus_files_equal_the_one_pass_study(tmp_path, tiny_model_dirs, one_th
     assert manifest == want_manifest
     loaded = load(tmp_path / "r")  # the folder loads as one analyze wrote it
     assert compare_results(results, loaded).ok
-    for table in ("focus_by_sentence", "focus_pooled", "focus_sorted", "impact_pooled"):
+    tables = ("focus_by_sentence", "focus_pooled", "focus_sorted", "impact_pooled", "head_roles",
+              "head_roles_by_sentence", "massive_activations")  # fmt: skip
+    assert loaded.set.probes == parse_files(reference).set.probes is not None
+    for table in tables:
         got, want = (getattr(r.set, table).arrays() for r in (loaded, parse_files(reference)))
         for column, values in want.items():
             if values.dtype.kind == "f":
@@ -136,7 +139,9 @@ def test_resume_refuses_other_settings_model_or_sentences(tmp_path, tiny_model_d
     assert code == 0, output  # without --resume: a fresh run replaces the old results
     assert sorted(p.name for p in (Path(out) / "sentences").iterdir())[-1] == "003.json.gz"
     run = Path(out) / "run.json"  # a run of an older results schema (plain .json sentences)
-    run.write_text(run.read_text().replace('"attnreport.results/4"', '"attnreport.results/3"'))
+    from attnreport.results import SCHEMA
+
+    run.write_text(run.read_text().replace(f'"{SCHEMA}"', '"attnreport.results/3"'))
     code, output = analyze("--model", str(tiny_model_dirs["gpt2"]), *base)
     assert code == 1 and "written by another results format (attnreport.results/3)" in output
 
