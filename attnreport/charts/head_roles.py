@@ -1,8 +1,11 @@
 """Index figures of the head roles (``set.json`` ``head_roles``, schema version 5).
 
-- ``head-atlas``: a layers x heads grid, each cell coloured by the head's strongest role
-  (the largest of its previous-token, duplicate-token, induction and first-token scores,
-  when that reaches ``ROLE_THRESHOLD``), every score in the tooltip.
+- ``head-atlas``: a layers x heads grid, each cell coloured by the head's strongest role:
+  the largest of its previous-token, duplicate-token and induction scores when that
+  reaches ``ROLE_THRESHOLD``; else "first token (sink)" when its first-token probability
+  does (most heads of a model with sinks park there, and on the sentences an induction
+  head has no earlier copy to attend to, so the sink would hide every other role); every
+  score in the tooltip.
 - ``induction-vs-previous``: the induction score on the probes against the previous-token
   score on the sentences, one point per head, sized by the head's mean update magnitude
   ``||u|| / ||x||`` (``impact_pooled``): the HeadVis view of the two halves of an
@@ -57,12 +60,16 @@ def role_rows(set_results: SetResults) -> Columns:
         rows[name] = [float(v) for v in roles[name]]
     rows["first_prob"] = [float(first.get(k, 0.0)) for k in keys]
     rows["magnitude"] = [magnitude.get(k, 0.0) for k in keys]
-    table = np.array([rows[score] for score in ROLES.values()])  # (role, head)
+    names = list(ROLES)[:-1]  # the specific roles; the sink is the fallback
+    table = np.array([rows[ROLES[name]] for name in names])  # (role, head)
     best = table.argmax(0)  # ties to the first role listed
-    names = list(ROLES)
+    sink = list(ROLES)[-1]
     rows["role"] = [
-        names[b] if table[b, i] >= ROLE_THRESHOLD else NO_ROLE for i, b in enumerate(best)
-    ]
+        names[b] if table[b, i] >= ROLE_THRESHOLD
+        else sink if rows["first_prob"][i] >= ROLE_THRESHOLD
+        else NO_ROLE
+        for i, b in enumerate(best)
+    ]  # fmt: skip
     return rows
 
 
@@ -130,10 +137,11 @@ def atlas_figure(set_results: SetResults) -> Figure:
     caption = (
         "Every head of every layer, coloured by its strongest role: the largest of its "
         "previous-token score (mean weight on the token just before, over the sentences), "
-        "duplicate-token score (weight on earlier copies of the current token), induction "
+        "duplicate-token score (weight on earlier copies of the current token) and induction "
         "score (on 10 probes of 50 random tokens repeated twice: weight on the token after "
-        "the earlier copy) and first-token probability (Gu et al.'s sink score), when it "
-        f"reaches {ROLE_THRESHOLD:g}; grey heads reach it on none. The tooltip gives every "
+        f"the earlier copy) when it reaches {ROLE_THRESHOLD:g}; otherwise first token (sink) "
+        "when its first-token probability (Gu et al.'s sink score) does; grey heads reach "
+        f"{ROLE_THRESHOLD:g} on none. The tooltip gives every "
         "score, the entropy, the mean attention distance and the value-weighted first-token "
         "share (Kobayashi et al. 2020)."
     )
