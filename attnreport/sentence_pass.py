@@ -20,10 +20,12 @@ import torch
 
 from attnreport.analyses import analyze_layer, attention_triangles, key_order, merge_layers
 from attnreport.analyses.blockwise import analyze_layer_blockwise
+from attnreport.analyses.sentence import layer_role_tables
 from attnreport.analyses.tables import Table, round_sig
 from attnreport.attention import RawLayer, layer_record
 from attnreport.config import Settings
 from attnreport.models.layout import LayerSpec
+from attnreport.models.placement import host
 from attnreport.records import LayerRecord
 from attnreport.streaming import layer_tensors, stream_layers
 
@@ -63,7 +65,9 @@ def analyze_pass(
     def dense(spec: LayerSpec, raw: RawLayer) -> None:
         record = to_cpu(layer_record(spec, raw))
         order = key_order(record.scores, record.allowed)
-        per_layer.append(analyze_layer(record, settings.breakdown_ranks, order))
+        tables = analyze_layer(record, settings.breakdown_ranks, order)
+        tables.update(layer_role_tables(record, token_ids.cpu(), host(spec.out_weight).float()))
+        per_layer.append(tables)
         kept = attention_triangles(record, order)
         maps["scores"].append(kept["scores"])
         maps["rank_fixes"].update(kept["rank_fixes"])
@@ -73,7 +77,8 @@ def analyze_pass(
 
     def blockwise(spec: LayerSpec, raw: RawLayer) -> None:
         tensors = layer_tensors(spec, raw)
-        per_layer.append(analyze_layer_blockwise(tensors, settings.breakdown_ranks))
+        ranks, ids = settings.breakdown_ranks, token_ids.cpu()
+        per_layer.append(analyze_layer_blockwise(tensors, ranks, roles=True, token_ids=ids))
         if on_layer is not None:
             on_layer(len(per_layer), len(specs))
 

@@ -17,6 +17,7 @@ import torch
 
 from attnreport import __version__
 from attnreport.analyses import pool_focus, pool_impact
+from attnreport.analyses.role_pooling import RoleTotals
 from attnreport.analyses.tables import round_sig, triangle
 from attnreport.config import Settings
 from attnreport.errors import AttnReportError
@@ -28,6 +29,7 @@ from attnreport.interventions import (
     observed_layers,
     scaling_grid,
 )
+from attnreport.probe_pass import probe_scores, session_probes
 from attnreport.provenance import provenance
 from attnreport.results import (
     AttentionMaps,
@@ -46,6 +48,13 @@ from attnreport.results import (
     TokensTable,
 )
 from attnreport.results import tables as rt
+from attnreport.results.roles import (
+    HeadRolesBySentenceTable,
+    HeadRolesSetTable,
+    HeadRolesTable,
+    MassiveActivationsTable,
+    SetMassiveActivationsTable,
+)
 from attnreport.sentence_pass import LayerProgress, analyze_pass
 from attnreport.session import Session, context_length
 from attnreport.streaming import stream_layers
@@ -63,6 +72,8 @@ class SentenceAnalysis:
     result: SentenceResults  # schema sentences/NNN.json
     focus: dict[str, np.ndarray]  # the focus table, kept as arrays for pooling
     head_impact: dict[str, np.ndarray]
+    head_roles: dict[str, np.ndarray]
+    massive_activations: dict[str, np.ndarray]
 
 
 def analyze_sentence(
@@ -90,22 +101,65 @@ def analyze_sentence(
             focus_sorted=rt.FocusSortedTable(**tables["focus_sorted"]),
             head_impact=rt.HeadImpactTable(**tables["head_impact"]),
             block_impact=rt.BlockImpactTable(**tables["block_impact"]),
+            head_roles=HeadRolesTable(**tables["head_roles"]),
+            massive_activations=MassiveActivationsTable(**tables["massive_activations"]),
         ),
         attention=None if maps is None else AttentionMaps(**maps),
         view_head=None if settings.view_head is None else tuple(settings.view_head),  # type: ignore[arg-type]
     )
-    return SentenceAnalysis(result, tables["focus"], tables["head_impact"])
+    return SentenceAnalysis(
+        result,
+        tables["focus"],
+        tables["head_impact"],
+        tables["head_roles"],
+        tables["massive_activations"],
+    )
 
 
-def set_results(analyses: list[SentenceAnalysis]) -> tuple[SetResults, dict[str, np.ndarray]]:
-    """Set-wide tables (schema ``set.json``) and the pooled focus table as arrays."""
+@dataclass(frozen=True)
+class ProbeResult:
+    """The induction probes' token ids and their scores (``probe_pass.probe_scores``)."""
+
+    probes: list[list[int]]
+    scores: dict[str, np.ndarray]
+
+
+def run_probes(session: Session) -> ProbeResult:
+    """The induction probes of ``session``'s model, run through it."""
+    probes = session_probes(session)
+    return ProbeResult(probes, probe_scores(session.model, probes))
+
+
+def role_results(totals: RoleTotals, probe: ProbeResult) -> dict[str, Any]:
+    """The ``SetResults`` fields of the head roles: three tables and the probes."""
+    tables = totals.tables(probe.scores)
+    return {
+        "head_roles": HeadRolesSetTable(**tables["head_roles"]),
+        "head_roles_by_sentence": HeadRolesBySentenceTable(**tables["head_roles_by_sentence"]),
+        "massive_activations": SetMassiveActivationsTable(**tables["massive_activations"]),
+        "probes": tuple(tuple(p) for p in probe.probes),
+    }
+
+
+def set_results(
+    analyses: list[SentenceAnalysis], probe: ProbeResult | None = None
+) -> tuple[SetResults, dict[str, np.ndarray]]:
+    """Set-wide tables (schema ``set.json``) and the pooled focus table as arrays; with
+    ``probe``, the head-role tables too."""
     by_sentence, pooled, pooled_sorted = pool_focus([a.focus for a in analyses])
     impact = pool_impact([a.head_impact for a in analyses])
+    roles: dict[str, Any] = {}
+    if probe is not None:
+        totals = RoleTotals()
+        for a in analyses:
+            totals.add(a.result.index, a.head_roles, a.massive_activations)
+        roles = role_results(totals, probe)
     result = SetResults(
         focus_by_sentence=rt.FocusBySentenceTable(**by_sentence),
         focus_pooled=rt.FocusPooledTable(**pooled),
         focus_sorted=rt.PooledSortedTable(**pooled_sorted),
         impact_pooled=rt.ImpactPooledTable(**impact),
+        **roles,
     )
     return result, pooled
 
@@ -301,7 +355,7 @@ def run_study(session: Session, settings: Settings, step: Step = _noop) -> Resul
     for index in range(len(session.sentences)):
         analyses.append(analyze_sentence(session, index, settings))
         step("capture")
-    set_result, pooled = set_results(analyses)
+    set_result, pooled = set_results(analyses, run_probes(session))
     set_result = replace(
         set_result, bos_contrast=bos_contrast(session, settings), value_norms=value_norms(session)
     )

@@ -482,12 +482,17 @@ def test_schema_doc_lists_the_tables() -> None:
         "focus_sorted",
         "head_impact",
         "block_impact",
+        "head_roles",
+        "massive_activations",
     ]
     assert list(schema_columns("set.json.gz")) == [
         "focus_by_sentence",
         "focus_pooled",
         "focus_sorted",
         "impact_pooled",
+        "head_roles",
+        "head_roles_by_sentence",
+        "massive_activations",
     ]
 
 

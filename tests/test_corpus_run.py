@@ -104,7 +104,10 @@ def test_corpus_files_equal_the_one_pass_study(tmp_path, tiny_model_dirs, one_th
     assert manifest == want_manifest
     loaded = load(tmp_path / "r")  # the folder loads as one analyze wrote it
     assert compare_results(results, loaded).ok
-    for table in ("focus_by_sentence", "focus_pooled", "focus_sorted", "impact_pooled"):
+    tables = ("focus_by_sentence", "focus_pooled", "focus_sorted", "impact_pooled", "head_roles",
+              "head_roles_by_sentence", "massive_activations")  # fmt: skip
+    assert loaded.set.probes == parse_files(reference).set.probes is not None
+    for table in tables:
         got, want = (getattr(r.set, table).arrays() for r in (loaded, parse_files(reference)))
         for column, values in want.items():
             if values.dtype.kind == "f":

@@ -17,6 +17,8 @@ sum to (without a soft-cap it is ``s_ij`` itself).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -29,6 +31,8 @@ from attnreport.analyses.heads import (
     query_blocks,
 )
 from attnreport.analyses.impact import _ratio
+from attnreport.analyses.probes import massive_activation_row
+from attnreport.analyses.roles import head_roles_table, role_query_values, value_norms
 from attnreport.analyses.tables import Table
 from attnreport.records import TERM_NAMES
 
@@ -121,10 +125,23 @@ def head_updates(t: LayerTensors, block: QueryBlock, probs: torch.Tensor) -> tor
     return torch.einsum("hqd,hdm->hqm", context, t.out_weight.float())
 
 
-def analyze_block(t: LayerTensors, block: QueryBlock, n_ranks: int) -> Block:
-    """Every per-query number of one block (see ``analyze_layer_blockwise``)."""
+@dataclass(frozen=True)
+class RoleInputs:
+    """What the head-role scores need besides the block: the sentence's token ids (n,) or
+    None, and ``roles.value_norms`` (head, key) of the layer."""
+
+    token_ids: torch.Tensor | None
+    norms: torch.Tensor
+
+
+def analyze_block(
+    t: LayerTensors, block: QueryBlock, n_ranks: int, roles: RoleInputs | None = None
+) -> Block:
+    """Every per-query number of one block (see ``analyze_layer_blockwise``); with
+    ``roles``, also the per-query head-role values (keys ``role:NAME``)."""
     raw, scores = block_scores(t, block)
     probs, sink = block_probs(t, scores)
+    extra = {} if roles is None else _block_roles(t, block, probs, sink, roles)
     local = ranked_keys(scores, n_ranks)  # (head, query, rank)
     keys = local + block.first
     u = head_updates(t, block, probs).double()  # (head, query, model)
@@ -140,12 +157,31 @@ def analyze_block(t: LayerTensors, block: QueryBlock, n_ranks: int) -> Block:
         "sink": sink.double(),
         "u_norm": torch.linalg.vector_norm(u, dim=-1),
         "u_dot": torch.einsum("hqm,qm->hq", u, x),
+        **extra,
     }
 
 
-def blockwise_rows(t: LayerTensors, n_ranks: int, rows: int) -> Block:
+def _block_roles(
+    t: LayerTensors, block: QueryBlock, probs: torch.Tensor, sink: torch.Tensor, roles: RoleInputs
+) -> Block:
+    """``roles.role_query_values`` of the block, keys prefixed ``role:``."""
+    values = role_query_values(
+        probs,
+        block.allowed(t.window),
+        block.start,
+        block.first,
+        roles.token_ids,
+        roles.norms[:, block.first : block.stop],
+        None if t.sinks is None else sink,
+    )
+    return {f"role:{name}": value for name, value in values.items()}
+
+
+def blockwise_rows(
+    t: LayerTensors, n_ranks: int, rows: int, roles: RoleInputs | None = None
+) -> Block:
     """``analyze_block`` over every block, concatenated along the query axis."""
-    blocks = [analyze_block(t, b, n_ranks) for b in query_blocks(t, rows)]
+    blocks = [analyze_block(t, b, n_ranks, roles) for b in query_blocks(t, rows)]
     return {name: torch.cat([b[name] for b in blocks], dim=1) for name in blocks[0]}
 
 
@@ -154,8 +190,12 @@ def analyze_layer_blockwise(
     ranks: int = 3,
     budget_bytes: int = DEFAULT_BUDGET_BYTES,
     rows: int | None = None,
+    roles: bool = False,
+    token_ids: torch.Tensor | None = None,
 ) -> dict[str, Table]:
-    """``top``, ``breakdown``, ``focus``, ``head_impact``, ``block_impact`` of one layer.
+    """``top``, ``breakdown``, ``focus``, ``head_impact``, ``block_impact`` of one layer;
+    with ``roles``, also ``head_roles`` and ``massive_activations`` (``token_ids`` (n,)
+    for the duplicate-token score), as ``sentence.layer_role_tables`` gives them.
 
     The tables and their row order are those of ``analyses.analyze_layer``; ``focus`` has
     two more columns, ``first_prob`` (mean of p_i0 over queries i >= 1 that may attend to
@@ -166,17 +206,24 @@ def analyze_layer_blockwise(
     if ranks < 0:
         raise ValueError(f"breakdown ranks must be >= 0, got {ranks}")
     rows = rows or block_rows(t.n_heads, t.n_tokens, budget_bytes)
-    per_query = blockwise_rows(t, max(ranks, 2), rows)
+    inputs = RoleInputs(token_ids, value_norms(t.v, t.out_weight, t.groups)) if roles else None
+    per_query = blockwise_rows(t, max(ranks, 2), rows, inputs)
     n_allowed = t.n_allowed()
     p_top2 = torch.where(n_allowed > 1, per_query["probs_at"][..., 1], 0.0)
     top_key, p_top1 = per_query["keys"][..., 0], per_query["probs_at"][..., 0]
-    return {
+    tables = {
         "top": top_rows(t, top_key, p_top1, p_top2),
         "breakdown": breakdown_rows(t, per_query, ranks, n_allowed),
         "focus": focus_rows(t, per_query, top_key, p_top1 - p_top2),
         "head_impact": impact_rows(t, per_query),
         "block_impact": block_impact_rows(t, top_key),
     }
+    if roles:
+        values = {k[5:]: v for k, v in per_query.items() if k.startswith("role:")}
+        sees_first = torch.arange(t.n_tokens) < (t.window or t.n_tokens + 1)
+        tables["head_roles"] = head_roles_table(t.layer, values, sees_first)
+        tables["massive_activations"] = massive_activation_row(t.layer, t.x)
+    return tables
 
 
 def top_rows(

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import torch
+
 from attnreport.analyses.attention_map import KeyOrder, key_order, top_table
 from attnreport.analyses.breakdown import breakdown_table
 from attnreport.analyses.focus import focus_sorted, focus_table
 from attnreport.analyses.impact import block_impact_table, head_impact_table
+from attnreport.analyses.probes import massive_activation_row
+from attnreport.analyses.roles import roles_of_probs, value_norms
 from attnreport.analyses.tables import Table, concat_tables
 from attnreport.records import LayerRecord
 
@@ -25,6 +29,9 @@ SENTENCE_TABLES: tuple[str, ...] = (
     "head_impact",
     "block_impact",
 )
+# Per-layer tables a pass adds when it computes head roles (``layer_role_tables``);
+# ``merge_layers`` keeps them when every layer has them, after ``SENTENCE_TABLES``.
+ROLE_TABLES: tuple[str, ...] = ("head_roles", "massive_activations")
 
 
 def analyze_layer(
@@ -46,13 +53,32 @@ def analyze_layer(
     }
 
 
+def layer_role_tables(
+    record: LayerRecord, token_ids: torch.Tensor | None, out_weight: torch.Tensor
+) -> dict[str, Table]:
+    """``head_roles`` and ``massive_activations`` of one layer (``analyses.roles``,
+    ``analyses.probes``). ``token_ids`` (n,) of the sentence, ``out_weight`` (head, d,
+    model) the layer's output projection per head."""
+    groups = record.n_heads // int(record.v.shape[0])
+    norms = value_norms(record.v, out_weight.cpu(), groups)
+    return {
+        "head_roles": roles_of_probs(
+            record.layer, record.probs, record.allowed.cpu(), token_ids, norms, record.sink_probs
+        ),
+        "massive_activations": massive_activation_row(record.layer, record.x),
+    }
+
+
 def merge_layers(per_layer: Sequence[Mapping[str, Table]]) -> dict[str, Table]:
     """One sentence's tables: each per-layer table concatenated in the order given, plus
-    ``focus_sorted`` from the merged focus rows. Keys in schema order (``SENTENCE_TABLES``).
+    ``focus_sorted`` from the merged focus rows, and the ``ROLE_TABLES`` every layer has.
+    Keys in schema order (``SENTENCE_TABLES``, then ``ROLE_TABLES``).
     ValueError when ``per_layer`` is empty.
     """
     if not per_layer:
         raise ValueError("a sentence needs at least one analysed layer")
     merged = {name: concat_tables([tables[name] for tables in per_layer]) for name in LAYER_TABLES}
     merged["focus_sorted"] = focus_sorted(merged["focus"])
-    return {name: merged[name] for name in SENTENCE_TABLES}
+    roles = [name for name in ROLE_TABLES if all(name in tables for tables in per_layer)]
+    merged.update({name: concat_tables([tables[name] for tables in per_layer]) for name in roles})
+    return {name: merged[name] for name in (*SENTENCE_TABLES, *roles)}

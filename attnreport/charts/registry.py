@@ -45,6 +45,8 @@ pooled_impact_figure = _builder("block_impact", "pooled_impact_figure")
 scaling_figure = _builder("interventions", "scaling_figure")
 mean_figure = _builder("interventions", "mean_figure")
 sink_rate_figure = _builder("sink_rate", "sink_rate_figure")
+atlas_figure = _builder("head_roles", "atlas_figure")
+roles_scatter_figure = _builder("head_roles", "scatter_figure")
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,11 @@ def _set_focus(key: str, statistic: str) -> FigureEntry:
     return FigureEntry(f"set-{key}", "index", "set", reads, _pooled(statistic), sorted_lines=True)
 
 
+def _has_roles(inputs: Inputs) -> bool:
+    """Head-role figures need results of schema version 5 or later."""
+    return inputs.results.set.head_roles is not None
+
+
 def _shows_grids(inputs: Inputs) -> bool:
     """Intervention grids go on the page of the sentence the scaling grid ran on."""
     return inputs.show_interventions and inputs.results.interventions is not None
@@ -153,6 +160,10 @@ FIGURES: tuple[FigureEntry, ...] = (
     _set_focus("concentration", "concentration"),
     FigureEntry("set-head-impact", "index", "set", ("set:impact_pooled",),
                 lambda i: pooled_impact_figure(i.results.set)),
+    FigureEntry("head-atlas", "index", "set", ("set:head_roles", "set:focus_by_sentence"),
+                lambda i: atlas_figure(i.results.set), when=_has_roles),
+    FigureEntry("induction-vs-previous", "index", "set", ("set:head_roles", "set:impact_pooled"),
+                lambda i: roles_scatter_figure(i.results.set), when=_has_roles),
 )  # fmt: skip
 
 

@@ -23,36 +23,22 @@ averages (``docs/results-schema.md``, ``set.json``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from attnreport.analyses.exact import exact, to_float
 from attnreport.analyses.focus import FOCUS_STATISTICS, focus_sorted
 from attnreport.analyses.pooling import SPREAD_COLUMNS
+from attnreport.analyses.role_pooling import RoleTotals
 from attnreport.analyses.tables import Table
 from attnreport.analyses.weights import FIRST_TOKEN_MEASURES, query_weights
 from attnreport.results import SetResults
 
-_SCALE = 2**1074  # 1 / the smallest positive float64: every finite float64 times it is an int
 _QUANTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
 # the per-sentence focus columns ``focus_by_sentence`` lists (besides layer, head, n_queries);
 # the pooled statistics are the first ``len(FOCUS_STATISTICS)`` of them
 BY_SENTENCE: tuple[str, ...] = (*FOCUS_STATISTICS, "first_prob", "sink_share")
-
-
-def exact(values: np.ndarray) -> list[int]:
-    """Each float64 of ``values`` as the exact integer ``value * 2**1074``."""
-    out = []
-    for value in np.asarray(values, dtype=np.float64).tolist():
-        num, den = value.as_integer_ratio()  # den is a power of two <= 2**1074
-        out.append(num * (_SCALE // den))
-    return out
-
-
-def to_float(total: int, divisor: int) -> float:
-    """``total * 2**-1074 / divisor`` correctly rounded to float64 (0.0 when divisor is 0)."""
-    return float(Fraction(total, _SCALE * divisor)) if divisor else 0.0
 
 
 @dataclass(frozen=True)
@@ -67,10 +53,19 @@ class SentencePartial:
     index: int
     focus: Table
     impact: Table
+    roles: Table | None = None  # the sentence's head_roles table (None: written before them)
+    massive: Table | None = None  # its massive_activations table
 
     @classmethod
-    def of(cls, index: int, focus: Table, head_impact: Table) -> SentencePartial:
-        """From a sentence's ``focus`` and ``head_impact`` tables."""
+    def of(
+        cls,
+        index: int,
+        focus: Table,
+        head_impact: Table,
+        roles: Table | None = None,
+        massive: Table | None = None,
+    ) -> SentencePartial:
+        """From a sentence's ``focus``, ``head_impact`` (and head-role) tables."""
         pairs = np.stack([head_impact["layer"], head_impact["head"]], axis=1).astype(np.int64)
         unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
@@ -85,22 +80,28 @@ class SentencePartial:
             "orientation": total("orientation"),
             "n_tokens": np.bincount(inverse, minlength=len(unique)).astype(np.int64),
         }
-        return cls(index, {k: np.asarray(v) for k, v in focus.items()}, impact)
+        focus = {k: np.asarray(v) for k, v in focus.items()}
+        return cls(index, focus, impact, _arrays(roles), _arrays(massive))
 
     def to_json(self) -> dict[str, Any]:
         """Full-precision JSON (floats round-trip exactly), so a resumed run loses nothing."""
-        return {
-            "index": self.index,
-            "focus": {k: v.tolist() for k, v in self.focus.items()},
-            "impact": {k: v.tolist() for k, v in self.impact.items()},
-        }
+        out: dict[str, Any] = {"index": self.index}
+        for name in ("focus", "impact", "roles", "massive"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = {k: np.asarray(v).tolist() for k, v in value.items()}
+        return out
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> SentencePartial:
-        def table(columns: dict[str, list[Any]]) -> Table:
-            return {k: np.asarray(v) for k, v in columns.items()}
+        tables = {
+            name: _arrays(value.get(name)) for name in ("focus", "impact", "roles", "massive")
+        }
+        return cls(int(value["index"]), **tables)  # type: ignore[arg-type]
 
-        return cls(int(value["index"]), table(value["focus"]), table(value["impact"]))
+
+def _arrays(columns: Any) -> Table | None:
+    return None if columns is None else {k: np.asarray(v) for k, v in columns.items()}
 
 
 @dataclass
@@ -113,6 +114,7 @@ class SetPartial:
     focus_sums: list[list[int]] = field(default_factory=list)  # [statistic][row], exact
     impact_sums: list[list[int]] = field(default_factory=list)  # [magnitude|orientation][row]
     tokens: list[int] = field(default_factory=list)  # per impact row: tokens pooled
+    roles: RoleTotals = field(default_factory=RoleTotals)  # head roles of the sentences with them
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -135,6 +137,8 @@ class SetPartial:
         ]
         one.impact_sums = [exact(impact["magnitude"]), exact(impact["orientation"])]
         one.tokens = np.asarray(impact["n_tokens"], dtype=np.int64).tolist()
+        if part.roles is not None and part.massive is not None:
+            one.roles.add(part.index, part.roles, part.massive)
         self.merge(one)
 
     def merge(self, other: SetPartial) -> None:
@@ -144,6 +148,7 @@ class SetPartial:
         twice = self.rows.keys() & other.rows.keys()
         if twice:
             raise ValueError(f"sentence {min(twice)} is counted twice")
+        self.roles.merge(other.roles)
         if not self.rows:
             self.keys, self.impact_keys = other.keys, other.impact_keys
             self.focus_sums = [list(s) for s in other.focus_sums]
@@ -209,6 +214,11 @@ class SetPartial:
             focus_sorted=rt.PooledSortedTable(**tables["focus_sorted"]),
             impact_pooled=rt.ImpactPooledTable(**tables["impact_pooled"]),
         )
+
+    def has_roles(self) -> bool:
+        """Whether every counted sentence brought its head roles (a run resumed from
+        partials written before them has none for those sentences)."""
+        return len(self.roles.roles) == len(self.rows) > 0
 
     def _pooled(self, stack: np.ndarray) -> Table:
         """``focus_pooled``: one row per (layer, head, statistic); value from the exact totals."""

@@ -27,6 +27,8 @@ from attnreport.study import (
     check_settings,
     intervention_results,
     manifest,
+    role_results,
+    run_probes,
     strongest_first_token_layer,
 )
 from attnreport.value_norms import value_norms
@@ -127,6 +129,8 @@ def set_files(session: Session, settings: Settings, totals: SetPartial) -> dict[
     result = replace(
         result, bos_contrast=bos_contrast(session, settings), value_norms=value_norms(session)
     )
+    if totals.has_roles():
+        result = replace(result, **role_results(totals.roles, run_probes(session)))
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(result.focus_pooled.arrays())

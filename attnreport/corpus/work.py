@@ -47,7 +47,10 @@ def analyze_one(
     ``on_layer(done, total)`` hears of each layer."""
     view = replace(session, sentences=_OneSentence(sentence))  # type: ignore[arg-type]
     result = analyze_sentence(view, sentence.index, settings, on_layer)
-    partial = SentencePartial.of(sentence.index, result.focus, result.head_impact)
+    partial = SentencePartial.of(
+        sentence.index, result.focus, result.head_impact, result.head_roles,
+        result.massive_activations,
+    )  # fmt: skip
     # Streamed, so one table column's Python values exist at a time; compressed at once
     # (the JSON, then about 0.4 of it compressed, are the largest copies held).
     data = CURRENT.encode(dump_json_streamed(sentence_to_json(result.result, lazy=True)))

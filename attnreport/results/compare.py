@@ -222,10 +222,9 @@ def _compare_sentence(
     compare_table(f"{where} tokens", sa.tokens, sb.tokens, tol, ties, None, out)
     for f in fields(sa.tables):
         policy = POLICIES.get(f.name)
-        compare_table(
-            f"{where} {f.name}", getattr(sa.tables, f.name), getattr(sb.tables, f.name),
-            tol, ties, policy, out,
-        )  # fmt: skip
+        x, y = getattr(sa.tables, f.name), getattr(sb.tables, f.name)
+        if _both_present(f"{where} {f.name}", x, y, out):
+            compare_table(f"{where} {f.name}", x, y, tol, ties, policy, out)
     if (sa.attention is None) != (sb.attention is None):
         out.problems.append(f"{where}: attention maps kept in one run only")
     elif sa.attention is not None and sb.attention is not None:
@@ -243,15 +242,20 @@ def _compare_sentence(
 def _compare_set(a: Results, b: Results, tol: Tolerance, ties: Ties, out: Comparison) -> None:
     for f in fields(a.set):
         key = "set_focus_sorted" if f.name == "focus_sorted" else f.name
-        ta, tb = getattr(a.set, f.name), getattr(b.set, f.name)
-        if ta is None or tb is None:  # an optional table (bos_contrast)
-            if (ta is None) != (tb is None):
-                out.problems.append(f"set {f.name}: present in one run only")
-            continue
-        compare_table(
-            f"set {f.name}", getattr(a.set, f.name), getattr(b.set, f.name),
-            tol, ties, POLICIES.get(key), out,
-        )  # fmt: skip
+        x, y = getattr(a.set, f.name), getattr(b.set, f.name)
+        if f.name == "probes":
+            if x != y:
+                out.problems.append("set probes: the induction probes' token ids differ")
+        elif _both_present(f"set {f.name}", x, y, out):
+            compare_table(f"set {f.name}", x, y, tol, ties, POLICIES.get(key), out)
+
+
+def _both_present(where: str, a: object, b: object, out: Comparison) -> bool:
+    """Whether both runs have a table that older results lack (version 5's head roles);
+    a table one run has and the other lacks is a problem."""
+    if (a is None) != (b is None):
+        out.problems.append(f"{where}: present in one run only")
+    return a is not None and b is not None
 
 
 def _compare_interventions(a: Results, b: Results, tol: Tolerance, out: Comparison) -> None:

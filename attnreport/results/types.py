@@ -15,6 +15,13 @@ from typing import Any
 from attnreport.errors import AttnReportError
 from attnreport.results.codec import decoded_column
 from attnreport.results.maps import AttentionMaps
+from attnreport.results.roles import (
+    HeadRolesBySentenceTable,
+    HeadRolesSetTable,
+    HeadRolesTable,
+    MassiveActivationsTable,
+    SetMassiveActivationsTable,
+)
 from attnreport.results.tables import (
     BlockImpactTable,
     BosContrastTable,
@@ -36,7 +43,8 @@ SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # version 1 lacks manifest.files and the optional columns; versions 1 and 2 store the
 # attention probs and ranks (3 derives them) and write table columns as plain arrays;
 # versions 1 to 3 write plain .json files, 4 gzip-compresses them (``layout``); 5 adds
-# the mean grid's cells taken before the rotary rotation (absent before: none)
+# the head-role tables and the probes (``OPTIONAL_TABLES``), the BOS contrast, the value
+# norms and the mean grid's cells taken before the rotary rotation, which older folders lack
 READABLE_VERSIONS = (1, 2, 3, 4, 5)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i
@@ -204,6 +212,8 @@ class SentenceTables:
     focus_sorted: FocusSortedTable
     head_impact: HeadImpactTable
     block_impact: BlockImpactTable
+    head_roles: HeadRolesTable | None = None  # None in folders written before version 5
+    massive_activations: MassiveActivationsTable | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -226,18 +236,39 @@ _SENTENCE_TABLES = {
     "focus_sorted": FocusSortedTable,
     "head_impact": HeadImpactTable,
     "block_impact": BlockImpactTable,
+    "head_roles": HeadRolesTable,
+    "massive_activations": MassiveActivationsTable,
 }
 _SET_TABLES = {
     "focus_by_sentence": FocusBySentenceTable,
     "focus_pooled": FocusPooledTable,
     "focus_sorted": PooledSortedTable,
     "impact_pooled": ImpactPooledTable,
+    "head_roles": HeadRolesSetTable,
+    "head_roles_by_sentence": HeadRolesBySentenceTable,
+    "massive_activations": SetMassiveActivationsTable,
+    "bos_contrast": BosContrastTable,
+    "value_norms": ValueNormsTable,
 }
+# Tables added in version 5: absent (None) from older folders, and written only when present.
+# tables that results of version 5 may hold and older ones lack (each None when absent)
+OPTIONAL_TABLES = frozenset(
+    {"head_roles", "head_roles_by_sentence", "massive_activations", "bos_contrast", "value_norms"}
+)
 
 
 def _parse_tables(kinds: dict[str, type], obj: Any, where: str) -> dict[str, Any]:
     tables = need(obj, "tables", where)
-    return {name: kind.from_json(need(tables, name, where), where) for name, kind in kinds.items()}  # type: ignore[attr-defined]
+    return {
+        name: kind.from_json(need(tables, name, where), where)  # type: ignore[attr-defined]
+        for name, kind in kinds.items()
+        if name not in OPTIONAL_TABLES or name in tables
+    }
+
+
+def _present(holder: Any, kinds: dict[str, type]) -> list[str]:
+    """The table names of ``kinds`` that ``holder`` has (a role table may be None)."""
+    return [name for name in kinds if getattr(holder, name) is not None]
 
 
 def _maps_from_json(att: Any, where: str) -> AttentionMaps:
@@ -276,7 +307,10 @@ def sentence_to_json(s: SentenceResults, lazy: bool = False) -> dict[str, Any]:
         "sentence": {"index": s.index, "text": s.text, "n_tokens": s.n_tokens},
         "tokens": s.tokens.to_json(),
         "attention": None if s.attention is None else s.attention.to_json(),
-        "tables": {name: getattr(s.tables, name).to_json(lazy) for name in _SENTENCE_TABLES},
+        "tables": {
+            name: getattr(s.tables, name).to_json(lazy)
+            for name in _present(s.tables, _SENTENCE_TABLES)
+        },
     }
     if s.view_head is not None:
         out["view_head"] = list(s.view_head)
@@ -291,7 +325,7 @@ class _DecodedTables(Mapping[str, Any]):
         self._tables, self._made = tables, {}
 
     def __getitem__(self, name: str) -> dict[str, Any]:
-        if name not in _SENTENCE_TABLES:
+        if name not in self._names():
             raise KeyError(name)
         if name not in self._made:
             arrays = getattr(self._tables, name).arrays()
@@ -299,11 +333,14 @@ class _DecodedTables(Mapping[str, Any]):
             self._made[name] = {"columns": plain}
         return self._made[name]
 
+    def _names(self) -> list[str]:
+        return _present(self._tables, _SENTENCE_TABLES)
+
     def __iter__(self) -> Iterator[str]:
-        return iter(_SENTENCE_TABLES)
+        return iter(self._names())
 
     def __len__(self) -> int:
-        return len(_SENTENCE_TABLES)
+        return len(self._names())
 
 
 def sentence_json_view(s: SentenceResults) -> dict[str, Any]:
@@ -316,30 +353,32 @@ def sentence_json_view(s: SentenceResults) -> dict[str, Any]:
 
 @dataclass(frozen=True, eq=False)
 class SetResults:
-    """``set.json``: focus and impact pooled over the sentences."""
+    """``set.json``: focus and impact pooled over the sentences; head roles (version 5)."""
 
     focus_by_sentence: FocusBySentenceTable
     focus_pooled: FocusPooledTable
     focus_sorted: PooledSortedTable
     impact_pooled: ImpactPooledTable
-    bos_contrast: BosContrastTable | None = None  # schema 5, runs without a BOS only
-    value_norms: ValueNormsTable | None = None  # schema 5
-
-
-_OPTIONAL_SET = {"bos_contrast": BosContrastTable, "value_norms": ValueNormsTable}  # schema 5
+    bos_contrast: BosContrastTable | None = None  # runs without a BOS only
+    value_norms: ValueNormsTable | None = None
+    head_roles: HeadRolesSetTable | None = None
+    head_roles_by_sentence: HeadRolesBySentenceTable | None = None
+    massive_activations: SetMassiveActivationsTable | None = None
+    probes: tuple[tuple[int, ...], ...] | None = None  # the induction probes' token ids
 
 
 def set_from_json(obj: Any, where: str = "set.json") -> SetResults:
-    tables = _parse_tables(_SET_TABLES, obj, where)
-    extra = (obj.get("tables") or {}) if isinstance(obj, dict) else {}
-    optional = {name: kind.from_json(extra[name], where) for name, kind in _OPTIONAL_SET.items()
-                if extra.get(name) is not None}  # fmt: skip
-    return SetResults(**tables, **optional)
+    probes = obj.get("probes") if isinstance(obj, dict) else None
+    try:
+        listed = None if probes is None else tuple(tuple(int(t) for t in p) for p in probes)
+    except (TypeError, ValueError) as err:
+        raise AttnReportError(f"{where}: the probes are malformed ({err})") from err
+    return SetResults(**_parse_tables(_SET_TABLES, obj, where), probes=listed)
 
 
 def set_to_json(s: SetResults) -> dict[str, Any]:
-    tables = {n: getattr(s, n).to_json() for n in _SET_TABLES}
-    for name in _OPTIONAL_SET:
-        if getattr(s, name) is not None:
-            tables[name] = getattr(s, name).to_json()
-    return {"schema": SCHEMA, "tables": tables}
+    tables = {n: getattr(s, n).to_json() for n in _present(s, _SET_TABLES)}
+    out: dict[str, Any] = {"schema": SCHEMA, "tables": tables}
+    if s.probes is not None:
+        out["probes"] = [list(p) for p in s.probes]
+    return out

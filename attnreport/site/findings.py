@@ -329,4 +329,7 @@ def key_findings(
         out.append(self_focus_heads(selves))
     out.append(impact_peak(set_tables.get("impact_pooled")))
     out.append(intervention_effect(interventions))
+    from attnreport.site.role_findings import role_findings  # it imports this module
+
+    out.extend(role_findings(set_tables))
     return [f for f in out if f is not None]

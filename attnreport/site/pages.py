@@ -41,6 +41,7 @@ from attnreport.site.context import (
     number_figures,
 )
 from attnreport.site.markdown import markdown_html
+from attnreport.site.role_findings import active_roles
 from attnreport.text import display_token, visible
 
 # (anchor, heading): the parts of a sentence page; a figure's registry entry names its part
@@ -213,6 +214,9 @@ def _part_texts(
     if sorted_figs:
         note = sorted_note(sorted_figs, f"S{index}.")
         p2[-1] = Paragraph(p2[-1].text, notes.ref("sorted", note))
+    roles = active_roles(tables.head_roles)  # None for results without head roles
+    if roles:
+        p2.append(Paragraph(roles))
     p3 = _paras(
         prose.impact_summary(
             prose.rows(tables.head_impact), prose.rows(tables.block_impact), hidden_size

@@ -1,0 +1,110 @@
+"""The synthetic induction probe and the scores read on it; massive activations per layer.
+
+A probe is ``R`` token ids drawn uniformly (``numpy.random.default_rng(seed)``, without
+the tokenizer's special tokens), repeated twice, with the model's BOS first when it adds
+one: ``[bos?] t_1 .. t_R t_1 .. t_R``. On the second copy, query i holds the token that
+occurred at ``i - R``; an induction head attends to the token just after that earlier
+occurrence, key ``i - R + 1``.
+
+Shape letters: ``head``, ``query``, ``key``, ``model``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import torch
+
+from attnreport.analyses.tables import Table, round_sig
+
+PROBE_LENGTH = 50  # R: random tokens per copy
+PROBE_COUNT = 10
+PROBE_SEED = 0
+
+
+def make_probes(
+    vocab_size: int,
+    special_ids: Iterable[int],
+    bos_id: int | None = None,
+    count: int = PROBE_COUNT,
+    length: int = PROBE_LENGTH,
+    seed: int = PROBE_SEED,
+) -> list[list[int]]:
+    """``count`` probes of ``2 * length`` (+1 with ``bos_id``) token ids; the same for the
+    same arguments on any machine. ValueError when fewer than 2 ordinary ids exist."""
+    special = {int(i) for i in special_ids}
+    pool = np.array([i for i in range(vocab_size) if i not in special], dtype=np.int64)
+    if len(pool) < 2:
+        raise ValueError("an induction probe needs at least 2 ordinary token ids")
+    rng = np.random.default_rng(seed)
+    probes = []
+    for _ in range(count):
+        half = rng.choice(pool, size=length, replace=True).tolist()
+        probes.append(([] if bos_id is None else [int(bos_id)]) + half + half)
+    return probes
+
+
+def probe_offset(probe: Sequence[int], length: int = PROBE_LENGTH) -> int:
+    """1 when the probe starts with a BOS (its length is odd), else 0."""
+    return len(probe) - 2 * length
+
+
+def induction_scores(probs: torch.Tensor, offset: int, length: int = PROBE_LENGTH) -> np.ndarray:
+    """(head,) float64: mean over the second copy's queries ``i`` of ``p[i, i - length + 1]``.
+
+    ``probs`` (head, query, key) of one probe whose copies start at ``offset`` (0, or 1
+    after a BOS).
+    """
+    queries = torch.arange(offset + length, offset + 2 * length)
+    return probs[:, queries, queries - length + 1].double().mean(1).numpy()
+
+
+def previous_token_scores(probs: torch.Tensor) -> np.ndarray:
+    """(head,) float64: mean over queries ``i >= 1`` of ``p[i, i - 1]`` (0 for one token)."""
+    n = probs.shape[1]
+    if n < 2:
+        return np.zeros(probs.shape[0], dtype=np.float64)
+    queries = torch.arange(1, n)
+    return probs[:, queries, queries - 1].double().mean(1).numpy()
+
+
+def probe_table(per_probe: Sequence[Sequence[tuple[np.ndarray, np.ndarray]]]) -> Table:
+    """The probe scores per (layer, head): ``per_probe[p][layer]`` is that probe's
+    ``(induction, previous_token)`` arrays (head,). Columns: layer, head, induction,
+    previous_token_probe, each the mean over probes (every probe has the same length)."""
+    induction = np.mean([[layer[0] for layer in probe] for probe in per_probe], axis=0)
+    previous = np.mean([[layer[1] for layer in probe] for probe in per_probe], axis=0)
+    n_layers, n_heads = induction.shape
+    return {
+        "layer": np.repeat(np.arange(n_layers, dtype=np.int64), n_heads),
+        "head": np.tile(np.arange(n_heads, dtype=np.int64), n_layers),
+        "induction": induction.reshape(-1),
+        "previous_token_probe": previous.reshape(-1),
+    }
+
+
+def massive_activation_row(layer: int, x: torch.Tensor) -> Table:
+    """One sentence's ``massive_activations`` row of one layer (Sun et al. 2024).
+
+    ``x`` (query, model): the residual stream entering block ``layer``. Columns: layer,
+    position and dimension of the largest ``|x|`` rounded to 6 significant digits (as
+    published; ties to the first in row-major order, so a last-bit difference between
+    two passes does not move it),
+    value (its signed activation), median (the median of ``|x|`` over every position and
+    dimension, ``torch.median``'s lower median) and ratio = ``|value| / median`` (0 when
+    the median is 0).
+    """
+    magnitude = x.double().abs()
+    flat = int(np.argmax(round_sig(magnitude.reshape(-1))))
+    position, dimension = divmod(flat, int(x.shape[1]))
+    median = float(magnitude.reshape(-1).median())
+    top = float(magnitude[position, dimension])
+    return {
+        "layer": np.array([layer], dtype=np.int64),
+        "position": np.array([position], dtype=np.int64),
+        "dimension": np.array([dimension], dtype=np.int64),
+        "value": np.array([float(x[position, dimension])], dtype=np.float64),
+        "median": np.array([median], dtype=np.float64),
+        "ratio": np.array([top / median if median > 0 else 0.0], dtype=np.float64),
+    }

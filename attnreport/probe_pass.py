@@ -1,0 +1,46 @@
+"""The induction probes run through the model: per (layer, head), the induction and
+previous-token scores on ``analyses.probes``' synthetic repeated sequences.
+
+All probes have one length, so they run as one batch through the model's own eager
+attention with ``output_attentions=True``: the probabilities are the model's own
+(``attnreport verify`` checks that ours equal them), and one batched pass costs a fifth
+of ten captured ones, which keeps the probes within the analysis' cost budget. The
+LM head runs on the last position only. A probe is 2 x 50 tokens (plus a BOS).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attnreport.analyses.probes import (
+    induction_scores,
+    make_probes,
+    previous_token_scores,
+    probe_offset,
+    probe_table,
+)
+from attnreport.analyses.tables import Table
+from attnreport.models.placement import host, input_device
+from attnreport.session import Session
+
+
+def session_probes(session: Session) -> list[list[int]]:
+    """The probes of ``session``'s model: its tokenizer's ordinary ids (no special token,
+    none past the embedding), with its BOS first when the sentences start with one."""
+    tokenizer = session.loaded.tokenizer
+    vocab = min(len(tokenizer), int(session.model.config.vocab_size))
+    bos = tokenizer.bos_token_id if session.bos_added else None
+    return make_probes(vocab, tokenizer.all_special_ids, bos)
+
+
+def probe_scores(model: torch.nn.Module, probes: list[list[int]]) -> Table:
+    """``probes.probe_table`` of ``probes`` (token-id lists of one length) on ``model``."""
+    ids = torch.tensor(probes).to(input_device(model))  # (probe, token)
+    with torch.no_grad():
+        out = model(input_ids=ids, output_attentions=True, use_cache=False, logits_to_keep=1)
+    offset = probe_offset(probes[0])
+    per_probe = [[] for _ in probes]
+    for attention in out.attentions:  # (probe, head, query, key), one per layer
+        for index, probs in enumerate(host(attention).float()):
+            per_probe[index].append((induction_scores(probs, offset), previous_token_scores(probs)))
+    return probe_table(per_probe)

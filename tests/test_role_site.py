@@ -1,0 +1,123 @@
+"""The head-role figures and findings, on hand-made head-role tables."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from attnreport.charts.head_roles import NO_ROLE, atlas_figure, role_rows, scatter_figure
+from attnreport.charts.registry import FIGURES, Inputs
+from attnreport.results import FocusBySentenceTable, ImpactPooledTable
+from attnreport.results.roles import HeadRolesBySentenceTable, HeadRolesSetTable
+from attnreport.results.types import set_to_json
+from attnreport.site.findings import key_findings
+from attnreport.site.role_findings import role_findings
+from tests.fixtures.fake_results import fake_study, typed
+
+# one layer, four heads: a previous-token head, an induction head, a sink, and nothing
+PREV = [0.8, 0.05, 0.01, 0.1]
+INDUCTION = [0.02, 0.9, 0.0, 0.1]
+FIRST_PROB = [0.05, 0.1, 0.95, 0.2]
+SHARE = [0.02, 0.05, 0.4, 0.2]
+MAGNITUDE = [0.2, 0.3, 0.01, 0.1]
+
+
+def role_set():
+    n, zeros, layer, head = 4, np.zeros(4), np.zeros(4, int), np.arange(4)
+    roles = HeadRolesSetTable(
+        layer=layer, head=head, previous_token=PREV, previous_token_probe=PREV,
+        duplicate_token=zeros, induction=INDUCTION, entropy=zeros + 1.0,
+        entropy_normalised=zeros + 0.5, distance=zeros + 2.0, value_first_share=SHARE,
+    )  # fmt: skip
+    by_sentence = HeadRolesBySentenceTable(
+        sentence=np.repeat([0, 1], n), layer=np.tile(layer, 2), head=np.tile(head, 2),
+        previous_token=[0.7, 0.05, 0.01, 0.1, 0.9, 0.05, 0.01, 0.1], duplicate_token=np.zeros(8),
+        entropy=np.ones(8), entropy_normalised=np.ones(8), distance=np.ones(8),
+        value_first_share=np.tile(SHARE, 2), n_queries=np.full(8, 5), n_first=np.full(8, 5),
+        n_duplicate=np.zeros(8, int), duplicate_weight=np.zeros(8),
+    )  # fmt: skip
+    focus = FocusBySentenceTable(
+        sentence=np.zeros(n, int), layer=layer, head=head, self_focus=zeros, first_focus=zeros,
+        concentration=zeros, n_queries=np.full(n, 5), first_prob=FIRST_PROB, sink_share=zeros,
+    )  # fmt: skip
+    impact = ImpactPooledTable(
+        layer=layer, head=head, magnitude=MAGNITUDE, orientation=zeros, n_tokens=np.full(n, 6)
+    )
+    base = typed(fake_study(1)).set
+    return replace(
+        base, head_roles=roles, head_roles_by_sentence=by_sentence, focus_by_sentence=focus,
+        impact_pooled=impact,
+    )  # fmt: skip
+
+
+def test_each_head_gets_its_strongest_role_or_none():
+    rows = role_rows(role_set())
+    assert rows["role"] == ["previous token", "induction", "first token (sink)", NO_ROLE]
+    assert rows["first_prob"] == FIRST_PROB and rows["magnitude"] == MAGNITUDE
+
+
+def test_the_figures_carry_every_score_and_validate():
+    for figure in (atlas_figure(role_set()), scatter_figure(role_set())):
+        tooltip = [t["field"] for t in figure.spec["encoding"]["tooltip"]]
+        for score in ("induction", "previous_token", "entropy", "value_first_share", "distance"):
+            assert score in tooltip
+        assert len(figure.inline["head"]) == 4
+    assert figure.spec["encoding"]["size"]["field"] == "magnitude"
+
+
+def test_the_figures_appear_only_with_head_roles():
+    results = typed(fake_study(1))
+    entries = [e for e in FIGURES if e.key in ("head-atlas", "induction-vs-previous")]
+    assert len(entries) == 2
+    assert not any(e.when(Inputs(results)) for e in entries)
+    with_roles = replace(results, set=role_set())
+    assert all(e.when(Inputs(with_roles)) for e in entries)
+
+
+def test_findings_name_the_planted_heads_and_judge_the_sink_by_numbers():
+    tables = set_to_json(role_set())["tables"]
+    found = {f.key: f for f in role_findings(tables)}
+    roles = found["role-heads"].text
+    assert "induction head is layer 0, head 1" in roles and "0.9 of its attention" in roles
+    assert (
+        "previous-token head is layer 0, head 0" in roles and "0.7-0.9 across 2 sentences" in roles
+    )
+    sink = found["sink-movement"].text
+    assert sink.startswith("1 head is a sink") and "0.4 of what they write" in sink
+    # sink update 0.01 against the others' median 0.2: under half, so "move little"
+    assert "0.01 against 0.2" in sink and "they move little" in sink
+    without_pooled = {k: v for k, v in tables.items() if k != "focus_pooled"}  # other heads
+    assert {f.key for f in key_findings(without_pooled, None)} >= {"role-heads", "sink-movement"}
+
+
+def test_no_role_findings_without_head_roles_or_strong_heads():
+    plain = set_to_json(typed(fake_study(1)).set)["tables"]
+    assert role_findings(plain) == []
+    weak = role_set()
+    roles = replace(weak.head_roles, induction=np.zeros(4), previous_token=np.zeros(4) + 0.1)
+    text = role_findings(set_to_json(replace(weak, head_roles=roles))["tables"])[0].text
+    assert text.startswith("No head reaches an induction score of 0.3")
+    assert "previous-token" not in text
+
+
+def test_the_sentence_line_counts_the_heads_active_on_it():
+    from attnreport.results.roles import HeadRolesTable
+    from attnreport.site.role_findings import active_roles
+
+    def table(prev, dup, n_duplicate):
+        n = len(prev)
+        return HeadRolesTable(
+            layer=np.zeros(n, int), head=np.arange(n), previous_token=prev, duplicate_token=dup,
+            entropy=np.ones(n), entropy_normalised=np.ones(n), distance=np.ones(n),
+            value_first_share=np.zeros(n), n_queries=np.full(n, 6), n_first=np.full(n, 6),
+            n_duplicate=np.full(n, n_duplicate), duplicate_weight=np.full(n, float(n_duplicate)),
+        )  # fmt: skip
+
+    text = active_roles(table([0.8, 0.4, 0.1], [0.0, 0.9, 0.2], 2))
+    assert text.startswith("On this sentence, 2 heads act as previous-token heads (strongest: "
+                           "layer 0, head 0, 0.8) and 1 head acts as duplicate-token")  # fmt: skip
+    assert "2 tokens repeat an earlier one" in text
+    plain = active_roles(table([0.1, 0.2], [0.0, 0.0], 0))
+    assert "no head reaches 0.3" in plain and "no token repeats" in plain
+    assert active_roles(None) is None
