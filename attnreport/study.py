@@ -22,6 +22,7 @@ from attnreport.config import Settings
 from attnreport.errors import AttnReportError
 from attnreport.interventions import GridCell as Cell
 from attnreport.interventions import Outcome, mean_grid, observed_layers, scaling_grid
+from attnreport.models.layout import positional_scheme
 from attnreport.results import (
     AttentionMaps,
     GridCell,
@@ -203,7 +204,7 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         fingerprint=loaded.fingerprint,
         model_type=config.model_type,
         family=loaded.family.name,
-        positional=loaded.family.positional,
+        positional=positional_scheme(session.specs, loaded.model),
         n_layers=len(session.specs),
         n_heads=spec.layout.n_heads,
         n_kv_heads=spec.layout.n_kv_heads,

@@ -25,6 +25,16 @@ SMALL = {
     "bos_token_id": 1,
     "eos_token_id": 2,
     "pad_token_id": 0,
+    # the same sizes under older names (GPT-2, CTRL, CodeGen, GPT-J, GPT-Neo, OPT...)
+    "n_embd": 32,
+    "n_layer": 2,
+    "n_head": 4,
+    "n_positions": 64,
+    "n_ctx": 64,
+    "num_layers": 2,
+    "num_heads": 4,
+    "ffn_dim": 64,
+    "rotary_dim": 4,
     # mixtures of experts: a few small experts
     "num_local_experts": 4,
     "num_experts": 4,
@@ -79,7 +89,7 @@ def zoo_types() -> list[str]:
     return found
 
 
-def small_config(model_type: str):
+def small_config(model_type: str, **overrides):
     """The type's default config rebuilt with every ``SMALL`` field it has (so the fields the
     config derives in its constructor follow), per-layer lists cut to ``N_LAYERS``."""
     from transformers import CONFIG_MAPPING
@@ -94,17 +104,23 @@ def small_config(model_type: str):
             and name.endswith(("types", "_layers"))
         ):
             kwargs[name] = value[:N_LAYERS]
-    return config_cls(**kwargs)
+    return config_cls(**{**kwargs, **overrides})
 
 
-def build_zoo_model(model_type: str, seed: int = 0) -> tuple[torch.nn.Module | None, str]:
-    """(tiny model in eval mode with eager attention, "") or (None, why it does not build)."""
+def build_zoo_model(
+    model_type: str, seed: int = 0, **overrides
+) -> tuple[torch.nn.Module | None, str]:
+    """(tiny model in eval mode with eager attention, "") or (None, why it does not build or
+    run its own plain forward pass of 8 tokens)."""
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
     try:
-        config = small_config(model_type)
+        config = small_config(model_type, **overrides)
         model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+        model = model.float().eval()
+        with torch.no_grad():  # a model that cannot run its own plain pass does not build
+            model(input_ids=torch.arange(1, 9)[None], use_cache=False)
     except Exception as err:  # noqa: BLE001 - reported as the reason, one line
         return None, f"{type(err).__name__}: {err}".splitlines()[0][:160]
-    return model.float().eval(), ""
+    return model, ""

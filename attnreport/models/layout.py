@@ -227,3 +227,20 @@ def _features(computed: Computed, layout: HeadLayout, attn: nn.Module, rotate, r
     if computed.sinks is not None:
         found.add("sinks")
     return found
+
+
+def positional_scheme(specs: list[LayerSpec], model: nn.Module) -> str:
+    """How positions enter the model, as found: "rope" where some layer rotates q and k,
+    "alibi" where some adds a score bias, else "absolute" where the model has a position
+    embedding table (GPT-2's ``wpe``, OPT's ``embed_positions``), else "none"."""
+    kinds = {s.positions for s in specs}
+    for kind in ("rope", "alibi"):
+        if kind in kinds:
+            return kind
+    tables = (
+        name
+        for name, module in model.named_modules()
+        if isinstance(module, nn.Embedding)
+        and ("pos" in name.rsplit(".", 1)[-1] or name.endswith("wpe"))
+    )
+    return "absolute" if next(tables, None) is not None else "none"
