@@ -97,6 +97,10 @@ def small_config(model_type: str, **overrides):
     config_cls = CONFIG_MAPPING[model_type]
     defaults = config_cls().to_dict()
     kwargs = {k: v for k, v in SMALL.items() if defaults.get(k) is not None}
+    if "head_dim" in kwargs and "qk_rope_head_dim" in kwargs:  # latent attention: the rotary width
+        kwargs["head_dim"] = kwargs["qk_rope_head_dim"]
+    if "kv_lora_rank" in kwargs and "num_key_value_heads" in kwargs:  # k is shared by every head
+        kwargs["num_key_value_heads"] = kwargs["num_attention_heads"]
     for name, value in defaults.items():
         if (
             isinstance(value, list)

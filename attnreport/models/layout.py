@@ -94,10 +94,14 @@ def find_blocks(model: nn.Module) -> list[nn.Module]:
     return list(lists[0])
 
 
-def find_attention(block: nn.Module) -> nn.Module:
+def find_attention(block: nn.Module, layer: int = 0) -> nn.Module:
+    """The block's one child whose class name says ``Attention``, or a one-line refusal."""
     found = [c for c in block.children() if "Attention" in type(c).__name__]
     if len(found) != 1:
-        raise AttnReportError(f"{type(block).__name__} has no single attention module")
+        raise AttnReportError(
+            f"layer {layer}: {type(block).__name__} has no single attention module "
+            "(missing: layers other than attention, as in hybrids and state-space models)"
+        )
     return found[0]
 
 
@@ -121,7 +125,7 @@ def discover(family: Family, model: nn.Module) -> list[LayerSpec]:
     """One discovery pass (4 tokens) and one ``LayerSpec`` per block, or a one-line refusal."""
     _refuse_unsupported(model)
     blocks = find_blocks(model)
-    attns = [find_attention(b) for b in blocks]
+    attns = [find_attention(b, i) for i, b in enumerate(blocks)]
     tap = Discovery()
     handles = [h for a in attns for h in discovery_hooks(a, tap)]
     ids = torch.arange(min(4, int(model.config.vocab_size)))[None]
@@ -133,9 +137,10 @@ def discover(family: Family, model: nn.Module) -> list[LayerSpec]:
             handle.remove()
     called = [m for m, _ in tap.calls]
     if called != attns:
+        layer = next(i for i, a in enumerate(attns) if i >= len(called) or called[i] is not a)
         raise AttnReportError(
-            f"{type(model).__name__}'s attention does not route through the transformers "
-            "attention interface once per block; it cannot be captured"
+            f"layer {layer}: {type(attns[layer]).__name__} does not call the transformers "
+            "attention interface once (missing: attention through AttentionInterface)"
         )
     return [
         _layer_spec(i, family, blocks[i], attns[i], computed, tap)
@@ -167,7 +172,12 @@ def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery):
             "(missing: position embeddings passed to the attention module)"
         )
     plain = tap.probe.get((id(attn), "plain"))
-    if rotary is None or plain is None or identity(rotary) is None:
+    if rotary is not None and identity(rotary) is None:
+        raise AttnReportError(
+            f"layer {layer}: {type(attn).__name__} is handed position embeddings that are not "
+            "(cos, sin) (missing: a rotary transform attnreport can undo)"
+        )
+    if rotary is None or plain is None:
         return None, "alibi" if computed.score_bias is not None else "none"
     if torch.equal(plain.q, computed.q) and torch.equal(plain.k, computed.k):
         return None, "none"  # handed cos and sin, but rotates nothing (SmolLM3's NoPE layers)

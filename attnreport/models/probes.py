@@ -60,6 +60,8 @@ def _after_attention(tap: Discovery):
     def hook(module, _args, _output):
         kwargs = tap.kwargs[id(module)]["kwargs"]
         rotary = kwargs.get("position_embeddings")
+        if rotary is not None and identity(rotary) is None:
+            return  # not (cos, sin): discovery refuses the layer
         plain = {} if rotary is None else {"position_embeddings": identity(rotary)}
         tap.rerun(module, "zero", True, **plain)
         if rotary is not None:
