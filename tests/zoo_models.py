@@ -35,6 +35,8 @@ SMALL = {
     "num_heads": 4,
     "ffn_dim": 64,
     "rotary_dim": 4,
+    "emb_dim": 32,
+    "n_layers": 2,
     # mixtures of experts: a few small experts
     "num_local_experts": 4,
     "num_experts": 4,
