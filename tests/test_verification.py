@@ -107,3 +107,30 @@ def test_found_positions_match_the_named_families(tiny_model_dirs):
         loaded = load_model(str(tiny_model_dirs[name]))
         specs = discover(loaded.family, loaded.model)
         assert positional_scheme(specs, loaded.model) == loaded.family.positional, name
+
+
+def test_gated_output_heads_include_the_gate():
+    """AFMoE multiplies the attention output by sigmoid(gate_proj(a)) before o_proj: each
+    head's update is W_O,h (g_h * z_h), computed here from the module's own weights."""
+    model, specs = _zoo("afmoe")
+    spec = specs[0]
+    assert "output_gate" in spec.features and spec.out_proj is spec.attention.o_proj
+    record = capture_attention(model, specs, IDS).record(0)
+    with torch.no_grad():
+        gate = torch.sigmoid(spec.attention.gate_proj(record.a))  # (query, head * d)
+    gate = gate.reshape(len(IDS), record.n_heads, -1).transpose(0, 1)  # (head, query, d)
+    weight = spec.attention.o_proj.weight.detach().t().reshape(record.n_heads, -1, 32)
+    expected = torch.einsum("hqd,hdm->hqm", gate * record.context, weight)
+    torch.testing.assert_close(record.updates, expected, atol=1e-6, rtol=1e-5)
+    ungated = torch.einsum("hqd,hdm->hqm", record.context, weight)
+    assert (ungated - expected).abs().max() > 1e-3  # the gate matters
+
+
+def test_a_norm_before_the_output_projection_is_refused():
+    """BitNet normalises the attention output over all heads before o_proj: not a per-head
+    gate (it does not double when v does), so refused in one line naming the layer."""
+    model, why = build_zoo_model("bitnet")
+    assert model is not None, why
+    with pytest.raises(AttnReportError, match=r"^layer 0: .*output projection") as err:
+        verified_layers(family_for("bitnet"), model)
+    assert "\n" not in str(err.value)

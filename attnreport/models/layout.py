@@ -64,6 +64,11 @@ class LayerSpec:
     window: int | None = None  # sliding window in tokens: key j allowed iff i - window < j <= i
     positions: str = "none"  # how positions enter this layer's scores: "rope", "alibi", "none"
 
+    @property
+    def gated(self) -> bool:
+        """Whether the output projection reads a gated output g * z (read by a hook when captured)."""
+        return "output_gate" in self.features
+
     def out_projection(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(head, d, model) weight and (model,) bias of the output projection, in the model's
         dtype on the layer's device: u^h = context^h @ weight[h]; the bias is zeros where the
@@ -148,15 +153,25 @@ def discover(family: Family, model: nn.Module) -> list[LayerSpec]:
     ]
 
 
-def _output_projection(layer: int, attn: nn.Module, tap: Discovery) -> nn.Module:
+def _output_projection(layer: int, attn: nn.Module, tap: Discovery) -> tuple[nn.Module, bool]:
+    """(output projection, gated): the one child reading the function's output as it is, else
+    the one reading something of its size that doubles exactly when v does (an output gate
+    g * z, so each head's update is W_O,h (g_h * z_h)); else a one-line refusal."""
     readers = tap.readers.get(id(attn), [])
-    if len(readers) != 1:
-        raise AttnReportError(
-            f"layer {layer}: cannot identify the output projection of {type(attn).__name__} "
-            f"({len(readers)} children read the attention output; missing: an output "
-            "projection applied to the attention output as it is)"
-        )
-    return readers[0]
+    if len(readers) == 1:
+        return readers[0], False
+    linear = [
+        child
+        for child, seen in tap.after.get(id(attn), [])
+        if (doubled := tap.doubled.get(id(child))) is not None and torch.equal(doubled, 2 * seen)
+    ]
+    if not readers and len(linear) == 1:
+        return linear[0], True
+    raise AttnReportError(
+        f"layer {layer}: cannot identify the output projection of {type(attn).__name__} "
+        f"({len(readers)} children read the attention output; missing: an output "
+        "projection applied to the attention output as it is or gated)"
+    )
 
 
 def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery):
@@ -187,13 +202,15 @@ def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery):
 
 def _layer_spec(index, family, block, attn, computed: Computed, tap: Discovery) -> LayerSpec:
     n_heads, _, d = computed.q.shape
-    out_proj = _output_projection(index, attn, tap)
+    out_proj, gated = _output_projection(index, attn, tap)
     layout = HeadLayout(
         n_heads, int(computed.k.shape[0]), d, _out_features(out_proj), int(computed.v.shape[-1])
     )
     rotate, positions = _rotation(index, attn, computed, tap)
     rotary = tap.kwargs[id(attn)]["kwargs"].get("position_embeddings")
-    features = _features(computed, layout, attn, rotate, rotary)
+    features = _features(computed, layout, attn, rotate, rotary) | (
+        {"output_gate"} if gated else set()
+    )
     q_bias = k_bias = None
     if "qk_norm" not in features:
         probe = tap.probe[(id(attn), "zero")]  # identity rotation: q = b_q, k = b_k

@@ -7,9 +7,11 @@ right after its call (its hooks do not run twice), with the same arguments but:
 - ``plain``: the real input and an identity rotation (cos = 1, sin = 0): q and k as
   scored but for the rotation, what the rotation's inverse must give back;
 - ``shifted``: without ``position_embeddings``, every position id plus one: a module
-  that computes a rotation of its own changes q or k under it.
+  that computes a rotation of its own changes q or k under it;
+- ``doubled``: only where no child reads the function's output as it is, v doubled: a
+  child that reads a gated output (Qwen3-Next, AFMoE: g * z) reads exactly twice as much.
 The children of the module that read exactly the function's output are recorded (the
-output projection).
+output projection), and those that read something of its size after it (``after``).
 """
 
 from __future__ import annotations
@@ -30,8 +32,12 @@ class Discovery:
         self.readers: dict[int, list[nn.Module]] = {}
         self.probe: dict[tuple[int, str], Computed] = {}
         self.probing: tuple[int, str] | None = None
+        self.after: dict[int, list[tuple[nn.Module, torch.Tensor]]] = {}
+        self.doubled: dict[int, torch.Tensor] = {}  # id(child) -> its input with v doubled
 
     def modify(self, module, q, k, v):
+        if self.probing is not None and self.probing[1] == "doubled":
+            return q, k, 2 * v
         return q, k, v
 
     def record(self, module, computed: Computed) -> None:
@@ -68,6 +74,8 @@ def _after_attention(tap: Discovery):
             tap.rerun(module, "plain", False, **plain)
         elif isinstance(kwargs.get("position_ids"), torch.Tensor):
             tap.rerun(module, "shifted", False, position_ids=kwargs["position_ids"] + 1)
+        if id(module) not in tap.readers and tap.after.get(id(module)):
+            tap.rerun(module, "doubled", False)
 
     return hook
 
@@ -78,11 +86,17 @@ def _is_linear(module: nn.Module) -> bool:
 
 def _reader(tap: Discovery, attn: nn.Module, child: nn.Module):
     def hook(_module, args):
+        if tap.probing == (id(attn), "doubled") and args:
+            tap.doubled[id(child)] = args[0]
         last = tap.calls[-1] if tap.calls and tap.probing is None else None
         if last is not None and last[0] is attn and args:
             expected = last[1].context.transpose(0, 1).reshape(-1)
-            if args[0].numel() == expected.numel() and torch.equal(args[0].reshape(-1), expected):
+            if args[0].numel() != expected.numel():
+                return
+            if torch.equal(args[0].reshape(-1), expected):
                 tap.readers.setdefault(id(attn), []).append(child)
+            else:
+                tap.after.setdefault(id(attn), []).append((child, args[0]))
 
     return hook
 
