@@ -30,7 +30,7 @@ needs_recorded_version = pytest.mark.skipif(
 def test_outcomes_are_disjoint_and_mostly_verified():
     assert len(RECORDED) == len(zoo.VERIFIED) + len(zoo.REFUSED) + len(zoo.NOT_TINY)
     built = len(zoo.VERIFIED) + len(zoo.REFUSED)
-    assert len(zoo.VERIFIED) / built >= 0.6  # 62% with transformers 5.23 (the goal is 90%)
+    assert len(zoo.VERIFIED) / built >= 0.65  # 67% with transformers 5.23 (the goal is 90%)
 
 
 @pytest.mark.slow
