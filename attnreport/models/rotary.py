@@ -14,6 +14,7 @@ Shapes: q (head, n, d), k (kv_head, n, d); cos, sin (batch, n, r) as the model p
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -46,6 +47,11 @@ def on_suffix(rotate: Rotate, q, k, cos, sin):
     return torch.cat([q[..., :-r], q_r], -1), torch.cat([k[..., :-r], k_r], -1)
 
 
+def per_tensor(rotate: Rotate, q, k, cos, sin):
+    """A rotation written for one tensor at a time, ``rotate(x, cos, sin)`` (Gemma 4), on q and k."""
+    return rotate(q, cos, sin), rotate(k, cos, sin)
+
+
 def unrotate(rotate: Rotate, q, k, cos, sin):
     """q, k (heads, n, d) before the rotation: the model's rotation run backwards.
 
@@ -76,6 +82,8 @@ def partially_rotated(rotate: Rotate, rotary, head_dim: int) -> bool:
 def _candidates(fn: Rotate | None, r: int, d: int) -> list[Rotate]:
     if fn is None:
         return []
+    if list(inspect.signature(fn).parameters)[1:2] == ["cos"]:  # rotate(x, cos, sin)
+        fn = partial(per_tensor, fn)
     if r >= d:
         return [fn]
     return [fn, partial(on_prefix, fn), partial(on_suffix, fn)]
@@ -86,7 +94,7 @@ def _error(rotate: Rotate, rotary, scored, plain) -> float:
     cos, sin = (t.float() for t in rotary)
     try:
         q_u, k_u = unrotate(rotate, scored[0].float(), scored[1].float(), cos, sin)
-    except RuntimeError:  # a candidate of the wrong width for this layer
+    except (RuntimeError, TypeError):  # a candidate of the wrong width or form for this layer
         return float("inf")
     if q_u.shape != plain[0].shape or k_u.shape != plain[1].shape:
         return float("inf")
