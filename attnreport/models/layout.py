@@ -6,13 +6,19 @@ its attention routed through ``attnreport.interface`` and learns, per layer:
   module (the block's one child whose class name contains ``Attention``) which must
   call the interface exactly once;
 - the output projection: the attention module's child that is called after the
-  function and receives exactly the function's output (checked, not assumed);
+  function and receives exactly the function's output, or a gated output g * z
+  (checked, not assumed: it must double exactly when v does);
 - the q/k projection biases *as the model scores them*: the attention module is run
-  once more on a zero input, so q = b_q and k = b_k, un-rotated with the model's own
-  rotary function. With a QK-norm the bias is not separable (the norm is not affine
-  in it), so the biases are ``None`` and the terms are taken on the normed vectors;
-- the features the model uses (GQA, QK-norm, rotary and its width, soft-cap,
-  sliding windows, sinks).
+  once more on a zero input with an identity rotation, so q = b_q and k = b_k. With a
+  QK-norm the bias is not separable (the norm is not affine in it), so the biases are
+  ``None`` and the terms are taken on the normed vectors;
+- how positions enter the layer (``positions``): the rotation the model applies, found
+  against a rerun with an identity rotation (``attnreport.models.rotary``), none (a
+  layer handed cos and sin that rotates nothing), or a score bias (ALiBi);
+- the features the layer uses (GQA, QK-norm, rotary and partial rotary, soft-cap,
+  sliding windows, sinks, output gate).
+The reruns are in ``attnreport.models.probes``. Whether the whole capture reproduces the
+model is checked after discovery by ``attnreport.verify.self_check``.
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ class LayerSpec:
     out_proj: nn.Module
     q_bias: torch.Tensor | None  # (head, d); None: not separable (QK-norm)
     k_bias: torch.Tensor | None  # (kv_head, d)
-    rotate: Rotate | None  # the model's apply_rotary_pos_emb, when it rotates q and k
+    rotate: Rotate | None  # the model's rotation as found to invert (rotary.inverse_for), or None
     features: frozenset[str] = field(default_factory=frozenset)
     window: int | None = None  # sliding window in tokens: key j allowed iff i - window < j <= i
     positions: str = "none"  # how positions enter this layer's scores: "rope", "alibi", "none"
