@@ -32,6 +32,7 @@ class RawLayer:
     computed: Computed  # blocks.{L}.attn.fn: what the attention function computed
     rotary: tuple[torch.Tensor, torch.Tensor] | None  # blocks.{L}.attn.rope: (cos, sin)
     block_out: torch.Tensor  # blocks.{L}.attn.out: (query, model) output projection output
+    gated: torch.Tensor | None = None  # blocks.{L}.attn.gated: (query, head * d) g * z, or None
 
 
 def repeat_kv(t: torch.Tensor, groups: int) -> torch.Tensor:
@@ -123,7 +124,7 @@ def layer_record(spec: LayerSpec, raw: RawLayer, with_terms: bool = True) -> Lay
         probs=f32(computed.probs),
         allowed=allowed_keys(computed.mask, computed.q.shape[1]).cpu(),
         context=f32(computed.context),
-        updates=head_updates(out_weight, host(computed.context)),
+        updates=head_updates(out_weight, _update_input(raw)),
         out_bias=out_bias,
         block_out=f32(raw.block_out),
         scaling=computed.scaling,
@@ -133,6 +134,15 @@ def layer_record(spec: LayerSpec, raw: RawLayer, with_terms: bool = True) -> Lay
         terms=score_terms(spec, raw, q_raw, k_raw) if with_terms else {},
         dtype=computed.q.dtype,
     )
+
+
+def _update_input(raw: RawLayer) -> torch.Tensor:
+    """(head, query, d): what the output projection reads per head: the function's output, or
+    with an output gate the gated output g * z (u_h = W_O,h (g_h * z_h))."""
+    if raw.gated is None:
+        return host(raw.computed.context)
+    n, heads = raw.gated.shape[0], raw.computed.context.shape[0]
+    return raw.gated.reshape(n, heads, -1).transpose(0, 1)  # (head, query, d)
 
 
 def _float32(tensor: torch.Tensor) -> torch.Tensor:

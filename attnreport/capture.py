@@ -99,7 +99,8 @@ class LayerTap:
 
 def layer_hooks(spec: LayerSpec, slots: Slots, copies: HostCopies) -> list[Hook]:
     """Hooks that keep the block input, the attention input, the rotary (cos, sin) and the
-    output projection's output of one layer, in CPU memory."""
+    output projection's output of one layer, in CPU memory; for a layer with an output gate
+    also the projection's input (the gated output each head's update is made of)."""
 
     def on_block(_module, args, kwargs):
         slots.values["x"] = host(_first_input(args, kwargs)[0])
@@ -112,18 +113,23 @@ def layer_hooks(spec: LayerSpec, slots: Slots, copies: HostCopies) -> list[Hook]
     def on_out(_module, _args, output):
         slots.values["block_out"] = host(output[0])
 
-    return [
+    def on_gated(_module, args, kwargs):
+        slots.values["gated"] = host(_first_input(args, kwargs)[0])  # (query, head * d): g * z
+
+    hooks: list[Hook] = [
         (spec.block, "pre", on_block),
         (spec.attention, "pre", on_attention),
         (spec.out_proj, "post", on_out),
     ]
+    return hooks + ([(spec.out_proj, "pre", on_gated)] if spec.gated else [])
 
 
 def raw_layer(slots: Slots) -> RawLayer:
     v = slots.values
     return RawLayer(
-        x=v["x"], a=v["a"], computed=v["computed"], rotary=v["rotary"], block_out=v["block_out"]
-    )
+        x=v["x"], a=v["a"], computed=v["computed"], rotary=v["rotary"], block_out=v["block_out"],
+        gated=v.get("gated"),
+    )  # fmt: skip
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from attnreport.cli import main
-from attnreport.models.families import FAMILIES
+from attnreport.models.families import FAMILIES, zoo
 
 START, END = "<!-- cli-reference:start -->", "<!-- cli-reference:end -->"
 FAMILY_START, FAMILY_END = "<!-- families:start -->", "<!-- families:end -->"
@@ -48,7 +48,29 @@ def families_table() -> str:
             f"| {family.name} | {types} | {family.positional} | {family.route} | {features} |"
         )
     note = f"Every family is checked for: {CHECKED}."
-    return "\n".join(rows) + f"\n\n{note}\n"
+    return "\n".join(rows) + f"\n\n{note}\n\n{zoo_summary()}"
+
+
+def zoo_summary() -> str:
+    """Markdown: the zoo's counts and outcomes (``attnreport.models.families.zoo``)."""
+    built = len(zoo.VERIFIED) + len(zoo.REFUSED)
+    share = round(100 * len(zoo.VERIFIED) / built)
+    verified = ", ".join(f"`{t}`" for t in zoo.VERIFIED)
+    by_reason: dict[str, list[str]] = {}
+    for model_type, reason in zoo.REFUSED.items():
+        if reason.endswith("Error"):
+            reason = f"code that fails under capture ({reason})"
+        by_reason.setdefault(reason, []).append(f"`{model_type}`")
+    refused = "".join(f"- {reason}: {', '.join(types)}\n" for reason, types in by_reason.items())
+    return (
+        "Any other architecture is checked when it loads: discovery, then the three `verify` "
+        "checks on an 8-token probe, layer by layer; a model that fails is refused in one line "
+        "naming the check and the layer. The test suite builds a tiny random model of every "
+        f"decoder-only text `model_type` of transformers {zoo.TRANSFORMERS} "
+        f"({built + len(zoo.NOT_TINY)}); {built} build from a small config. Of those, "
+        f"{len(zoo.VERIFIED)} verify ({share}%): {verified}.\n\n"
+        f"{len(zoo.REFUSED)} are refused in one line, by what they lack:\n\n{refused}"
+    )
 
 
 def _between(text: str, start: str, end: str, body: str) -> str:

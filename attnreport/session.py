@@ -7,9 +7,10 @@ from dataclasses import dataclass
 import torch
 
 from attnreport.config import Settings
-from attnreport.models.layout import LayerSpec, discover
+from attnreport.models.layout import LayerSpec
 from attnreport.models.loading import LoadedModel, load_model
 from attnreport.sentences import Sentence, bos_added, read_sentences, tokenize_sentences
+from attnreport.verify import verified_layers
 
 FALLBACK_CONTEXT = 2048  # ALiBi models declare no positional limit
 
@@ -61,7 +62,7 @@ def open_session(
     texts = read_sentences(sentences_file)
     loaded = load_model(model_name, dtype=dtype, device=device, device_map=device_map)
     sentences = tokenize_sentences(texts, loaded.tokenizer, context_length(loaded), truncate, bos)
-    return Session(loaded, discover(loaded.family, loaded.model), sentences, bos)
+    return Session(loaded, verified_layers(loaded.family, loaded.model), sentences, bos)
 
 
 def session_for(settings: Settings) -> Session:

@@ -36,6 +36,7 @@ from attnreport.capture import (
     layer_hooks,
     raw_layer,
 )
+from attnreport.errors import AttnReportError
 from attnreport.interface import _ACTIVE, NAME, _logits, _softmax, repeat_kv
 from attnreport.models.layout import LayerSpec
 
@@ -152,6 +153,11 @@ def alibi_slopes(score_bias: torch.Tensor | None, n: int) -> torch.Tensor | None
 
 def layer_tensors(spec: LayerSpec, raw: RawLayer) -> LayerTensors:
     """The ``LayerTensors`` of one streamed layer (``raw.computed`` a ``Scored``), on the CPU."""
+    if spec.gated:
+        raise AttnReportError(
+            f"layer {spec.layer}: the blockwise analyses do not support output gates; "
+            "pass fewer tokens"
+        )
     scored = raw.computed
     q_raw, k_raw = unrotated(spec, raw)
     heads, kv_heads, d = scored.q.shape[0], scored.k.shape[0], scored.q.shape[-1]

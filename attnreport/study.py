@@ -29,6 +29,7 @@ from attnreport.interventions import (
     observed_layers,
     scaling_grid,
 )
+from attnreport.models.layout import positional_scheme
 from attnreport.probe_pass import probe_scores, session_probes
 from attnreport.provenance import provenance
 from attnreport.results import (
@@ -271,7 +272,7 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         fingerprint=loaded.fingerprint,
         model_type=config.model_type,
         family=loaded.family.name,
-        positional=loaded.family.positional,
+        positional=positional_scheme(session.specs, loaded.model),
         n_layers=len(session.specs),
         n_heads=spec.layout.n_heads,
         n_kv_heads=spec.layout.n_kv_heads,

@@ -23,7 +23,9 @@ import torch
 
 from attnreport import tolerance as tol
 from attnreport.capture import capture_attention
-from attnreport.models.layout import LayerSpec
+from attnreport.errors import AttnReportError
+from attnreport.models.families import Family
+from attnreport.models.layout import LayerSpec, discover
 from attnreport.models.placement import input_device
 from attnreport.records import LayerRecord
 
@@ -144,3 +146,61 @@ def checks_from(m: _Maxima, dtype: torch.dtype) -> list[Check]:
             m.terms, dtype, m.score_scale, m.head_dim, 2,
         ),
     ]  # fmt: skip
+
+
+PROBE_TOKENS = 8  # the load-time self-check's probe: long enough for a window of 4 to bite
+
+
+def verified_layers(family: Family, model: torch.nn.Module) -> list[LayerSpec]:
+    """Discovery, then ``self_check``: the layers of a model whose capture reproduces its own
+    numbers, or a one-line ``AttnReportError``. This, not a list of names, is what admits
+    an architecture; an error inside the model's code during either pass is refused in
+    one line too."""
+    try:
+        specs = discover(family, model)
+        self_check(model, specs)
+    except AttnReportError:
+        raise
+    except (RuntimeError, TypeError, ValueError, IndexError, KeyError, AttributeError) as err:
+        first = f"{type(err).__name__}: {err}".splitlines()[0][:200]
+        raise AttnReportError(
+            f"{model.config.model_type}: the model's attention cannot be captured ({first})"
+        ) from err
+    return specs
+
+
+def self_check(model: torch.nn.Module, specs: list[LayerSpec]) -> None:
+    """The three checks on a ``PROBE_TOKENS`` probe, layer by layer; a one-line
+    ``AttnReportError`` naming the first check and layer that fail."""
+    failed = _first_failure(model, specs)
+    if failed is not None:
+        layer, check = failed
+        raise AttnReportError(
+            f"{model.config.model_type}: self-check failed at layer {layer}: {check.name} "
+            f"(error {check.max_error:.3g} > tolerance {check.tolerance:.3g}); attnreport "
+            "refuses rather than report numbers it cannot verify"
+        )
+
+
+def _first_failure(model: torch.nn.Module, specs: list[LayerSpec]) -> tuple[int, Check] | None:
+    """(layer, check) of the first check that fails on the probe, layer by layer, or None."""
+    ids = torch.arange(min(PROBE_TOKENS, int(model.config.vocab_size)))
+    capture = capture_attention(model, specs, ids)
+    with torch.no_grad():
+        out = model(
+            input_ids=ids[None].to(input_device(model)), output_attentions=True, use_cache=False
+        )
+    attentions = [a for a in (out.attentions or ()) if a is not None]
+    if len(attentions) != len(specs):
+        raise AttnReportError(
+            f"{model.config.model_type}: output_attentions gives {len(attentions)} layers of "
+            f"probabilities for {len(specs)} attention layers (missing: the model's own "
+            "probabilities to check against)"
+        )
+    for record, model_probs in zip(capture.records(), attentions, strict=True):
+        maxima = _Maxima()
+        maxima.add_layer(record, model_probs[0])
+        for check in checks_from(maxima, record.dtype):
+            if not check.passed:
+                return record.layer, check
+    return None

@@ -70,7 +70,9 @@ def test_uncached_hub_id_without_network(monkeypatch, sentence_file):
     )
 
 
-def test_unsupported_architecture_names_the_supported_ones(tmp_path, sentence_file):
+def test_architecture_that_cannot_be_captured_is_refused_naming_the_layer(tmp_path, sentence_file):
+    """GPT-Neo computes its attention inline, not through the interface: one line naming
+    the layer, the module and what is missing (no list of names decides)."""
     config = GPTNeoConfig(
         hidden_size=32,
         num_layers=1,
@@ -82,11 +84,9 @@ def test_unsupported_architecture_names_the_supported_ones(tmp_path, sentence_fi
     tiny_tokenizer().save_pretrained(tmp_path / "neo")
     assert_one_line_error(
         ["verify", "--model", str(tmp_path / "neo"), "--sentences", sentence_file],
-        "'gpt_neo' is not supported",
-        "llama",
-        "gemma2",
-        "gpt_oss",
-        "bloom",
+        "layer 0",
+        "GPTNeoAttention",
+        "AttentionInterface",
     )
 
 

@@ -6,19 +6,23 @@ its attention routed through ``attnreport.interface`` and learns, per layer:
   module (the block's one child whose class name contains ``Attention``) which must
   call the interface exactly once;
 - the output projection: the attention module's child that is called after the
-  function and receives exactly the function's output (checked, not assumed);
+  function and receives exactly the function's output, or a gated output g * z
+  (checked, not assumed: it must double exactly when v does);
 - the q/k projection biases *as the model scores them*: the attention module is run
-  once more on a zero input, so q = b_q and k = b_k, un-rotated with the model's own
-  rotary function. With a QK-norm the bias is not separable (the norm is not affine
-  in it), so the biases are ``None`` and the terms are taken on the normed vectors;
-- the features the model uses (GQA, QK-norm, rotary and its width, soft-cap,
-  sliding windows, sinks).
+  once more on a zero input with an identity rotation, so q = b_q and k = b_k. With a
+  QK-norm the bias is not separable (the norm is not affine in it), so the biases are
+  ``None`` and the terms are taken on the normed vectors;
+- how positions enter the layer (``positions``): the rotation the model applies, found
+  against a rerun with an identity rotation (``attnreport.models.rotary``), none (a
+  layer handed cos and sin that rotates nothing), or a score bias (ALiBi);
+- the features the layer uses (GQA, QK-norm, rotary and partial rotary, soft-cap,
+  sliding windows, sinks, output gate).
+The reruns are in ``attnreport.models.probes``. Whether the whole capture reproduces the
+model is checked after discovery by ``attnreport.verify.self_check``.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -28,8 +32,10 @@ from attnreport.errors import AttnReportError
 from attnreport.interface import Computed, routed
 from attnreport.models.families import Family
 from attnreport.models.placement import input_device, materialised
+from attnreport.models.probes import Discovery, discovery_hooks
+from attnreport.models.rotary import Rotate, identity, inverse_for, partially_rotated, unrotate
 
-Rotate = Callable[..., tuple[torch.Tensor, torch.Tensor]]
+__all__ = ["HeadLayout", "LayerSpec", "discover", "unrotate"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,7 @@ class HeadLayout:
     n_kv_heads: int
     head_dim: int
     hidden_size: int
+    value_dim: int = 0  # width of v and of each head's output, when not head_dim (latent attention)
 
     @property
     def groups(self) -> int:
@@ -58,9 +65,15 @@ class LayerSpec:
     out_proj: nn.Module
     q_bias: torch.Tensor | None  # (head, d); None: not separable (QK-norm)
     k_bias: torch.Tensor | None  # (kv_head, d)
-    rotate: Rotate | None  # the model's apply_rotary_pos_emb, when it rotates q and k
+    rotate: Rotate | None  # the model's rotation as found to invert (rotary.inverse_for), or None
     features: frozenset[str] = field(default_factory=frozenset)
     window: int | None = None  # sliding window in tokens: key j allowed iff i - window < j <= i
+    positions: str = "none"  # how positions enter this layer's scores: "rope", "alibi", "none"
+
+    @property
+    def gated(self) -> bool:
+        """Whether the output projection reads a gated output g * z (read by a hook when captured)."""
+        return "output_gate" in self.features
 
     def out_projection(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(head, d, model) weight and (model,) bias of the output projection, in the model's
@@ -68,7 +81,9 @@ class LayerSpec:
         projection has none. Views of the model's weights, or loaded from accelerate's
         offload (CPU or disk) for an offloaded layer."""
         with materialised(self.out_proj) as proj:
-            return per_head_out(proj, self.layout.n_heads, self.layout.head_dim)
+            return per_head_out(
+                proj, self.layout.n_heads, self.layout.value_dim or self.layout.head_dim
+            )
 
     @property
     def out_weight(self) -> torch.Tensor:
@@ -90,15 +105,15 @@ def find_blocks(model: nn.Module) -> list[nn.Module]:
     return list(lists[0])
 
 
-def find_attention(block: nn.Module) -> nn.Module:
+def find_attention(block: nn.Module, layer: int = 0) -> nn.Module:
+    """The block's one child whose class name says ``Attention``, or a one-line refusal."""
     found = [c for c in block.children() if "Attention" in type(c).__name__]
     if len(found) != 1:
-        raise AttnReportError(f"{type(block).__name__} has no single attention module")
+        raise AttnReportError(
+            f"layer {layer}: {type(block).__name__} has no single attention module "
+            "(missing: layers other than attention, as in hybrids and state-space models)"
+        )
     return found[0]
-
-
-def _is_linear(module: nn.Module) -> bool:
-    return isinstance(module, nn.Linear) or type(module).__name__ == "Conv1D"
 
 
 def per_head_out(proj: nn.Module, n_heads: int, head_dim: int):
@@ -111,84 +126,6 @@ def per_head_out(proj: nn.Module, n_heads: int, head_dim: int):
     return per_head, zeros if bias is None else bias.detach()
 
 
-def rotary_function(attn: nn.Module) -> Rotate:
-    """The model's own ``apply_rotary_pos_emb``, from the module defining its attention."""
-    fn = getattr(sys.modules[type(attn).__module__], "apply_rotary_pos_emb", None)
-    if fn is None:
-        raise AttnReportError(
-            f"{type(attn).__name__} rotates q and k but has no apply_rotary_pos_emb to invert"
-        )
-    return fn
-
-
-def unrotate(rotate: Rotate, q, k, cos, sin):
-    """q, k (heads, n, d) before the rotation: the model's rotation run backwards.
-
-    A rotation (possibly scaled, partial or interleaved) with (cos, sin) is undone by
-    the same function with (cos, -sin) / (cos^2 + sin^2).
-    """
-    norm = cos * cos + sin * sin
-    q_u, k_u = rotate(q[None], k[None], cos / norm, -sin / norm)
-    return q_u[0], k_u[0]
-
-
-class _Discovery:
-    """Tap for the discovery pass: which modules call, what they pass, what reads the output."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[nn.Module, Computed]] = []
-        self.kwargs: dict[int, dict] = {}
-        self.readers: dict[int, list[nn.Module]] = {}
-        self.probe: dict[int, Computed] = {}
-        self.probing: int | None = None
-
-    def modify(self, module, q, k, v):
-        return q, k, v
-
-    def record(self, module, computed: Computed) -> None:
-        if self.probing is not None:
-            self.probe[self.probing] = computed
-        else:
-            self.calls.append((module, computed))
-
-
-def _hooks(attn: nn.Module, tap: _Discovery) -> list:
-    def on_attention(module, args, kwargs):
-        tap.kwargs[id(module)] = {"args": args, "kwargs": kwargs}
-
-    def after_attention(module, _args, _output):
-        saved = tap.kwargs[id(module)]
-        args, kwargs = saved["args"], dict(saved["kwargs"])
-        if args:
-            args = (torch.zeros_like(args[0]), *args[1:])
-        else:
-            kwargs["hidden_states"] = torch.zeros_like(kwargs["hidden_states"])
-        tap.probing = id(module)
-        try:
-            module.forward(*args, **kwargs)  # hooks of the module itself do not run again
-        finally:
-            tap.probing = None
-
-    def reader(child):
-        def hook(_module, args):
-            last = tap.calls[-1] if tap.calls and tap.probing is None else None
-            if last is not None and last[0] is attn and args:
-                expected = last[1].context.transpose(0, 1).reshape(-1)
-                if args[0].numel() == expected.numel() and torch.equal(
-                    args[0].reshape(-1), expected
-                ):
-                    tap.readers.setdefault(id(attn), []).append(child)
-
-        return hook
-
-    handles = [
-        attn.register_forward_pre_hook(on_attention, with_kwargs=True),
-        attn.register_forward_hook(after_attention),
-    ]
-    handles += [c.register_forward_pre_hook(reader(c)) for c in attn.children() if _is_linear(c)]
-    return handles
-
-
 def _refuse_unsupported(model: nn.Module) -> None:
     for module in model.modules():
         if getattr(module, "reorder_and_upcast_attn", False):
@@ -199,9 +136,9 @@ def discover(family: Family, model: nn.Module) -> list[LayerSpec]:
     """One discovery pass (4 tokens) and one ``LayerSpec`` per block, or a one-line refusal."""
     _refuse_unsupported(model)
     blocks = find_blocks(model)
-    attns = [find_attention(b) for b in blocks]
-    tap = _Discovery()
-    handles = [h for a in attns for h in _hooks(a, tap)]
+    attns = [find_attention(b, i) for i, b in enumerate(blocks)]
+    tap = Discovery()
+    handles = [h for a in attns for h in discovery_hooks(a, tap)]
     ids = torch.arange(min(4, int(model.config.vocab_size)))[None]
     try:
         with family.adapted(model), routed(model, tap), torch.no_grad():
@@ -211,9 +148,10 @@ def discover(family: Family, model: nn.Module) -> list[LayerSpec]:
             handle.remove()
     called = [m for m, _ in tap.calls]
     if called != attns:
+        layer = next(i for i, a in enumerate(attns) if i >= len(called) or called[i] is not a)
         raise AttnReportError(
-            f"{type(model).__name__}'s attention does not route through the transformers "
-            "attention interface once per block; it cannot be captured"
+            f"layer {layer}: {type(attns[layer]).__name__} does not call the transformers "
+            "attention interface once (missing: attention through AttentionInterface)"
         )
     return [
         _layer_spec(i, family, blocks[i], attns[i], computed, tap)
@@ -221,29 +159,71 @@ def discover(family: Family, model: nn.Module) -> list[LayerSpec]:
     ]
 
 
-def _layer_spec(index, family, block, attn, computed: Computed, tap: _Discovery) -> LayerSpec:
-    n_heads, _, d = computed.q.shape
+def _output_projection(layer: int, attn: nn.Module, tap: Discovery) -> tuple[nn.Module, bool]:
+    """(output projection, gated): the one child reading the function's output as it is, else
+    the one reading something of its size that doubles exactly when v does (an output gate
+    g * z, so each head's update is W_O,h (g_h * z_h)); else a one-line refusal."""
     readers = tap.readers.get(id(attn), [])
-    if len(readers) != 1:
+    if len(readers) == 1:
+        return readers[0], False
+    linear = [
+        child
+        for child, seen in tap.after.get(id(attn), [])
+        if (doubled := tap.doubled.get(id(child))) is not None and torch.equal(doubled, 2 * seen)
+    ]
+    if not readers and len(linear) == 1:
+        return linear[0], True
+    raise AttnReportError(
+        f"layer {layer}: cannot identify the output projection of {type(attn).__name__} "
+        f"({len(readers)} children read the attention output; missing: an output "
+        "projection applied to the attention output as it is or gated)"
+    )
+
+
+def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery):
+    """(rotate or None, position kind) of one layer: "rope" where the model's rotation changes
+    q or k (found against the identity-rotation rerun), else "alibi" or "none"."""
+    rotary = tap.kwargs[id(attn)]["kwargs"].get("position_embeddings")
+    shifted = tap.probe.get((id(attn), "shifted"))
+    if shifted is not None and not (
+        torch.equal(shifted.q, computed.q) and torch.equal(shifted.k, computed.k)
+    ):
         raise AttnReportError(
-            f"cannot identify the output projection of {type(attn).__name__} "
-            f"({len(readers)} children read the attention output)"
+            f"layer {layer}: {type(attn).__name__} applies positions inside its own code "
+            "(missing: position embeddings passed to the attention module)"
         )
-    layout = HeadLayout(n_heads, int(computed.k.shape[0]), d, _out_features(readers[0]))
-    kwargs = tap.kwargs[id(attn)]["kwargs"]
-    rotary = kwargs.get("position_embeddings")
-    rotate = rotary_function(attn) if rotary is not None else None
-    features = _features(computed, layout, attn, rotary)
+    plain = tap.probe.get((id(attn), "plain"))
+    if rotary is not None and identity(rotary) is None:
+        raise AttnReportError(
+            f"layer {layer}: {type(attn).__name__} is handed position embeddings that are not "
+            "(cos, sin) (missing: a rotary transform attnreport can undo)"
+        )
+    if rotary is None or plain is None:
+        return None, "alibi" if computed.score_bias is not None else "none"
+    if torch.equal(plain.q, computed.q) and torch.equal(plain.k, computed.k):
+        return None, "none"  # handed cos and sin, but rotates nothing (SmolLM3's NoPE layers)
+    scored, unrotated = (computed.q, computed.k), (plain.q, plain.k)
+    return inverse_for(attn, layer, rotary, scored, unrotated), "rope"
+
+
+def _layer_spec(index, family, block, attn, computed: Computed, tap: Discovery) -> LayerSpec:
+    n_heads, _, d = computed.q.shape
+    out_proj, gated = _output_projection(index, attn, tap)
+    layout = HeadLayout(
+        n_heads, int(computed.k.shape[0]), d, _out_features(out_proj), int(computed.v.shape[-1])
+    )
+    rotate, positions = _rotation(index, attn, computed, tap)
+    rotary = tap.kwargs[id(attn)]["kwargs"].get("position_embeddings")
+    features = _features(computed, layout, attn, rotate, rotary) | (
+        {"output_gate"} if gated else set()
+    )
     q_bias = k_bias = None
     if "qk_norm" not in features:
-        probe = tap.probe[id(attn)]
-        q0, k0 = probe.q, probe.k
-        if rotate is not None:
-            q0, k0 = unrotate(rotate, q0, k0, *rotary)
-        q_bias, k_bias = q0[:, 0].float().cpu(), k0[:, 0].float().cpu()
+        probe = tap.probe[(id(attn), "zero")]  # identity rotation: q = b_q, k = b_k
+        q_bias, k_bias = probe.q[:, 0].float().cpu(), probe.k[:, 0].float().cpu()
     return LayerSpec(
-        index, family, layout, block, attn, readers[0], q_bias, k_bias, rotate,
-        frozenset(features), _window(computed),
+        index, family, layout, block, attn, out_proj, q_bias, k_bias, rotate,
+        frozenset(features), _window(computed), positions,
     )  # fmt: skip
 
 
@@ -260,23 +240,16 @@ def _window(computed: Computed) -> int | None:
     return None if window is None else int(window)
 
 
-def _partially_rotated(attn: nn.Module, rotary, layout: HeadLayout) -> bool:
-    """Whether some head dims are left unrotated at every position (GPT-NeoX, Phi)."""
-    cos, sin = rotary
-    x = torch.randn(1, 1, cos.shape[-2], layout.head_dim, dtype=cos.dtype, device=cos.device)
-    y, _ = rotary_function(attn)(x, x, cos, sin)
-    return bool(torch.all(y[..., 1:, :] == x[..., 1:, :], dim=-2).any())
-
-
-def _features(computed: Computed, layout: HeadLayout, attn: nn.Module, rotary) -> set[str]:
+def _features(computed: Computed, layout: HeadLayout, attn: nn.Module, rotate, rotary):
+    """The attention features one layer uses, as found in its discovery call."""
     found = set()
     if layout.n_kv_heads < layout.n_heads:
         found.add("gqa")
     if any("Norm" in type(c).__name__ for c in attn.children()):
         found.add("qk_norm")
-    if rotary is not None:
+    if rotate is not None:
         found.add("rope")
-        if _partially_rotated(attn, rotary, layout):
+        if partially_rotated(rotate, rotary, layout.head_dim):  # GPT-NeoX, Phi, latent attention
             found.add("partial_rotary")
     if computed.score_bias is not None:
         found.add("alibi")
@@ -287,3 +260,20 @@ def _features(computed: Computed, layout: HeadLayout, attn: nn.Module, rotary) -
     if computed.sinks is not None:
         found.add("sinks")
     return found
+
+
+def positional_scheme(specs: list[LayerSpec], model: nn.Module) -> str:
+    """How positions enter the model, as found: "rope" where some layer rotates q and k,
+    "alibi" where some adds a score bias, else "absolute" where the model has a position
+    embedding table (GPT-2's ``wpe``, OPT's ``embed_positions``), else "none"."""
+    kinds = {s.positions for s in specs}
+    for kind in ("rope", "alibi"):
+        if kind in kinds:
+            return kind
+    tables = (
+        name
+        for name, module in model.named_modules()
+        if isinstance(module, nn.Embedding)
+        and ("pos" in name.rsplit(".", 1)[-1] or name.endswith("wpe"))
+    )
+    return "absolute" if next(tables, None) is not None else "none"

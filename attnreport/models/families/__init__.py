@@ -1,9 +1,12 @@
-"""The family registry: one module per supported architecture family or adapter.
+"""The family registry: one module per named architecture family or adapter.
 
-``family_for(model_type)`` returns the family that covers a ``config.model_type`` or
-refuses with the list of what is supported; nothing runs an architecture through
-another family's code. To add a family: a module here with a ``FAMILY`` record,
-listed in ``_MODULES``, and a tiny model in ``tests/test_families.py``.
+A family record names an architecture (for the manifest and the README table) or, for a
+model whose attention does not call the interface (BLOOM), supplies the adapter that
+makes it. It admits nothing: every model, named here or not, is admitted by the
+self-check at load (``attnreport.verify.verified_layers``), and ``family_for`` gives an
+unnamed ``model_type`` a plain interface family named after it. To name a family: a
+module here with a ``FAMILY`` record, listed in ``_MODULES``, and a tiny model in
+``tests/tiny_models.py``.
 """
 
 from __future__ import annotations
@@ -35,15 +38,14 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(t for f in FAMILIES for t in f.mo
 
 
 def family_for(model_type: str) -> Family:
-    """The family of a ``config.model_type``, or a one-line error naming those supported."""
+    """The named family of a ``config.model_type``, else an interface family named after it
+    (its positions are found per layer when it loads: ``positional`` is empty)."""
     for family in FAMILIES:
         if model_type in family.model_types:
             return family
-    supported = ", ".join(SUPPORTED_MODEL_TYPES)
-    raise AttnReportError(
-        f"architecture '{model_type}' is not supported (supported: {supported}); "
-        "attnreport refuses rather than report numbers it cannot verify"
-    )
+    if not model_type:
+        raise AttnReportError("the model's config names no model_type")
+    return InterfaceFamily(name=model_type, model_types=(model_type,), positional="")
 
 
 __all__ = [
