@@ -493,6 +493,8 @@ def test_schema_doc_lists_the_tables() -> None:
         "head_roles",
         "head_roles_by_sentence",
         "massive_activations",
+        "bos_contrast",
+        "value_norms",
     ]
 
 

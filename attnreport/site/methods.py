@@ -59,6 +59,20 @@ METHODS = (
            "observed in the same, the next and the last layer, and KL compares the next-token "
            "distributions at each position, in nats. Scaling Q or K by ε is one intervention: "
            "s = ε q·k either way."),
+    Method("roles", "Head roles",
+           "prev(l,h) = mean_{i≥1} p_i,i−1;  dup = Σ_i Σ_{j<i, t_j=t_i} p_ij / Σ_i 1[t_i seen before];  "
+           "induction = mean over probes and i in the second copy of p_i,i−49;  "
+           "entropy = mean_{i≥1} −Σ_j p_ij ln p_ij (nats; normalised: ÷ ln(i+1));  "
+           "distance = mean_i Σ_j p_ij (i − j);  "
+           "value share = mean_i ‖p_i0 f(x_0)‖ / Σ_j ‖p_ij f(x_j)‖, f(x_j) = W_O,h v_j",
+           "Previous-token, duplicate-token, entropy, distance and value share are pooled over "
+           "every counted query of the set; induction and a second previous-token score are "
+           "read on 10 probes of 50 random token ids repeated twice (BOS first when the model "
+           "adds one; their ids are in the results). The value share (Kobayashi et al., 2020) "
+           "says how much of what a head writes comes from the first token, not just how much "
+           "weight it gets. The atlas colours a head by the largest of its previous-token, "
+           "duplicate-token and induction scores when that reaches 0.3, else as a sink when "
+           "its mean first-token weight does."),
     Method("spread", "Spread and verdicts",
            "range = [min_s, max_s];  95% interval = 2.5th-97.5th percentile of 2,000 "
            "bootstrap means (from 5 sentences)",
@@ -84,6 +98,8 @@ FIGURE_METHOD = {
     "set-concentration": "concentration",
     "set-sink-rate": "sink-rate",
     "set-head-impact": "impact",
+    "head-atlas": "roles",
+    "induction-vs-previous": "roles",
 }
 
 
