@@ -35,7 +35,9 @@ def _quiet(_stage: str, _done: int, _total: int) -> None:
 
 def tree_bytes(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` by relative path, with its bytes."""
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
 
 
 def write_project(folder: Path, model: Path, title: str = "Watch test", extra: str = "") -> Path:
@@ -135,9 +137,7 @@ def test_the_written_site_is_what_render_draws(tmp_path, tiny_llama):
     project = Project(config, {})
     project.build(_quiet)
     copy = tmp_path / "copy"
-    result = CliRunner().invoke(
-        main, ["render", str(project.site / "results"), "--out", str(copy)]
-    )
+    result = CliRunner().invoke(main, ["render", str(project.site / "results"), "--out", str(copy)])
     assert result.exit_code == 0, result.output
     written = tree_bytes(project.site)
     assert written == tree_bytes(copy)

@@ -63,7 +63,8 @@ def describe(report: BuildReport, why: str, seconds: float) -> str:
         more = "..." if len(report.analysed) > 8 else ""
         parts.append(f"analysed sentence(s) {shown}{more}")
     parts.append(f"rendered {report.pages} page(s)")
-    return f"{why}: {', '.join(parts)} in {seconds:.1f} s"
+    spent = ", ".join(f"{part} {s:.1f} s" for part, s in report.seconds.items())
+    return f"{why}: {', '.join(parts)} in {seconds:.1f} s ({spent})"
 
 
 def build_once(
