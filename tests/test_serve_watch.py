@@ -26,6 +26,8 @@ from attnreport.results.compare import Tolerance, compare_results
 from attnreport.serve.project import Project
 from tests.tiny_models import save_tiny_model
 
+pytestmark = pytest.mark.slow
+
 SENTENCES = ["the cat sat on the mat .", "the dog chased the cat", "what does attention focus on ?", "le chat dort ."]  # fmt: skip
 
 
@@ -142,3 +144,21 @@ def test_the_written_site_is_what_render_draws(tmp_path, tiny_llama):
     written = tree_bytes(project.site)
     assert written == tree_bytes(copy)
     assert not any(b"__attnreport" in data for data in written.values())
+
+
+@pytest.mark.slow
+def test_deferred_images_are_drawn_after(tmp_path, tiny_llama):
+    """A save's site is written first without its static images, then with them: the
+    second is the site ``render`` draws."""
+    config = write_project(tmp_path, tiny_llama)
+    config.write_text(config.read_text().replace("images = false", "images = true"))
+    project = Project(config, {})
+    project.build(_quiet, defer_images=True)
+    assert not (project.site / "figures").exists()
+    assert b"<noscript><img" not in (project.site / "index.html").read_bytes()
+    assert project.draw_images() and not project.draw_images()
+    copy = tmp_path / "copy"
+    result = CliRunner().invoke(main, ["render", str(project.site / "results"), "--out", str(copy)])
+    assert result.exit_code == 0, result.output
+    written = tree_bytes(project.site)
+    assert written == tree_bytes(copy) and any(name.endswith(".svg") for name in written)

@@ -68,13 +68,18 @@ def describe(report: BuildReport, why: str, seconds: float) -> str:
 
 
 def build_once(
-    project: Project, state: LiveState, report: Report, display: Display, why: str
+    project: Project,
+    state: LiveState,
+    report: Report,
+    display: Display,
+    why: str,
+    defer_images: bool = False,
 ) -> bool:
     """One build, published to the pages and reported in one line; False when it failed."""
     start = time.perf_counter()
     progress = Lazy(display)
     try:
-        result = project.build(progress)
+        result = project.build(progress, defer_images)
     except AttnReportError as err:
         progress.close(failed=True)
         state.publish(str(err))
@@ -93,6 +98,19 @@ def build_once(
     return True
 
 
+def draw_images(project: Project, report: Report) -> None:
+    """The static images a build deferred, drawn while no save waits; the open pages
+    are not reloaded (with scripts on, they show none of them)."""
+    start = time.perf_counter()
+    try:
+        drawn = project.draw_images()
+    except Exception as err:  # the site without images stays; the next build tries again
+        report(f"error: drawing the static images: {err}".splitlines()[0])
+        return
+    if drawn:
+        report(f"  static images drawn in {time.perf_counter() - start:.1f} s")
+
+
 def watch_site(
     project: Project,
     host: str,
@@ -106,7 +124,6 @@ def watch_site(
     ``stop_when()`` or Ctrl-C (KeyboardInterrupt, after which the server is closed).
     ``ready`` gets the address once the server listens. OSError when it cannot listen."""
     state = LiveState()
-    project.site.mkdir(parents=True, exist_ok=True)
     server = make_server(project.site.resolve(), host, port, state)
     try:
         serve_in_background(server)
@@ -115,7 +132,10 @@ def watch_site(
         build_once(project, state, report, display, "first build")
         watcher.absorb("results")
         while kinds := watcher.wait(stop_when):
-            build_once(project, state, report, display, " and ".join(kinds) + " changed")
+            why = " and ".join(kinds) + " changed"
+            built = build_once(project, state, report, display, why, defer_images=True)
             watcher.absorb("results")
+            if built and not watcher.pending():
+                draw_images(project, report)
     finally:
         stop(server, state)

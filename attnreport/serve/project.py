@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,7 @@ class Project:
         self.config, self.given, self.results_option = config, dict(given), results
         self.loaded: Any = None  # the LoadedModel kept between builds
         self.key: tuple[Any, ...] | None = None
+        self.images_later: Any = None  # the SiteOptions whose images a build deferred
         self.settings = self.read_settings()
 
     def read_settings(self) -> Settings:
@@ -120,17 +121,21 @@ class Project:
         sentences = tokenize_sentences(texts, tokenizer, context, settings.truncate, settings.bos)
         return Session(self.loaded, self.specs, sentences, settings.bos), load
 
-    def build(self, progress: Progress) -> BuildReport:
+    def build(self, progress: Progress, defer_images: bool = False) -> BuildReport:
         """Read the files again and bring the results and the site up to date with them.
 
-        Raises ``AttnReportError`` (a bad setting or sentence file, a refused folder);
-        the site on disk is then the last good one."""
+        With ``defer_images``, the site is first written without its static images (a
+        page with scripts shows none of them: they are the ``<noscript>`` copy and the
+        download links), and ``draw_images`` writes it again with them. Raises
+        ``AttnReportError`` (a bad setting or sentence file, a refused folder); the site
+        on disk is then the last good one."""
         from attnreport.build import check_output
         from attnreport.publish import render_folder
         from attnreport.serve.analysis import update_results
 
         seconds: dict[str, float] = {}
         start = time.perf_counter()
+        self.images_later = None
         settings = self.read_settings()
         if self.settings.out != settings.out:
             raise AttnReportError(
@@ -143,13 +148,28 @@ class Project:
         start = _lap(seconds, "analyse", start)
         before = sentence_pages(self.site)
         progress("site", 0, 1)
-        summary = render_folder(self.results, self.site, site_options(settings))
+        options = site_options(settings)
+        self.images_later = options if defer_images and options.images else None
+        if self.images_later is not None:
+            options = replace(options, images=False, png=False)
+        summary = render_folder(self.results, self.site, options)
         _lap(seconds, "render", start)
         self.settings = settings
         after = sentence_pages(self.site)
         moved = {before[i]: after[i] for i in before.keys() & after.keys() if before[i] != after[i]}
         analysed = None if plan.kind == "all" else plan.changed
         return BuildReport(plan.kind, analysed, loaded, moved, summary.pages, seconds)
+
+    def draw_images(self) -> bool:
+        """Write the site again with the static images the last build deferred (their
+        figures come from the figure cache); False when none were deferred."""
+        from attnreport.publish import render_folder
+
+        if self.images_later is None:
+            return False
+        options, self.images_later = self.images_later, None
+        render_folder(self.results, self.site, options)
+        return True
 
 
 def _lap(seconds: dict[str, float], part: str, since: float) -> float:

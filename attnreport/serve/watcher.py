@@ -70,6 +70,10 @@ class Watcher:
         """Accept the current state of ``kind`` as seen (the build wrote it itself)."""
         self.seen[kind] = snapshot(self.watched()[kind])
 
+    def pending(self) -> bool:
+        """Whether anything but the results changed since the last ``wait``."""
+        return bool([k for k in changed_kinds(self.seen, self.take()) if k != "results"])
+
     def wait(self, stop: Callable[[], bool] = lambda: False) -> list[str]:
         """Block until a change has settled; the kinds that changed ([] when ``stop``)."""
         while not stop():
