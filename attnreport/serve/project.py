@@ -141,7 +141,7 @@ class Project:
             raise AttnReportError(
                 f"out changed from {self.settings.out} to {settings.out}; restart attnreport serve"
             )
-        check_output(self.site, input_paths(settings), False)
+        check_output(self.site, [*input_paths(settings), self.results], False)
         session, loaded = self.session(settings, progress)
         start = _lap(seconds, "load" if loaded else "read", start)
         plan = update_results(settings, session, self.results, progress)
