@@ -86,7 +86,8 @@ class Project:
         return site.with_name(site.name + "-results")
 
     def watched(self) -> dict[str, list[Path]]:
-        """The files a build reads, by kind: config, sentences, templates, results."""
+        """The files a build reads, by kind: config, sentences, templates, results (its
+        manifest: a run, ours or an ``analyze`` of the same folder, writes it last)."""
         from attnreport.site.render import templates_root
 
         sentences = [Path(self.settings.sentences)] if self.settings.sentences else []
@@ -94,7 +95,7 @@ class Project:
             "config": [self.config] if self.config is not None else [],
             "sentences": sentences,
             "templates": [templates_root()],
-            "results": [self.results],
+            "results": [self.results / "manifest.json"],  # written last, once complete
         }
 
     def session(self, settings: Settings, progress: Progress) -> tuple[Any, bool]:
