@@ -155,6 +155,11 @@ def test_deferred_images_are_drawn_after(tmp_path, tiny_llama):
     project = Project(config, {})
     project.build(_quiet, defer_images=True)
     assert not (project.site / "figures").exists()
+    assert project.build(_quiet, defer_images=True).analysis == "none"
+    assert (project.site / "figures").is_dir() and not project.draw_images()  # nothing new
+    (tmp_path / "sentences.txt").write_text("the cat sat on the mat .\n", encoding="utf-8")
+    project.build(_quiet, defer_images=True)
+    assert not (project.site / "figures").exists()
     assert b"<noscript><img" not in (project.site / "index.html").read_bytes()
     assert project.draw_images() and not project.draw_images()
     copy = tmp_path / "copy"

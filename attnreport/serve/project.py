@@ -150,7 +150,10 @@ class Project:
         before = sentence_pages(self.site)
         progress("site", 0, 1)
         options = site_options(settings)
-        self.images_later = options if defer_images and options.images else None
+        # Only new figures have images to draw: a template or page-setting save finds
+        # every image in the image cache, and a second render would cost more.
+        later = defer_images and options.images and plan.kind != "none"
+        self.images_later = options if later else None
         if self.images_later is not None:
             options = replace(options, images=False, png=False)
         summary = render_folder(self.results, self.site, options)
