@@ -141,7 +141,7 @@ def _save(
     drawn = time.perf_counter() - start
     # The next save waits for this one's static images (drawn after the reload).
     _until(lambda: server.said(r"rendered \d+ page", count), "the build's line", 0.1)
-    if images:
+    if images and server.said("analysed", count):  # images are drawn after a new analysis
         _until(lambda: server.said("static images drawn", count), "the images", 0.1)
     time.sleep(0.5)
     return served, on_screen, drawn
