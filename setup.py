@@ -23,6 +23,7 @@ setup(
     package_data={
         "attnreport": ["data/*.txt"],
         "attnreport.charts": ["*.js"],
+        "attnreport.serve": ["*.js"],
         **{name: ["*"] for name in TEMPLATES},
     },
 )

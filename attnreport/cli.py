@@ -7,6 +7,7 @@ and Ctrl-C into exit code 130, never a traceback.
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -316,24 +317,108 @@ def init(directory: str, workflow: str, no_workflow: bool) -> None:
 
 
 @main.command()
-@click.argument("directory", default="site", type=click.Path(file_okay=False))
-@click.option("--port", default=8000, show_default=True, help="Port on localhost.")
+@click.argument("directory", required=False, type=click.Path(file_okay=False))
+@click.option(
+    "--port", default=8000, show_default=True, help="Port to listen on (0: any free one)."
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; another than 127.0.0.1 lets other machines read the site.",
+)
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Build the site, then rebuild it on every save of the sentences, settings or "
+    "templates and reload the open pages.",
+)
+@CONFIG
+@click.option(
+    "--results",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="With --watch: results folder kept between saves (default: OUT-results beside the site).",
+)
 @user_errors
-def serve(directory: str, port: int) -> None:
-    """Preview a built site on http://localhost:PORT (Ctrl-C stops)."""
-    import functools as ft
-    import http.server
+def serve(
+    directory: str | None,
+    port: int,
+    host: str,
+    watch: bool,
+    config_file: str | None,
+    results: str | None,
+) -> None:
+    """Preview a site on http://127.0.0.1:PORT; with --watch, build it and keep it current.
 
+    DIRECTORY is the site (default: the settings file's out, else site). Only that
+    folder is served. With --watch the model stays loaded: an edited sentence is
+    analysed again alone, an edited template or page setting only re-renders, and open
+    pages reload (keeping their layer and head); a bad edit shows its error on the page
+    while the last good site stays up. Ctrl-C stops.
+    """
+    if config_file is None and Path("attnreport.toml").is_file():
+        config_file = "attnreport.toml"
+    if watch:
+        _serve_watch(directory, port, host, config_file, results)
+        return
+    if directory is None:
+        from attnreport.config import load_settings
+
+        directory = load_settings(config_file).out if config_file else "site"
     if not (Path(directory) / "index.html").is_file():
         raise AttnReportError(f"{directory} has no index.html; run attnreport build first")
-    handler = ft.partial(http.server.SimpleHTTPRequestHandler, directory=directory)
+    from attnreport.serve.server import make_server, stop
+
+    server = _listening(lambda: make_server(Path(directory).resolve(), host, port, None), port)
+    click.echo(f"serving {directory} on http://{host}:{server.server_address[1]}/ (Ctrl-C stops)")
     try:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
-    except OSError as err:
-        raise AttnReportError(f"cannot listen on port {port}: {err.strerror}; try --port") from err
-    click.echo(f"serving {directory} on http://127.0.0.1:{port}/ (Ctrl-C stops)")
-    with server:
         server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("stopped")
+    finally:
+        stop(server, None)
+
+
+def _listening(make: Any, port: int) -> Any:
+    """``make()``, a server, or one line saying why it cannot listen on ``port``."""
+    try:
+        return make()
+    except OSError as err:
+        raise AttnReportError(
+            f"cannot listen on port {port}: {err.strerror or err}; try --port"
+        ) from err
+
+
+def _serve_watch(
+    directory: str | None, port: int, host: str, config_file: str | None, results: str | None
+) -> None:
+    """``serve --watch``: see ``attnreport.serve.loop.watch_site``."""
+    from attnreport.corpus.progress import RichProgress
+    from attnreport.serve.loop import watch_site
+    from attnreport.serve.project import Project
+
+    def stop_on_sigterm(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt  # ``kill`` stops the server as Ctrl-C does
+
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
+    given = {"out": directory} if directory is not None else {}
+    config = Path(config_file) if config_file is not None else None
+    project = Project(config, given, Path(results) if results is not None else None)
+    quiet_libraries()
+
+    def ready(url: str) -> None:
+        click.echo(f"serving {project.site} on {url} (building; Ctrl-C stops)")
+
+    try:
+        _listening(
+            lambda: watch_site(
+                project, host, port, lambda line: click.echo(line), RichProgress, ready
+            ),
+            port,
+        )
+    except KeyboardInterrupt:
+        click.echo("stopped; the site and its results are kept")
 
 
 if __name__ == "__main__":

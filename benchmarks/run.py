@@ -9,7 +9,7 @@ so ``tests/test_bench.py`` can keep the script from rotting. Scratch files (buil
 model caches) go to a temporary folder removed at the end, or to ``--workdir``.
 
 Sections: 1 capture + focus vs the model's pass, 2 interventions, 3 model load,
-4 example build, 4b analyze vs build vs render, 5 sequence-length scaling, 6 page weight
+4 example build, 4b analyze vs build vs render, 4c serve --watch, 5 sequence-length scaling, 6 page weight
 and render time, 7 bertviz;
 then a pyinstrument profile of the slowest warm-build stage (when pyinstrument is there).
 """
@@ -32,7 +32,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: import the repository, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from benchmarks import pages, rebuild, sections  # noqa: E402
+from benchmarks import pages, rebuild, sections, watch  # noqa: E402
 from benchmarks.report import Section, kept_notes, render  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -181,6 +181,7 @@ def section_plan(ctx: sections.Context) -> list[tuple[str, Callable[[], Section]
         ("load", lambda: sections.load_section(ctx)),
         ("build", lambda: sections.build_section(ctx)),
         ("rebuild", lambda: rebuild.rebuild_section(ctx)),
+        ("watch", lambda: watch.watch_section(ctx)),
         ("scaling", lambda: sections.scaling_section(ctx, (16,) if quick else FULL_SCALING)),
         ("pages", lambda: pages.pages_section(ctx, page_lengths)),
         ("bertviz", lambda: pages.bertviz_section(ctx, page_lengths[0 if quick else 1])),

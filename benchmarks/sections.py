@@ -26,6 +26,7 @@ TITLES = {
     "load": "3. Model load",
     "build": "4. Example report build",
     "rebuild": "4b. Rebuilds: analyze, build and render",
+    "watch": "4c. serve --watch: from a save to the screen",
     "scaling": "5. Sequence-length scaling",
     "pages": "6. Page weight and render time",
     "bertviz": "7. bertviz beside our page",

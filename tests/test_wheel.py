@@ -33,6 +33,7 @@ SHIPPED = (
     "attnreport/templates/partials/figure.html",
     "attnreport/templates/assets/style.css",
     "attnreport/charts/runtime.js",
+    "attnreport/serve/live.js",
     "attnreport/data/sentences.txt",
 )
 

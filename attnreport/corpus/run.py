@@ -20,6 +20,7 @@ from attnreport.corpus.fingerprint import run_fingerprint
 from attnreport.corpus.partial import SetPartial
 from attnreport.corpus.store import RunStore
 from attnreport.errors import AttnReportError
+from attnreport.results import Interventions
 from attnreport.sentences import Sentence
 from attnreport.session import Session, session_for
 from attnreport.study import (
@@ -35,6 +36,9 @@ from attnreport.value_norms import value_norms
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total), as attnreport.build's
 LAYERS = "capture:layers"  # the layers of the sentence being captured (local engine)
+# (session, settings, layer) -> the interventions at that layer: ``intervention_results``,
+# or what ``serve --watch`` passes to reuse the grids when their inputs did not change.
+InterventionsAt = Callable[[Session, Settings, int], Interventions]
 
 
 def _quiet(_stage: str, _done: int, _total: int) -> None:
@@ -64,8 +68,13 @@ def run_corpus(
     options: CorpusOptions = CorpusOptions(),
     force: bool = False,
     progress: Progress = _quiet,
+    session: Session | None = None,
+    interventions: InterventionsAt = intervention_results,
 ) -> CorpusSummary:
-    """Analyse every sentence of ``settings.sentences`` into ``settings.out`` (resumable)."""
+    """Analyse every sentence of ``settings.sentences`` into ``settings.out`` (resumable).
+
+    ``session``: a model already loaded with these settings' sentences (``serve --watch``
+    keeps one); None loads it. ``interventions`` makes the grids at the chosen layer."""
     from attnreport.build import check_output, input_paths
 
     out = Path(settings.out)
@@ -77,7 +86,7 @@ def run_corpus(
         )
     engine_module(options.engine)  # a missing optional dependency fails before the model loads
     progress("load", 0, 1)
-    session = session_for(settings)
+    session = session or session_for(settings)
     check_settings(settings, session)
     store = RunStore(out)
     done = store.start(run_fingerprint(session, settings), options.resume)
@@ -93,9 +102,8 @@ def run_corpus(
         )  # fmt: skip
         analyze_pending(open_engine(options.engine, context), pending, store, totals, progress)
     progress("interventions", 0, 1)
-    store.finish(
-        set_files(session, settings, totals), manifest(session, settings), len(session.sentences)
-    )
+    files = set_files(session, settings, totals, interventions)
+    store.finish(files, manifest(session, settings), len(session.sentences))
     return CorpusSummary(store.out, len(session.sentences), len(done), store.count())
 
 
@@ -117,7 +125,12 @@ def analyze_pending(
         engine.close()
 
 
-def set_files(session: Session, settings: Settings, totals: SetPartial) -> dict[str, bytes]:
+def set_files(
+    session: Session,
+    settings: Settings,
+    totals: SetPartial,
+    interventions_at: InterventionsAt = intervention_results,
+) -> dict[str, bytes]:
     """The set and interventions files of a finished corpus, serialised by the results
     package (``RunStore.finish`` adds the manifest, which lists every file)."""
     from attnreport.results.interventions import interventions_to_json
@@ -134,7 +147,7 @@ def set_files(session: Session, settings: Settings, totals: SetPartial) -> dict[
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(result.focus_pooled.arrays())
-    interventions = intervention_results(session, settings, layer)
+    interventions = interventions_at(session, settings, layer)
     return {
         CURRENT.set: CURRENT.encode(dump_json(set_to_json(result))),
         CURRENT.interventions: CURRENT.encode(dump_json(interventions_to_json(interventions))),

@@ -89,6 +89,22 @@ class RunStore:
         write_file(self.out, RUN_FILE, dump_json(fingerprint))
         return set()
 
+    def forget_sentences(self, indices: set[int], fingerprint: dict[str, Any]) -> None:
+        """Make a complete run of other sentences resumable as a run of ``fingerprint``
+        (the same but for its sentences): the manifest goes first (the folder is then
+        incomplete), then the files of sentences ``indices`` (changed, or past the new
+        end), partial first; then ``run.json`` becomes ``fingerprint``. ``start(...,
+        resume=True)`` then returns every other sentence as finished."""
+        (self.out / MANIFEST).unlink(missing_ok=True)
+        for index in sorted(indices):
+            (self.out / partial_name(index)).unlink(missing_ok=True)
+            (self.out / sentence_name(index)).unlink(missing_ok=True)
+        write_file(self.out, RUN_FILE, dump_json(fingerprint))
+
+    def stored_fingerprint(self) -> dict[str, Any] | None:
+        """The fingerprint in ``run.json``, or None when there is none."""
+        return self._stored_fingerprint()
+
     def _stored_fingerprint(self) -> dict[str, Any] | None:
         path = self.out / RUN_FILE
         if not path.is_file():

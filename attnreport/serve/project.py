@@ -1,0 +1,182 @@
+"""One ``serve --watch`` session's project: its settings, a model kept loaded, the
+results folder and the site, and ``Project.build``, which brings the site up to date
+with the files on disk doing only the work a save asks for.
+
+A build reads the settings file again (a bad value fails here, before any work), opens
+the session (the model is loaded again only when ``model``, ``dtype``, ``device`` or
+``device_map`` changed; the sentences are read and tokenised every time, which takes
+milliseconds), brings the results folder up to date (``serve.analysis``: only changed
+sentences, or nothing after a template or render-setting edit), then renders the site
+from the folder as ``attnreport render`` does (``publish.render_folder``): the figure
+cache rebuilds only the figures whose results files changed, and the site is swapped in
+whole, so a failed build leaves the last good site where it was.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from attnreport.build import Progress, input_paths, site_options
+from attnreport.config import Settings, load_settings
+from attnreport.errors import AttnReportError
+
+PAGE = re.compile(r"s(\d{3,})-.*\.html")  # a sentence page: its index, then its slug
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    """What one build did: ``analysed`` sentence indices (None: every sentence of a
+    fresh run), whether the model was loaded, the ``moved`` pages (old file name -> new,
+    when a sentence's text changed its slug) and the seconds of each part."""
+
+    analysis: str  # the plan's kind: none, resume, sentences, all
+    analysed: tuple[int, ...] | None
+    loaded: bool
+    moved: dict[str, str]
+    pages: int
+    seconds: dict[str, float]
+
+
+def _load_key(settings: Settings) -> tuple[Any, ...]:
+    return (settings.model, settings.dtype, settings.device, settings.device_map)
+
+
+def sentence_pages(site: Path) -> dict[int, str]:
+    """Sentence index -> page file name of the site in ``site`` (none when absent)."""
+    found = {}
+    for path in site.glob("s*.html") if site.is_dir() else ():
+        match = PAGE.fullmatch(path.name)
+        if match:
+            found[int(match.group(1))] = path.name
+    return found
+
+
+class Project:
+    """The settings file (``config``, None: the defaults), options given on the command
+    line (``given``), the results folder (``results``, None: ``OUT-results`` beside the
+    site) and the model loaded for them."""
+
+    def __init__(
+        self, config: Path | None, given: dict[str, Any], results: Path | None = None
+    ) -> None:
+        self.config, self.given, self.results_option = config, dict(given), results
+        self.loaded: Any = None  # the LoadedModel kept between builds
+        self.key: tuple[Any, ...] | None = None
+        self.images_later: Any = None  # the SiteOptions whose images a build deferred
+        self.settings = self.read_settings()
+
+    def read_settings(self) -> Settings:
+        """The settings as the file says now (``AttnReportError`` for a bad value)."""
+        return load_settings(self.config, self.given)
+
+    @property
+    def site(self) -> Path:
+        return Path(self.settings.out)
+
+    @property
+    def results(self) -> Path:
+        """The results folder: ``--results``, else ``OUT-results`` beside the site."""
+        if self.results_option is not None:
+            return self.results_option
+        site = self.site.expanduser().absolute()
+        return site.with_name(site.name + "-results")
+
+    def watched(self) -> dict[str, list[Path]]:
+        """The files a build reads, by kind: config, sentences, templates, results (its
+        manifest: a run, ours or an ``analyze`` of the same folder, writes it last)."""
+        from attnreport.site.render import templates_root
+
+        sentences = [Path(self.settings.sentences)] if self.settings.sentences else []
+        return {
+            "config": [self.config] if self.config is not None else [],
+            "sentences": sentences,
+            "templates": [templates_root()],
+            "results": [self.results / "manifest.json"],  # written last, once complete
+        }
+
+    def session(self, settings: Settings, progress: Progress) -> tuple[Any, bool]:
+        """A session of ``settings``' sentences on the kept model (loaded again only when
+        the model, dtype, device or device map changed); and whether it was loaded."""
+        from attnreport.sentences import read_sentences, tokenize_sentences
+        from attnreport.session import Session, context_length
+
+        texts = read_sentences(settings.sentences)  # a bad file fails before a load
+        load = self.loaded is None or self.key != _load_key(settings)
+        if load:
+            from attnreport.models.layout import discover
+            from attnreport.models.loading import load_model
+
+            progress("model", 0, 1)
+            self.loaded = None  # free the old model first
+            self.loaded = load_model(
+                settings.model, settings.dtype, settings.device, settings.device_map
+            )
+            self.key = _load_key(settings)
+            self.specs = discover(self.loaded.family, self.loaded.model)
+        context = context_length(self.loaded)
+        tokenizer = self.loaded.tokenizer
+        sentences = tokenize_sentences(texts, tokenizer, context, settings.truncate, settings.bos)
+        return Session(self.loaded, self.specs, sentences, settings.bos), load
+
+    def build(self, progress: Progress, defer_images: bool = False) -> BuildReport:
+        """Read the files again and bring the results and the site up to date with them.
+
+        With ``defer_images``, the site is first written without its static images (a
+        page with scripts shows none of them: they are the ``<noscript>`` copy and the
+        download links), and ``draw_images`` writes it again with them. Raises
+        ``AttnReportError`` (a bad setting or sentence file, a refused folder); the site
+        on disk is then the last good one."""
+        from attnreport.build import check_output
+        from attnreport.publish import render_folder
+        from attnreport.serve.analysis import update_results
+
+        seconds: dict[str, float] = {}
+        start = time.perf_counter()
+        self.images_later = None
+        settings = self.read_settings()
+        if self.settings.out != settings.out:
+            raise AttnReportError(
+                f"out changed from {self.settings.out} to {settings.out}; restart attnreport serve"
+            )
+        check_output(self.site, [*input_paths(settings), self.results], False)
+        session, loaded = self.session(settings, progress)
+        start = _lap(seconds, "load" if loaded else "read", start)
+        plan = update_results(settings, session, self.results, progress)
+        start = _lap(seconds, "analyse", start)
+        before = sentence_pages(self.site)
+        progress("site", 0, 1)
+        options = site_options(settings)
+        # Only new figures have images to draw: a template or page-setting save finds
+        # every image in the image cache, and a second render would cost more.
+        later = defer_images and options.images and plan.kind != "none"
+        self.images_later = options if later else None
+        if self.images_later is not None:
+            options = replace(options, images=False, png=False)
+        summary = render_folder(self.results, self.site, options)
+        _lap(seconds, "render", start)
+        self.settings = settings
+        after = sentence_pages(self.site)
+        moved = {before[i]: after[i] for i in before.keys() & after.keys() if before[i] != after[i]}
+        analysed = None if plan.kind == "all" else plan.changed
+        return BuildReport(plan.kind, analysed, loaded, moved, summary.pages, seconds)
+
+    def draw_images(self) -> bool:
+        """Write the site again with the static images the last build deferred (their
+        figures come from the figure cache); False when none were deferred."""
+        from attnreport.publish import render_folder
+
+        if self.images_later is None:
+            return False
+        options, self.images_later = self.images_later, None
+        render_folder(self.results, self.site, options)
+        return True
+
+
+def _lap(seconds: dict[str, float], part: str, since: float) -> float:
+    now = time.perf_counter()
+    seconds[part] = now - since
+    return now
