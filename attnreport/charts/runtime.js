@@ -599,13 +599,16 @@
     return JSON.parse(text);
   }
 
-  // Legends below the plot (horizontal gradients), in every view of a compiled spec.
+  // Legends below the plot, in every view of a compiled spec: gradients horizontal, symbol
+  // entries one per line (side by side, two long labels are wider than a phone).
   function legendsBelow(spec) {
     (spec.legends || []).forEach(function (legend) {
       legend.orient = "bottom";
       if (own(legend, "gradientLength")) {
         legend.direction = "horizontal";
         legend.gradientLength = 160;
+      } else {
+        legend.direction = "vertical";
       }
     });
     (spec.marks || []).forEach(function (mark) {
