@@ -121,3 +121,16 @@ def test_the_sentence_line_counts_the_heads_active_on_it():
     plain = active_roles(table([0.1, 0.2], [0.0, 0.0], 0))
     assert "no head reaches 0.3" in plain and "no token repeats" in plain
     assert active_roles(None) is None
+
+
+def test_sink_heads_that_move_much_are_named_as_exceptions():
+    """Three sinks (heads 1-3) whose median update (0.01) is under half the other head's
+    (0.2), so they "move little", but head 1 writes 0.5: it is named as the exception."""
+    base = role_set()
+    focus = replace(base.focus_by_sentence, first_prob=np.array([0.05, 0.95, 0.95, 0.95]))
+    impact = replace(base.impact_pooled, magnitude=np.array([0.2, 0.5, 0.01, 0.01]))
+    tables = set_to_json(replace(base, focus_by_sentence=focus, impact_pooled=impact))["tables"]
+    sink = {f.key: f for f in role_findings(tables)}["sink-movement"].text
+    assert sink.startswith("3 heads are sinks") and "they move little" in sink
+    assert "except layer 0, head 1, whose updates are larger" in sink
+    assert "head 2" not in sink.split("except")[1] and "head 3" not in sink.split("except")[1]

@@ -20,6 +20,7 @@ import numpy as np
 
 from attnreport.analyses import sinks
 from attnreport.site.findings import Finding, columns
+from attnreport.site.fit import heads_words
 from attnreport.site.wording import count, head_name, number
 
 ROLE_THRESHOLD = 0.3  # as ``charts.head_roles``: below it a head is not named for a role
@@ -116,6 +117,12 @@ def sink_movement(set_tables: Mapping[str, Any]) -> Finding | None:
             f", and their median update is ||u|| / ||x|| = {number(sink_mag, 2)} against "
             f"{number(other_mag, 2)} for the other heads: {verdict}"
         )
+        loud = [k for k in sink if magnitude[k] > other_mag]
+        if loud and sink_mag < LITTLE * other_mag:
+            text += (
+                f", except {heads_words(loud)}, whose updates are larger than the other "
+                "heads' median"
+            )
     return Finding("sink-movement", text + ".", "head-atlas")
 
 
