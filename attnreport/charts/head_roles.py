@@ -118,12 +118,18 @@ def atlas_chart(key: str) -> alt.Chart:
 def scatter_chart(key: str) -> alt.Chart:
     """Induction (probes) against previous-token (sentences), size = update magnitude."""
     unit = alt.Scale(domain=[0, 1])
+    tenths = alt.Axis(values=[i / 10 for i in range(11)], format=".1f")  # a label per 0.1
     return (
         alt.Chart(alt.Data(name=key))
         .mark_circle(opacity=0.7)
         .encode(
-            x=alt.X("previous_token:Q", title="previous-token score (sentences)", scale=unit),
-            y=alt.Y("induction:Q", title="induction score (probes)", scale=unit),
+            x=alt.X(
+                "previous_token:Q",
+                title="previous-token score (sentences)",
+                scale=unit,
+                axis=tenths,
+            ),
+            y=alt.Y("induction:Q", title="induction score (probes)", scale=unit, axis=tenths),
             size=alt.Size("magnitude:Q", title="update ||u|| / ||x||"),
             color=alt.Color("layer:Q", title="layer", scale=alt.Scale(scheme="viridis")),
             tooltip=_tooltip(),
