@@ -85,3 +85,9 @@ def test_bootstrap_interval_against_the_normal_approximation():
     assert hi == pytest.approx(values.mean() + half, abs=0.15 * half)
     assert fit.bootstrap_interval(values) == (lo, hi)  # seeded: the same words every build
     assert fit.bootstrap_interval([0.3] * 6) == (pytest.approx(0.3), pytest.approx(0.3))
+
+
+def test_a_lead_near_one_is_never_written_as_100_points():
+    assert fit.lead_words(0.42) == "a lead of 42 percentage points"
+    assert fit.lead_words(0.996) == "a lead of almost all of the probability"
+    assert fit.lead_words(1.0) == "a lead of almost all of the probability"

@@ -19,6 +19,7 @@ from attnreport.analyses import sinks
 from attnreport.charts.position_window import window_alt_note
 from attnreport.site.effects import mean_kl, top_scaling
 from attnreport.site.findings import columns, layer_means, per_head
+from attnreport.site.fit import lead_words
 from attnreport.site.wording import (
     count,
     head_name,
@@ -26,7 +27,6 @@ from attnreport.site.wording import (
     number,
     percent,
     plural,
-    points,
     quantity,
     times,
 )
@@ -72,7 +72,7 @@ def _n_tokens(data: AltData) -> int:
 
 
 def _value(v: float, statistic: str) -> str:
-    return percent(v) if statistic != "concentration" else f"a lead of {points(v)}"
+    return percent(v) if statistic != "concentration" else lead_words(v)
 
 
 def attention_map(data: AltData) -> str:

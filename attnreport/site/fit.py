@@ -23,7 +23,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from attnreport.site.wording import head_name, head_set, index_set, join_and, number, percent
+from attnreport.site.wording import (
+    head_name,
+    head_set,
+    index_set,
+    join_and,
+    number,
+    percent,
+    points,
+)
 
 NAME_HEADS = 8  # sets of at most this many heads are named one by one
 BOOTSTRAP_FROM = 5  # sentences needed for a bootstrap interval (fewer: the range only)
@@ -65,6 +73,16 @@ def margin_words(difference: float) -> str:
     text = percent(abs(d)).replace("%", "")
     unit = "point" if text == "1" else "points"
     return f"{text} percentage {unit} more probability than the runner-up"
+
+
+def lead_words(difference: float) -> str:
+    """A head's lead of its top key over the runner-up in a short phrase (alt text, axis
+    summaries): ``a lead of 42 percentage points``; at or above 0.995, where the runner-up
+    gets almost nothing, ``a lead of almost all of the probability`` (never "100 points")."""
+    d = float(difference)
+    if d >= 0.995:
+        return "a lead of almost all of the probability"
+    return f"a lead of {points(d)}"
 
 
 def _level(value: float) -> str:
