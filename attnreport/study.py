@@ -30,6 +30,7 @@ from attnreport.interventions import (
     scaling_grid,
 )
 from attnreport.models.layout import positional_scheme
+from attnreport.pass_memo import remembered
 from attnreport.probe_pass import probe_scores, session_probes
 from attnreport.provenance import provenance
 from attnreport.results import (
@@ -126,9 +127,11 @@ class ProbeResult:
 
 
 def run_probes(session: Session) -> ProbeResult:
-    """The induction probes of ``session``'s model, run through it."""
+    """The induction probes of ``session``'s model, run through it (once per loaded model)."""
     probes = session_probes(session)
-    return ProbeResult(probes, probe_scores(session.model, probes))
+    key = ("probes", tuple(tuple(p) for p in probes))
+    scores = remembered(session.model, key, lambda: probe_scores(session.model, probes))
+    return ProbeResult(probes, scores)
 
 
 def role_results(totals: RoleTotals, probe: ProbeResult) -> dict[str, Any]:
@@ -317,6 +320,21 @@ def model_features(session: Session) -> list[str]:
     return sorted(found)
 
 
+def _bos_rows(session: Session, ids: torch.Tensor) -> list[tuple[int, int, float, int]]:
+    """(layer, head, share of queries 1..n-1 whose top key is token 0, queries) of one pass
+    over ``ids`` (the BOS first)."""
+    rows: list[tuple[int, int, float, int]] = []
+
+    def on_layer(spec, raw) -> None:
+        probs = raw.computed.probs  # (head, query, key) over real keys
+        top_is_bos = (probs[:, 1:].argmax(-1) == 0).double()  # ties: the earlier key
+        for h, share in enumerate(top_is_bos.mean(-1).cpu().tolist()):
+            rows.append((spec.layer, h, share, probs.shape[1] - 1))
+
+    stream_layers(session.model, session.specs, ids, on_layer, False)
+    return rows
+
+
 def bos_contrast(session: Session, settings: Settings) -> rt.BosContrastTable | None:
     """Every sentence captured once more with the tokenizer's BOS token first, when the run
     put none there and the tokenizer has one: per head, the share of queries 1..n-1 whose
@@ -335,17 +353,10 @@ def bos_contrast(session: Session, settings: Settings) -> rt.BosContrastTable | 
             context_length(session.loaded) or len(ids)
         ):
             continue
-
-        def on_layer(spec, raw, index=s.index) -> None:
-            probs = raw.computed.probs  # (head, query, key) over real keys
-            top_is_bos = (probs[:, 1:].argmax(-1) == 0).double()  # ties: the earlier key
-            for h, share in enumerate(top_is_bos.mean(-1).cpu().tolist()):
-                for k, v in zip(
-                    cols, (index, spec.layer, h, share, probs.shape[1] - 1), strict=True
-                ):
-                    cols[k].append(v)
-
-        stream_layers(session.model, session.specs, ids, on_layer, False)
+        key = ("bos_contrast", tuple(ids.tolist()))
+        for row in remembered(session.model, key, lambda ids=ids: _bos_rows(session, ids)):
+            for k, v in zip(cols, (s.index, *row), strict=True):
+                cols[k].append(v)
     return rt.BosContrastTable(**{k: np.asarray(v) for k, v in cols.items()})
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from attnreport.pass_memo import remembered
 from attnreport.results import tables as rt
 from attnreport.session import Session
 from attnreport.streaming import stream_layers
@@ -36,7 +37,10 @@ def value_norms(session: Session) -> rt.ValueNormsTable:
     for s in session.sentences:
         if len(s.token_ids) < 2:
             continue
-        one = sentence_value_norms(session, torch.tensor(s.token_ids))
+        key = ("value_norms", tuple(s.token_ids))
+        one = remembered(
+            session.model, key, lambda s=s: sentence_value_norms(session, torch.tensor(s.token_ids))
+        )
         cols["sentence"] += [s.index] * len(one["layer"])
         for k, v in one.items():
             cols[k] += v
