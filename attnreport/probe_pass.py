@@ -5,7 +5,8 @@ All probes have one length, so they run as one batch through the model's own eag
 attention with ``output_attentions=True``: the probabilities are the model's own
 (``attnreport verify`` checks that ours equal them), and one batched pass costs a fifth
 of ten captured ones, which keeps the probes within the analysis' cost budget. The
-LM head runs on the last position only. A probe is 2 x 50 tokens (plus a BOS).
+LM head runs on the last position only. A probe is 2 x 50 tokens (plus a BOS), or
+2 x R with R as long as fits when the model's context is shorter than that.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from attnreport.analyses.probes import (
+    PROBE_LENGTH,
     induction_scores,
     make_probes,
     previous_token_scores,
@@ -20,8 +22,9 @@ from attnreport.analyses.probes import (
     probe_table,
 )
 from attnreport.analyses.tables import Table
+from attnreport.errors import AttnReportError
 from attnreport.models.placement import host, input_device
-from attnreport.session import Session
+from attnreport.session import Session, context_length
 
 
 def session_probes(session: Session) -> list[list[int]]:
@@ -30,7 +33,19 @@ def session_probes(session: Session) -> list[list[int]]:
     tokenizer = session.loaded.tokenizer
     vocab = min(len(tokenizer), int(session.model.config.vocab_size))
     bos = tokenizer.bos_token_id if session.bos_added else None
-    return make_probes(vocab, tokenizer.all_special_ids, bos)
+    length = probe_length(context_length(session.loaded), bos is not None)
+    return make_probes(vocab, tokenizer.all_special_ids, bos, length=length)
+
+
+def probe_length(context: int, bos: bool) -> int:
+    """R, the random tokens per copy: ``PROBE_LENGTH``, or the most whose two copies (and
+    the BOS) fit in ``context`` tokens. AttnReportError below 2 (no second copy to score)."""
+    length = min(PROBE_LENGTH, (context - int(bos)) // 2)
+    if length < 2:
+        raise AttnReportError(
+            f"the model's context ({context} tokens) is too short for an induction probe"
+        )
+    return length
 
 
 def probe_scores(model: torch.nn.Module, probes: list[list[int]]) -> Table:
@@ -38,9 +53,11 @@ def probe_scores(model: torch.nn.Module, probes: list[list[int]]) -> Table:
     ids = torch.tensor(probes).to(input_device(model))  # (probe, token)
     with torch.no_grad():
         out = model(input_ids=ids, output_attentions=True, use_cache=False, logits_to_keep=1)
-    offset = probe_offset(probes[0])
+    length = len(probes[0]) // 2  # 2R tokens, or 2R + 1 with a BOS
+    offset = probe_offset(probes[0], length)
     per_probe = [[] for _ in probes]
     for attention in out.attentions:  # (probe, head, query, key), one per layer
         for index, probs in enumerate(host(attention).float()):
-            per_probe[index].append((induction_scores(probs, offset), previous_token_scores(probs)))
+            induction = induction_scores(probs, offset, length)
+            per_probe[index].append((induction, previous_token_scores(probs)))
     return probe_table(per_probe)
