@@ -109,6 +109,7 @@ class Project:
         if load:
             from attnreport.models.layout import discover
             from attnreport.models.loading import load_model
+            from attnreport.pass_memo import keep_passes
 
             progress("model", 0, 1)
             self.loaded = None  # free the old model first
@@ -117,6 +118,7 @@ class Project:
             )
             self.key = _load_key(settings)
             self.specs = discover(self.loaded.family, self.loaded.model)
+            keep_passes(self.loaded.model)  # saves rerun the set's extra passes on new inputs only
         context = context_length(self.loaded)
         tokenizer = self.loaded.tokenizer
         sentences = tokenize_sentences(texts, tokenizer, context, settings.truncate, settings.bos)
