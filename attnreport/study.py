@@ -360,6 +360,14 @@ def bos_contrast(session: Session, settings: Settings) -> rt.BosContrastTable | 
     return rt.BosContrastTable(**{k: np.asarray(v) for k, v in cols.items()})
 
 
+def with_contrasts(result: SetResults, session: Session, settings: Settings) -> SetResults:
+    """``result`` with the set tables that need passes of their own: the BOS contrast and
+    the value norms (the one-pass study and the corpus run both add them here)."""
+    return replace(
+        result, bos_contrast=bos_contrast(session, settings), value_norms=value_norms(session)
+    )
+
+
 def run_study(session: Session, settings: Settings, step: Step = _noop) -> Results:
     """Capture and analyse every sentence, pool the set, run the interventions."""
     check_settings(settings, session)
@@ -368,9 +376,7 @@ def run_study(session: Session, settings: Settings, step: Step = _noop) -> Resul
         analyses.append(analyze_sentence(session, index, settings))
         step("capture")
     set_result, pooled = set_results(analyses, run_probes(session))
-    set_result = replace(
-        set_result, bos_contrast=bos_contrast(session, settings), value_norms=value_norms(session)
-    )
+    set_result = with_contrasts(set_result, session, settings)
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(pooled)

@@ -24,15 +24,14 @@ from attnreport.results import Interventions
 from attnreport.sentences import Sentence
 from attnreport.session import Session, session_for
 from attnreport.study import (
-    bos_contrast,
     check_settings,
     intervention_results,
     manifest,
     role_results,
     run_probes,
     strongest_first_token_layer,
+    with_contrasts,
 )
-from attnreport.value_norms import value_norms
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total), as attnreport.build's
 LAYERS = "capture:layers"  # the layers of the sentence being captured (local engine)
@@ -138,10 +137,7 @@ def set_files(
     from attnreport.results.layout import CURRENT
     from attnreport.results.types import set_to_json
 
-    result = totals.set_results()
-    result = replace(
-        result, bos_contrast=bos_contrast(session, settings), value_norms=value_norms(session)
-    )
+    result = with_contrasts(totals.set_results(), session, settings)
     if totals.has_roles():
         result = replace(result, **role_results(totals.roles, run_probes(session)))
     layer = settings.intervene_layer
