@@ -13,7 +13,8 @@ Three sites, each measured on disk (every file, apparent size) and split by part
   much more (measured once by hand, see the notes after the marker);
 - the example (section 4's build): budget 10 MB.
 
-Quick mode: the newcomer's paragraph is 24 tokens and the long input 300; not judged.
+Quick mode: no newcomer's project (it is a default-model build of its own) and a
+40-token long input; nothing is judged.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import Section, ratio_target
+from benchmarks.report import Section, Target, ratio_target
 from benchmarks.sections import TITLES, Context
 from benchmarks.workers import run_worker
 
@@ -32,6 +33,7 @@ LONG_FILE_BUDGET_MB = 10.0
 EXAMPLE_BUDGET_MB = 10.0
 PARAGRAPH_TOKENS = 163
 LONG_TOKENS = 5000
+QUICK_LONG_TOKENS = 40
 NEWCOMER_SHORT = (
     "The cat sat on the mat and looked out of the window.",
     "Where did I leave my keys this morning?",
@@ -104,88 +106,87 @@ def newcomer_site(ctx: Context) -> Path:
     """The newcomer's four sentences (the paragraph second), default model and settings."""
     from benchmarks.inputs import text_of_tokens
 
-    tokens = 24 if ctx.quick else PARAGRAPH_TOKENS
-    paragraph = text_of_tokens(ctx.loaded().loaded.tokenizer, tokens)
+    paragraph = text_of_tokens(ctx.loaded().loaded.tokenizer, PARAGRAPH_TOKENS)
     sentences = [NEWCOMER_SHORT[0], paragraph, *NEWCOMER_SHORT[1:]]
     return _build(ctx, "newcomer", sentences, {"model": "default"})
 
 
+def long_tokens(ctx: Context) -> int:
+    return QUICK_LONG_TOKENS if ctx.quick else LONG_TOKENS
+
+
 def long_site(ctx: Context) -> Path:
-    """One input of ``LONG_TOKENS`` words of the prose (300 in quick mode) on the tiny model."""
+    """One input of ``long_tokens`` words of the prose on the tiny model, ``--no-images``."""
     from benchmarks.inputs import PROSE
 
     words = PROSE.split()
-    n = 300 if ctx.quick else LONG_TOKENS
     model = save_tiny_long_model(ctx.work / "tiny-long-model", words)
-    text = " ".join(words[i % len(words)] for i in range(n))
+    text = " ".join(words[i % len(words)] for i in range(long_tokens(ctx)))
     return _build(ctx, "long", [text], {"model": str(model), "images": False})
 
 
 def _row(name: str, weight: dict[str, Any]) -> tuple:
     largest, size = weight["largest"]
     parts = [f"{weight[p] / MB:.2f} MB" for p in (*PARTS, "pages")]
-    return (
-        name,
-        f"{weight['total'] / MB:.2f} MB",
-        *parts,
-        weight["files"],
-        f"`{largest}` ({size / MB:.2f} MB)",
+    total = f"{weight['total'] / MB:.2f} MB"
+    return (name, total, *parts, weight["files"], f"`{largest}` ({size / MB:.2f} MB)")
+
+
+HEADER = (
+    "Site",
+    "Total",
+    "results/",
+    "data/",
+    "figures/",
+    "pages, assets",
+    "Files",
+    "Largest file",
+)
+
+
+def _about(ctx: Context) -> str:
+    newcomer = (
+        "Quick mode builds no newcomer's project (a default-model build of its own). "
+        if ctx.quick
+        else f"The newcomer's project: four sentences, the second a {PARAGRAPH_TOKENS}-token "
+        "paragraph, default model, default settings (images on). "
     )
+    return (
+        "Each site measured on disk, every file at its apparent size (MB = 10^6 bytes). "
+        f"{newcomer}The long input: {long_tokens(ctx)} tokens on a tiny random-weight Llama "
+        f"({TINY_LONG['layers']} layers of {TINY_LONG['heads']} heads; the default model has "
+        "30 of 9), `--no-images`. The example: section 4's build."
+    )
+
+
+def _targets(weights: dict[str, dict[str, Any]], long: str, judged: bool) -> list[Target]:
+    """The budgets of the sites measured (``long``: the long input's row name)."""
+    budgets = [
+        ("newcomer's project", "Newcomer's project site", "total", NEWCOMER_BUDGET_MB),
+        (long, f"{long} site (tiny model)", "total", LONG_BUDGET_MB),
+        (long, f"{long}, largest file (tiny model)", "largest", LONG_FILE_BUDGET_MB),
+        ("example", "Example site", "total", EXAMPLE_BUDGET_MB),
+    ]
+    out = []
+    for site, what, measure, limit in budgets:
+        if site in weights:
+            value = weights[site][measure]
+            size = value[1] if measure == "largest" else value
+            out.append(ratio_target(what, size / MB, limit, "MB", judged))
+    return out
 
 
 def weight_section(ctx: Context) -> Section:
     """8. Site weight of the newcomer's project, a 5,000-token input and the example."""
     section = Section(TITLES["weight"])
-    judged = not ctx.quick
-    sites = {"newcomer's project": newcomer_site(ctx), "5,000-token input": long_site(ctx)}
+    long = f"{long_tokens(ctx):,}-token input"
+    sites = {} if ctx.quick else {"newcomer's project": newcomer_site(ctx)}
+    sites[long] = long_site(ctx)
     if "example" in ctx.sites:
         sites["example"] = ctx.sites["example"]
     weights = {name: site_weight(site) for name, site in sites.items()}
-    section.add(
-        "Each site measured on disk, every file at its apparent size (MB = 10^6 bytes). The "
-        "newcomer's project: four sentences, the second a "
-        f"{24 if ctx.quick else PARAGRAPH_TOKENS}-token paragraph, default model, default "
-        "settings (images on). The long input: "
-        f"{300 if ctx.quick else LONG_TOKENS} tokens on a tiny random-weight Llama "
-        f"({TINY_LONG['layers']} layers of {TINY_LONG['heads']} heads; the default model has "
-        "30 of 9), `--no-images`. The example: section 4's build.",
-        "",
-    )
-    header = (
-        "Site",
-        "Total",
-        "results/",
-        "data/",
-        "figures/",
-        "pages, assets",
-        "Files",
-        "Largest file",
-    )
-    section.table(header, [_row(name, w) for name, w in weights.items()])
-    newcomer, long = weights["newcomer's project"], weights["5,000-token input"]
-    section.judge(
-        ratio_target(
-            "Newcomer's project site", newcomer["total"] / MB, NEWCOMER_BUDGET_MB, "MB", judged
-        )
-    )
-    section.judge(
-        ratio_target(
-            "5,000-token input site (tiny model)", long["total"] / MB, LONG_BUDGET_MB, "MB", judged
-        )
-    )
-    section.judge(
-        ratio_target(
-            "5,000-token input, largest file (tiny model)",
-            long["largest"][1] / MB,
-            LONG_FILE_BUDGET_MB,
-            "MB",
-            judged,
-        )
-    )
-    if "example" in weights:
-        section.judge(
-            ratio_target(
-                "Example site", weights["example"]["total"] / MB, EXAMPLE_BUDGET_MB, "MB", judged
-            )
-        )
+    section.add(_about(ctx), "")
+    section.table(HEADER, [_row(name, w) for name, w in weights.items()])
+    for target in _targets(weights, long, not ctx.quick):
+        section.judge(target)
     return section
