@@ -227,13 +227,12 @@ def render(
     if config_file is not None:
         from attnreport.config import load_settings
         from attnreport.sentences import sentence_notes
-        from attnreport.site.context import date_from_env
 
         config = load_settings(config_file)
         values = {
             "title": title or config.title,
             "authors": config.authors,
-            "date": config.date or date_from_env(),
+            "date": config.date,  # else the analysis date (pages.page_meta)
             "images": False if no_images else config.images,
             "png": config.png if png is None else png,
             "png_scale": config.png_scale if png_scale is None else png_scale,
