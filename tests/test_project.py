@@ -33,7 +33,9 @@ def test_init_writes_a_project_with_the_build_workflow(tmp_path):
     result = _init(tmp_path)
     assert result.exit_code == 0, result.output
     assert _files(tmp_path) == PROJECT
-    assert (tmp_path / WORKFLOW_PATH).read_text(encoding="utf-8") == workflow_text("build", installed_source())
+    assert (tmp_path / WORKFLOW_PATH).read_text(encoding="utf-8") == workflow_text(
+        "build", installed_source()
+    )
     assert "site/" in (tmp_path / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert load_settings(tmp_path / "attnreport.toml").out == str(tmp_path / "site")
 

@@ -83,7 +83,7 @@ def test_build_workflow_installs_cpu_torch_caches_and_builds():
     package_line = next(i for i, line in enumerate(lines) if 'install "$ATTNREPORT"' in line)
     assert f"--index-url {CPU_TORCH_INDEX}" in lines[torch_line]
     assert torch_line < package_line, "CPU torch must be installed before the package"
-    assert f"ATTNREPORT: \"attnreport[analysis] @ {SOURCE}\"" in text
+    assert f'ATTNREPORT: "attnreport[analysis] @ {SOURCE}"' in text
     cache = next(s for s in _steps(text) if s.get("uses", "").startswith("actions/cache@"))
     assert {"~/.cache/attnreport", "~/.cache/huggingface"} <= set(cache["with"]["path"].split())
     assert any(run.startswith("attnreport build --out site") for run in runs)
@@ -94,7 +94,7 @@ def test_build_workflow_installs_cpu_torch_caches_and_builds():
 def test_render_workflow_needs_no_torch():
     text = workflow_text("render", SOURCE)
     runs = "\n".join(step["run"] for step in _steps(text) if "run" in step)
-    assert "torch" not in runs and f"ATTNREPORT: \"attnreport[render] @ {SOURCE}\"" in text
+    assert "torch" not in runs and f'ATTNREPORT: "attnreport[render] @ {SOURCE}"' in text
     assert "attnreport render results --out site" in runs
 
 
