@@ -57,7 +57,7 @@ class RichProgress:
         "interventions": "Running interventions",
         "site": "Drawing charts and pages",
         "write": "Writing",
-        "capture:layers": "  layers of this sentence",
+        "capture:layers": "  layers of the sentence(s) in flight",
         "interventions:passes": "  forward passes of the grids",
     }
 
