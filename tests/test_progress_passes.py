@@ -77,3 +77,26 @@ def test_the_pass_hook_is_removed_even_when_a_pass_fails():
         pass
     model(torch.zeros(2))
     assert heard == [(1, 3), (2, 3)] and not model._forward_hooks
+
+
+def test_the_pass_count_holds_for_a_model_without_rotary(tmp_path, tiny_model_dirs):
+    """GPT-2's learned positions: no before-rotation cells, so fewer passes, still all
+    counted, and the total given up front is the count."""
+    from attnreport.config import load_settings
+    from attnreport.pass_count import intervention_passes
+    from attnreport.session import session_for
+    from attnreport.study import intervention_results
+
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the cat sat on the mat\nthe dog chased a mouse\n")
+    settings = load_settings(
+        None, {"model": str(tiny_model_dirs["gpt2"]), "sentences": str(sentences)}
+    )
+    session = session_for(settings)
+    total = intervention_passes(session, settings, 1)
+    heard: list[tuple[int, int]] = []
+    with counting_passes(session.model, total, lambda *c: heard.append(c)):
+        grids = intervention_results(session, settings, 1)
+    assert not grids.mean.before_rotation
+    n = _grid_passes(grids)
+    assert total == n and heard == [(k, n) for k in range(1, n + 1)]
