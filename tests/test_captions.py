@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from attnreport.charts.attention import attention_map_figure
 from attnreport.charts.breakdown import breakdown_figure
-from attnreport.charts.common import FEATURE_NOTES
+from attnreport.charts.registry import entry_of
 from attnreport.site import SiteOptions, assemble_site
 from attnreport.site.context import without_repeats
 from tests.fixtures.fake_results import fake_study, typed
@@ -66,7 +66,7 @@ def test_feature_definitions_appear_only_for_models_that_have_the_feature():
         ("attention-map", lambda m: attention_map_figure(sentence, manifest=m)),
         ("attention-breakdown", lambda m: breakdown_figure(sentence, m)),
     ):
-        notes = [text for _, text in FEATURE_NOTES[key]]
+        notes = [text for _, text in entry_of(key).notes]
         assert not any(note in build(plain).caption for note in notes), key
         caption = build(modern).caption
         assert all(note in caption for note in notes), key

@@ -8,6 +8,7 @@ import altair as alt
 import numpy as np
 
 from attnreport.charts import position_window
+from attnreport.charts.registry import entry_of
 from attnreport.results import Manifest, SentenceResults
 from attnreport.results.view import default_head  # noqa: F401  (builders use common.default_head)
 from attnreport.site import wording
@@ -89,63 +90,15 @@ def positional_scheme(manifest: Manifest) -> str:
     return manifest.model.positional.lower() or "unknown"
 
 
-# What an attention feature changes in a figure, said in that figure's caption: figure key ->
-# (feature in ``manifest.model.features``, the sentence). One table, so a feature's
-# definition reads the same wherever it applies.
-FEATURE_NOTES: dict[str, tuple[tuple[str, str], ...]] = {
-    "attention-map": (
-        (
-            "softcap",
-            "This model soft-caps its scores (s = c tanh(s_raw / c)): the map shows "
-            "the capped score, which keeps the order of the raw one.",
-        ),
-        (
-            "sliding_window",
-            "Some layers attend through a sliding window: keys outside a "
-            "query's window are not allowed targets and stay blank, and first-token statistics "
-            "count only the queries that can still see the first token.",
-        ),
-        (
-            "sinks",
-            "Each head also gives probability to a learned sink that is not a token, "
-            "so a row's probabilities over the tokens sum to less than 1.",
-        ),
-    ),
-    "attention-breakdown": (
-        (
-            "partial_rotary",
-            "Only part of each head's dimensions is rotated (partial rotary); "
-            "the position term is still the score minus the score without rotation.",
-        ),
-        (
-            "qk_norm",
-            "q and k are taken after the model's QK-norm, so the projection bias is "
-            "not separable: the bias terms are 0 and content is the whole normed product.",
-        ),
-        (
-            "softcap",
-            "The terms add up to the score before the soft-cap c tanh(s / c), which "
-            "keeps the order of the targets.",
-        ),
-    ),
-}
-
-
 def feature_notes(manifest: Manifest, key: str) -> str:
-    """The caption sentences (leading space each) for the features the model has, then the
-    sentence naming the windowed layers (``window_note``) where the figure has a layer."""
+    """The caption sentences (leading space each) that figure ``key``'s registry entry
+    gives for the features the model has (``FigureEntry.notes``), then the sentence naming
+    the windowed layers (``window_note``), "(shaded)" where the entry shades them."""
+    entry = entry_of(key)
     features = set(manifest.model.features)
-    notes = "".join(
-        f" {text}" for feature, text in FEATURE_NOTES.get(key, ()) if feature in features
-    )
-    return notes + window_note(manifest, shaded=key in SHADED_WINDOWS)
-
-
-# figures whose layer axis shades the windowed layers (``window_bands``)
-SHADED_WINDOWS = frozenset(
-    {"self-focus", "first-focus", "concentration", "set-self-focus", "set-first-focus",
-     "set-concentration", "set-sink-rate"}
-)  # fmt: skip
+    notes = entry.notes if entry else ()
+    text = "".join(f" {sentence}" for feature, sentence in notes if feature in features)
+    return text + window_note(manifest, shaded=bool(entry and entry.shaded))
 
 
 def window_note(manifest: Manifest, shaded: bool = False) -> str:

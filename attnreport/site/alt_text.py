@@ -1,8 +1,8 @@
 """Alt text for every figure, computed from the data it draws.
 
 What a screen reader should hear instead of the chart: what is plotted (axes, marks, the
-layer and head shown) and its main finding. One small function per figure key, in the
-registry ``ALT``; ``alt_text(key, data)`` picks one. Inputs are the results dicts the
+layer and head shown) and its main finding. One small function per figure; the figure's
+registry entry (``charts.registry.FigureEntry.alt``) names it. Inputs are the results dicts the
 chart builders read (``docs/results-schema.md``): a sentence's ``sentences/NNN.json``,
 ``set.json``'s tables, ``interventions.json``, and the (layer, head) the page opens on.
 """
@@ -299,27 +299,3 @@ def mean_grid(data: AltData) -> str:
     return _grid(
         data, "mean", f"rows {inputs}, columns Q, K and V replaced by their mean over positions"
     )
-
-
-ALT: dict[str, Callable[[AltData], str]] = {
-    "attention-map": attention_map,
-    "attention-breakdown": breakdown,
-    "bias-vs-position": bias_position,
-    **{k.replace("_", "-"): sentence_focus(k) for k in NAMES},
-    "update-magnitude": update_magnitude,
-    "update-orientation": update_orientation,
-    "orientation-vs-magnitude": orientation_magnitude,
-    "impact-by-position": impact_by_position,
-    "scaling-grid": scaling_grid,
-    "mean-grid": mean_grid,
-    **{"set-" + k.replace("_", "-"): set_focus(k) for k in NAMES},
-    "set-sink-rate": set_sink_rate,
-    "set-head-impact": set_head_impact,
-}
-
-
-def alt_text(key: str, data: AltData) -> str:
-    """The alt text of figure ``key``; ``ValueError`` for a key with no alt text."""
-    if key not in ALT:
-        raise ValueError(f"no alt text for figure {key!r}")
-    return ALT[key](data)

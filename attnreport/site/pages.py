@@ -23,7 +23,7 @@ from attnreport.site import (
     verdicts,
     wording,
 )
-from attnreport.site.alt_text import ALT, AltData, alt_text
+from attnreport.site.alt_text import AltData
 from attnreport.site.byte_tokens import byte_groups
 from attnreport.site.context import (
     FigureContext,
@@ -142,9 +142,15 @@ def page_meta(results: Results, options: SiteOptions) -> PageMeta:
     )
 
 
-def with_alt(figs: Sequence[FigureContext], data: AltData) -> tuple[FigureContext, ...]:
-    """The figures with their alt text computed from ``data`` (kept empty for unknown keys)."""
-    return tuple(replace(f, alt=alt_text(f.key, data)) if f.key in ALT else f for f in figs)
+def with_alt(
+    figs: Sequence[FigureContext], inputs: Sequence[FigureInput], data: AltData
+) -> tuple[FigureContext, ...]:
+    """The figures with the alt text their registry entries compute from ``data`` (kept
+    empty for an entry without one); ``inputs[i]`` placed ``figs[i]``."""
+    return tuple(
+        replace(f, alt=i.entry.alt(data)) if i.entry.alt else f
+        for f, i in zip(figs, inputs, strict=True)
+    )
 
 
 def part_of(fig: FigureInput) -> int:
@@ -269,7 +275,10 @@ def sentence_page(
     for fig in figures:
         groups[part_of(fig)].append(fig)
     data = AltData(sentence_json_view(sentence), {}, _iv_json(results), default_head(sentence))
-    numbered = [with_alt(g, data) for g in number_figures(groups, f"S{index}.")]
+    numbered = [
+        with_alt(g, inputs, data)
+        for g, inputs in zip(number_figures(groups, f"S{index}."), groups, strict=True)
+    ]
     notes = Notes()
     sorted_figs = sorted_lines([f for g in numbered for f in g])
     texts = _part_texts(
@@ -354,7 +363,7 @@ def index_page(
         len(texts),
     )
     (figs,) = number_figures([list(figures)])
-    figs = with_alt(figs, AltData(set_tables=tables))
+    figs = with_alt(figs, figures, AltData(set_tables=tables))
     notes = Notes()
     found = highlights.finding_paragraphs(tables, _iv_json(results) or None, figs, pages, notes)
     claims = argument.claim_contexts(
