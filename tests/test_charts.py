@@ -682,6 +682,7 @@ def test_long_input_breakdown_figures_draw_one_window_at_a_time(key):
     from attnreport.charts.breakdown import ROW_FILTER, bias_position_figure, breakdown_figure
     from attnreport.charts.common import cell_step
     from attnreport.charts.registry import entry_of
+    from attnreport.results.types import sentence_tables
     from attnreport.site.alt_text import AltData
     from tests.fixtures.fake_results import fake_manifest
 
@@ -712,12 +713,13 @@ def test_long_input_breakdown_figures_draw_one_window_at_a_time(key):
     x = fig.spec.get("encoding", {}).get("x") or fig.spec["layer"][0]["encoding"]["x"]
     assert "scale" not in x  # the window's positions, not a fixed 300-position domain
     assert fig.spec["width"] == {"step": cell_step(window)}
-    data = AltData(sentence=raw, view=(0, 0))
+    data = AltData(sentence_tables(typed_sentence(raw)), n_tokens)
     assert f"It shows positions 0-{window - 1} of {n_tokens}." in entry_of(key).alt(data)
     # an input of exactly one window is drawn whole, as before
     raw, short = figure(window)
     assert WINDOW_PARAM not in json.dumps(short.spec) and _filters(short.spec)[0] == ROW_FILTER
     assert "at a time" not in short.caption
-    assert "It shows positions" not in entry_of(key).alt(AltData(sentence=raw, view=(0, 0)))
+    data = AltData(sentence_tables(typed_sentence(raw)), window)
+    assert "It shows positions" not in entry_of(key).alt(data)
     x = short.spec.get("encoding", {}).get("x") or short.spec["layer"][0]["encoding"]["x"]
     assert x["scale"]["domain"] == list(range(window))

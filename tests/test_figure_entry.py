@@ -16,6 +16,7 @@ from attnreport.charts.assemble import build_figure
 from attnreport.charts.common import feature_notes
 from attnreport.charts.figure import Figure
 from attnreport.charts.registry import FigureEntry, Inputs
+from attnreport.results.types import set_tables
 from attnreport.site import SiteOptions, assemble_site, default_charts
 from attnreport.site.alt_text import AltData
 from attnreport.site.findings import per_head
@@ -103,8 +104,7 @@ def test_a_toy_figure_from_one_entry_is_drawn_captioned_and_alt_texted(with_toy)
     assert len(toy) == 1, list(page.figures)
     fig = toy[0]
     assert "Mean first-token focus per layer. " + NOTE in fig["text"]
-    expected = toy_alt(AltData(set_tables={"focus_pooled": {"columns": {
-        k: v.tolist() for k, v in results.set.focus_pooled.arrays().items()}}}))  # fmt: skip
+    expected = toy_alt(AltData(set_tables=set_tables(results.set)))
     assert "layer" in expected and expected in fig["alt"]
     assert any("results/set.json" in link for link in fig["links"]), fig["links"]
     assert f'"{KEY}"' in files["index.html"].decode()  # its payload, named by its key

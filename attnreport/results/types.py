@@ -8,12 +8,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from attnreport.errors import AttnReportError
-from attnreport.results.codec import decoded_column
 from attnreport.results.maps import AttentionMaps
 from attnreport.results.roles import (
     HeadRolesBySentenceTable,
@@ -317,38 +315,9 @@ def sentence_to_json(s: SentenceResults, lazy: bool = False) -> dict[str, Any]:
     return out
 
 
-class _DecodedTables(Mapping[str, Any]):
-    """A sentence's tables as ``sentences/NNN.json`` reads once decoded: each table's
-    columns as plain lists, made when the table is first asked for."""
-
-    def __init__(self, tables: SentenceTables) -> None:
-        self._tables, self._made = tables, {}
-
-    def __getitem__(self, name: str) -> dict[str, Any]:
-        if name not in self._names():
-            raise KeyError(name)
-        if name not in self._made:
-            arrays = getattr(self._tables, name).arrays()
-            plain = {k: decoded_column(v) for k, v in arrays.items()}
-            self._made[name] = {"columns": plain}
-        return self._made[name]
-
-    def _names(self) -> list[str]:
-        return _present(self._tables, _SENTENCE_TABLES)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-
-def sentence_json_view(s: SentenceResults) -> dict[str, Any]:
-    """``sentence_to_json(s)`` as a reader sees it after decoding each column, without the
-    attention maps: what the page wording reads. Encoding every column only for the
-    wording to decode it again took about a third of an unchanged render."""
-    info = {"index": s.index, "text": s.text, "n_tokens": s.n_tokens}
-    return {"schema": SCHEMA, "sentence": info, "tables": _DecodedTables(s.tables)}
+def sentence_tables(s: SentenceResults) -> dict[str, Any]:
+    """A sentence's typed tables by their results name (those it has), in file order."""
+    return {name: getattr(s.tables, name) for name in _present(s.tables, _SENTENCE_TABLES)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -374,6 +343,11 @@ def set_from_json(obj: Any, where: str = "set.json") -> SetResults:
     except (TypeError, ValueError) as err:
         raise AttnReportError(f"{where}: the probes are malformed ({err})") from err
     return SetResults(**_parse_tables(_SET_TABLES, obj, where), probes=listed)
+
+
+def set_tables(s: SetResults) -> dict[str, Any]:
+    """The set's typed tables by their results name (those it has), in file order."""
+    return {name: getattr(s, name) for name in _present(s, _SET_TABLES)}
 
 
 def set_to_json(s: SetResults) -> dict[str, Any]:

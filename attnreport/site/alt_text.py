@@ -2,9 +2,9 @@
 
 What a screen reader should hear instead of the chart: what is plotted (axes, marks, the
 layer and head shown) and its main finding. One small function per figure; the figure's
-registry entry (``charts.registry.FigureEntry.alt``) names it. Inputs are the results dicts the
-chart builders read (``docs/results-schema.md``): a sentence's ``sentences/NNN.json``,
-``set.json``'s tables, ``interventions.json``, and the (layer, head) the page opens on.
+registry entry (``charts.registry.FigureEntry.alt``) names it. Inputs (``AltData``) are
+the typed tables the chart builders read (``docs/results-schema.md``), by name: a
+sentence's and the set's, ``interventions.json``, and the (layer, head) the page opens on.
 """
 
 from __future__ import annotations
@@ -43,18 +43,21 @@ TERMS = ("position", "bias", "content", "query_only")
 class AltData:
     """Everything an alt text may read; a figure uses the parts it draws.
 
-    sentence: one ``sentences/NNN.json`` dict; set_tables: ``set.json``'s ``tables``;
-    interventions: ``interventions.json``; view: the (layer, head) the page opens on.
+    tables: a sentence's tables by name (``results.types.sentence_tables``: typed tables,
+    or plain column tables); n_tokens: its length; set_tables: the set's tables by name
+    (``results.types.set_tables``); interventions: ``interventions.json``; view: the
+    (layer, head) the page opens on.
     """
 
-    sentence: Mapping[str, Any] = field(default_factory=dict)
+    tables: Mapping[str, Any] = field(default_factory=dict)
+    n_tokens: int = 0
     set_tables: Mapping[str, Any] = field(default_factory=dict)
     interventions: Mapping[str, Any] = field(default_factory=dict)
     view: tuple[int, int] = (0, 0)
 
 
 def _table(data: AltData, name: str) -> dict[str, np.ndarray]:
-    cols = columns((data.sentence.get("tables") or {}).get(name))
+    cols = columns(data.tables.get(name))
     return {k: np.asarray(v) for k, v in cols.items()}
 
 
@@ -67,10 +70,6 @@ def _rows_of(table: dict[str, np.ndarray], **where: int) -> dict[str, np.ndarray
     return {k: v[keep] for k, v in table.items()}
 
 
-def _n_tokens(data: AltData) -> int:
-    return int((data.sentence.get("sentence") or {}).get("n_tokens", 0))
-
-
 def _value(v: float, statistic: str) -> str:
     return percent(v) if statistic != "concentration" else lead_words(v)
 
@@ -80,7 +79,7 @@ def attention_map(data: AltData) -> str:
     top = _rows_of(_table(data, "top"), layer=layer, head=head)
     text = (
         f"Heat map of the attention scores of {head_name(layer, head)} over the sentence's "
-        f"{count(_n_tokens(data), 'token')}: rows are current tokens, columns the earlier "
+        f"{count(data.n_tokens, 'token')}: rows are current tokens, columns the earlier "
         "tokens they can attend to."
     )
     q = top.get("query", np.array([]))
@@ -99,7 +98,7 @@ def breakdown(data: AltData) -> str:
     text = (
         f"Stacked bars, one per current token, splitting the score of its top target in "
         f"{head_name(layer, head)} into position, bias, content and query-only terms."
-        + window_alt_note(_n_tokens(data))
+        + window_alt_note(data.n_tokens)
     )
     terms = [t for t in TERMS if t in rows]
     if terms and len(rows[terms[0]]):
@@ -123,7 +122,7 @@ def bias_position(data: AltData) -> str:
     )
     text = (
         f"{lines} of the score of each token's top target, {head_name(layer, head)}."
-        + window_alt_note(_n_tokens(data))
+        + window_alt_note(data.n_tokens)
     )
     parts = [_spread(t, rows[t]) for t in ("bias", "position") if t in rows and len(rows[t])]
     return text + (f" Over the sentence, {join_and(parts)}." if parts else "")

@@ -1,10 +1,10 @@
 """Key findings: the handful of sentences that open the report, computed from results.
 
 Each finding is a ``Finding``: its text (written with ``wording``) and the key of the
-figure that shows it, so a page can link to that figure. Inputs are plain column tables,
-``{name: list or array}``, as the results files hold them today (``set.json`` tables
-``focus_by_sentence``, ``focus_pooled``, ``impact_pooled``; the ``interventions.json``
-dict); ``{"columns": {...}}`` wrappers are accepted too. Ties go to the lower layer, then
+figure that shows it, so a page can link to that figure. Inputs are the typed results
+tables by name (``results.types.set_tables``: ``focus_by_sentence``, ``focus_pooled``,
+``impact_pooled``, ...) and the ``interventions.json`` dict; plain column tables
+(``{name: list}``, bare or in ``{"columns": {...}}``) are read the same way. Ties go to the lower layer, then
 the lower head; among intervention cells to Q, K, V in that order, then the larger
 (milder) epsilon.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attnreport.analyses import sinks
-from attnreport.results.codec import decode_column
+from attnreport.results.codec import decode_column, decoded_column
 from attnreport.site import fit
 from attnreport.site.effects import mean_kl, mean_text, scaling_text, top_scaling
 from attnreport.site.wording import (
@@ -55,8 +55,12 @@ class Finding:
 
 
 def columns(table: Any) -> Columns:
-    """The column dict of a table given bare or as ``{"columns": {...}}`` (empty for None),
-    each column decoded from the results' compact encoding (``results.codec``) to a list."""
+    """The column dict of a typed results table (``results.tables``: each column as the
+    results file holds it once read back, ``codec.decoded_column``), or of a table given
+    bare or as ``{"columns": {...}}``, each column decoded from the results' compact
+    encoding (``results.codec``) to a list; empty for None."""
+    if hasattr(table, "arrays"):
+        return {k: decoded_column(v) for k, v in table.arrays().items()}
     if not table:
         return {}
     cols = table.get("columns", table) if "columns" in table else table

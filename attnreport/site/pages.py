@@ -10,7 +10,7 @@ import attnreport
 from attnreport.results import Interventions, Manifest, Results, SentenceResults
 from attnreport.results.interventions import interventions_to_json
 from attnreport.results.layout import CURRENT, Layout
-from attnreport.results.types import sentence_json_view, set_to_json
+from attnreport.results.types import sentence_tables, set_tables
 from attnreport.results.view import default_head
 from attnreport.site import (
     about,
@@ -274,7 +274,9 @@ def sentence_page(
     groups: list[list[FigureInput]] = [[] for _ in PARTS]
     for fig in figures:
         groups[part_of(fig)].append(fig)
-    data = AltData(sentence_json_view(sentence), {}, _iv_json(results), default_head(sentence))
+    data = AltData(
+        sentence_tables(sentence), sentence.n_tokens, {}, _iv_json(results), default_head(sentence)
+    )
     numbered = [
         with_alt(g, inputs, data)
         for g, inputs in zip(number_figures(groups, f"S{index}."), groups, strict=True)
@@ -356,7 +358,7 @@ def index_page(
     ``results`` needs no sentences loaded: everything here is set-wide.
     """
     meta = page_meta(results, options)
-    tables = set_to_json(results.set)["tables"]
+    tables = set_tables(results.set)
     text = prose.set_summary(
         prose.rows(results.set.focus_pooled),
         prose.rows(results.set.impact_pooled),
