@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import altair as alt
@@ -113,45 +114,49 @@ def interaction_only(layer: dict[str, Any]) -> bool:
     return isinstance(mark, dict) and mark.get("opacity") == 0
 
 
-def _drop_layers(node: Any, dropped: set[str], params: set[str]) -> None:
-    """Remove interaction-only layers everywhere in ``node``; collect their names and params."""
+def _each_dict(node: Any, visit: Callable[[dict[str, Any]], None]) -> None:
+    """Call ``visit`` on every dict in ``node`` (a spec), a dict before what it then holds."""
     if isinstance(node, list):
         for item in node:
-            _drop_layers(item, dropped, params)
-        return
-    if not isinstance(node, dict):
-        return
-    if isinstance(node.get("layer"), list):
-        gone = [layer for layer in node["layer"] if interaction_only(layer)]
-        for layer in gone:
+            _each_dict(item, visit)
+    elif isinstance(node, dict):
+        visit(node)
+        for value in node.values():
+            _each_dict(value, visit)
+
+
+def _drop_layers(node: Any, dropped: set[str], params: set[str]) -> None:
+    """Remove interaction-only layers everywhere in ``node``; collect their names and params."""
+
+    def visit(view: dict[str, Any]) -> None:
+        if not isinstance(view.get("layer"), list):
+            return
+        for layer in (layer for layer in view["layer"] if interaction_only(layer)):
             dropped.add(layer.get("name", ""))
             params.update(p["name"] for p in layer.get("params", []))
-        node["layer"] = [layer for layer in node["layer"] if not interaction_only(layer)]
-    for value in node.values():
-        _drop_layers(value, dropped, params)
+        view["layer"] = [layer for layer in view["layer"] if not interaction_only(layer)]
+
+    _each_dict(node, visit)
 
 
 def _drop_params(node: Any, dropped: set[str], params: set[str]) -> None:
     """Remove params defined for dropped views only (Altair lifts a layer's params to the top)."""
-    if isinstance(node, list):
-        for item in node:
-            _drop_params(item, dropped, params)
-        return
-    if not isinstance(node, dict):
-        return
-    if isinstance(node.get("params"), list):
+
+    def visit(view: dict[str, Any]) -> None:
+        if not isinstance(view.get("params"), list):
+            return
         kept = []
-        for param in node["params"]:
+        for param in view["params"]:
             views = param.get("views")
             if views and set(views) <= dropped:
                 params.add(param["name"])
             else:
                 kept.append(param)
-        node["params"] = kept
+        view["params"] = kept
         if not kept:
-            del node["params"]
-    for value in node.values():
-        _drop_params(value, dropped, params)
+            del view["params"]
+
+    _each_dict(node, visit)
 
 
 def _resolve_conditions(node: Any, params: set[str]) -> Any:
@@ -250,33 +255,26 @@ def build_figure(
         if not SAFE_NAME.match(name):
             raise ValueError(f"figure key {name!r} is not [a-z0-9_-]")
     spec = to_spec(chart, key)
-    if not chunks:
-        inline = rows or {}
-        renderer = choose_renderer(spec, inline)
-        return Figure(
-            key=key,
-            title=title,
-            caption=caption,
-            spec=page_spec(spec, renderer),
-            inline=inline,
-            static_spec=static_view(spec, inline),
-            renderer=renderer,
-        )
-    names, packed = pack_chunks(params, chunks, default)
-    inline = chunks[default] if first_rows is None else first_rows
+    inline = (rows or {}) if not chunks else chunks[default] if first_rows is None else first_rows
     renderer = choose_renderer(spec, inline)
-    return Figure(
+    drawn = Figure(
         key=key,
         title=title,
         caption=caption,
         spec=page_spec(spec, renderer),
         inline=inline,
+        static_spec=static_view(spec, inline),
+        renderer=renderer,
+    )
+    if not chunks:
+        return drawn
+    names, packed = pack_chunks(params, chunks, default)
+    return replace(
+        drawn,
         chunks={} if chunk_source else packed,
         chunk_param=params[0] if len(params) == 1 else None,
         chunk_names={chunk_key(values): name for values, name in names.items()},
         inline_chunk=names[default] if first_rows is None else None,
-        static_spec=static_view(spec, inline),
         chunk_params=params,
-        renderer=renderer,
         chunk_source=chunk_source,
     )

@@ -114,8 +114,7 @@ def derive_prob_rank(chart: alt.LayerChart, sinks: bool = False) -> alt.LayerCha
 
 def _map_tooltips() -> list[alt.Tooltip]:
     return [
-        tip("query_token:N", "current token"),
-        tip("key_token:N", "target token"),
+        *common.token_tips(),
         tip("score:Q", "score s_ij", ".3f"),
         tip("prob:Q", "probability p_ij", ".4f"),
         tip("rank:O", "rank in row (0 = top)"),

@@ -10,7 +10,7 @@ charts and the captions say so.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import altair as alt
 import numpy as np
@@ -71,13 +71,13 @@ def _row_filter(n_tokens: int) -> str:
     return f"{ROW_FILTER} && {window_filter()}"
 
 
-def _params(tokens: list[str], n_layers: int, n_heads: int, n_ranks: int, default) -> list:
+def _params(s: Setup) -> list:
     return [
-        widgets.tokens_param(tokens),
-        widgets.layer_param(n_layers, default[0]),
-        widgets.head_param(n_heads, default[1]),
-        widgets.sort_idx_param(n_ranks),
-        *widgets.window_params(len(tokens)),
+        widgets.tokens_param(s.tokens),
+        widgets.layer_param(s.n_layers, s.default[0]),
+        widgets.head_param(s.n_heads, s.default[1]),
+        widgets.sort_idx_param(s.n_ranks),
+        *widgets.window_params(len(s.tokens)),
     ]
 
 
@@ -109,16 +109,9 @@ def _breakdown_layers(key: str, n: int, terms: tuple[str, ...]) -> alt.LayerChar
     return alt.layer(bars, total, data=alt.Data(name=key))
 
 
-def breakdown_chart(
-    key: str,
-    tokens: list[str],
-    n_layers: int,
-    n_heads: int,
-    n_ranks: int,
-    default: tuple[int, int],
-    terms: tuple[str, ...],
-) -> alt.LayerChart:
+def breakdown_chart(key: str, s: Setup, terms: tuple[str, ...]) -> alt.LayerChart:
     """Fig 2: per current token, the terms of s_ij for its target of rank ``sort_idx``."""
+    tokens = s.tokens
     label_map = "{" + ", ".join(f"'{t}': '{TERM_LABELS[t]}'" for t in terms) + "}"
     order_map = "{" + ", ".join(f"'{t}': {i}" for i, t in enumerate(terms)) + "}"
     n = len(tokens)
@@ -138,21 +131,14 @@ def breakdown_chart(
         .transform_calculate(
             term_label=f"{label_map}[datum.term]", term_order=f"{order_map}[datum.term]"
         )
-        .add_params(*_params(tokens, n_layers, n_heads, n_ranks, default))
+        .add_params(*_params(s))
         .properties(title=title, width=alt.Step(common.cell_step(shown_positions(n))), height=260)
     )
 
 
-def bias_position_chart(
-    key: str,
-    tokens: list[str],
-    n_layers: int,
-    n_heads: int,
-    n_ranks: int,
-    default: tuple[int, int],
-    terms: tuple[str, ...],
-) -> alt.Chart:
+def bias_position_chart(key: str, s: Setup, terms: tuple[str, ...]) -> alt.Chart:
     """Fig 3: the bias term and the position term against the current token (lines)."""
+    tokens = s.tokens
     labels = [TERM_LABELS[t] for t in terms]
     label_map = "{" + ", ".join(f"'{t}': '{TERM_LABELS[t]}'" for t in terms) + "}"
     text = "Bias vs position" if "position" in terms else "Bias term"
@@ -181,7 +167,7 @@ def bias_position_chart(
                 *_breakdown_tooltips(terms),
             ],
         )
-        .add_params(*_params(tokens, n_layers, n_heads, n_ranks, default))
+        .add_params(*_params(s))
         .properties(title=title, width=alt.Step(common.cell_step(shown_positions(n))), height=220)
     )
 
@@ -191,19 +177,29 @@ def _n_ranks(sentence: SentenceResults) -> int:
     return int(np.max(ranks)) + 1 if len(ranks) else 1
 
 
-def _setup(sentence: SentenceResults, manifest: Manifest):
-    """Shared inputs of Figs 2 and 3: tokens, sizes, default head, terms drawn, rows."""
+@dataclass(frozen=True)
+class Setup:
+    """Shared inputs of Figs 2 and 3: tokens, sizes, default (layer, head), terms drawn."""
+
+    tokens: list[str]
+    n_layers: int
+    n_heads: int
+    n_ranks: int
+    default: tuple[int, int]
+    terms: tuple[str, ...]
+
+
+def _setup(sentence: SentenceResults, manifest: Manifest) -> Setup:
     n_layers, n_heads = common.n_layers_heads(sentence)
     with_position = common.has_position_term(manifest, sentence.tables.breakdown.arrays())
-    terms = TERMS if with_position else TERMS[1:]
-    return {
-        "tokens": sentence_tokens(sentence),
-        "n_layers": n_layers,
-        "n_heads": n_heads,
-        "n_ranks": _n_ranks(sentence),
-        "default": common.default_head(sentence),
-        "terms": terms,
-    }
+    return Setup(
+        tokens=sentence_tokens(sentence),
+        n_layers=n_layers,
+        n_heads=n_heads,
+        n_ranks=_n_ranks(sentence),
+        default=common.default_head(sentence),
+        terms=TERMS if with_position else TERMS[1:],
+    )
 
 
 def _position_note(manifest: Manifest, with_position: bool) -> str:
@@ -223,27 +219,25 @@ def breakdown_figure(
 ) -> Figure:
     """Fig 2 as a Figure, chunked per layer."""
     s = _setup(sentence, manifest)
-    chart = breakdown_chart(
-        key, s["tokens"], s["n_layers"], s["n_heads"], s["n_ranks"], s["default"], s["terms"]
-    )
+    chart = breakdown_chart(key, s, s.terms)
     caption = (
         "For each current token, the target with the chosen rank in its row of the attention "
         "map (sort_idx 0 = the highest score) and the additive terms that make up its score "
         "s_ij; the black tick is their sum. "
-        + _position_note(manifest, "position" in s["terms"])
+        + _position_note(manifest, "position" in s.terms)
         + " Bias depends only on the target; content depends on both tokens. The query-only "
         "term shifts a whole row by the same amount, so it has no effect after softmax."
         + common.feature_notes(manifest, "attention-breakdown")
-        + window_caption(len(s["tokens"]))
+        + window_caption(len(s.tokens))
     )
     return build_figure(
         key=key,
         title="Attention breakdown",
         caption=caption,
         chart=chart,
-        chunks=breakdown_rows(sentence, s["terms"]),
+        chunks=breakdown_rows(sentence, s.terms),
         params=("layer",),
-        default=(s["default"][0],),
+        default=(s.default[0],),
     )
 
 
@@ -256,13 +250,11 @@ def bias_position_figure(
     """Fig 3 as a Figure, chunked per layer, reading the chunk files of Fig 2 (key ``source``,
     on the same page); only its default layer is inlined, with the columns it draws."""
     s = _setup(sentence, manifest)
-    terms = tuple(t for t in ("bias", "position") if t in s["terms"])
+    terms = tuple(t for t in ("bias", "position") if t in s.terms)
     note = zero_bias_note(sentence.tables.breakdown.arrays())
     if note and "position" in terms:
         terms = ("position",)  # a line at 0 shows nothing: the note says it instead
-    chart = bias_position_chart(
-        key, s["tokens"], s["n_layers"], s["n_heads"], s["n_ranks"], s["default"], terms
-    )
+    chart = bias_position_chart(key, s, terms)
     with_position = "position" in terms
     caption = (
         "The bias term and the position term of the same targets as in the attention breakdown, against the "
@@ -273,7 +265,7 @@ def bias_position_figure(
         else "The bias term of the same targets as in the attention breakdown, against the current token. "
         + _position_note(manifest, False)
         + " Only the trend matters: a shift shared by a whole row changes nothing after softmax."
-    ) + window_caption(len(s["tokens"]))
+    ) + window_caption(len(s.tokens))
     title = "Bias vs position" if with_position else "Bias term (no position term)"
     if note and terms == ("position",):
         title = "Position term"
@@ -281,7 +273,7 @@ def bias_position_figure(
             f"{note} The position term of the same targets as in the attention breakdown, "
             "against the current token. Adding the same value to every target of a row "
             "changes nothing after softmax, so look at how it differs between targets and "
-            "along the sentence, not at its level." + window_caption(len(s["tokens"]))
+            "along the sentence, not at its level." + window_caption(len(s.tokens))
         )
     fig = build_figure(
         key=key,
@@ -290,7 +282,7 @@ def bias_position_figure(
         chart=chart,
         chunks=breakdown_rows(sentence, terms),
         params=("layer",),
-        default=(s["default"][0],),
+        default=(s.default[0],),
         chunk_source=source,
     )
     return replace(fig, note=note)

@@ -72,6 +72,11 @@ def tip(field: str, title: str, fmt: str | None = None) -> alt.Tooltip:
     return alt.Tooltip(field, title=title, format=fmt) if fmt else alt.Tooltip(field, title=title)
 
 
+def token_tips() -> list[alt.Tooltip]:
+    """The tooltip entries naming a cell's current token and target token."""
+    return [tip("query_token:N", "current token"), tip("key_token:N", "target token")]
+
+
 def n_layers_heads(sentence: SentenceResults) -> tuple[int, int]:
     """Numbers of layers and heads, read from the focus table (one row per layer and head).
 

@@ -48,8 +48,7 @@ def observed_expr(observed: dict[str, int]) -> str:
 def _panel_tooltips(first: list[alt.Tooltip]) -> list[alt.Tooltip]:
     return [
         *first,
-        tip("query_token:N", "current token"),
-        tip("key_token:N", "target token"),
+        *common.token_tips(),
         tip("prob:Q", "attention weight", ".4f"),
         tip("kl:Q", "KL at this position", ".4g"),
         tip("head:O", "head"),

@@ -169,16 +169,7 @@ def scaling_figure(
         "Below, the KL divergence of the next-token distribution from the unmodified run at "
         "each position, one colour per \u03b5."
     ) + shown
-    return build_figure(
-        key="scaling-grid",
-        title="Scaling Q, K and V",
-        caption=caption,
-        chart=chart,
-        chunks=observation_chunks(rows, (head, "same")),
-        params=("observation",),
-        default=("same",),
-        first_rows=rows[(head, "same")],
-    )
+    return _grid_figure("scaling-grid", "Scaling Q, K and V", caption, chart, rows, head)
 
 
 def _input_label(index: int, manifest: Manifest) -> str:
@@ -236,9 +227,18 @@ def mean_figure(
         "leaves this layer's weights unchanged, so observe the next or last layer. Below, "
         "the KL divergence of the next-token distribution per position."
     ) + "".join(dict.fromkeys(shown))
+    return _grid_figure(
+        "mean-grid", "Replacing Q, K and V by their mean", caption, chart, rows, head
+    )
+
+
+def _grid_figure(
+    key: str, title: str, caption: str, chart: Any, rows: dict[tuple[int, str], Columns], head: int
+) -> Figure:
+    """A grid figure chunked per observed layer, opening on ``head`` and the same layer."""
     return build_figure(
-        key="mean-grid",
-        title="Replacing Q, K and V by their mean",
+        key=key,
+        title=title,
         caption=caption,
         chart=chart,
         chunks=observation_chunks(rows, (head, "same")),

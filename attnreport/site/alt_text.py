@@ -17,19 +17,10 @@ import numpy as np
 
 from attnreport.analyses import sinks
 from attnreport.charts.position_window import window_alt_note
+from attnreport.site import wording
 from attnreport.site.effects import mean_kl, top_scaling
-from attnreport.site.findings import columns, layer_means, per_head
+from attnreport.site.findings import columns, layer_means, per_head, top_key
 from attnreport.site.fit import lead_words
-from attnreport.site.wording import (
-    count,
-    head_name,
-    join_and,
-    number,
-    percent,
-    plural,
-    quantity,
-    times,
-)
 
 NAMES = {
     "self_focus": ("self focus", "the share of queries whose top key is the query token itself"),
@@ -71,23 +62,23 @@ def _rows_of(table: dict[str, np.ndarray], **where: int) -> dict[str, np.ndarray
 
 
 def _value(v: float, statistic: str) -> str:
-    return percent(v) if statistic != "concentration" else lead_words(v)
+    return wording.percent(v) if statistic != "concentration" else lead_words(v)
 
 
 def attention_map(data: AltData) -> str:
     layer, head = data.view
     top = _rows_of(_table(data, "top"), layer=layer, head=head)
     text = (
-        f"Heat map of the attention scores of {head_name(layer, head)} over the sentence's "
-        f"{count(data.n_tokens, 'token')}: rows are current tokens, columns the earlier "
+        f"Heat map of the attention scores of {wording.head_name(layer, head)} over the sentence's "
+        f"{wording.count(data.n_tokens, 'token')}: rows are current tokens, columns the earlier "
         "tokens they can attend to."
     )
     q = top.get("query", np.array([]))
     if (q >= 1).any():
         first, self_ = top["top_is_first"][q >= 1], top["top_is_self"][q >= 1]
         text += (
-            f" The first token is the top target for {percent(first.mean())} of tokens and the "
-            f"token itself for {percent(self_.mean())}."
+            f" The first token is the top target for {wording.percent(first.mean())} of tokens and the "
+            f"token itself for {wording.percent(self_.mean())}."
         )
     return text
 
@@ -97,7 +88,7 @@ def breakdown(data: AltData) -> str:
     rows = _rows_of(_table(data, "breakdown"), layer=layer, head=head, rank=0)
     text = (
         f"Stacked bars, one per current token, splitting the score of its top target in "
-        f"{head_name(layer, head)} into position, bias, content and query-only terms."
+        f"{wording.head_name(layer, head)} into position, bias, content and query-only terms."
         + window_alt_note(data.n_tokens)
     )
     terms = [t for t in TERMS if t in rows]
@@ -106,7 +97,7 @@ def breakdown(data: AltData) -> str:
         wins = np.bincount(sizes.argmax(0), minlength=len(terms))
         best = int(wins.argmax())
         name = terms[best].replace("_", "-")
-        text += f" The {name} term is the largest for {percent(wins[best] / wins.sum())} of tokens."
+        text += f" The {name} term is the largest for {wording.percent(wins[best] / wins.sum())} of tokens."
     return text
 
 
@@ -121,15 +112,15 @@ def bias_position(data: AltData) -> str:
         else "Two lines against the current token: the bias term and the position term"
     )
     text = (
-        f"{lines} of the score of each token's top target, {head_name(layer, head)}."
+        f"{lines} of the score of each token's top target, {wording.head_name(layer, head)}."
         + window_alt_note(data.n_tokens)
     )
     parts = [_spread(t, rows[t]) for t in ("bias", "position") if t in rows and len(rows[t])]
-    return text + (f" Over the sentence, {join_and(parts)}." if parts else "")
+    return text + (f" Over the sentence, {wording.join_and(parts)}." if parts else "")
 
 
 def _spread(term: str, values: np.ndarray) -> str:
-    lo, hi = number(values.min()), number(values.max())
+    lo, hi = wording.number(values.min()), wording.number(values.max())
     return (
         f"the {term} term is {lo} throughout"
         if lo == hi
@@ -143,12 +134,12 @@ def _focus_lines(heads: dict[tuple[int, int], float], statistic: str, scope: str
         return f"Line chart of {name} per layer; there is no data."
     n_layers = len({k[0] for k in heads})
     means = layer_means(heads)
-    peak = min(means, key=lambda k: (-means[k], k))
-    best = min(heads, key=lambda k: (-heads[k], k))
+    peak = top_key(means)
+    best = top_key(heads)
     return (
-        f"Line chart of {name} ({meaning}) across {count(n_layers, 'layer')}{scope}, one line "
+        f"Line chart of {name} ({meaning}) across {wording.count(n_layers, 'layer')}{scope}, one line "
         f"per head rank. The mean over heads peaks in layer {peak} at {_value(means[peak], statistic)}; "
-        f"the highest head is {head_name(*best)} at {_value(heads[best], statistic)}."
+        f"the highest head is {wording.head_name(*best)} at {_value(heads[best], statistic)}."
     )
 
 
@@ -178,29 +169,30 @@ def _head_means(data: AltData, measure: str) -> dict[int, float]:
     return {h: float(rows[measure][rows["head"] == h].mean()) for h in heads}
 
 
+def _histograms(data: AltData, what: str) -> str:
+    return f"Histograms, one per head of layer {data.view[0]}, of {what}."
+
+
 def update_magnitude(data: AltData) -> str:
     means = _head_means(data, "magnitude")
-    text = (
-        f"Histograms, one per head of layer {data.view[0]}, of the size of the head's update "
-        "relative to the hidden state, over the sentence's tokens."
+    text = _histograms(
+        data,
+        "the size of the head's update relative to the hidden state, over the sentence's tokens",
     )
     if means:
-        h = min(means, key=lambda k: (-means[k], k))
-        text += f" Head {h} writes the largest updates: {times(means[h], 'the hidden state')} on average."
+        h = top_key(means)
+        text += f" Head {h} writes the largest updates: {wording.times(means[h], 'the hidden state')} on average."
     return text
 
 
 def update_orientation(data: AltData) -> str:
     means = _head_means(data, "orientation")
-    text = (
-        f"Histograms, one per head of layer {data.view[0]}, of the cosine between the head's "
-        "update and the hidden state."
-    )
+    text = _histograms(data, "the cosine between the head's update and the hidden state")
     if means:
-        lo, hi = min(means, key=lambda k: (means[k], k)), min(means, key=lambda k: (-means[k], k))
+        lo, hi = min(means, key=lambda k: (means[k], k)), top_key(means)
         text += (
-            f" Mean cosines run from {number(means[lo], 2)} (head {lo}) to "
-            f"{number(means[hi], 2)} (head {hi})."
+            f" Mean cosines run from {wording.number(means[lo], 2)} (head {lo}) to "
+            f"{wording.number(means[hi], 2)} (head {hi})."
         )
     return text
 
@@ -212,7 +204,7 @@ def orientation_magnitude(data: AltData) -> str:
         "of the update (x) against its cosine with the hidden state (y)."
     )
     if len(rows.get("orientation", [])):
-        below = percent((rows["orientation"] < 0).mean())
+        below = wording.percent((rows["orientation"] < 0).mean())
         text += f" {below} of the points lie below zero, where the update cancels part of the hidden state."
     return text
 
@@ -226,8 +218,8 @@ def impact_by_position(data: AltData) -> str:
     if len(rows.get("magnitude", [])):
         text += window_alt_note(int(rows["query"].max()) + 1)
         means = _by_layer(rows)
-        top = min(means, key=lambda k: (-means[k], k))
-        text += f" Layer {top} changes it most: {times(means[top], 'the hidden state')} on average."
+        top = top_key(means)
+        text += f" Layer {top} changes it most: {wording.times(means[top], 'the hidden state')} on average."
     return text
 
 
@@ -238,14 +230,17 @@ def _by_layer(rows: dict[str, np.ndarray]) -> dict[int, float]:
 
 def set_head_impact(data: AltData) -> str:
     heads = per_head(data.set_tables.get("impact_pooled"), "magnitude")
-    text = (
+    best = top_key(heads) if heads else None
+    found = (
+        f" The largest updates come from {wording.head_name(*best)}: "
+        f"{wording.times(heads[best], 'the hidden state')}."
+        if best is not None
+        else ""
+    )
+    return (
         "Two heat maps, layers by heads: the mean relative size of each head's update over all "
         "tokens of the set (left) and the mean cosine of the update with the hidden state (right)."
-    )
-    if heads:
-        best = min(heads, key=lambda k: (-heads[k], k))
-        text += f" The largest updates come from {head_name(*best)}: {times(heads[best], 'the hidden state')}."
-    return text
+    ) + found
 
 
 def set_sink_rate(data: AltData) -> str:
@@ -257,7 +252,7 @@ def set_sink_rate(data: AltData) -> str:
     )
     if "first_prob" in by_sentence:
         rates = sinks.sink_rates(sinks.pooled_scores(by_sentence, "first_prob"))
-        text += f" Over all layers, {percent(rates.overall / 100)} of heads are sinks by the first measure."
+        text += f" Over all layers, {wording.percent(rates.overall / 100)} of heads are sinks by the first measure."
     return text
 
 
@@ -271,7 +266,7 @@ def _grid(data: AltData, kind: str, columns_: str) -> str:
     )
     if cells and kind == "scaling":
         targets, eps, kl = top_scaling(cells)
-        how = f"scaling {join_and(targets, 'or')} by {eps:g}"
+        how = f"scaling {wording.join_and(targets, 'or')} by {eps:g}"
     elif cells:
         top = max(cells, key=mean_kl)
         how, kl = (
@@ -281,20 +276,20 @@ def _grid(data: AltData, kind: str, columns_: str) -> str:
     if cells:
         text += (
             f" The largest change to the next-token distribution comes from {how}: a mean KL "
-            f"of {quantity(kl, 'nat')} per position."
+            f"of {wording.quantity(kl, 'nat')} per position."
         )
     return text
 
 
 def scaling_grid(data: AltData) -> str:
     eps = [f"{float(e):g}" for e in (data.interventions or {}).get("epsilons", [])]
-    factors = f" by {join_and(eps, 'or')}" if eps else ""
+    factors = f" by {wording.join_and(eps, 'or')}" if eps else ""
     return _grid(data, "scaling", f"rows Q, K and V, each scaled{factors}")
 
 
 def mean_grid(data: AltData) -> str:
     sentences = ((data.interventions or {}).get("mean") or {}).get("sentences") or []
-    inputs = f"{plural('sentence', len(sentences))} {join_and([str(s) for s in sentences])}"
+    inputs = f"{wording.plural('sentence', len(sentences))} {wording.join_and([str(s) for s in sentences])}"
     return _grid(
         data, "mean", f"rows {inputs}, columns Q, K and V replaced by their mean over positions"
     )

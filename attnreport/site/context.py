@@ -99,22 +99,6 @@ class Paragraph:
 
 
 @dataclass(frozen=True)
-class Footnote:
-    """A numbered note; ``fn-N`` is its anchor and ``fnref-N`` the reference's anchor."""
-
-    number: int
-    text: str
-
-    @property
-    def anchor(self) -> str:
-        return f"fn-{self.number}"
-
-    @property
-    def ref_anchor(self) -> str:
-        return f"fnref-{self.number}"
-
-
-@dataclass(frozen=True)
 class SectionContext:
     """A part of the study: heading, text and figures."""
 
@@ -214,6 +198,22 @@ class SentencePageContext:
     toc: tuple[Link, ...] = field(default=())
     lede: tuple[Paragraph, ...] = ()  # what is special about this sentence (``site.lede``)
     note_html: str = ""  # the author's note on this sentence (Markdown, raw HTML escaped)
+
+
+@dataclass(frozen=True)
+class Footnote:
+    """A numbered note; ``fn-N`` is its anchor and ``fnref-N`` the reference's anchor."""
+
+    number: int
+    text: str
+
+    @property
+    def anchor(self) -> str:
+        return f"fn-{self.number}"
+
+    @property
+    def ref_anchor(self) -> str:
+        return f"fnref-{self.number}"
 
 
 class Notes:

@@ -88,7 +88,7 @@ def layer_means(heads: Heads) -> dict[int, float]:
     return {k: sum(v) / len(v) for k, v in acc.items()}
 
 
-def _top(values: Mapping[Any, float]) -> Any:
+def top_key(values: Mapping[Any, float]) -> Any:
     """The key with the largest value; ties go to the smallest key."""
     return min(values, key=lambda k: (-values[k], k))
 
@@ -130,9 +130,9 @@ def sink_onset(first_focus: Heads, by_sentence: Any = None) -> Finding:
         if sum(v > MOST for (lay, _), v in first_focus.items() if lay == layer)
         > MOST * sum(1 for lay, _ in first_focus if lay == layer)
     ]
-    peak = _top(means)
+    peak = top_key(means)
     if not sink_layers:
-        head = _top(first_focus)
+        head = top_key(first_focus)
         text = (
             "No layer has a first-token sink: in no layer do most heads make the first token "
             "the top key for most queries. The head that comes closest, "
@@ -194,7 +194,7 @@ def persistent_sinks(by_sentence: Any, threshold: float = EVERY_SENTENCE) -> Fin
 def self_focus_heads(self_focus: Heads) -> Finding:
     """Heads whose top key is the query token itself for most queries (pooled)."""
     held = [k for k, v in self_focus.items() if v > MOST]
-    best = _top(self_focus) if self_focus else None
+    best = top_key(self_focus) if self_focus else None
     if best is None or self_focus[best] == 0:
         return Finding(
             "self-focus", "No head ever makes a token its own top key.", "set-self-focus"
@@ -227,7 +227,7 @@ def impact_peak(impact: Any) -> Finding | None:
     if not heads:
         return None
     means = layer_means(heads)
-    top = _top(means)
+    top = top_key(means)
     low = min(means, key=lambda k: (means[k], k))
     size = times(means[top], "the hidden state")
     if len(means) > 1 and means[low] == means[top]:

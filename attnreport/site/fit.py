@@ -23,15 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from attnreport.site.wording import (
-    head_name,
-    head_set,
-    index_set,
-    join_and,
-    number,
-    percent,
-    points,
-)
+from attnreport.site import wording
 
 NAME_HEADS = 8  # sets of at most this many heads are named one by one
 BOOTSTRAP_FROM = 5  # sentences needed for a bootstrap interval (fewer: the range only)
@@ -53,9 +45,11 @@ def cosine_words(cosine: float, dim: int, what: str = "the hidden state") -> str
     """``points along the hidden state (cosine 0.31)``, ``points against ...``, or
     ``is about orthogonal to the hidden state (cosine -0.043, within ±0.125 = 3/√576)``."""
     c, limit = float(cosine), cosine_threshold(dim)
-    shown = f"cosine {number(c, 2)}"
+    shown = f"cosine {wording.number(c, 2)}"
     if abs(c) <= limit:
-        return f"is about orthogonal to {what} ({shown}, within ±{number(limit)} = 3/√{dim})"
+        return (
+            f"is about orthogonal to {what} ({shown}, within ±{wording.number(limit)} = 3/√{dim})"
+        )
     return f"points {'along' if c > 0 else 'against'} {what} ({shown})"
 
 
@@ -70,7 +64,7 @@ def margin_words(difference: float) -> str:
         raise ValueError(f"a difference of probabilities must lie in [-1, 1], not {d}")
     if d >= 0.995:
         return "almost all of the probability, the runner-up next to none"
-    text = percent(abs(d)).replace("%", "")
+    text = wording.percent(abs(d)).replace("%", "")
     unit = "point" if text == "1" else "points"
     return f"{text} percentage {unit} more probability than the runner-up"
 
@@ -82,7 +76,7 @@ def lead_words(difference: float) -> str:
     d = float(difference)
     if d >= 0.995:
         return "a lead of almost all of the probability"
-    return f"a lead of {points(d)}"
+    return f"a lead of {wording.points(d)}"
 
 
 def _level(value: float) -> str:
@@ -99,7 +93,7 @@ def _runs(layers: Sequence[int], levels: Sequence[str]) -> list[tuple[str, list[
     return out
 
 
-def curve_words(values: Mapping[int, float], fmt: Callable[[float], str] = percent) -> str:
+def curve_words(values: Mapping[int, float], fmt: Callable[[float], str] = wording.percent) -> str:
     """A curve over layers (shares in [0, 1]) by its runs and peaks.
 
     ``zero in layers 3-9, near zero in 12-24; peaks of 35% in layer 11 and 32% in layer 0``.
@@ -115,13 +109,13 @@ def curve_words(values: Mapping[int, float], fmt: Callable[[float], str] = perce
     for level in ("zero", "near zero"):
         spans = [layer for lv, run in runs if lv == level for layer in run]
         if spans:
-            where = index_set(spans, "layer", len(layers))
-            bound = f" (under {percent(NEAR_ZERO)})" if level == "near zero" else ""
+            where = wording.index_set(spans, "layer", len(layers))
+            bound = f" (under {wording.percent(NEAR_ZERO)})" if level == "near zero" else ""
             parts.append(f"{level}{bound} in {where}")
     peaks = [max(run, key=lambda k: (values[k], -k)) for lv, run in runs if lv == "high"]
     peaks = sorted(peaks, key=lambda k: (-values[k], k))[:MOST_PEAKS]
     if peaks:
-        said = join_and(f"{fmt(values[k])} in layer {k}" for k in peaks)
+        said = wording.join_and(f"{fmt(values[k])} in layer {k}" for k in peaks)
         parts.append(f"{'a peak' if len(peaks) == 1 else 'peaks'} of {said}")
     low = min(layers, key=lambda k: (values[k], k))
     if _level(values[low]) == "high" and low not in peaks:
@@ -137,9 +131,9 @@ def heads_words(heads: Iterable[tuple[int, int]]) -> str:
     if not items:
         return "no heads"
     if len(items) <= NAME_HEADS:
-        names = [head_name(*lh) for lh in items]
+        names = [wording.head_name(*lh) for lh in items]
         return names[0] if len(names) == 1 else "; ".join(names[:-1]) + " and " + names[-1]
-    return head_set(items)
+    return wording.head_set(items)
 
 
 def bootstrap_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
@@ -151,7 +145,7 @@ def bootstrap_interval(values: Sequence[float], level: float = 0.95) -> tuple[fl
     return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
 
 
-def spread_words(values: Sequence[float], fmt: Callable[[float], str] = percent) -> str:
+def spread_words(values: Sequence[float], fmt: Callable[[float], str] = wording.percent) -> str:
     """The spread of one number across sentences: ``range 20%-48% over 6 sentences; 95%
     bootstrap interval of the mean 28%-41%`` (the interval from ``BOOTSTRAP_FROM`` on).
     One value: ``one sentence, no spread``."""
