@@ -13,13 +13,12 @@ import pytest
 
 from attnreport.charts import registry
 from attnreport.charts.assemble import build_figure
-from attnreport.charts.common import feature_notes
 from attnreport.charts.figure import Figure
 from attnreport.charts.registry import FigureEntry, Inputs
 from attnreport.results.types import set_tables
 from attnreport.site import SiteOptions, assemble_site, default_charts
 from attnreport.site.alt_text import AltData
-from attnreport.site.findings import per_head
+from attnreport.site.readings import per_head
 from tests.fixtures.fake_results import fake_study, typed
 
 KEY = "toy-first-focus"
@@ -33,7 +32,7 @@ def toy_builder(inputs: Inputs) -> Figure:
     layers = sorted(set(pooled["layer"][keep].tolist()))
     means = [float(pooled["value"][keep & (pooled["layer"] == k)].mean()) for k in layers]
     chart = alt.Chart(alt.Data(name=KEY)).mark_bar().encode(x="layer:O", y="mean:Q")
-    caption = "Mean first-token focus per layer." + feature_notes(inputs.results.manifest, KEY)
+    caption = "Mean first-token focus per layer." + inputs.notes  # what its entry adds
     rows = {"layer": layers, "mean": means}
     return build_figure(key=KEY, title="Toy focus", caption=caption, chart=chart, rows=rows)
 
@@ -110,12 +109,11 @@ def test_a_toy_figure_from_one_entry_is_drawn_captioned_and_alt_texted(with_toy)
     assert f'"{KEY}"' in files["index.html"].decode()  # its payload, named by its key
 
 
-def test_the_entry_decides_its_caption_notes_not_the_builder(with_toy, monkeypatch):
-    plain = toy_builder(Inputs(_results((), {})))
-    capped = toy_builder(Inputs(_results(("softcap",), {1: 8})))
-    assert NOTE not in plain.caption and "Sliding" not in plain.caption
+def test_the_entry_decides_its_caption_notes_not_the_builder():
+    plain = registry.place(TOY, Inputs(_results((), {}))).figure
+    capped = registry.place(TOY, Inputs(_results(("softcap",), {1: 8}))).figure
+    assert plain.caption == "Mean first-token focus per layer."
     assert NOTE in capped.caption and "Sliding windows (shaded): layer 1" in capped.caption
-    unshaded = (*registry.FIGURES[:-1], replace(TOY, shaded=False))
-    monkeypatch.setattr(registry, "FIGURES", unshaded)
-    caption = toy_builder(Inputs(_results((), {1: 8}))).caption
+    unshaded = replace(TOY, shaded=False)
+    caption = registry.place(unshaded, Inputs(_results((), {1: 8}))).figure.caption
     assert "Sliding windows: layer 1" in caption and "(shaded)" not in caption

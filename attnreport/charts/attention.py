@@ -200,7 +200,10 @@ def layer_chunks(
 
 
 def attention_map_figure(
-    sentence: SentenceResults, key: str = "attention-map", manifest: Manifest | None = None
+    sentence: SentenceResults,
+    key: str = "attention-map",
+    manifest: Manifest | None = None,
+    notes: str = "",
 ) -> Figure:
     """Fig 1 as a Figure, one data file per layer (all its heads), opening on
     ``common.default_head``: that head's rows are inlined, the rest of its layer loads
@@ -221,7 +224,7 @@ def attention_map_figure(
         "most to itself, purple when it attends most to the first token. Look for columns of "
         "purple dots (a first-token sink) and green diagonals. Hover a cell for both tokens, "
         "the score, the probability and the rank in the row."
-    ) + (common.feature_notes(manifest, "attention-map") if manifest else "")
+    ) + notes
     return build_figure(
         key=key,
         title="Attention map",

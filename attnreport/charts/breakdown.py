@@ -215,9 +215,9 @@ def _position_note(manifest: Manifest, with_position: bool) -> str:
 
 
 def breakdown_figure(
-    sentence: SentenceResults, manifest: Manifest, key: str = "attention-breakdown"
+    sentence: SentenceResults, manifest: Manifest, key: str = "attention-breakdown", notes: str = ""
 ) -> Figure:
-    """Fig 2 as a Figure, chunked per layer."""
+    """Fig 2 as a Figure, chunked per layer; ``notes``: its entry's caption sentences."""
     s = _setup(sentence, manifest)
     chart = breakdown_chart(key, s, s.terms)
     caption = (
@@ -227,7 +227,7 @@ def breakdown_figure(
         + _position_note(manifest, "position" in s.terms)
         + " Bias depends only on the target; content depends on both tokens. The query-only "
         "term shifts a whole row by the same amount, so it has no effect after softmax."
-        + common.feature_notes(manifest, "attention-breakdown")
+        + notes
         + window_caption(len(s.tokens))
     )
     return build_figure(

@@ -8,10 +8,8 @@ import altair as alt
 import numpy as np
 
 from attnreport.charts import position_window
-from attnreport.charts.registry import entry_of
 from attnreport.results import Manifest, SentenceResults
 from attnreport.results.view import default_head  # noqa: F401  (builders use common.default_head)
-from attnreport.site import wording
 
 # Axis label of a token position: "3 focus". Reads the ``tokens`` param (see widgets).
 TOKEN_LABEL = "datum.value + ' ' + tokens[datum.value]"
@@ -93,38 +91,6 @@ def positional_scheme(manifest: Manifest) -> str:
     Read from ``manifest.model.positional``; "unknown" when empty.
     """
     return manifest.model.positional.lower() or "unknown"
-
-
-def feature_notes(manifest: Manifest, key: str) -> str:
-    """The caption sentences (leading space each) that figure ``key``'s registry entry
-    gives for the features the model has (``FigureEntry.notes``), then the sentence naming
-    the windowed layers (``window_note``), "(shaded)" where the entry shades them."""
-    entry = entry_of(key)
-    features = set(manifest.model.features)
-    notes = entry.notes if entry else ()
-    text = "".join(f" {sentence}" for feature, sentence in notes if feature in features)
-    return text + window_note(manifest, shaded=bool(entry and entry.shaded))
-
-
-def window_note(manifest: Manifest, shaded: bool = False) -> str:
-    """`` Layers 0, 2 and 4 attend through a sliding window of 4 tokens ...``: which layers
-    are windowed and how wide (one clause per window size), or "" without windows."""
-    windows = manifest.model.layer_windows
-    if not windows:
-        return ""
-    by_size: dict[int, list[int]] = {}
-    for layer, size in sorted(windows.items()):
-        by_size.setdefault(size, []).append(layer)
-    n_layers = manifest.model.n_layers
-    clauses = [
-        f"{wording.index_set(layers, 'layer', n_layers)} a window of {wording.count(size, 'token')}"
-        for size, layers in sorted(by_size.items())
-    ]
-    where = " (shaded)" if shaded else ""
-    return (
-        f" Sliding windows{where}: {wording.join_and(clauses)}; a query there sees only "
-        "that many latest tokens, itself included."
-    )
 
 
 def layer_x(n_layers: int) -> alt.X:

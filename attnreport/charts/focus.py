@@ -14,7 +14,6 @@ import numpy as np
 from attnreport.charts.assemble import build_figure
 from attnreport.charts.columns import as_list, rounded, select
 from attnreport.charts.common import (
-    feature_notes,
     layer_x,
     n_layers_heads,
     tip,
@@ -156,7 +155,9 @@ def _caption(statistic: str, pooled: bool, n_sentences: int = 0) -> str:
     )
 
 
-def focus_figure(sentence: SentenceResults, statistic: str, manifest: Manifest) -> Figure:
+def focus_figure(
+    sentence: SentenceResults, statistic: str, manifest: Manifest, notes: str = ""
+) -> Figure:
     """Fig 4, 5 or 6 for one sentence (all rows inline: layers x heads)."""
     rows = focus_rows(sentence.tables.focus_sorted.arrays(), statistic)
     n_layers = n_layers_heads(sentence)[0]
@@ -165,14 +166,14 @@ def focus_figure(sentence: SentenceResults, statistic: str, manifest: Manifest) 
     return build_figure(
         key=key,
         title=NAMES[statistic][0] + " across layers",
-        caption=_caption(statistic, False) + feature_notes(manifest, key),
+        caption=_caption(statistic, False) + notes,
         chart=chart,
         rows=rows,
     )
 
 
 def pooled_focus_figure(
-    set_results: SetResults, statistic: str, n_sentences: int, manifest: Manifest
+    set_results: SetResults, statistic: str, n_sentences: int, manifest: Manifest, notes: str = ""
 ) -> Figure:
     """The index page's version: pooled over the set, with the spread across sentences."""
     sorted_table = set_results.focus_sorted.arrays()
@@ -183,7 +184,7 @@ def pooled_focus_figure(
     return build_figure(
         key=key,
         title=NAMES[statistic][0] + " over the sentence set",
-        caption=_caption(statistic, True, n_sentences) + feature_notes(manifest, key),
+        caption=_caption(statistic, True, n_sentences) + notes,
         chart=chart,
         rows=rows,
     )

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from attnreport.charts.figure import Encoded, Figure
-from attnreport.results import Results, SentenceResults
+from attnreport.charts.notes import BREAKDOWN_NOTES, MAP_NOTES, caption_notes
+from attnreport.results import Manifest, Results, SentenceResults
 from attnreport.site import alt_text as alt
 from attnreport.site.alt_text import AltData
 
@@ -60,12 +61,14 @@ class Inputs:
     """What a builder may read: the results and, on a sentence page, its sentence.
 
     ``show_interventions``: the page shows the intervention grids (on the page of the
-    sentence the scaling grid was run on).
+    sentence the scaling grid was run on). ``notes``: the caption sentences of the
+    figure's entry (``FigureEntry.caption_notes``), which its builder appends.
     """
 
     results: Results
     page_sentence: SentenceResults | None = None  # None on the index
     show_interventions: bool = False
+    notes: str = ""  # what the figure's entry adds to its caption (``place`` sets it)
 
     @property
     def sentence(self) -> SentenceResults:
@@ -89,6 +92,11 @@ class FigureEntry:
     notes: tuple[tuple[str, str], ...] = ()
     shaded: bool = False  # its layer axis shades the windowed layers (``window_bands``)
 
+    def caption_notes(self, manifest: Manifest) -> str:
+        """The caption sentences for the features ``manifest``'s model has (``notes``),
+        then the windowed layers' sentence ("(shaded)" when ``shaded``)."""
+        return caption_notes(manifest, self.notes, self.shaded)
+
     @property
     def source(self) -> str:
         """The results file the figure draws: "sentence", "set" or "interventions"."""
@@ -108,7 +116,7 @@ def _iv(build: Callable) -> Callable[[Inputs], Figure]:
 
 
 def _focus(statistic: str) -> Callable[[Inputs], Figure]:
-    return lambda i: focus_figure(i.sentence, statistic, i.results.manifest)
+    return lambda i: focus_figure(i.sentence, statistic, i.results.manifest, i.notes)
 
 
 def _pooled(statistic: str) -> Callable[[Inputs], Figure]:
@@ -117,6 +125,7 @@ def _pooled(statistic: str) -> Callable[[Inputs], Figure]:
         statistic,
         len(i.results.sentences) or len(i.results.manifest.sentences),
         i.results.manifest,
+        i.notes,
     )
 
 
@@ -139,32 +148,14 @@ def _shows_grids(inputs: Inputs) -> bool:
     return inputs.show_interventions and inputs.results.interventions is not None
 
 
-# What an attention feature changes in a figure, said in its caption (``entry.notes``).
-MAP_NOTES = (
-    ("softcap", "This model soft-caps its scores (s = c tanh(s_raw / c)): the map shows the "
-     "capped score, which keeps the order of the raw one."),
-    ("sliding_window", "Some layers attend through a sliding window: keys outside a query's "
-     "window are not allowed targets and stay blank, and first-token statistics count only "
-     "the queries that can still see the first token."),
-    ("sinks", "Each head also gives probability to a learned sink that is not a token, so a "
-     "row's probabilities over the tokens sum to less than 1."),
-)  # fmt: skip
-BREAKDOWN_NOTES = (
-    ("partial_rotary", "Only part of each head's dimensions is rotated (partial rotary); the "
-     "position term is still the score minus the score without rotation."),
-    ("qk_norm", "q and k are taken after the model's QK-norm, so the projection bias is not "
-     "separable: the bias terms are 0 and content is the whole normed product."),
-    ("softcap", "The terms add up to the score before the soft-cap c tanh(s / c), which keeps "
-     "the order of the targets."),
-)  # fmt: skip
 _IMPACT = ("sentence:head_impact", "sentence:top")
 
 FIGURES: tuple[FigureEntry, ...] = (
     FigureEntry("attention-map", "sentence", "focus", ("sentence:attention",),
-                lambda i: attention_map_figure(i.sentence, manifest=i.results.manifest),
+                lambda i: attention_map_figure(i.sentence, manifest=i.results.manifest, notes=i.notes),
                 when=_has_map, alt=alt.attention_map, notes=MAP_NOTES),
     FigureEntry("attention-breakdown", "sentence", "focus", ("sentence:breakdown",),
-                lambda i: breakdown_figure(i.sentence, i.results.manifest),
+                lambda i: breakdown_figure(i.sentence, i.results.manifest, notes=i.notes),
                 alt=alt.breakdown, notes=BREAKDOWN_NOTES),
     FigureEntry("bias-vs-position", "sentence", "focus", ("sentence:breakdown",),
                 lambda i: bias_position_figure(i.sentence, i.results.manifest),
@@ -192,7 +183,7 @@ FIGURES: tuple[FigureEntry, ...] = (
     _set_focus("self-focus", "self_focus"),
     _set_focus("first-focus", "first_focus"),
     FigureEntry("set-sink-rate", "index", "set", ("set:focus_by_sentence",),
-                lambda i: sink_rate_figure(i.results.set, i.results.manifest),
+                lambda i: sink_rate_figure(i.results.set, i.results.manifest, i.notes),
                 alt=alt.set_sink_rate, shaded=True),
     _set_focus("concentration", "concentration"),
     FigureEntry("set-head-impact", "index", "set", ("set:impact_pooled",),
@@ -229,8 +220,9 @@ def page_inputs(results: Results, index: int | None) -> Inputs:
 
 
 def place(entry: FigureEntry, inputs: Inputs) -> Placed:
-    """``entry``'s figure built from ``inputs``."""
-    figure = entry.build(inputs)
+    """``entry``'s figure built from ``inputs``, with its entry's caption notes."""
+    notes = entry.caption_notes(inputs.results.manifest)
+    figure = entry.build(replace(inputs, notes=notes))
     if figure.key != entry.key:
         raise ValueError(f"figure {entry.key} was built with key {figure.key}")
     return Placed(entry, figure)

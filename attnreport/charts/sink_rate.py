@@ -13,7 +13,7 @@ import altair as alt
 
 from attnreport.analyses import sinks
 from attnreport.charts.assemble import build_figure
-from attnreport.charts.common import feature_notes, layer_x, window_bands
+from attnreport.charts.common import layer_x, window_bands
 from attnreport.charts.figure import Columns, Figure
 from attnreport.results import Manifest, SetResults
 
@@ -70,7 +70,7 @@ def sink_rate_chart(key: str, n_layers: int, bands: alt.Chart | None = None) -> 
     return alt.layer(*marks, data=alt.Data(name=key)).properties(title=title, width=520, height=240)
 
 
-def sink_rate_figure(set_results: SetResults, manifest: Manifest) -> Figure:
+def sink_rate_figure(set_results: SetResults, manifest: Manifest, notes: str = "") -> Figure:
     """The per-layer Sink_1^eps of Gu et al. beside the argmax-based count."""
     rows = sink_rate_rows(set_results)
     n_layers = max(rows["layer"], default=0) + 1
@@ -82,7 +82,7 @@ def sink_rate_figure(set_results: SetResults, manifest: Manifest) -> Figure:
         "measure is argmax-based: the first token is the top key for at least half of the "
         "queries. Where the lines part, a head either spreads a large share onto the first "
         "token without it winning most rows, or wins most rows with a small share."
-    ) + feature_notes(manifest, KEY)
+    ) + notes
     return build_figure(
         key=KEY,
         title="Sink heads per layer",

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from attnreport.results.layout import MANIFEST
+from attnreport.site.chart_source import chart_builders
 from attnreport.site.context import SiteOptions
 from attnreport.site.page_data import intervention_indices, page_results, placed
 from attnreport.site.source import SiteSource
@@ -52,9 +53,8 @@ def make_page(source: SiteSource, index: Page, images: bool, png: bool | float) 
     """Page ``index``'s figures into the figure cache and, when ``images``, its static
     images into the image cache: what the assembly makes of the page, less its HTML."""
     from attnreport.charts.image_export import figure_images
-    from attnreport.site.chart_source import default_charts
 
-    figures = placed(source, page_results(source, index), index, default_charts())
+    figures = placed(source, page_results(source, index), index, chart_builders())
     if images:
         figure_images([p.figure for p in figures], png=png, workers=1)
 

@@ -19,8 +19,8 @@ from attnreport.analyses import sinks
 from attnreport.charts.position_window import window_alt_note
 from attnreport.site import wording
 from attnreport.site.effects import mean_kl, top_scaling
-from attnreport.site.findings import columns, layer_means, per_head, top_key
 from attnreport.site.fit import lead_words
+from attnreport.site.readings import columns, layer_means, per_head, top_key
 
 NAMES = {
     "self_focus": ("self focus", "the share of queries whose top key is the query token itself"),

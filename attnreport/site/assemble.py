@@ -36,9 +36,10 @@ from attnreport.results import Results, as_results, dump_json
 from attnreport.results.layout import Layout
 from attnreport.site import pages, render
 from attnreport.site.ahead import Ahead
-from attnreport.site.chart_source import ChartSource, Drawing, as_bytes, default_charts
+from attnreport.site.chart_source import ChartSource, Drawing, as_bytes
 from attnreport.site.context import FigureInput, Link, SiteOptions
 from attnreport.site.page_data import chosen_pages, intervention_inputs, page_results, placed
+from attnreport.site.real_charts import default_charts
 from attnreport.site.slugs import sentence_filename
 from attnreport.site.source import SiteFiles, SiteSource, from_results
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from attnreport.site import fit
-from attnreport.site.findings import columns
+from attnreport.site.readings import columns
 from attnreport.site.verdicts import Evidence, Verdict, verdict
 from attnreport.site.wording import count, index_set, join_and, percent
 

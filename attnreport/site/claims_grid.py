@@ -22,7 +22,7 @@ from attnreport.site.claims import (
     sink_on_any_first_token,
     sink_values_small,
 )
-from attnreport.site.findings import columns, per_head
+from attnreport.site.readings import columns, per_head
 from attnreport.site.verdicts import Evidence, verdict
 from attnreport.site.wording import count, number, quantity
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from attnreport.site import effects, fit, wording
-from attnreport.site.findings import columns
+from attnreport.site.readings import columns
 from attnreport.site.wording import capitalise, head_name, index_set, percent, times
 
 Row = dict[str, Any]

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from attnreport.analyses import sinks
-from attnreport.site.findings import Finding, columns
 from attnreport.site.fit import heads_words
+from attnreport.site.readings import Finding, columns
 from attnreport.site.wording import count, head_name, number
 
 ROLE_THRESHOLD = 0.3  # as ``charts.head_roles``: below it a head is not named for a role
