@@ -5,7 +5,7 @@ from __future__ import annotations
 from attnreport import charts
 from attnreport.charts.registry import FIGURES, entry_of
 from attnreport.results.types import sentence_tables, set_tables
-from attnreport.site.alt_text import AltData
+from attnreport.site.words.alt_text import AltData
 from tests.fixtures.fake_results import fake_study, typed
 
 ALT = [e.key for e in FIGURES if e.alt]  # the figures whose entries give an alt text

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from attnreport.charts import registry
-from attnreport.charts.assemble import build_figure
 from attnreport.charts.figure import Figure
 from attnreport.charts.registry import FigureEntry, Inputs
+from attnreport.charts.spec.assemble import build_figure
 from attnreport.results.types import set_tables
 from attnreport.site import SiteOptions, assemble_site, default_charts
-from attnreport.site.alt_text import AltData
-from attnreport.site.readings import per_head
+from attnreport.site.words.alt_text import AltData
+from attnreport.site.words.readings import per_head
 from tests.fixtures.fake_results import fake_study, typed
 
 KEY = "toy-first-focus"

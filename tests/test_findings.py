@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnreport.site import findings as fnd
-from attnreport.site import readings
+from attnreport.site.words import findings as fnd
+from attnreport.site.words import readings
 
 
 def by_sentence(values: dict[int, dict[tuple[int, int], float]], n_queries: int = 5, **extra):

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from attnreport.charts.figures.sink_rate import MEASURES, sink_rate_figure, sink_rate_rows
 from attnreport.charts.registry import Inputs, entry_of, place
-from attnreport.charts.sink_rate import MEASURES, sink_rate_figure, sink_rate_rows
 from attnreport.results import FocusBySentenceTable
 from tests.fixtures.fake_results import fake_study, typed
 

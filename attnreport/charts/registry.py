@@ -5,9 +5,10 @@ results file and tables it reads (its "data" link points at that file in the sit
 ``results/``), and how to build it. Pages, sections, data links and footnotes are
 decided from these entries, never from words in figure keys or from chart columns.
 An entry also carries what the page says about its figure besides the chart: its alt
-text (a function of the data it draws, ``site.alt_text``), the caption sentences that
+text (a function of the data it draws, ``site.words.alt_text``), the caption sentences that
 define the model features it shows (``notes``), and whether its layer axis shades the
-windowed layers (``shaded``). Adding a figure from existing tables: its builder, one
+windowed layers (``shaded``); ``place`` hands the builder those caption sentences
+(``Inputs.notes``) to append. Adding a figure from existing tables: its builder, one
 entry here, its test.
 """
 
@@ -19,10 +20,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from attnreport.charts.figure import Encoded, Figure
-from attnreport.charts.notes import BREAKDOWN_NOTES, MAP_NOTES, caption_notes
+from attnreport.charts.spec.notes import BREAKDOWN_NOTES, MAP_NOTES, caption_notes
 from attnreport.results import Manifest, Results, SentenceResults
-from attnreport.site import alt_text as alt
-from attnreport.site.alt_text import AltData
+from attnreport.site.words import alt_text as alt
+from attnreport.site.words.alt_text import AltData
 
 PARTS = ("focus", "layers", "impact", "interventions")  # sentence pages; the index has "set"
 FOCUS_STATISTICS = ("self_focus", "first_focus", "concentration")  # as charts.focus names them
@@ -33,7 +34,7 @@ def _builder(module: str, name: str) -> Callable[..., Figure]:
     Altair) load only when a figure is built, not when a cached one is read."""
 
     def call(*args: Any, **kwargs: Any) -> Figure:
-        return getattr(importlib.import_module(f"attnreport.charts.{module}"), name)(
+        return getattr(importlib.import_module(f"attnreport.charts.figures.{module}"), name)(
             *args, **kwargs
         )
 

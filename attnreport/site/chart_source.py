@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from attnreport.charts.export.figure_cache import PageFiles
 from attnreport.charts.figure import Encoded, Figure
-from attnreport.charts.figure_cache import PageFiles
 from attnreport.charts.registry import Placed
 from attnreport.results import Results
 
@@ -65,12 +65,12 @@ def chart_builders(cache: bool = True) -> ChartSource:
     Intervention figures go on the page of the sentence the scaling grid was run on. A
     figure whose image export is refused (too big) or fails has no static image.
     """
-    from attnreport.charts import embed, figure_cache
+    from attnreport.charts.export import embed, figure_cache
     from attnreport.charts.registry import build_figures, page_inputs
 
     try:
-        from attnreport.charts.image_export import start_images
-        from attnreport.charts.images import export_images
+        from attnreport.charts.export.image_export import start_images
+        from attnreport.charts.export.images import export_images
     except ImportError:
         export_images = start_images = None
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from attnreport.charts.figure import Figure
 from attnreport.dates import date_from_env  # noqa: F401  (re-exported)
-from attnreport.site import prose
 from attnreport.site.methods import Method, method_href
+from attnreport.site.words import prose
 from attnreport.text import visible  # noqa: F401  (re-exported for the pages)
 
 if TYPE_CHECKING:

@@ -13,18 +13,7 @@ from attnreport.results.interventions import interventions_to_json
 from attnreport.results.layout import CURRENT, Layout
 from attnreport.results.types import sentence_tables, set_tables
 from attnreport.results.view import default_head
-from attnreport.site import (
-    about,
-    apparatus,
-    argument,
-    highlights,
-    lede,
-    methods,
-    prose,
-    verdicts,
-    wording,
-)
-from attnreport.site.alt_text import AltData
+from attnreport.site import about, apparatus, argument, highlights, methods
 from attnreport.site.byte_tokens import byte_groups
 from attnreport.site.context import (
     FigureContext,
@@ -42,7 +31,9 @@ from attnreport.site.context import (
     number_figures,
 )
 from attnreport.site.markdown import markdown_html
-from attnreport.site.role_findings import active_roles
+from attnreport.site.words import lede, prose, verdicts, wording
+from attnreport.site.words.alt_text import AltData
+from attnreport.site.words.role_findings import active_roles
 from attnreport.text import display_token, visible
 
 # (anchor, heading): the parts of a sentence page; a figure's registry entry names its part
