@@ -54,5 +54,8 @@ def test_a_render_from_the_figure_cache_does_not_import_altair(tmp_path):
     )
     assert modules_after(code + "assert first\n", ("altair",)) == ["altair"]  # built: cold cache
     assert (
-        modules_after(code + "assert not first\n", ("altair", "attnreport.charts.attention")) == []
+        modules_after(
+            code + "assert not first\n", ("altair", "attnreport.charts.figures.attention")
+        )
+        == []
     )

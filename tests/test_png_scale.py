@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import struct
 
-from attnreport.charts import images
+from attnreport.charts.export import images
 
 SPEC = {
     "$schema": "https://vega.github.io/schema/vega-lite/v5.json",

@@ -280,8 +280,8 @@ def test_schema_doc_lists_the_typed_tables_columns():
     from tests.test_analyses import schema_columns
 
     for file, kinds in (
-        ("sentences/NNN.json.gz", types._SENTENCE_TABLES),
-        ("set.json.gz", types._SET_TABLES),
+        ("sentences/NNN.json.gz", types.table_kinds(types.SentenceTables)),
+        ("set.json.gz", types.table_kinds(types.SetResults)),
     ):
         documented = schema_columns(file)
         assert list(documented) == list(kinds)

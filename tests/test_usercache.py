@@ -10,7 +10,7 @@ import time
 import pytest
 
 from attnreport import usercache
-from attnreport.charts.image_cache import ImageCache
+from attnreport.charts.export.image_cache import ImageCache
 from attnreport.publish import render_folder
 from attnreport.results import CURRENT, dump
 from attnreport.site.context import SiteOptions

@@ -16,7 +16,7 @@ from typing import Any
 _HOMES = {
     "ChartSource": "attnreport.site.chart_source",
     "assemble_site": "attnreport.site.assemble",
-    "default_charts": "attnreport.site.chart_source",
+    "default_charts": "attnreport.site.real_charts",
     "SiteOptions": "attnreport.site.context",
     "date_from_env": "attnreport.site.context",
     "write_site": "attnreport.site.write",

@@ -30,15 +30,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, cast
 
+from attnreport.charts.export.svg import stable_svg_ids
 from attnreport.charts.registry import Placed
-from attnreport.charts.svg import stable_svg_ids
 from attnreport.results import Results, as_results, dump_json
 from attnreport.results.layout import Layout
 from attnreport.site import pages, render
 from attnreport.site.ahead import Ahead
-from attnreport.site.chart_source import ChartSource, Drawing, as_bytes, default_charts
+from attnreport.site.chart_source import ChartSource, Drawing, as_bytes
 from attnreport.site.context import FigureInput, Link, SiteOptions
 from attnreport.site.page_data import chosen_pages, intervention_inputs, page_results, placed
+from attnreport.site.real_charts import default_charts
 from attnreport.site.slugs import sentence_filename
 from attnreport.site.source import SiteFiles, SiteSource, from_results
 
@@ -50,7 +51,7 @@ _SAFE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 @functools.cache
 def vega_bundle() -> bytes:
     """Vega, Vega-Lite and vega-embed as one classic script that sets window globals."""
-    from attnreport.charts.bundle import javascript_bundle  # cached per vl-convert version
+    from attnreport.charts.export.bundle import javascript_bundle  # cached per vl-convert version
 
     return ("(function () {\n" + javascript_bundle() + "\n})();\n").encode()
 

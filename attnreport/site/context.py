@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from attnreport.charts.figure import Figure
 from attnreport.dates import date_from_env  # noqa: F401  (re-exported)
-from attnreport.site import prose
 from attnreport.site.methods import Method, method_href
+from attnreport.site.words import prose
 from attnreport.text import visible  # noqa: F401  (re-exported for the pages)
 
 if TYPE_CHECKING:
@@ -94,22 +94,6 @@ class Paragraph:
     text: str
     notes: tuple[int, ...] = ()
     link: Link | None = None
-
-
-@dataclass(frozen=True)
-class Footnote:
-    """A numbered note; ``fn-N`` is its anchor and ``fnref-N`` the reference's anchor."""
-
-    number: int
-    text: str
-
-    @property
-    def anchor(self) -> str:
-        return f"fn-{self.number}"
-
-    @property
-    def ref_anchor(self) -> str:
-        return f"fnref-{self.number}"
 
 
 @dataclass(frozen=True)
@@ -212,6 +196,22 @@ class SentencePageContext:
     toc: tuple[Link, ...] = field(default=())
     lede: tuple[Paragraph, ...] = ()  # what is special about this sentence (``site.lede``)
     note_html: str = ""  # the author's note on this sentence (Markdown, raw HTML escaped)
+
+
+@dataclass(frozen=True)
+class Footnote:
+    """A numbered note; ``fn-N`` is its anchor and ``fnref-N`` the reference's anchor."""
+
+    number: int
+    text: str
+
+    @property
+    def anchor(self) -> str:
+        return f"fn-{self.number}"
+
+    @property
+    def ref_anchor(self) -> str:
+        return f"fnref-{self.number}"
 
 
 class Notes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from attnreport.charts.figure_cache import PageFiles
+from attnreport.charts.export.figure_cache import PageFiles
 from attnreport.charts.registry import Placed
 from attnreport.corpus.pages import page_indices, parse_pages
 from attnreport.results import Results, SentenceResults
