@@ -216,7 +216,8 @@ def build_site(
 
 def write_results(settings: Settings, force: bool, progress: Progress = _quiet) -> tuple[Path, int]:
     """Run the study and write the results directory (``docs/results-schema.md``)."""
-    from attnreport.site.write import MARKER, write_site
+    from attnreport.site.write import write_site
+    from attnreport.vocabulary import MARKER
 
     out = Path(settings.out)
     check_output(out, input_paths(settings), force)

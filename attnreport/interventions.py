@@ -27,10 +27,10 @@ from attnreport.models.placement import swapped_forward
 from attnreport.next_token import check_head, final_hidden
 from attnreport.next_token import next_token_kl as blockwise_kl
 from attnreport.streaming import STREAM_NAME
+from attnreport.vocabulary import TARGETS
 
 QKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 Modifier = Callable[[QKV], QKV]
-TARGETS = ("Q", "K", "V")
 
 
 def scale(target: str, epsilon: float) -> Modifier:

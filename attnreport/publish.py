@@ -21,8 +21,7 @@ from typing import Any
 from attnreport.corpus.pages import parse_pages
 from attnreport.errors import AttnReportError
 from attnreport.site.context import SiteOptions
-
-OPTIONS_FILE = "render.json"  # inside a site's results/: the options it was drawn with
+from attnreport.vocabulary import OPTIONS_NAME
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,7 @@ def render_folder(
 
 def stored_options(results_dir: str | Path) -> SiteOptions | None:
     """The options a site's ``results/`` was rendered with (None for analyze output)."""
-    path = Path(results_dir) / OPTIONS_FILE
+    path = Path(results_dir) / OPTIONS_NAME
     return options_from_json(path.read_bytes(), str(path)) if path.is_file() else None
 
 

@@ -13,8 +13,8 @@ import altair as alt
 from attnreport.charts import common, widgets
 from attnreport.charts.common import tip
 from attnreport.charts.theme import CATEGORY_RANGE, attention_scale
+from attnreport.vocabulary import TARGETS
 
-TARGETS = ("Q", "K", "V")
 OBSERVATIONS = ("same", "next", "last")
 SELECTED = "datum.head == head && datum.observation == observation"
 

@@ -16,9 +16,7 @@ from typing import Any
 
 from attnreport.charts.figure import Encoded, Figure
 from attnreport.results import Results, SentenceResults
-
-PARTS = ("focus", "layers", "impact", "interventions")  # sentence pages; the index has "set"
-FOCUS_STATISTICS = ("self_focus", "first_focus", "concentration")  # as charts.focus names them
+from attnreport.vocabulary import FOCUS_STATISTICS
 
 
 def _builder(module: str, name: str) -> Callable[..., Figure]:
@@ -72,7 +70,7 @@ class Inputs:
 class FigureEntry:
     key: str
     page: str  # "sentence" or "index"
-    part: str  # one of PARTS on sentence pages, "set" on the index
+    part: str  # one of vocabulary.PART_ANCHORS on sentence pages, "set" on the index
     reads: tuple[str, ...]  # "FILE:TABLE"; FILE is sentence, set or interventions
     build: Callable[[Inputs], Figure]
     when: Callable[[Inputs], bool] = lambda _inputs: True

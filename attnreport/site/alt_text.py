@@ -30,13 +30,13 @@ from attnreport.site.wording import (
     quantity,
     times,
 )
+from attnreport.vocabulary import FOCUS_NAMES, FOCUS_STATISTICS, TERMS
 
-NAMES = {
-    "self_focus": ("self focus", "the share of queries whose top key is the query token itself"),
-    "first_focus": ("first-token focus", "the share of queries whose top key is the first token"),
-    "concentration": ("concentration", "the mean lead of the top key over the runner-up"),
+MEANINGS = {
+    "self_focus": "the share of queries whose top key is the query token itself",
+    "first_focus": "the share of queries whose top key is the first token",
+    "concentration": "the mean lead of the top key over the runner-up",
 }
-TERMS = ("position", "bias", "content", "query_only")
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def _spread(term: str, values: np.ndarray) -> str:
 
 
 def _focus_lines(heads: dict[tuple[int, int], float], statistic: str, scope: str) -> str:
-    name, meaning = NAMES[statistic]
+    name, meaning = FOCUS_NAMES[statistic], MEANINGS[statistic]
     if not heads:
         return f"Line chart of {name} per layer; there is no data."
     n_layers = len({k[0] for k in heads})
@@ -305,14 +305,14 @@ ALT: dict[str, Callable[[AltData], str]] = {
     "attention-map": attention_map,
     "attention-breakdown": breakdown,
     "bias-vs-position": bias_position,
-    **{k.replace("_", "-"): sentence_focus(k) for k in NAMES},
+    **{k.replace("_", "-"): sentence_focus(k) for k in FOCUS_STATISTICS},
     "update-magnitude": update_magnitude,
     "update-orientation": update_orientation,
     "orientation-vs-magnitude": orientation_magnitude,
     "impact-by-position": impact_by_position,
     "scaling-grid": scaling_grid,
     "mean-grid": mean_grid,
-    **{"set-" + k.replace("_", "-"): set_focus(k) for k in NAMES},
+    **{"set-" + k.replace("_", "-"): set_focus(k) for k in FOCUS_STATISTICS},
     "set-sink-rate": set_sink_rate,
     "set-head-impact": set_head_impact,
 }

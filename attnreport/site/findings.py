@@ -33,10 +33,10 @@ from attnreport.site.wording import (
     quantity,
     times,
 )
+from attnreport.vocabulary import MOST
 
 Columns = Mapping[str, Sequence[Any]]
 Heads = dict[tuple[int, int], float]
-MOST = 0.5  # "most queries" / "most heads": strictly more than half
 EVERY_SENTENCE = 0.9  # share of queries a head must send to token 0 in each sentence
 LIST_LAYERS = MAX_ITEMS // 2  # heads are listed one by one for at most this many layers
 

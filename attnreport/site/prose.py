@@ -15,9 +15,9 @@ from typing import Any
 from attnreport.site import effects, fit, wording
 from attnreport.site.findings import columns
 from attnreport.site.wording import capitalise, head_name, index_set, percent, times
+from attnreport.vocabulary import MOST
 
 Row = dict[str, Any]
-MOST = 0.5  # "most queries" / "most heads": strictly more than half
 
 
 def rows(table: Any) -> list[Row]:

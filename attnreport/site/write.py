@@ -29,8 +29,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 from attnreport.errors import AttnReportError
+from attnreport.vocabulary import MARKER
 
-MARKER = ".attnreport-site"
 TMP_PREFIX = ".attnreport-tmp-"
 TRASH_PREFIX = ".attnreport-trash-"
 LISTED = 8  # entries a --force warning names before "and N more"
