@@ -150,7 +150,7 @@ class StageClock:
 
 def check_pages(settings: Settings) -> None:
     """Refuse ``--pages`` indices past the corpus before the model loads (one line)."""
-    from attnreport.corpus.pages import page_indices, parse_pages
+    from attnreport.page_choice import page_indices, parse_pages
     from attnreport.sentences import read_sentences
 
     choice = parse_pages(settings.pages)

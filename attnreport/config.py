@@ -23,6 +23,7 @@ from typing import Any
 
 from attnreport import vocabulary as V
 from attnreport.errors import AttnReportError
+from attnreport.page_choice import parse_pages
 from attnreport.vocabulary import BOS, DEVICE_MAPS, DEVICES, DTYPES
 
 Check = Callable[[str, Any], str | None]  # (key, value) -> what is wrong, or None
@@ -96,8 +97,6 @@ def layer_and_head(key: str, value: tuple[int, ...]) -> str | None:
 
 def page_choice(_key: str, value: str) -> str | None:
     """A valid ``--pages`` value: all, a count N, or indices like 0,5,10-12."""
-    from attnreport.corpus.pages import parse_pages
-
     try:
         parse_pages(value)
     except AttnReportError as err:

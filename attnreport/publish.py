@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from attnreport.corpus.pages import parse_pages
 from attnreport.errors import AttnReportError
+from attnreport.page_choice import parse_pages
 from attnreport.site.context import SiteOptions
 from attnreport.vocabulary import OPTIONS_NAME
 
