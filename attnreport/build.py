@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 
 from attnreport.config import Settings
 from attnreport.errors import AttnReportError
-from attnreport.results import Results, dump
+from attnreport.results import Results, load
 from attnreport.session import Session, session_for
-from attnreport.study import run_study
 
 if TYPE_CHECKING:  # analyze imports no chart or template code
     from attnreport.site.context import SiteOptions
@@ -68,31 +67,25 @@ def input_paths(settings: Settings) -> list[Path]:
 
 
 def study(
-    settings: Settings, progress: Progress = _quiet, timings: Timings | None = None
+    settings: Settings,
+    progress: Progress = _quiet,
+    timings: Timings | None = None,
+    session: Session | None = None,
 ) -> tuple[Session, Results]:
-    """Load the model, capture and analyse every sentence, run the interventions."""
-    timings = timings or Timings()
-    start = time.perf_counter()
-    progress("load", 0, 1)
-    session = session_for(settings)
-    start = timings.add("load", start)
-    total = len(session.sentences)
-    done = {"capture": 0}
+    """The results of ``settings`` in memory, made by the one pipeline: ``run_corpus``
+    into a temporary folder, read back (for library callers, benchmarks and tests).
+    ``session``: a model already loaded with these settings' sentences."""
+    import tempfile
 
-    def step(stage: str) -> None:
-        nonlocal start
-        if stage == "capture":
-            done["capture"] += 1
-            progress("capture", done["capture"], total)
-            start = timings.add("capture", start)
-            if done["capture"] == total:
-                progress("interventions", 0, 1)
-        else:
-            start = timings.add(stage, start)
+    from attnreport.corpus import run_corpus
 
-    progress("capture", 0, total)
-    results = run_study(session, settings, step)
-    return session, results
+    clock = StageClock(progress, timings if timings is not None else Timings())
+    clock("load", 0, 1)
+    session = session or session_for(settings)
+    with tempfile.TemporaryDirectory(prefix="attnreport-study-") as folder:
+        run_corpus(replace(settings, out=folder), force=True, progress=clock, session=session)
+        clock.stop()
+        return session, load(folder)
 
 
 @dataclass(frozen=True)
@@ -212,18 +205,3 @@ def build_site(
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return BuildSummary(out, summary.pages, summary.figures, summary.files, summary.bytes, timings)
-
-
-def write_results(settings: Settings, force: bool, progress: Progress = _quiet) -> tuple[Path, int]:
-    """Run the study and write the results directory (``docs/results-schema.md``)."""
-    from attnreport.site.write import write_site
-    from attnreport.vocabulary import MARKER
-
-    out = Path(settings.out)
-    check_output(out, input_paths(settings), force)
-    _, results = study(settings, progress)
-    files = dump(results)
-    files[MARKER] = b"attnreport results\n"
-    progress("write", 0, 1)
-    write_site(files, out, force=force)
-    return out, len(files)

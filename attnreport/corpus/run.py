@@ -11,7 +11,7 @@ configured inputs, on the driver's model) and ``manifest.json``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from attnreport.config import Settings
@@ -27,10 +27,10 @@ from attnreport.study import (
     check_settings,
     intervention_results,
     manifest,
-    role_results,
     run_probes,
     strongest_first_token_layer,
     with_contrasts,
+    with_roles,
 )
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total), as attnreport.build's
@@ -139,7 +139,7 @@ def set_files(
 
     result = with_contrasts(totals.set_results(), session, settings)
     if totals.has_roles():
-        result = replace(result, **role_results(totals.roles, run_probes(session)))
+        result = with_roles(result, totals.roles, run_probes(session))
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(result.focus_pooled.arrays())
