@@ -44,7 +44,7 @@ def check_output(out: Path, inputs: list[Path], force: bool) -> None:
     """Refuse a bad output folder before any work: what the writer would refuse (a file,
     a foreign folder without ``force``), one that holds an input (the swap would remove
     it), and the file system root or the home folder."""
-    from attnreport.site.write import check_target
+    from attnreport.output import check_target
 
     check_target(out, force)
     out = out.expanduser().resolve()
@@ -156,7 +156,7 @@ def results_folder(out: Path) -> Path:
     removes it after a crash: it is named like its own temporary folders)."""
     import secrets
 
-    from attnreport.site.write import TMP_PREFIX
+    from attnreport.output import TMP_PREFIX
 
     parent = out.expanduser().absolute().parent
     folder = parent / f"{TMP_PREFIX}new-{os.getpid()}-{secrets.token_hex(6)}"
@@ -180,10 +180,10 @@ def build_site(
     import shutil
 
     from attnreport.corpus import run_corpus
+    from attnreport.output import write_site
     from attnreport.publish import summarize
     from attnreport.site.assemble import assemble_site
     from attnreport.site.source import from_folder
-    from attnreport.site.write import write_site
     from attnreport.usercache import prune
 
     out = Path(settings.out)

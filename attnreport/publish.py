@@ -74,9 +74,9 @@ def render_folder(
     them (``render site/results --out site``): it is replaced only when complete.
     Then the figure and image caches are pruned to their limit (``usercache.prune``).
     """
+    from attnreport.output import check_target, write_site
     from attnreport.site.assemble import assemble_site
     from attnreport.site.source import from_folder
-    from attnreport.site.write import check_target, write_site
     from attnreport.usercache import prune
 
     out = Path(out)

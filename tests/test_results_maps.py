@@ -25,6 +25,7 @@ from attnreport.cli import main
 from attnreport.config import Settings
 from attnreport.models import load_model
 from attnreport.models.layout import discover
+from attnreport.output import write_site
 from attnreport.results import CURRENT, Layout, dump, load, read_json
 from attnreport.results.compare import compare_results
 from attnreport.results.io import dump_json, dump_json_streamed
@@ -33,7 +34,6 @@ from attnreport.results.maps import AttentionMaps, rank_fixes
 from attnreport.results.rounding import column_to_list
 from attnreport.results.types import sentence_to_json
 from attnreport.sentence_pass import analyze_pass
-from attnreport.site.write import write_site
 
 TEXT = "the cat chased the mouse and the dog sat on the mat"
 # Derived p from scores rounded to 6 significant digits (|ds| <= 5e-6 |s|, |s| < 1 in these
