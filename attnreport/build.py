@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from attnreport.config import Settings
 from attnreport.errors import AttnReportError
+from attnreport.output import check_output, input_paths
 from attnreport.results import Results, load
 from attnreport.session import Session, session_for
 
@@ -38,32 +39,6 @@ class Timings:
         now = time.perf_counter()
         self.seconds[stage] = self.seconds.get(stage, 0.0) + now - since
         return now
-
-
-def check_output(out: Path, inputs: list[Path], force: bool) -> None:
-    """Refuse a bad output folder before any work: what the writer would refuse (a file,
-    a foreign folder without ``force``), one that holds an input (the swap would remove
-    it), and the file system root or the home folder."""
-    from attnreport.output import check_target
-
-    check_target(out, force)
-    out = out.expanduser().resolve()
-    for source in inputs:
-        source = source.expanduser().resolve()
-        if source == out or out in source.parents:
-            raise AttnReportError(
-                f"output folder {out} contains the input {source}; choose another --out"
-            )
-    if out == Path.home().resolve() or out == Path(out.anchor):
-        raise AttnReportError(
-            f"refusing to use {out} as the output folder; choose a folder of its own"
-        )
-
-
-def input_paths(settings: Settings) -> list[Path]:
-    paths = [Path(settings.sentences)] if settings.sentences else []
-    model = Path(settings.model).expanduser()
-    return paths + ([model] if settings.model != "default" and model.exists() else [])
 
 
 def study(

@@ -142,8 +142,8 @@ class Settings:
     view_head: tuple[int, ...] | None = setting(
         None, list, items=(int,), check=layer_and_head, recorded=True
     )  # (layer, head) the pages open on; None: computed
-    rtol: float = setting(1e-3, float, int, check=positive_or_zero)  # compare's tolerances
-    atol: float = setting(1e-4, float, int, check=positive_or_zero)
+    rtol: float = setting(V.RTOL, float, int, check=positive_or_zero)  # compare's tolerances
+    atol: float = setting(V.ATOL, float, int, check=positive_or_zero)
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -63,3 +63,4 @@ PAGES = "all"  # which sentences get a page
 IMAGES = True  # a static SVG of every figure
 PNG = False  # a static PNG too
 PNG_SCALE = 2.0  # PNG pixels per figure pixel
+RTOL, ATOL = 1e-3, 1e-4  # attnreport compare: relative and absolute tolerances

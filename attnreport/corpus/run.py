@@ -20,6 +20,7 @@ from attnreport.corpus.fingerprint import run_fingerprint
 from attnreport.corpus.partial import SetPartial
 from attnreport.corpus.store import RunStore
 from attnreport.errors import AttnReportError
+from attnreport.output import check_output, input_paths
 from attnreport.results import Interventions
 from attnreport.sentences import Sentence
 from attnreport.session import Session, session_for
@@ -74,8 +75,6 @@ def run_corpus(
 
     ``session``: a model already loaded with these settings' sentences (``serve --watch``
     keeps one); None loads it. ``interventions`` makes the grids at the chosen layer."""
-    from attnreport.build import check_output, input_paths
-
     out = Path(settings.out)
     check_output(out, input_paths(settings), force)
     if options.engine != "local" and settings.device_map is not None:
