@@ -17,10 +17,11 @@ Shape letters: ``batch`` (always 1 here), ``head``, ``kv_head``, ``query``, ``ke
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -69,6 +70,21 @@ class Tap(Protocol):
 _ACTIVE: list[Tap] = []
 
 
+def tapped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (an attention function of ours) as transformers calls it: the active tap's
+    change of q, k and v (an intervention) is applied here, in one place for every such
+    function, and ``fn`` is handed the tap (None when none is active) to record into."""
+
+    @functools.wraps(fn)
+    def call(module: nn.Module, query, key, value, *args: Any, **kwargs: Any):
+        tap = _ACTIVE[-1] if _ACTIVE else None
+        if tap is not None:
+            query, key, value = tap.modify(module, query, key, value)
+        return fn(module, query, key, value, *args, tap=tap, **kwargs)
+
+    return call
+
+
 def repeat_kv(t: torch.Tensor, groups: int) -> torch.Tensor:
     """(batch, kv_head, n, d) -> (batch, head, n, d): each kv head serves ``groups`` query heads."""
     return t if groups == 1 else t.repeat_interleave(groups, dim=1)
@@ -98,7 +114,7 @@ def _softmax(scores: torch.Tensor, sinks: torch.Tensor | None, dtype: torch.dtyp
     return full[..., :-1].to(dtype), full[..., -1]
 
 
-def attention(
+def eager_attention(
     module: nn.Module,
     query: torch.Tensor,
     key: torch.Tensor,
@@ -110,12 +126,10 @@ def attention(
     sliding_window: int | None = None,
     s_aux: torch.Tensor | None = None,
     score_bias: torch.Tensor | None = None,
+    tap: Tap | None = None,
     **_kwargs: object,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Eager attention; returns (output (batch, query, head, d), probs (batch, head, query, key))."""
-    tap = _ACTIVE[-1] if _ACTIVE else None
-    if tap is not None:
-        query, key, value = tap.modify(module, query, key, value)
     scaling = float(query.shape[-1] ** -0.5 if scaling is None else scaling)
     groups = query.shape[1] // key.shape[1]
     k_all, v_all = repeat_kv(key, groups), repeat_kv(value, groups)
@@ -139,6 +153,7 @@ def attention(
     return context.transpose(1, 2).contiguous(), probs
 
 
+attention = tapped(eager_attention)  # what the models call
 AttentionInterface.register(NAME, attention)
 AttentionMaskInterface.register(NAME, eager_mask)  # the additive masks eager attention uses
 

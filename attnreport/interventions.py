@@ -156,7 +156,7 @@ def run_modified(
     tap = LayerTap(specs, slots)
     tap.modifiers[layer] = modify
     long = leading is not None and input_ids.shape[0] > leading
-    tap.leading_rows = leading if long else 0  # type: ignore[attr-defined]
+    tap.leading_rows = leading if long else 0
     recorded: list[object] = []
     hidden: list[torch.Tensor] = []
     hooks = [] if prefix else _record_last_output(blocks[:layer], recorded)
@@ -171,9 +171,9 @@ def run_modified(
     prefix = prefix or tuple(recorded)
     if long:
         check_head(model, hidden[0], logits[-1])
-        probs = {i: slots[i].values["computed"].leading_probs for i in observe}
+        probs = {i: slots[i].computed.leading_probs for i in observe}
         return Outcome(probs, None, prefix, hidden[0])
-    probs = {i: slots[i].values["computed"].probs for i in observe}
+    probs = {i: slots[i].computed.probs for i in observe}
     return Outcome(probs, torch.log_softmax(logits.float(), dim=-1), prefix)
 
 

@@ -37,7 +37,7 @@ from attnreport.capture import (
     raw_layer,
 )
 from attnreport.errors import AttnReportError
-from attnreport.interface import _ACTIVE, NAME, _logits, _softmax, repeat_kv
+from attnreport.interface import NAME, _logits, _softmax, repeat_kv, tapped
 from attnreport.models.layout import LayerSpec
 
 STREAM_NAME = "attnreport-blockwise"
@@ -96,12 +96,10 @@ def blockwise_attention(
     sliding_window: int | None = None,
     s_aux: torch.Tensor | None = None,
     score_bias: torch.Tensor | None = None,
+    tap: LayerTap | None = None,
     **_kwargs: object,
 ) -> tuple[torch.Tensor, None]:
     """Eager attention over blocks of queries; returns (output (batch, query, head, d), None)."""
-    tap = _ACTIVE[-1] if _ACTIVE else None
-    if tap is not None:
-        query, key, value = tap.modify(module, query, key, value)
     scaling = float(query.shape[-1] ** -0.5 if scaling is None else scaling)
     groups = query.shape[1] // key.shape[1]
     k_all, v_all = repeat_kv(key, groups), repeat_kv(value, groups)
@@ -114,7 +112,7 @@ def blockwise_attention(
         probs = _block_probs(query, k_all, attention_mask, start, stop, options)
         context[:, :, start:stop] = torch.matmul(probs, v_all[:, :, :stop])
     if tap is not None:
-        m = min(getattr(tap, "leading_rows", 0), n)
+        m = min(tap.leading_rows, n)
         leading = _block_probs(query, k_all, attention_mask, 0, m, options)[0] if m else None
         bias = None if score_bias is None else score_bias.reshape(query.shape[1], -1, n)
         sinks = None if s_aux is None else s_aux.detach()
@@ -134,7 +132,7 @@ def boolean_mask(*args, **kwargs) -> torch.Tensor | None:
     return sdpa_mask(*args, allow_is_causal_skip=False, **kwargs)
 
 
-AttentionInterface.register(STREAM_NAME, blockwise_attention)
+AttentionInterface.register(STREAM_NAME, tapped(blockwise_attention))
 AttentionMaskInterface.register(STREAM_NAME, boolean_mask)
 
 
@@ -197,7 +195,7 @@ def _hand_over(spec: LayerSpec, slots: Slots, on_layer: LayerHandler):
         try:
             on_layer(spec, raw_layer(slots))
         finally:
-            slots.values.clear()  # the layer's tensors go as soon as it is analysed
+            slots.clear()  # the layer's tensors go as soon as it is analysed
 
     return hook
 
