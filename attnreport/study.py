@@ -33,7 +33,6 @@ from attnreport.pass_memo import remembered
 from attnreport.probe_pass import probe_scores, session_probes
 from attnreport.provenance import provenance
 from attnreport.results import (
-    AttentionMaps,
     GridCell,
     Interventions,
     ListedSentence,
@@ -42,7 +41,6 @@ from attnreport.results import (
     ModelInfo,
     ScalingGrid,
     SentenceResults,
-    SentenceTables,
     SetResults,
     StudySettings,
     TokensTable,
@@ -51,8 +49,6 @@ from attnreport.results import tables as rt
 from attnreport.results.roles import (
     HeadRolesBySentenceTable,
     HeadRolesSetTable,
-    HeadRolesTable,
-    MassiveActivationsTable,
     SetMassiveActivationsTable,
 )
 from attnreport.sentence_pass import LayerProgress, analyze_pass
@@ -82,6 +78,7 @@ def analyze_sentence(
     index = sentence.index
     ids = torch.tensor(sentence.token_ids)
     tables, maps = analyze_pass(session.model, session.specs, ids, settings, on_layer)
+    assert tables.head_roles is not None and tables.massive_activations is not None
     result = SentenceResults(
         index=index,
         text=sentence.text,
@@ -91,25 +88,16 @@ def analyze_sentence(
             token=list(sentence.tokens),
             token_id=np.array(sentence.token_ids),
         ),
-        tables=SentenceTables(
-            top=rt.TopTable(**tables["top"]),
-            breakdown=rt.BreakdownTable(**tables["breakdown"]),
-            focus=rt.FocusTable(**tables["focus"]),
-            focus_sorted=rt.FocusSortedTable(**tables["focus_sorted"]),
-            head_impact=rt.HeadImpactTable(**tables["head_impact"]),
-            block_impact=rt.BlockImpactTable(**tables["block_impact"]),
-            head_roles=HeadRolesTable(**tables["head_roles"]),
-            massive_activations=MassiveActivationsTable(**tables["massive_activations"]),
-        ),
-        attention=None if maps is None else AttentionMaps(**maps),
+        tables=tables,
+        attention=maps,
         view_head=None if settings.view_head is None else tuple(settings.view_head),  # type: ignore[arg-type]
     )
     return SentenceAnalysis(
         result,
-        tables["focus"],
-        tables["head_impact"],
-        tables["head_roles"],
-        tables["massive_activations"],
+        tables.focus.arrays(),
+        tables.head_impact.arrays(),
+        tables.head_roles.arrays(),
+        tables.massive_activations.arrays(),
     )
 
 
