@@ -19,6 +19,7 @@ from attnreport import __version__
 from attnreport.analyses.role_pooling import RoleTotals
 from attnreport.analyses.tables import Table, round_sig, triangle
 from attnreport.config import Settings
+from attnreport.dates import analysis_date
 from attnreport.errors import AttnReportError
 from attnreport.interventions import GridCell as Cell
 from attnreport.interventions import (
@@ -51,6 +52,7 @@ from attnreport.results.roles import (
     HeadRolesSetTable,
     SetMassiveActivationsTable,
 )
+from attnreport.results.rounding import round_places
 from attnreport.sentence_pass import LayerProgress, analyze_pass
 from attnreport.sentences import Sentence
 from attnreport.session import Session, context_length
@@ -138,8 +140,9 @@ def strongest_first_token_layer(pooled: dict[str, np.ndarray]) -> int:
 
 
 def _observations(outcome: Outcome, observed: dict[str, int]) -> dict[str, list[Any]]:
+    """Observed layer name -> [head] -> triangle of p_ij at ``PROB_PLACES`` decimals."""
     return {
-        name: [triangle(head) for head in outcome.probs[layer].cpu()]
+        name: [triangle(round_places(head.float().numpy())) for head in outcome.probs[layer].cpu()]
         for name, layer in observed.items()
     }
 
@@ -259,7 +262,7 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         ListedSentence(s.index, s.text, len(s.token_ids), tuple(s.token_ids))
         for s in session.sentences
     )
-    return Manifest(__version__, model, recorded, sentences)
+    return Manifest(__version__, model, recorded, sentences, analysed=analysis_date())
 
 
 def recorded_settings(settings: Settings, bos_added: bool) -> StudySettings:
