@@ -113,7 +113,7 @@ def interventions_section(ctx: Context) -> Section:
     grids = grid_timings(session, settings, layer, ctx.repeats)
     n_layers = len(session.specs)
     section.add(
-        f"At layer {layer} of {n_layers} (the strongest pooled first-token focus, as `run_study` "
+        f"At layer {layer} of {n_layers} (the strongest pooled first-token focus, as the corpus run "
         f"picks it), epsilons {list(settings.epsilons)}. A pass's unit is one plain forward "
         "pass of the model on the same input (`use_cache=False`, no hooks). Each of "
         f"{ctx.repeats} repeats runs the grid, then the same passes as plain forward passes; the "

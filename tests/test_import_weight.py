@@ -25,7 +25,7 @@ def modules_after(code: str, names: tuple[str, ...]) -> list[str]:
 
 def test_analyze_path_does_not_import_charts_or_templates():
     # What `attnreport analyze` imports: the study, and the writer that checks its folder.
-    code = "import attnreport.build, attnreport.site.write, attnreport.study"
+    code = "import attnreport.build, attnreport.output, attnreport.study"
     assert modules_after(code, HEAVY_FOR_ANALYZE) == []
 
 

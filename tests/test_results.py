@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 from attnreport.cli import main
 from attnreport.errors import AttnReportError
+from attnreport.output import write_site
 from attnreport.results import CURRENT, SCHEMA, dump, load, read_json
 from attnreport.results.compare import Tolerance, compare_results
 from attnreport.results.layout import MANIFEST, compress, is_results_file
-from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
 from tests.fixtures.versions import V3, as_version_3
 from tests.html_scan import link_problems, scan

@@ -24,9 +24,7 @@ from attnreport.charts.spec.notes import BREAKDOWN_NOTES, MAP_NOTES, caption_not
 from attnreport.results import Manifest, Results, SentenceResults
 from attnreport.site.words import alt_text as alt
 from attnreport.site.words.alt_text import AltData
-
-PARTS = ("focus", "layers", "impact", "interventions")  # sentence pages; the index has "set"
-FOCUS_STATISTICS = ("self_focus", "first_focus", "concentration")  # as charts.focus names them
+from attnreport.vocabulary import FOCUS_STATISTICS
 
 
 def _builder(module: str, name: str) -> Callable[..., Figure]:
@@ -82,7 +80,7 @@ class Inputs:
 class FigureEntry:
     key: str
     page: str  # "sentence" or "index"
-    part: str  # one of PARTS on sentence pages, "set" on the index
+    part: str  # one of vocabulary.PART_ANCHORS on sentence pages, "set" on the index
     reads: tuple[str, ...]  # "FILE:TABLE"; FILE is sentence, set or interventions
     build: Callable[[Inputs], Figure]
     when: Callable[[Inputs], bool] = lambda _inputs: True

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any, get_args, get_type_hints
 
+from attnreport import vocabulary as V
 from attnreport.errors import AttnReportError
 from attnreport.results.maps import AttentionMaps
 from attnreport.results.roles import (
@@ -88,14 +89,14 @@ class ModelInfo:
 class StudySettings:
     """The settings that changed the numbers, as recorded in the manifest."""
 
-    breakdown_ranks: int = 3
-    epsilons: tuple[float, ...] = (5e-1, 1e-3, 1e-10)
+    breakdown_ranks: int = V.BREAKDOWN_RANKS
+    epsilons: tuple[float, ...] = V.EPSILONS
     intervene_layer: int | None = None
     scaling_sentence: int = 0
     mean_sentences: tuple[int, ...] | None = None
-    map_tokens: int = 256
+    map_tokens: int = V.MAP_TOKENS
     view_head: tuple[int, ...] | None = None
-    bos: str = "auto"  # "auto" | "always" | "never"
+    bos: str = V.BOS_DEFAULT  # one of vocabulary.BOS
     extra: dict[str, Any] = field(default_factory=dict)
 
 

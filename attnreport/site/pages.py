@@ -35,15 +35,8 @@ from attnreport.site.words import lede, prose, verdicts, wording
 from attnreport.site.words.alt_text import AltData
 from attnreport.site.words.role_findings import active_roles
 from attnreport.text import display_token, visible
+from attnreport.vocabulary import PARTS, TERMS
 
-# (anchor, heading): the parts of a sentence page; a figure's registry entry names its part
-PARTS: tuple[tuple[str, str], ...] = (
-    ("focus", "1. What attention focuses on"),
-    ("layers", "2. How focus changes across layers"),
-    ("impact", "3. What attention changes"),
-    ("interventions", "4. Interventions"),
-)
-TERMS = ("position", "bias", "content", "query_only")
 TITLE_CHARS = 60  # a sentence page's title: its sentence, cut at a word boundary
 NOTES = {
     "top-key": "A query's top key is the token it scores highest, and so gives the most "

@@ -34,9 +34,9 @@ from attnreport.charts.spec.position_window import (
 )
 from attnreport.charts.spec.theme import TERM_COLORS, TERM_LABELS
 from attnreport.results import Manifest, SentenceResults
+from attnreport.vocabulary import TERMS
 
 ROW_FILTER = "datum.layer == layer && datum.head == head && datum.rank == sort_idx"
-TERMS = ("position", "bias", "content", "query_only")
 
 
 def breakdown_rows(

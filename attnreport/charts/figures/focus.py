@@ -13,7 +13,6 @@ import numpy as np
 
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.figures.columns import as_list, rounded, select
-from attnreport.charts.registry import FOCUS_STATISTICS
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.charts.spec.common import (
     layer_x,
@@ -23,13 +22,15 @@ from attnreport.charts.spec.common import (
 )
 from attnreport.charts.spec.theme import lines_scheme
 from attnreport.results import Manifest, SentenceResults, SetResults
+from attnreport.vocabulary import FOCUS_NAMES, FOCUS_STATISTICS
 
 STATISTICS = FOCUS_STATISTICS
-NAMES = {
-    "self_focus": ("Self focus", "fraction of tokens whose top target is the token itself"),
-    "first_focus": ("First-token focus", "fraction of tokens whose top target is the first token"),
-    "concentration": ("Concentration", "mean of p_top1 - p_top2"),
+AXES = {  # the value axis's title per statistic
+    "self_focus": "fraction of tokens whose top target is the token itself",
+    "first_focus": "fraction of tokens whose top target is the first token",
+    "concentration": "mean of p_top1 - p_top2",
 }
+NAMES = {s: (FOCUS_NAMES[s].capitalize(), AXES[s]) for s in FOCUS_STATISTICS}
 WHAT = {
     "self_focus": "how often a head's highest-scoring target is the current token itself",
     "first_focus": "how often a head's highest-scoring target is the first token",

@@ -13,8 +13,8 @@ import altair as alt
 from attnreport.charts.spec import common, widgets
 from attnreport.charts.spec.common import tip
 from attnreport.charts.spec.theme import CATEGORY_RANGE, attention_scale
+from attnreport.vocabulary import TARGETS
 
-TARGETS = ("Q", "K", "V")
 OBSERVATIONS = ("same", "next", "last")
 SELECTED = "datum.head == head && datum.observation == observation"
 

@@ -21,13 +21,13 @@ from attnreport.site.words import wording
 from attnreport.site.words.effects import mean_kl, top_scaling
 from attnreport.site.words.fit import lead_words
 from attnreport.site.words.readings import columns, layer_means, per_head, top_key
+from attnreport.vocabulary import FOCUS_NAMES, TERMS
 
-NAMES = {
-    "self_focus": ("self focus", "the share of queries whose top key is the query token itself"),
-    "first_focus": ("first-token focus", "the share of queries whose top key is the first token"),
-    "concentration": ("concentration", "the mean lead of the top key over the runner-up"),
+MEANINGS = {
+    "self_focus": "the share of queries whose top key is the query token itself",
+    "first_focus": "the share of queries whose top key is the first token",
+    "concentration": "the mean lead of the top key over the runner-up",
 }
-TERMS = ("position", "bias", "content", "query_only")
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def _spread(term: str, values: np.ndarray) -> str:
 
 
 def _focus_lines(heads: dict[tuple[int, int], float], statistic: str, scope: str) -> str:
-    name, meaning = NAMES[statistic]
+    name, meaning = FOCUS_NAMES[statistic], MEANINGS[statistic]
     if not heads:
         return f"Line chart of {name} per layer; there is no data."
     n_layers = len({k[0] for k in heads})

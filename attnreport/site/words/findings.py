@@ -33,8 +33,8 @@ from attnreport.site.words.wording import (
     quantity,
     times,
 )
+from attnreport.vocabulary import MOST
 
-MOST = 0.5  # "most queries" / "most heads": strictly more than half
 EVERY_SENTENCE = 0.9  # share of queries a head must send to token 0 in each sentence
 LIST_LAYERS = MAX_ITEMS // 2  # heads are listed one by one for at most this many layers
 

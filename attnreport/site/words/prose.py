@@ -15,9 +15,9 @@ from typing import Any
 from attnreport.site.words import effects, fit, wording
 from attnreport.site.words.readings import columns
 from attnreport.site.words.wording import capitalise, head_name, index_set, percent, times
+from attnreport.vocabulary import MOST
 
 Row = dict[str, Any]
-MOST = 0.5  # "most queries" / "most heads": strictly more than half
 
 
 def rows(table: Any) -> list[Row]:

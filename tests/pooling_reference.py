@@ -1,4 +1,7 @@
-"""Set-wide tables: focus and impact pooled over the sentences of a set.
+"""A reference pooling for the tests: focus and impact pooled over a set in one pass.
+
+The package pools through exact partial sums (``attnreport.corpus.partial``); this
+independent one-pass computation is what the tests hold it against.
 
 A pooled focus statistic is the mean of the per-sentence values weighted by the number
 of queries each averaged over (``n_queries``; ``n_first`` for first-token focus, which
@@ -14,12 +17,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from attnreport.analyses.focus import FOCUS_STATISTICS, focus_sorted
+from attnreport.analyses.focus import focus_sorted
 from attnreport.analyses.tables import Table, concat_tables
 from attnreport.analyses.weights import query_weights
-
-SPREAD_COLUMNS: tuple[str, ...] = ("min", "q1", "median", "q3", "max")
-_QUANTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
+from attnreport.corpus.partial import SPREAD_COLUMNS
+from attnreport.vocabulary import FOCUS_STATISTICS
 
 
 def _check_aligned(per_sentence: Sequence[Table]) -> None:
@@ -34,10 +36,13 @@ def _check_aligned(per_sentence: Sequence[Table]) -> None:
 
 
 def _spread(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """(5, rows) quantiles of ``values`` (sentence, rows) over valid sentences; 0 if none."""
-    masked = np.where(valid, values, np.nan)
-    masked[:, ~valid.any(0)] = 0.0
-    return np.nanquantile(masked, _QUANTILES, axis=0)
+    """(5, rows) quantiles of each row's valid sentences (``numpy.quantile``); 0 if none."""
+    out = np.zeros((len(SPREAD_COLUMNS), values.shape[1]))
+    for row in range(values.shape[1]):
+        kept = values[valid[:, row], row]
+        if len(kept):
+            out[:, row] = [np.quantile(kept, q) for q in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    return out
 
 
 def _pooled_columns(per_sentence: Sequence[Table]) -> dict[str, np.ndarray]:

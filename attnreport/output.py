@@ -27,10 +27,14 @@ import signal
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from attnreport.errors import AttnReportError
+from attnreport.vocabulary import MARKER
 
-MARKER = ".attnreport-site"
+if TYPE_CHECKING:
+    from attnreport.config import Settings
+
 TMP_PREFIX = ".attnreport-tmp-"
 TRASH_PREFIX = ".attnreport-trash-"
 LISTED = 8  # entries a --force warning names before "and N more"
@@ -273,3 +277,28 @@ def _write_and_swap(
             critical[0] = False
             if os.path.lexists(tmp):
                 shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_output(out: Path, inputs: list[Path], force: bool) -> None:
+    """Refuse a bad output folder before any work: what the writer would refuse (a file,
+    a foreign folder without ``force``), one that holds an input (the swap would remove
+    it), and the file system root or the home folder."""
+    check_target(out, force)
+    out = out.expanduser().resolve()
+    for source in inputs:
+        source = source.expanduser().resolve()
+        if source == out or out in source.parents:
+            raise AttnReportError(
+                f"output folder {out} contains the input {source}; choose another --out"
+            )
+    if out == Path.home().resolve() or out == Path(out.anchor):
+        raise AttnReportError(
+            f"refusing to use {out} as the output folder; choose a folder of its own"
+        )
+
+
+def input_paths(settings: Settings) -> list[Path]:
+    """The files a run reads (its sentences, a local model): the output may not hold them."""
+    paths = [Path(settings.sentences)] if settings.sentences else []
+    model = Path(settings.model).expanduser()
+    return paths + ([model] if settings.model != "default" and model.exists() else [])
