@@ -79,6 +79,11 @@ class _Maxima:
         )
         self.heads_inner = max(self.heads_inner, record.n_heads * int(record.context.shape[-1]))
         allowed = record.allowed.expand_as(record.logits)
+        if not bool(allowed.any()):  # a mask of learned biases (Doge's dynamic mask)
+            raise AttnReportError(
+                f"layer {record.layer}: the model's attention mask allows no key outright "
+                "(missing: a mask of 0 for allowed keys and -inf for blocked ones)"
+            )
         terms = sum(record.terms.values())
         self.terms = max(self.terms, (terms - record.logits)[allowed].abs().max().item())
         parts = [t.expand_as(record.logits)[allowed] for t in record.terms.values()]
