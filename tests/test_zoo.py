@@ -31,7 +31,7 @@ def test_outcomes_are_disjoint_and_mostly_verified():
     assert len(RECORDED) == len(zoo.VERIFIED) + len(zoo.REFUSED) + len(zoo.NOT_TINY)
     assert set(zoo.HYBRID) <= set(zoo.VERIFIED)
     built = len(zoo.VERIFIED) + len(zoo.REFUSED)
-    assert len(zoo.VERIFIED) / built >= 0.65  # 67% with transformers 5.23 (the goal is 90%)
+    assert len(zoo.VERIFIED) / built >= 0.75  # 76% with transformers 5.23 (the goal is 90%)
 
 
 @pytest.mark.slow
