@@ -17,7 +17,7 @@ from attnreport.site.wording import count, index_set
 KINDS = {
     "rope": "rotary",
     "partial_rope": "partial rotary",
-    "alibi": "ALiBi (a score bias)",
+    "alibi": "a bias added to the scores (ALiBi and alike)",
     "absolute": "absolute (learned, added to the embeddings)",
     "none": "none",
 }
