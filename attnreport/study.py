@@ -59,6 +59,7 @@ from attnreport.results.roles import (
     MassiveActivationsTable,
     SetMassiveActivationsTable,
 )
+from attnreport.results.rounding import round_places
 from attnreport.sentence_pass import LayerProgress, analyze_pass
 from attnreport.session import Session, context_length
 from attnreport.streaming import stream_layers
@@ -183,8 +184,9 @@ def strongest_first_token_layer(pooled: dict[str, np.ndarray]) -> int:
 
 
 def _observations(outcome: Outcome, observed: dict[str, int]) -> dict[str, list[Any]]:
+    """Observed layer name -> [head] -> triangle of p_ij at ``PROB_PLACES`` decimals."""
     return {
-        name: [triangle(head) for head in outcome.probs[layer].cpu()]
+        name: [triangle(round_places(head.float().numpy())) for head in outcome.probs[layer].cpu()]
         for name, layer in observed.items()
     }
 

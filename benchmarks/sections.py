@@ -30,6 +30,7 @@ TITLES = {
     "scaling": "5. Sequence-length scaling",
     "pages": "6. Page weight and render time",
     "bertviz": "7. bertviz beside our page",
+    "weight": "8. Site weight against the budgets",
 }
 
 

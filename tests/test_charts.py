@@ -680,7 +680,7 @@ def test_long_input_breakdown_figures_draw_one_window_at_a_time(key):
     position) and draw the slider's window of it: the filter, the slider, the title, the
     caption and the alt text say so; the x axis takes the window's positions, not all."""
     from attnreport.charts.breakdown import ROW_FILTER, bias_position_figure, breakdown_figure
-    from attnreport.charts.common import cell_step
+    from attnreport.charts.common import cell_step, default_head
     from attnreport.site.alt_text import AltData, alt_text
     from tests.fixtures.fake_results import fake_manifest
 
@@ -701,10 +701,19 @@ def test_long_input_breakdown_figures_draw_one_window_at_a_time(key):
     assert (slider["bind"]["min"], slider["bind"]["max"], slider["bind"]["step"]) == (0, 256, 128)
     window_filter = f"datum.query >= positions_from && datum.query < positions_from + {window}"
     assert _filters(fig.spec)[0] == f"{ROW_FILTER} && {window_filter}"
-    assert fig.chunk_params == ("layer",)  # the data files stay one per layer, all positions
+    # one data file per (layer, head), every position: a long input's whole layer is too
+    # much to inline; the page inlines the default head's rows only
+    assert fig.chunk_params == ("layer", "head")
+    assert set(fig.chunk_names) == {f"{la}|{h}" for la in range(2) for h in range(2)}
     for rows in fig.chunks.values():
         assert sorted(set(rows["query"])) == list(range(n_tokens))
     assert sorted(set(fig.inline["query"])) == list(range(n_tokens))
+    first = default_head(typed_sentence(raw))
+    assert set(zip(fig.inline["layer"], fig.inline["head"], strict=True)) == {first}
+    bd = raw["tables"]["breakdown"]["columns"]
+    assert len(fig.inline["query"]) == sum(
+        1 for la, h in zip(bd["layer"], bd["head"], strict=True) if (la, h) == first
+    )
     spec = json.dumps(fig.spec)
     assert f"' of {n_tokens}'" in spec and "'positions ' + positions_from" in spec
     assert f"This input has {n_tokens} tokens" in fig.caption and "at a time" in fig.caption

@@ -2,7 +2,7 @@
 
 Input is one sentence's ``breakdown`` table and the manifest (for the positional
 scheme). Both figures are chunked per layer: a layer holds heads x tokens x ranks rows
-(9 x 60 x 3 = 1620). Fig 3 draws a subset of the same rows, so it has no chunk files of
+(9 x 60 x 3 = 1620); an input past ``POSITION_WINDOW`` tokens per (layer, head). Fig 3 draws a subset of the same rows, so it has no chunk files of
 its own: it reads Fig 2's (``Figure.chunk_source``), and a layer loaded for one is there
 for the other. Absolute-position models have no position term: it is left out of the
 charts and the captions say so.
@@ -39,17 +39,33 @@ ROW_FILTER = "datum.layer == layer && datum.head == head && datum.rank == sort_i
 TERMS = ("position", "bias", "content", "query_only")
 
 
-def breakdown_rows(sentence: SentenceResults, terms: tuple[str, ...]) -> dict[tuple[int], Columns]:
-    """(layer,) -> breakdown rows of that layer: layer, head, query, rank, key, score, terms."""
+def breakdown_rows(
+    sentence: SentenceResults, terms: tuple[str, ...], per_head: bool = False
+) -> dict[tuple[int, ...], Columns]:
+    """(layer,) -> breakdown rows of that layer: layer, head, query, rank, key, score, terms;
+    with ``per_head``, (layer, head) -> the rows of that head."""
     bd = sentence.tables.breakdown.arrays()
-    out = {}
+    out: dict[tuple[int, ...], Columns] = {}
     for layer in sorted(set(bd["layer"].tolist())):
-        rows = select(bd, bd["layer"] == layer)
-        cols = {name: as_list(rows[name]) for name in ("layer", "head", "query", "rank", "key")}
-        for name in ("score", *terms):
-            cols[name] = rounded(rows[name], SCORE_DECIMALS)
-        out[(int(layer),)] = cols
+        in_layer = select(bd, bd["layer"] == layer)
+        heads = sorted(set(in_layer["head"].tolist())) if per_head else [None]
+        for head in heads:
+            rows = in_layer if head is None else select(in_layer, in_layer["head"] == head)
+            cols = {name: as_list(rows[name]) for name in ("layer", "head", "query", "rank", "key")}
+            for name in ("score", *terms):
+                cols[name] = rounded(rows[name], SCORE_DECIMALS)
+            out[(int(layer),) if head is None else (int(layer), int(head))] = cols
     return out
+
+
+def chunking(sentence: SentenceResults, terms: tuple[str, ...], default: tuple[int, int]):
+    """(chunks, their params, the inlined chunk) of Figs 2 and 3: one data file per layer,
+    or, for an input past ``POSITION_WINDOW`` tokens, per (layer, head): a whole layer of a
+    long input is too much to inline (9 heads x 5,000 tokens x 3 ranks is about 1.5 MB,
+    past the page's 1 MB before its first draw), one head is a ninth of it."""
+    if is_windowed(sentence.n_tokens):
+        return breakdown_rows(sentence, terms, per_head=True), ("layer", "head"), default
+    return breakdown_rows(sentence, terms), ("layer",), (default[0],)
 
 
 def _breakdown_tooltips(terms: tuple[str, ...]) -> list[alt.Tooltip]:
@@ -236,14 +252,15 @@ def breakdown_figure(
         + common.feature_notes(manifest, "attention-breakdown")
         + window_caption(len(s["tokens"]))
     )
+    chunks, params, default = chunking(sentence, s["terms"], s["default"])
     return build_figure(
         key=key,
         title="Attention breakdown",
         caption=caption,
         chart=chart,
-        chunks=breakdown_rows(sentence, s["terms"]),
-        params=("layer",),
-        default=(s["default"][0],),
+        chunks=chunks,
+        params=params,
+        default=default,
     )
 
 
@@ -283,14 +300,15 @@ def bias_position_figure(
             "changes nothing after softmax, so look at how it differs between targets and "
             "along the sentence, not at its level." + window_caption(len(s["tokens"]))
         )
+    chunks, params, default = chunking(sentence, terms, s["default"])
     fig = build_figure(
         key=key,
         title=title,
         caption=caption,
         chart=chart,
-        chunks=breakdown_rows(sentence, terms),
-        params=("layer",),
-        default=(s["default"][0],),
+        chunks=chunks,
+        params=params,
+        default=default,
         chunk_source=source,
     )
     return replace(fig, note=note)
