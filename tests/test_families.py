@@ -27,10 +27,18 @@ from tests.tiny_models import FAMILY_NAMES
 SENTENCE = "the cat chased the mouse and the dog sat on the mat"
 
 # The child of the attention module that must be found as the output projection.
-OUT_PROJ = {"gpt2": "c_proj", "gpt_neox": "dense", "bloom": "dense"}
+OUT_PROJ = {"gpt2": "c_proj", "gpt_neox": "dense", "bloom": "dense", "openai-gpt": "c_proj"}
+OUT_PROJ |= {"xglm": "out_proj", "gptj": "out_proj", "codegen": "out_proj"}
+OUT_PROJ["gpt_neo"] = "attention.out_proj"  # GPTNeoAttention wraps the module with projections
+ABSOLUTE = {"gpt2", "openai-gpt", "gpt_neo", "xglm"}  # no position term in the score
 QK_NORM = {"qwen3", "olmo2", "gemma3"}
-PARTIAL_ROTARY = {"phi3": 4, "gpt_neox": 2}  # rotated dims of the 8-dim heads
-SLIDING = {"mistral", "gemma2", "gemma3", "gpt_oss"}
+PARTIAL_ROTARY = {
+    "phi3": 4,
+    "gpt_neox": 2,
+    "gptj": 4,
+    "codegen": 4,
+}  # rotated dims of the 8-dim heads
+SLIDING = {"mistral", "gemma2", "gemma3", "gpt_oss", "gpt_neo"}
 
 
 @pytest.fixture(scope="module", params=FAMILY_NAMES)
@@ -105,7 +113,7 @@ def test_model_is_restored_even_when_the_pass_raises(family):
 def test_discovery_finds_what_the_architecture_has(family):
     name, loaded, specs, ids = family
     spec = specs[0]
-    children = dict(spec.attention.named_children())
+    children = dict(spec.attention.named_modules())
     assert children[OUT_PROJ.get(name, "o_proj")] is spec.out_proj
     assert ("qk_norm" in spec.features) == (name in QK_NORM)
     assert ("partial_rotary" in spec.features) == (name in PARTIAL_ROTARY)
@@ -119,7 +127,7 @@ def test_discovery_finds_what_the_architecture_has(family):
         rotated = PARTIAL_ROTARY[name]
         assert torch.equal(record.q_raw[..., rotated:], record.q[..., rotated:])
         assert not torch.allclose(record.q_raw[:, 1:, :rotated], record.q[:, 1:, :rotated])
-    if name != "gpt2":
+    if name not in ABSOLUTE:
         assert record.terms["position"].abs().max() > 1e-4
 
 

@@ -46,6 +46,8 @@ from transformers import (
     Starcoder2ForCausalLM,
 )
 
+from tests.tiny_adapters import adapter_configs
+
 WORDS = [
     "<unk>",
     "<s>",
@@ -141,6 +143,7 @@ def _configs() -> dict[str, tuple[object, type]]:
             GPT2Config(n_embd=32, n_layer=2, n_head=4, n_positions=128, **common),
             GPT2LMHeadModel,
         ),
+        **adapter_configs(common),
     }
 
 

@@ -208,7 +208,7 @@ def _output_projection(layer: int, attn: nn.Module, tap: Discovery) -> tuple[nn.
     )
 
 
-def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery):
+def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery, family=None):
     """(rotate or None, position kind) of one layer: "rope" where the model's rotation changes
     q or k (found against the identity-rotation rerun), else "alibi" or "none"."""
     rotary = tap.kwargs[id(attn)]["kwargs"].get("position_embeddings")
@@ -231,7 +231,8 @@ def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery):
     if torch.equal(plain.q, computed.q) and torch.equal(plain.k, computed.k):
         return None, "none"  # handed cos and sin, but rotates nothing (SmolLM3's NoPE layers)
     scored, unrotated = (computed.q, computed.k), (plain.q, plain.k)
-    return inverse_for(attn, layer, rotary, scored, unrotated), "rope"
+    own = getattr(family, "rotate", None)  # an adapter's rotation (GPT-J's every-two pairs)
+    return inverse_for(attn, layer, rotary, scored, unrotated, own), "rope"
 
 
 def _layer_spec(index, family, block, attn, computed: Computed, tap: Discovery) -> LayerSpec:
@@ -240,7 +241,7 @@ def _layer_spec(index, family, block, attn, computed: Computed, tap: Discovery) 
     layout = HeadLayout(
         n_heads, int(computed.k.shape[0]), d, _out_features(out_proj), int(computed.v.shape[-1])
     )
-    rotate, positions = _rotation(index, attn, computed, tap)
+    rotate, positions = _rotation(index, attn, computed, tap, family)
     rotary = tap.kwargs[id(attn)]["kwargs"].get("position_embeddings")
     features = _features(computed, layout, attn, rotate, rotary) | (
         {"output_gate"} if gated else set()

@@ -113,5 +113,7 @@ def discovery_hooks(attn: nn.Module, tap: Discovery) -> list:
         attn.register_forward_pre_hook(on_attention, with_kwargs=True),
         attn.register_forward_hook(_after_attention(tap)),
     ]
-    children = [c for c in attn.children() if _is_linear(c)]
+    children = [c for c in attn.children() if _is_linear(c)] or [
+        c for child in attn.children() for c in child.children() if _is_linear(c)
+    ]  # an attention module wrapping the one with the projections (GPT-Neo)
     return handles + [c.register_forward_pre_hook(_reader(tap, attn, c)) for c in children]

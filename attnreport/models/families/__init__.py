@@ -30,6 +30,11 @@ _MODULES = (
     "gpt_oss",
     "gpt2",
     "bloom",
+    "openai_gpt",
+    "gpt_neo",
+    "xglm",
+    "gptj",
+    "codegen",
 )
 FAMILIES: tuple[Family, ...] = tuple(
     import_module(f"{__name__}.{name}").FAMILY for name in _MODULES

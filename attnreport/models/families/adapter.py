@@ -1,0 +1,108 @@
+"""What an adapter family shares: a model whose attention does not call the interface
+(BLOOM, GPT-J, GPT-Neo...) gets, while ``adapted`` is active, an equivalent forward on
+each of its attention modules that computes q, k and v with the model's own modules and
+hands the attention itself to the function registered under the model's attention
+implementation (``attnreport.interface.attention``, or the blockwise one of
+``attnreport.streaming``). The output projection and everything after it are the
+model's own modules and ops. An adapter module defines that forward and an
+``AdapterFamily`` naming the attention class it replaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass
+from functools import partial
+
+import torch
+from torch import nn
+
+from attnreport.interface import attention
+from attnreport.models.placement import swapped_forward
+
+Forward = Callable[..., object]
+
+
+def interface_function(config) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
+    """The attention function registered under the name ``config`` routes to."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    return ALL_ATTENTION_FUNCTIONS.get(config._attn_implementation, attention)
+
+
+def mask_for(function, allowed: torch.Tensor, dtype: torch.dtype, padding=None) -> torch.Tensor:
+    """The (1, 1, query, key) mask ``function`` reads for the (query, key) bool ``allowed``:
+    additive (0 where allowed, the dtype's minimum where blocked) for the eager function,
+    as transformers' eager masks are; boolean for the blockwise one. ``padding`` is the
+    model's own mask (additive, or boolean for the blockwise function; (batch, 1, 1 or
+    query, key)), combined with ``allowed``, or None."""
+    allowed = allowed[None, None]
+    if function is attention:
+        blocked = torch.finfo(dtype).min
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+        mask = mask.masked_fill(~allowed, blocked)
+        return mask if padding is None else (mask + padding.to(dtype)).clamp_min(blocked)
+    if padding is None:
+        return allowed
+    return allowed & (padding if padding.dtype == torch.bool else padding == 0)
+
+
+def causal(n: int, device, window: int | None = None) -> torch.Tensor:
+    """(n, n) bool: key j allowed for query i iff j <= i (and i - window < j)."""
+    i = torch.arange(n, device=device)
+    allowed = i[None, :] <= i[:, None]
+    return allowed if window is None else allowed & (i[None, :] > i[:, None] - window)
+
+
+def _handed_positions(positions: Callable[..., tuple[torch.Tensor, torch.Tensor]]):
+    """A pre-hook handing the module ``position_embeddings=positions(module, position_ids)``."""
+
+    def hook(module, args, kwargs):
+        if kwargs.get("position_embeddings") is not None or kwargs.get("position_ids") is None:
+            return None
+        return args, {**kwargs, "position_embeddings": positions(module, kwargs["position_ids"])}
+
+    return hook
+
+
+@contextmanager
+def forwards_swapped(
+    model: nn.Module, class_name: str, forward: Forward, positions=None
+) -> Iterator[None]:
+    """Each module of class ``class_name`` runs ``forward(module, model.config, ...)``; with
+    ``positions``, it is handed the (cos, sin) its rotation uses as ``position_embeddings``
+    by a hook that runs before any other (so discovery and capture see them, as they see
+    those of interface models)."""
+    modules = [m for m in model.modules() if type(m).__name__ == class_name]
+    with ExitStack() as stack:
+        for module in modules:
+            stack.enter_context(swapped_forward(module, partial(forward, module, model.config)))
+            if positions is not None:
+                stack.callback(
+                    module.register_forward_pre_hook(
+                        _handed_positions(positions), prepend=True, with_kwargs=True
+                    ).remove
+                )
+        yield
+
+
+@dataclass(frozen=True)
+class AdapterFamily:
+    """A family whose attention class ``attention_class`` runs ``forward`` while adapted."""
+
+    name: str
+    model_types: tuple[str, ...]
+    positional: str
+    attention_class: str
+    forward: Forward
+    verified: tuple[str, ...] = ()
+    architecture: tuple[str, ...] = ()
+    route: str = "adapter"
+    # (module, position_ids) -> (cos, sin) handed to the forward, for a rotation of its own
+    positions: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
+    # rotate(q, k, cos, sin) as the forward applies it (what discovery inverts)
+    rotate: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
+
+    def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
+        return forwards_swapped(model, self.attention_class, self.forward, self.positions)
