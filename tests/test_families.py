@@ -28,7 +28,7 @@ SENTENCE = "the cat chased the mouse and the dog sat on the mat"
 
 # The child of the attention module that must be found as the output projection.
 OUT_PROJ = {"gpt2": "c_proj", "gpt_neox": "dense", "bloom": "dense", "openai-gpt": "c_proj"}
-OUT_PROJ |= {"xglm": "out_proj", "gptj": "out_proj", "codegen": "out_proj"}
+OUT_PROJ |= {"xglm": "out_proj", "gptj": "out_proj", "codegen": "out_proj", "falcon": "dense"}
 OUT_PROJ["gpt_neo"] = "attention.out_proj"  # GPTNeoAttention wraps the module with projections
 ABSOLUTE = {"gpt2", "openai-gpt", "gpt_neo", "xglm"}  # no position term in the score
 QK_NORM = {"qwen3", "olmo2", "gemma3"}

@@ -1,6 +1,6 @@
 """Tiny configs of the adapter families (attention that does not call the interface):
 GPT-1, GPT-Neo (a local window shorter than the test sentences), XGLM, GPT-J and
-CodeGen (rotation of adjacent pairs on part of each head). Merged into
+CodeGen (rotation of adjacent pairs on part of each head), Falcon (multi-query). Merged into
 ``tests.tiny_models``' families."""
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ from __future__ import annotations
 from transformers import (
     CodeGenConfig,
     CodeGenForCausalLM,
+    FalconConfig,
+    FalconForCausalLM,
     GPTJConfig,
     GPTJForCausalLM,
     GPTNeoConfig,
@@ -37,6 +39,16 @@ def adapter_configs(common: dict) -> dict[str, tuple[object, type]]:
                 **common,
             ),
             GPTNeoForCausalLM,
+        ),
+        "falcon": (  # multi-query: one k and v head for the 4 query heads
+            FalconConfig(
+                hidden_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                max_position_embeddings=128,
+                **common,
+            ),  # fmt: skip
+            FalconForCausalLM,
         ),
         "xglm": (
             XGLMConfig(

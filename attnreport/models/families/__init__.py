@@ -35,6 +35,7 @@ _MODULES = (
     "xglm",
     "gptj",
     "codegen",
+    "falcon",
 )
 FAMILIES: tuple[Family, ...] = tuple(
     import_module(f"{__name__}.{name}").FAMILY for name in _MODULES

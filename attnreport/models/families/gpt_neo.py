@@ -31,7 +31,7 @@ def routed_forward(self, config, hidden_states, layer_past=None, attention_mask=
         self, q, k, v.to(torch.float32), mask, scaling=1.0, sliding_window=window
     )
     context = context.to(dtype).reshape(batch, n, -1)
-    return inner.resid_dropout(inner.out_proj(context)), probs.to(dtype)
+    return inner.resid_dropout(inner.out_proj(context)), probs if probs is None else probs.to(dtype)
 
 
 FAMILY = AdapterFamily(
