@@ -135,10 +135,27 @@ def verify_sentences(
                 output_attentions=True,
                 use_cache=False,
             )
-        for record, model_probs in zip(capture.records(), out.attentions, strict=True):
+        for record, model_probs in zip(
+            capture.records(),
+            own_probs(out, specs, int(model.config.num_hidden_layers)),
+            strict=True,
+        ):
             maxima.add_layer(record, model_probs[0])
             dtype = record.dtype
     return checks_from(maxima, dtype)
+
+
+def own_probs(out, specs: list[LayerSpec], n_blocks: int) -> list[torch.Tensor]:
+    """The model's ``output_attentions`` of the layers found, in order. A hybrid that
+    reports something for each of its ``n_blocks`` blocks (MiniMax's lightning-attention
+    layers return a matrix too) is read at the found layers' indices; otherwise the
+    reported ones."""
+    attentions = list(out.attentions or ())
+    if len(attentions) == n_blocks and len(specs) < n_blocks:
+        found = [attentions[s.layer] for s in specs]
+        if all(a is not None for a in found):
+            return found
+    return [a for a in attentions if a is not None]
 
 
 def checks_from(m: _Maxima, dtype: torch.dtype) -> list[Check]:
@@ -210,7 +227,7 @@ def _first_failure(model: torch.nn.Module, specs: list[LayerSpec]) -> tuple[int,
         out = model(
             input_ids=ids[None].to(input_device(model)), output_attentions=True, use_cache=False
         )
-    attentions = [a for a in (out.attentions or ()) if a is not None]
+    attentions = own_probs(out, specs, int(model.config.num_hidden_layers))
     if len(attentions) != len(specs):
         raise AttnReportError(
             f"{model.config.model_type}: output_attentions gives {len(attentions)} layers of "

@@ -174,6 +174,12 @@ def _attending(found, called: list[nn.Module], blocks) -> list[tuple[int, nn.Mod
             f"layer {layer}: {type(attn).__name__} does not call the transformers attention "
             "interface (missing: attention through AttentionInterface)"
         )
+    if not attending:  # the modules calling it sit deeper than the blocks' children (Zamba2)
+        layer = found[0][0]
+        raise AttnReportError(
+            f"layer {layer}: the attention interface is called by {type(called[0]).__name__}, "
+            f"not by a block's own attention module (missing: one attention module per block)"
+        )
     if [a for _, a in attending] != called:
         at = next(
             (i for (i, a), m in zip(attending, called, strict=False) if a is not m),

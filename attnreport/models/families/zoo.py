@@ -79,6 +79,7 @@ VERIFIED: tuple[str, ...] = (
     "mellum",
     "mimo_v2_flash",
     "minicpm3",
+    "minimax",
     "minimax_m2",
     "minimax_m3_vl_text",
     "ministral3",
@@ -129,13 +130,12 @@ REFUSED: dict[str, str] = {
     "llama4_text": "a rotary transform attnreport can undo",
     "longcat_flash": "decoder blocks",
     "mamba": "attention layers; state-space and recurrent models have none",
-    "minimax": "the model's own probabilities to check against",
     "recurrent_gemma": "position embeddings passed to the attention module",
     "rwkv": "attention through AttentionInterface",
     "xlm": "attention layers; state-space and recurrent models have none",
     "xlnet": "attention through AttentionInterface",
     "xlstm": "attention layers; state-space and recurrent models have none",
-    "zamba2": "IndexError",
+    "zamba2": "not by a block's own attention module",
 }
 
 HYBRID: tuple[str, ...] = (  # verified, with blocks that are not attention
@@ -143,6 +143,7 @@ HYBRID: tuple[str, ...] = (  # verified, with blocks that are not attention
     "granitemoehybrid",
     "jamba",
     "lfm3",
+    "minimax",
     "nemotron_h",
     "olmo_hybrid",
     "qwen3_5_moe_text",
