@@ -28,9 +28,28 @@ from attnreport.errors import AttnReportError
 Rotate = Callable[..., tuple[torch.Tensor, torch.Tensor]]
 
 
+def rotate_half(q, k, cos, sin):
+    """The rotation of halves (Llama's): x cos + (-x2, x1) sin, cos and sin (batch, n, r)."""
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+
+    def turned(x):
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+    return q * cos + turned(q) * sin, k * cos + turned(k) * sin
+
+
 def rotary_function(attn: nn.Module) -> Rotate | None:
-    """The model's own ``apply_rotary_pos_emb``, from the module defining its attention."""
-    return getattr(sys.modules[type(attn).__module__], "apply_rotary_pos_emb", None)
+    """The model's own ``apply_rotary_pos_emb``, from the module defining its attention. A
+    module with only ``apply_rotary_pos_emb_interleave`` (GLM-5's DSA) takes each head's
+    interleaved pairs to halves and turns the halves: what it scores is the rotation of
+    halves of what it scores with an identity rotation (the pairs already halved), so that
+    rotation is what is undone."""
+    module = sys.modules[type(attn).__module__]
+    own = getattr(module, "apply_rotary_pos_emb", None)
+    if own is None and hasattr(module, "apply_rotary_pos_emb_interleave"):
+        return rotate_half
+    return own
 
 
 def on_prefix(rotate: Rotate, q, k, cos, sin):
