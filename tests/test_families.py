@@ -49,8 +49,12 @@ def family(request, tiny_model_dirs):
 
 
 def test_every_tiny_family_is_in_the_registry():
+    from attnreport.models.families import zoo
+
     covered = {t for f in FAMILIES for t in f.model_types}
-    assert {"gemma3_text" if n == "gemma3" else n for n in FAMILY_NAMES} == covered
+    tiny = {"gemma3_text" if n == "gemma3" else n for n in FAMILY_NAMES}
+    assert tiny <= covered
+    assert covered - tiny <= set(zoo.HYBRID)  # adapters of hybrids: verified in tests/test_zoo.py
 
 
 def _expected_uniform(record, sinks: torch.Tensor | None, bias: torch.Tensor | None):

@@ -301,7 +301,8 @@ def _features(computed: Computed, layout: HeadLayout, attn: nn.Module, rotate, r
 def positional_scheme(specs: list[LayerSpec], model: nn.Module) -> str:
     """How positions enter the model, as found: "rope" where some layer rotates q and k,
     "alibi" where some adds a score bias, else "absolute" where the model has a position
-    embedding table (GPT-2's ``wpe``, OPT's ``embed_positions``), else "none"."""
+    embedding table (GPT-2's ``wpe``, OPT's ``embed_positions``) or a sinusoidal one (XGLM),
+    else "none"."""
     kinds = {s.positions for s in specs}
     for kind in ("rope", "alibi"):
         if kind in kinds:
@@ -309,7 +310,7 @@ def positional_scheme(specs: list[LayerSpec], model: nn.Module) -> str:
     tables = (
         name
         for name, module in model.named_modules()
-        if isinstance(module, nn.Embedding)
-        and ("pos" in name.rsplit(".", 1)[-1] or name.endswith("wpe"))
+        if (isinstance(module, nn.Embedding) or "PositionalEmbedding" in type(module).__name__)
+        and ("pos" in name.rsplit(".", 1)[-1] or name.endswith("wpe"))  # XGLM's: sinusoidal
     )
     return "absolute" if next(tables, None) is not None else "none"

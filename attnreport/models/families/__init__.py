@@ -36,6 +36,7 @@ _MODULES = (
     "gptj",
     "codegen",
     "falcon",
+    "recurrent_gemma",
 )
 FAMILIES: tuple[Family, ...] = tuple(
     import_module(f"{__name__}.{name}").FAMILY for name in _MODULES

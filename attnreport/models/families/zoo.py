@@ -107,6 +107,7 @@ VERIFIED: tuple[str, ...] = (
     "qwen3_5_text",
     "qwen3_moe",
     "qwen3_next",
+    "recurrent_gemma",
     "seed_oss",
     "smollm3",
     "solar_open",
@@ -130,7 +131,6 @@ REFUSED: dict[str, str] = {
     "llama4_text": "a rotary transform attnreport can undo",
     "longcat_flash": "decoder blocks",
     "mamba": "attention layers; state-space and recurrent models have none",
-    "recurrent_gemma": "position embeddings passed to the attention module",
     "rwkv": "attention through AttentionInterface",
     "xlm": "attention layers; state-space and recurrent models have none",
     "xlnet": "attention through AttentionInterface",
@@ -149,6 +149,7 @@ HYBRID: tuple[str, ...] = (  # verified, with blocks that are not attention
     "qwen3_5_moe_text",
     "qwen3_5_text",
     "qwen3_next",
+    "recurrent_gemma",
 )
 
 NOT_TINY: tuple[str, ...] = (
