@@ -31,7 +31,7 @@ OUT_PROJ = {"gpt2": "c_proj", "gpt_neox": "dense", "bloom": "dense", "openai-gpt
 OUT_PROJ |= {"xglm": "out_proj", "gptj": "out_proj", "codegen": "out_proj", "falcon": "dense"}
 OUT_PROJ["gpt_neo"] = "attention.out_proj"  # GPTNeoAttention wraps the module with projections
 ABSOLUTE = {"gpt2", "openai-gpt", "gpt_neo", "xglm"}  # no position term in the score
-QK_NORM = {"qwen3", "olmo2", "gemma3"}
+QK_NORM = {"qwen3", "olmo2", "gemma3", "llama4_text"}
 PARTIAL_ROTARY = {
     "phi3": 4,
     "gpt_neox": 2,

@@ -1,6 +1,6 @@
 """Tiny configs of the adapter families (attention that does not call the interface):
 GPT-1, GPT-Neo (a local window shorter than the test sentences), XGLM, GPT-J and
-CodeGen (rotation of adjacent pairs on part of each head), Falcon (multi-query). Merged into
+CodeGen (rotation of adjacent pairs on part of each head), Falcon (multi-query), Llama 4 (complex rotation). Merged into
 ``tests.tiny_models``' families."""
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from transformers import (
     GPTJForCausalLM,
     GPTNeoConfig,
     GPTNeoForCausalLM,
+    Llama4ForCausalLM,
+    Llama4TextConfig,
     OpenAIGPTConfig,
     OpenAIGPTLMHeadModel,
     XGLMConfig,
@@ -47,8 +49,23 @@ def adapter_configs(common: dict) -> dict[str, tuple[object, type]]:
                 num_attention_heads=4,
                 max_position_embeddings=128,
                 **common,
-            ),  # fmt: skip
+            ),
             FalconForCausalLM,
+        ),
+        "llama4_text": (  # the rotation handed as complex freqs_cis; an L2 QK-norm
+            Llama4TextConfig(
+                hidden_size=32,
+                intermediate_size=64,
+                intermediate_size_mlp=64,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                head_dim=8,
+                num_local_experts=2,
+                max_position_embeddings=128,
+                **common,
+            ),
+            Llama4ForCausalLM,
         ),
         "xglm": (
             XGLMConfig(
@@ -58,7 +75,7 @@ def adapter_configs(common: dict) -> dict[str, tuple[object, type]]:
                 ffn_dim=64,
                 max_position_embeddings=128,
                 **common,
-            ),  # fmt: skip
+            ),
             XGLMForCausalLM,
         ),
     }

@@ -37,6 +37,7 @@ _MODULES = (
     "codegen",
     "falcon",
     "recurrent_gemma",
+    "llama4",
 )
 FAMILIES: tuple[Family, ...] = tuple(
     import_module(f"{__name__}.{name}").FAMILY for name in _MODULES

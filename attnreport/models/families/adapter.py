@@ -55,15 +55,26 @@ def causal(n: int, device, window: int | None = None) -> torch.Tensor:
     return allowed if window is None else allowed & (i[None, :] > i[:, None] - window)
 
 
-def _handed_positions(positions: Callable[..., tuple[torch.Tensor, torch.Tensor]]):
-    """A pre-hook handing the module ``position_embeddings=positions(module, position_ids)``."""
+def _handed_positions(positions: Callable[..., tuple[torch.Tensor, torch.Tensor] | None]):
+    """A pre-hook handing the module ``position_embeddings=positions(module, kwargs)``
+    (kwargs unchanged where that is None)."""
 
     def hook(module, args, kwargs):
-        if kwargs.get("position_embeddings") is not None or kwargs.get("position_ids") is None:
-            return None
-        return args, {**kwargs, "position_embeddings": positions(module, kwargs["position_ids"])}
+        handed = positions(module, kwargs)
+        return None if handed is None else (args, {**kwargs, "position_embeddings": handed})
 
     return hook
+
+
+def from_position_ids(table: Callable[..., tuple[torch.Tensor, torch.Tensor]]):
+    """``positions`` for a module given position ids and no (cos, sin): ``table(module, ids)``."""
+
+    def positions(module, kwargs):
+        if kwargs.get("position_embeddings") is not None or kwargs.get("position_ids") is None:
+            return None
+        return table(module, kwargs["position_ids"])
+
+    return positions
 
 
 @contextmanager
@@ -99,7 +110,7 @@ class AdapterFamily:
     verified: tuple[str, ...] = ()
     architecture: tuple[str, ...] = ()
     route: str = "adapter"
-    # (module, position_ids) -> (cos, sin) handed to the forward, for a rotation of its own
+    # (module, kwargs) -> (cos, sin) handed to the forward as position_embeddings, or None
     positions: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
     # rotate(q, k, cos, sin) as the forward applies it (what discovery inverts)
     rotate: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None

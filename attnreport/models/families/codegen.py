@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from attnreport.models.families.adapter import AdapterFamily
+from attnreport.models.families.adapter import AdapterFamily, from_position_ids
 from attnreport.models.families.gptj import rotate, scored
 
 MP_NUM = 4  # CodeGen's model-parallel slices of qkv_proj
@@ -43,6 +43,6 @@ FAMILY = AdapterFamily(
     attention_class="CodeGenAttention",
     forward=routed_forward,
     verified=("rope", "partial_rotary", "fused_qkv"),
-    positions=positions,
+    positions=from_position_ids(positions),
     rotate=rotate,
 )

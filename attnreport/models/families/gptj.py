@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from attnreport.models.families.adapter import AdapterFamily, interface_function
+from attnreport.models.families.adapter import AdapterFamily, from_position_ids, interface_function
 
 
 def rotate_every_two(x: torch.Tensor) -> torch.Tensor:
@@ -72,6 +72,6 @@ FAMILY = AdapterFamily(
     attention_class="GPTJAttention",
     forward=routed_forward,
     verified=("rope", "partial_rotary"),
-    positions=positions,
+    positions=from_position_ids(positions),
     rotate=rotate,
 )

@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from attnreport.models.families.adapter import AdapterFamily, interface_function
+from attnreport.models.families.adapter import AdapterFamily, from_position_ids, interface_function
 
 
 def positions(module, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -48,5 +48,5 @@ FAMILY = AdapterFamily(
     attention_class="RecurrentGemmaAttention",
     forward=routed_forward,
     verified=("rope", "partial_rotary", "sliding_window", "gqa"),
-    positions=positions,
+    positions=from_position_ids(positions),
 )
