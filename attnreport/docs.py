@@ -69,11 +69,24 @@ def zoo_summary() -> str:
         f"decoder-only text `model_type` of transformers {zoo.TRANSFORMERS} "
         f"({built + len(zoo.NOT_TINY)}); {built} build from a small config. Of those, "
         f"{len(zoo.VERIFIED)} verify ({share}%): {verified}.\n\n"
+        f"{_attention_share()}\n\n"
         f"{len(zoo.HYBRID)} of these are hybrids whose other blocks are not attention "
         f"({', '.join(f'`{t}`' for t in zoo.HYBRID)}): their attention layers verify, "
         "but analysing them is refused in one line until the report draws layers without "
         "attention.\n\n"
         f"{len(zoo.REFUSED)} are refused in one line, by what they lack:\n\n{refused}"
+    )
+
+
+def _attention_share() -> str:
+    """Markdown: the verified share without the attention-free types (nothing to capture)."""
+    free = zoo.ATTENTION_FREE
+    models = len(zoo.VERIFIED) + len(zoo.REFUSED) - len(free)
+    return (
+        f"{len(free)} of the refused types have no softmax attention at all "
+        f"({', '.join(f'`{t}`' for t in free)}: state-space, WKV and xLSTM recurrences); "
+        f"of the {models} attention models that build tiny, {len(zoo.VERIFIED)} verify "
+        f"({100 * len(zoo.VERIFIED) / models:.1f}%)."
     )
 
 

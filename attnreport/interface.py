@@ -28,6 +28,8 @@ from torch import nn
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
+from attnreport.errors import AttnReportError
+
 NAME = "attnreport"
 
 
@@ -117,6 +119,11 @@ def tapped(fn: Callable[[AttentionCall], Any]) -> Callable[..., Any]:
         **_kwargs: object,
     ):
         tap = _ACTIVE[-1] if _ACTIVE else None
+        if isinstance(_kwargs.get("sinks"), torch.Tensor):  # Inkling 2: (batch, head, query, 1)
+            raise AttnReportError(
+                f"{type(module).__name__} passes a sink logit per query (missing: learned "
+                "sink logits, one per head)"
+            )
         if score_bias is None and isinstance(_kwargs.get("position_bias"), torch.Tensor):
             score_bias = _kwargs["position_bias"]  # Inkling's relative position bias, added alike
         if tap is not None:

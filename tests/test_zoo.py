@@ -30,8 +30,9 @@ needs_recorded_version = pytest.mark.skipif(
 def test_outcomes_are_disjoint_and_mostly_verified():
     assert len(RECORDED) == len(zoo.VERIFIED) + len(zoo.REFUSED) + len(zoo.NOT_TINY)
     assert set(zoo.HYBRID) <= set(zoo.VERIFIED)
+    assert set(zoo.ATTENTION_FREE) <= set(zoo.REFUSED)
     built = len(zoo.VERIFIED) + len(zoo.REFUSED)
-    assert len(zoo.VERIFIED) / built >= 0.75  # 76% with transformers 5.23 (the goal is 90%)
+    assert len(zoo.VERIFIED) / built >= 0.85  # 87% with transformers 5.23 (the goal is 90%)
 
 
 @pytest.mark.slow

@@ -110,6 +110,8 @@ def find_attention(block: nn.Module, layer: int = 0) -> nn.Module | None:
     """The block's one child whose class name says ``Attention``; None for a block without
     (a hybrid's Mamba or convolution block), a one-line refusal for a block with several."""
     found = [c for c in block.children() if "Attention" in type(c).__name__]
+    if len(found) > 1:  # others named after attention (Inkling 2's BlockAttentionResidual)
+        found = [c for c in found if type(c).__name__.endswith("Attention")] or found
     if len(found) > 1:
         raise AttnReportError(
             f"layer {layer}: {type(block).__name__} has {len(found)} attention modules "

@@ -127,7 +127,7 @@ REFUSED: dict[str, str] = {
     "doge": "a mask of 0 for allowed keys and -inf for blocked ones",
     "falcon_mamba": "attention layers; state-space and recurrent models have none",
     "hrm_text": "decoder blocks",
-    "inkling2_text": "one attention module per block",
+    "inkling2_text": "learned sink logits, one per head",
     "jetmoe": "an output projection applied to the attention output as it is or gated",
     "longcat_flash": "decoder blocks",
     "mamba": "attention layers; state-space and recurrent models have none",
@@ -150,6 +150,13 @@ HYBRID: tuple[str, ...] = (  # verified, with blocks that are not attention
     "qwen3_5_text",
     "qwen3_next",
     "recurrent_gemma",
+)
+
+ATTENTION_FREE: tuple[str, ...] = (  # refused: no softmax over keys anywhere in the model
+    "falcon_mamba",  # state-space blocks only
+    "mamba",
+    "rwkv",  # RWKV's "attention" is the WKV recurrence: a decayed sum, not a softmax
+    "xlstm",  # recurrent memory cells
 )
 
 NOT_TINY: tuple[str, ...] = (
