@@ -132,7 +132,7 @@ def layer_record(spec: LayerSpec, raw: RawLayer, with_terms: bool = True) -> Lay
         sliding_window=computed.sliding_window,
         sink_probs=None if computed.sink_probs is None else f32(computed.sink_probs),
         terms=score_terms(spec, raw, q_raw, k_raw) if with_terms else {},
-        dtype=computed.q.dtype,
+        dtype=computed.v.dtype,  # the model's (GPT-J scores q and k upcast to float32)
     )
 
 

@@ -178,7 +178,7 @@ def eager_attention(call: AttentionCall) -> tuple[torch.Tensor, torch.Tensor]:
     logits = _logits(query, k_all, call.scaling, score_bias)
     capped = logits if softcap is None else torch.tanh(logits / softcap) * softcap
     scores = capped if call.mask is None else capped + call.mask
-    probs, sink_probs = _softmax(scores, s_aux, query.dtype)
+    probs, sink_probs = _softmax(scores, s_aux, value.dtype)  # GPT-J scores in float32
     context = torch.matmul(probs, v_all)  # (batch, head, query, d)
     if call.tap is not None:
         mask = None if call.mask is None else call.mask[0, 0]

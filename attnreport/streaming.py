@@ -68,8 +68,8 @@ class Scored:
 
 def _block_probs(query, k_all, mask, start, stop, options) -> torch.Tensor:
     """(batch, head, stop - start, stop) probabilities of queries start..stop-1 over keys
-    0..stop-1, in ``interface.attention``'s order of operations."""
-    scaling, softcap, window, sinks, score_bias = options
+    0..stop-1, in ``interface.attention``'s order of operations (rounded to v's dtype)."""
+    scaling, softcap, window, sinks, score_bias, dtype = options
     bias = None
     if score_bias is not None:
         rows = score_bias if score_bias.shape[-2] == 1 else score_bias[..., start:stop, :]
@@ -81,7 +81,7 @@ def _block_probs(query, k_all, mask, start, stop, options) -> torch.Tensor:
     else:
         allowed = mask[0, 0, start:stop, :stop]
     scores = capped.masked_fill(~allowed, torch.finfo(capped.dtype).min)
-    return _softmax(scores, sinks, query.dtype)[0]
+    return _softmax(scores, sinks, dtype)[0]
 
 
 def blockwise_attention(call: AttentionCall) -> tuple[torch.Tensor, None]:
@@ -89,8 +89,10 @@ def blockwise_attention(call: AttentionCall) -> tuple[torch.Tensor, None]:
     query, attention_mask, tap = call.query, call.mask, call.tap
     k_all, v_all = call.repeated_kv()
     n = query.shape[2]
-    options = (call.scaling, call.softcap, call.window, call.sinks, call.bias)
-    context = torch.empty_like(query)  # (batch, head, query, d)
+    options = (call.scaling, call.softcap, call.window, call.sinks, call.bias, v_all.dtype)
+    context = torch.empty(  # (batch, head, query, d)
+        (*query.shape[:3], v_all.shape[-1]), dtype=v_all.dtype, device=query.device
+    )
     rows = block_rows(query.shape[1], n)
     for start in range(0, n, rows):
         stop = min(start + rows, n)

@@ -240,7 +240,7 @@ def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery, f
         return None, "none"  # handed cos and sin, but rotates nothing (SmolLM3's NoPE layers)
     scored, unrotated = (computed.q, computed.k), (plain.q, plain.k)
     own = getattr(family, "rotate", None)  # an adapter's rotation (GPT-J's every-two pairs)
-    return inverse_for(attn, layer, rotary, scored, unrotated, own), "rope"
+    return inverse_for(attn, layer, rotary, scored, unrotated, own, computed.v.dtype), "rope"
 
 
 def _layer_spec(index, family, block, attn, computed: Computed, tap: Discovery) -> LayerSpec:

@@ -123,13 +123,15 @@ def _error(rotate: Rotate, rotary, scored, plain) -> float:
     )
 
 
-def inverse_for(attn: nn.Module, layer: int, rotary, scored, plain, fn=None) -> Rotate:
+def inverse_for(attn, layer: int, rotary, scored, plain, fn=None, dtype=None) -> Rotate:
     """The rotation whose inverse maps ``scored`` (q, k as scored) onto ``plain`` (q, k with
     an identity rotation), or a one-line refusal naming the layer. ``fn``: the rotation
-    an adapter family applies (``rotate(q, k, cos, sin)``), else the model's own."""
+    an adapter family applies (``rotate(q, k, cos, sin)``), else the model's own;
+    ``dtype``: the one it rotated in (q's unless given: GPT-J rotates in the model's dtype,
+    then scores in float32)."""
     q = scored[0]
     magnitude = max(t.float().abs().max().item() for t in (*scored, *plain))
-    bound = tol.tolerance(q.dtype, magnitude, inner=4, roundings=4)
+    bound = tol.tolerance(dtype or q.dtype, magnitude, inner=4, roundings=4)
     fn = fn or rotary_function(attn)
     for rotate in _candidates(fn, int(rotary[0].shape[-1]), int(q.shape[-1])):
         if _error(rotate, rotary, scored, plain) <= bound:

@@ -23,15 +23,11 @@ def routed_forward(self, config, hidden_states, layer_past=None, attention_mask=
         proj(hidden_states).view(batch, n, inner.num_heads, inner.head_dim).transpose(1, 2)
         for proj in (inner.q_proj, inner.k_proj, inner.v_proj)
     )  # (batch, head, n, d)
-    dtype = v.dtype
-    q, k = q.to(torch.float32), k.to(torch.float32)
+    q, k = q.to(torch.float32), k.to(torch.float32)  # probabilities are rounded to v's dtype
     mask = mask_for(function, inner.bias[0, 0, :n, :n], q.dtype, attention_mask)
     window = config.window_size if inner.attention_type == "local" else None
-    context, probs = function(
-        self, q, k, v.to(torch.float32), mask, scaling=1.0, sliding_window=window
-    )
-    context = context.to(dtype).reshape(batch, n, -1)
-    return inner.resid_dropout(inner.out_proj(context)), probs if probs is None else probs.to(dtype)
+    context, probs = function(self, q, k, v, mask, scaling=1.0, sliding_window=window)
+    return inner.resid_dropout(inner.out_proj(context.reshape(batch, n, -1))), probs
 
 
 FAMILY = AdapterFamily(

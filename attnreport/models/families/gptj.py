@@ -49,7 +49,7 @@ def scored(self, config, q, k, v, attention_mask, position_embeddings):
     context, probs = function(
         self, q.float(), k.float(), v, attention_mask, scaling=1.0 / float(self.scale_attn)
     )
-    return context.to(v.dtype).flatten(2), probs if probs is None else probs.to(v.dtype)
+    return context.flatten(2), probs  # both in v's dtype, as GPT-J rounds its probabilities
 
 
 def routed_forward(self, config, hidden_states, layer_past=None, attention_mask=None,
