@@ -70,12 +70,17 @@ def pair(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def site(pair, tmp_path_factory) -> dict[str, bytes]:
+def site_dir(pair, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site") / "site"
     args = ("render", str(pair["results"]), "--out", str(out), "--config", str(pair["config"]))
     result = cli(*args)
     assert result.exit_code == 0, result.output
-    return tree(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def site(site_dir) -> dict[str, bytes]:
+    return tree(site_dir)
 
 
 def curves(files: dict[str, bytes]) -> dict[tuple[str, str], dict[float, float]]:
@@ -227,3 +232,19 @@ def test_the_claims_are_tested_per_model_and_the_cards_sit_side_by_side(site):
     cards = index[index.index('<table class="models">') : index.index("</table>")]
     row = '<th scope="row">Sliding windows</th><td>1 of 3 layers, 4 tokens</td><td>none</td>'
     assert row in cards
+
+
+@pytest.mark.browser
+def test_the_comparison_and_each_model_draw_every_chart(site_dir, offline_page):
+    from tests.test_browser import ALL_DRAWN
+
+    for path in (site_dir / "index.html", site_dir / "windowed" / "index.html"):
+        page = offline_page.page
+        page.goto(path.as_uri())
+        page.wait_for_function(ALL_DRAWN, timeout=60_000)
+        charts = page.query_selector_all(".ar-chart")
+        assert charts, path
+        assert {c.get_attribute("data-rendered") for c in charts} == {"true"}, path
+    keys = [c.get_attribute("data-key") for c in page.query_selector_all(".ar-chart")]
+    assert "set-first-focus" in keys  # the model's own report, drawn with ../assets
+    assert offline_page.errors == [] and offline_page.blocked == []
