@@ -18,6 +18,7 @@ nothing here imports torch.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
@@ -34,6 +35,7 @@ from attnreport.site.context import FigureContext, SiteOptions
 from attnreport.site.page_data import chosen_pages
 from attnreport.site.slugs import sentence_filename
 from attnreport.site.source import SiteSource
+from attnreport.text import display_token
 
 SHARED = ("assets/", "404.html", ".nojekyll", MARKER)  # a model's files the top level holds
 ASSET_LINKS = (b'href="assets/', b'src="assets/')
@@ -155,20 +157,51 @@ def _pages_and_tokens(
     return pages, tokens
 
 
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def split_notes(
+    sides: Sequence[ModelSide],
+    tokens: Sequence[Sequence[Sequence[str] | None]],
+    notes: tuple[tuple[str, str], ...],
+) -> tuple[tuple[str, str], ...]:
+    """Each sentence page's note (Markdown, after the author's own note for it): how
+    every model of the report split the sentence. tokens[m][i]: model m's tokens of
+    sentence i, None past ``SPLIT_SENTENCES`` (then only the count is given)."""
+    own = dict(notes)
+    out = []
+    for i, listed in enumerate(sides[0].manifest.sentences):
+        parts = []
+        for m, side in enumerate(sides):
+            pieces = [
+                _MARKDOWN_PUNCTUATION.sub(r"\\\1", display_token(t)) for t in tokens[m][i] or ()
+            ]
+            count = side.manifest.sentences[i].n_tokens
+            parts.append(
+                f"{side.name}, {count} tokens" + (": " + " \u00b7 ".join(pieces) if pieces else "")
+            )
+        split = "How each model of this report split this sentence: " + "; ".join(parts)
+        split += ". The models are compared on the [comparison index](../index.html#tokens)."
+        mine = own.get(listed.text)
+        out.append((listed.text, f"{mine}\n\n{split}" if mine else split))
+    return tuple(out)
+
+
 def assemble_comparison(
     sources: Sequence[SiteSource], options: SiteOptions, charts: ChartSource | None = None
 ) -> Mapping[str, bytes]:
     """Every file of a site of several models (``sources`` in the report's order)."""
     charts = charts or default_charts()
     sides = sides_of(sources)
+    made = [_pages_and_tokens(s, side.slug, options) for s, side in zip(sources, sides, strict=True)]  # fmt: skip
+    notes = split_notes(sides, [m[1] for m in made], options.notes)
     parts = []
     for side, source in zip(sides, sources, strict=True):
-        sub = replace(options, title=f"{options.title} \u00b7 {side.name}")
+        sub = replace(options, title=f"{options.title} \u00b7 {side.name}", notes=notes)
         parts.append((side.slug, assemble_site(source, sub, charts)))
     top: dict[str, bytes] = {}
     tables = comparison_tables(sides)
     figures = _figures(sides, tables, charts, options, top)
-    made = [_pages_and_tokens(s, side.slug, options) for s, side in zip(sources, sides, strict=True)]  # fmt: skip
     colors = [CATEGORY_RANGE[i % len(CATEGORY_RANGE)] for i in range(len(sides))]
     ctx = cp.ComparisonContext(
         meta=cp.page_meta(options, sides),
