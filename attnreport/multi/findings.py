@@ -118,9 +118,10 @@ def difference(sides: Sequence[ModelSide]) -> Comparison | None:
         return Comparison("difference", text, "compare-first-focus")
     name = CURVES[statistic][0]
     layer = round(at * (sides[0].n_layers - 1))
+    unit = "% of heads" if statistic == "sink_rate" else ""
     text = (
         f"The models differ most in {name}, at depth {at:.2f} ({sides[0].name}'s layer "
-        f"{layer}): {sides[0].name} {mine:.3g} against {theirs:.3g} for {others} "
+        f"{layer}): {sides[0].name} {mine:.3g}{unit} against {theirs:.3g}{unit} for {others} "
         "(read between its layers where its depths fall elsewhere)."
     ) + bos_note(sides)
     return Comparison("difference", text, f"compare-{statistic.replace('_', '-')}")
@@ -132,9 +133,10 @@ def bos_note(sides: Sequence[ModelSide]) -> str:
     with_bos = [s.name for s in sides if s.manifest.settings.extra.get("bos_added")]
     if not with_bos or len(with_bos) == len(sides):
         return ""
+    verb = "starts" if len(with_bos) == 1 else "start"
     return (
-        f" The first token differs in kind: {', '.join(with_bos)} start every sentence with "
-        "a BOS token, the others with the sentence's first word."
+        f" The first token differs in kind: {', '.join(with_bos)} {verb} every sentence "
+        "with a BOS token, the others with the sentence's first word."
     )
 
 

@@ -24,7 +24,7 @@ CURVES = {
     "first_focus": ("first-token focus", "share of queries whose top key is the first token"),
     "sink_rate": ("sink rate", f"sink heads, % of the layer (Gu et al., eps = {sinks.EPS:g})"),
     "self_focus": ("self focus", "share of queries whose top key is the query itself"),
-    "head_impact": ("head impact", "median ||u|| / ||x|| of the layer's heads"),
+    "head_impact": ("head impact", "||u|| / ||x||, mean of the layer's heads"),
 }
 
 
