@@ -88,6 +88,8 @@ def rebuild_section(ctx: Context) -> Section:
     section.table(("Command", "Wall", "Ratio, runs"), rows)
     judged = not ctx.quick
     section.judge(ratio_target("Warm build / analyze", ratio, 1.3, "x", judged))
-    section.judge(ratio_target("Render from scratch, images included", cold, RENDER_COLD_S, "s", judged, 1))
+    section.judge(
+        ratio_target("Render from scratch, images included", cold, RENDER_COLD_S, "s", judged, 1)
+    )
     section.judge(ratio_target("Render, nothing changed", warm, 5.0, "s", judged, 1))
     return section
