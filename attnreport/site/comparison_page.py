@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import attnreport
+from attnreport.dates import report_date
 from attnreport.multi.findings import ClaimRow, Comparison
 from attnreport.multi.measures import ModelSide, depth
 from attnreport.results import Manifest
@@ -119,9 +120,12 @@ def lede(sides: Sequence[ModelSide]) -> str:
 
 
 def page_meta(options: SiteOptions, sides: Sequence[ModelSide]) -> PageMeta:
+    """The header and footer of the comparison: dated as each model's report is
+    (``dates.report_date``), by the latest of the models' analyses."""
+    analysed = [s.manifest.analysed for s in sides if s.manifest.analysed]
     return PageMeta(
         site_title=options.title,
-        date=options.date,
+        date=report_date(options.date, max(analysed, default=None)),
         authors=options.authors,
         model_name=", ".join(s.name for s in sides),
         version=attnreport.__version__,
