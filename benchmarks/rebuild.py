@@ -44,8 +44,8 @@ def _timed(args: list[str], cache: Path) -> float:
 
 
 def _study_args(ctx: Context) -> list[str]:
-    if ctx.quick:
-        return ["--sentences", str(ctx.sentences_file)]
+    if ctx.quick:  # one model (./attnreport.toml, read when no --config is given, has two)
+        return ["--model", "default", "--sentences", str(ctx.sentences_file)]
     return ["--config", str(EXAMPLE_CONFIG)]
 
 
