@@ -18,7 +18,6 @@ nothing here imports torch.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
@@ -157,7 +156,10 @@ def _pages_and_tokens(
     return pages, tokens
 
 
-_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+def code_span(token: str) -> str:
+    """``token`` as a Markdown code span (shown as written, whatever its characters)."""
+    shown = display_token(token)
+    return f"`` {shown} ``" if "`" in shown else f"`{shown}`"
 
 
 def split_notes(
@@ -173,12 +175,10 @@ def split_notes(
     for i, listed in enumerate(sides[0].manifest.sentences):
         parts = []
         for m, side in enumerate(sides):
-            pieces = [
-                _MARKDOWN_PUNCTUATION.sub(r"\\\1", display_token(t)) for t in tokens[m][i] or ()
-            ]
+            pieces = [code_span(t) for t in tokens[m][i] or ()]
             count = side.manifest.sentences[i].n_tokens
             parts.append(
-                f"{side.name}, {count} tokens" + (": " + " \u00b7 ".join(pieces) if pieces else "")
+                f"{side.name}, {count} tokens" + (": " + " ".join(pieces) if pieces else "")
             )
         split = "How each model of this report split this sentence: " + "; ".join(parts)
         split += ". The models are compared on the [comparison index](../index.html#tokens)."
