@@ -30,6 +30,7 @@ TITLES = {
     "scaling": "5. Sequence-length scaling",
     "pages": "6. Page weight and render time",
     "bertviz": "7. bertviz beside our page",
+    "weight": "8. Site weight against the budgets",
 }
 
 
@@ -112,7 +113,7 @@ def interventions_section(ctx: Context) -> Section:
     grids = grid_timings(session, settings, layer, ctx.repeats)
     n_layers = len(session.specs)
     section.add(
-        f"At layer {layer} of {n_layers} (the strongest pooled first-token focus, as `run_study` "
+        f"At layer {layer} of {n_layers} (the strongest pooled first-token focus, as the corpus run "
         f"picks it), epsilons {list(settings.epsilons)}. A pass's unit is one plain forward "
         "pass of the model on the same input (`use_cache=False`, no hooks). Each of "
         f"{ctx.repeats} repeats runs the grid, then the same passes as plain forward passes; the "

@@ -108,7 +108,7 @@ def task_scale(args: dict[str, Any]) -> dict[str, Any]:
     sentence = exact_sentence(session.loaded.tokenizer, int(args["n_tokens"]), repeat=True)
     one = Session(session.loaded, session.specs, [sentence], session.bos)
     start = time.perf_counter()
-    analysis = analyze_sentence(one, 0, Settings())
+    analysis = analyze_sentence(one, sentence, Settings())
     seconds = time.perf_counter() - start
     return {
         "n_tokens": len(sentence.token_ids),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from attnreport.charts.embed import runtime_js
+from attnreport.charts.export.embed import runtime_js
 from attnreport.site.render import template_asset
 from tests.fixtures.fake_results import fake_study
 from tests.test_browser import ALL_DRAWN, EXAMPLE, OPTIONS, build

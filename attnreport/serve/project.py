@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from attnreport.build import Progress, input_paths, site_options
+from attnreport.build import Progress, site_options
 from attnreport.config import Settings, load_settings
 from attnreport.errors import AttnReportError
+from attnreport.output import check_output, input_paths
 
 PAGE = re.compile(r"s(\d{3,})-.*\.html")  # a sentence page: its index, then its slug
 
@@ -139,7 +140,6 @@ class Project:
         download links), and ``draw_images`` writes it again with them. Raises
         ``AttnReportError`` (a bad setting or sentence file, a refused folder); the site
         on disk is then the last good one."""
-        from attnreport.build import check_output
         from attnreport.publish import render_folder
         from attnreport.serve.analysis import update_results
 
