@@ -212,7 +212,7 @@ def claim_rows(sides: Sequence[ModelSide]) -> list[ClaimRow]:
     from attnreport.results.interventions import interventions_to_json
     from attnreport.results.types import set_to_json
     from attnreport.site.argument import SOURCE_NAMES
-    from attnreport.site.claims_grid import tested_claims
+    from attnreport.site.words.claims_grid import tested_claims
 
     tested = []
     for side in sides:

@@ -90,7 +90,7 @@ def curve_rows(sides: Sequence[ModelSide]) -> Columns:
 def role_count_rows(sides: Sequence[ModelSide]) -> Columns:
     """model, role, heads, percent: how many heads of each model take each role (the
     head atlas's rule, ``charts.head_roles``); empty for results without head roles."""
-    from attnreport.charts.head_roles import NO_ROLE, ROLES, role_rows
+    from attnreport.charts.figures.head_roles import NO_ROLE, ROLES, role_rows
 
     rows: Columns = {"model": [], "role": [], "heads": [], "percent": []}
     for side in sides:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from attnreport.corpus.pages import parse_pages
 from attnreport.multi.folders import check_same_sentences
+from attnreport.page_choice import parse_pages
 from attnreport.publish import RenderSummary
 from attnreport.site.context import SiteOptions
 
@@ -35,8 +35,8 @@ def render_folders(
 ) -> RenderSummary:
     """Render the results in ``folders`` as one site in ``out``; one folder renders as
     ``publish.render_folder`` does (the report of one model, unchanged)."""
+    from attnreport.output import check_target, write_site
     from attnreport.publish import render_folder
-    from attnreport.site.write import check_target, write_site
     from attnreport.usercache import prune
 
     if len(folders) == 1:

@@ -18,9 +18,7 @@ from attnreport.build import (
     Progress,
     StageClock,
     Timings,
-    check_output,
     check_pages,
-    input_paths,
     results_folder,
     site_options,
 )
@@ -29,6 +27,7 @@ from attnreport.corpus import CorpusOptions, run_corpus
 from attnreport.errors import AttnReportError
 from attnreport.multi.folders import MODELS_FILE, models_json, unique_slugs
 from attnreport.multi.measures import depth, matched_layer
+from attnreport.output import check_output, input_paths
 
 
 def _quiet(_stage: str, _done: int, _total: int) -> None:
@@ -62,7 +61,7 @@ def analyze_models(
     """Analyse every model of ``settings`` into ``settings.out/SLUG``; their folders, in order."""
     from attnreport.models.loading import resolve_source
     from attnreport.session import session_for
-    from attnreport.site.write import MARKER
+    from attnreport.vocabulary import MARKER
 
     out = Path(settings.out)
     check_output(out, model_inputs(settings), force)
@@ -97,7 +96,7 @@ def build_models(
     import shutil
 
     from attnreport.multi.publish import comparison_site, summarize
-    from attnreport.site.write import write_site
+    from attnreport.output import write_site
     from attnreport.usercache import prune
 
     out = Path(settings.out)

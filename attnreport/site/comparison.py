@@ -21,20 +21,22 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
-from attnreport.charts.theme import CATEGORY_RANGE
+from attnreport.charts.spec.theme import CATEGORY_RANGE
 from attnreport.multi import findings, measures
 from attnreport.multi.folders import models_json, unique_slugs
 from attnreport.multi.measures import ModelSide, short_name
 from attnreport.results import dump_json
 from attnreport.site import comparison_page as cp
 from attnreport.site import render
-from attnreport.site.assemble import MARKER, OPTIONS_FILE, assemble_site, options_json, vega_bundle
-from attnreport.site.chart_source import ChartSource, as_bytes, default_charts
+from attnreport.site.assemble import assemble_site, options_json, vega_bundle
+from attnreport.site.chart_source import ChartSource, as_bytes
 from attnreport.site.context import FigureContext, SiteOptions
 from attnreport.site.page_data import chosen_pages
+from attnreport.site.real_charts import default_charts
 from attnreport.site.slugs import sentence_filename
 from attnreport.site.source import SiteSource
 from attnreport.text import display_token
+from attnreport.vocabulary import MARKER, OPTIONS_FILE
 
 SHARED = ("assets/", "404.html", ".nojekyll", MARKER)  # a model's files the top level holds
 ASSET_LINKS = (b'href="assets/', b'src="assets/')
@@ -111,7 +113,7 @@ def _figures(
     files: dict[str, bytes],
 ) -> tuple[FigureContext, ...]:
     """The comparison's figures, numbered, with their chunk and image files in ``files``."""
-    from attnreport.charts import comparison as figs
+    from attnreport.charts.figures import comparison as figs
 
     models = [s.name for s in sides]
     made = [figs.curve_figure(tables["curves"], stat, models) for stat in measures.CURVES]

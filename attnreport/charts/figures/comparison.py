@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import altair as alt
 
-from attnreport.charts.assemble import build_figure
 from attnreport.charts.figure import Columns, Figure
-from attnreport.charts.theme import CATEGORY_RANGE
+from attnreport.charts.spec.assemble import build_figure
+from attnreport.charts.spec.theme import CATEGORY_RANGE
 from attnreport.multi.measures import CURVES
 
 CURVE_KEYS = {statistic: f"compare-{statistic.replace('_', '-')}" for statistic in CURVES}
