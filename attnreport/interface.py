@@ -117,6 +117,8 @@ def tapped(fn: Callable[[AttentionCall], Any]) -> Callable[..., Any]:
         **_kwargs: object,
     ):
         tap = _ACTIVE[-1] if _ACTIVE else None
+        if score_bias is None and isinstance(_kwargs.get("position_bias"), torch.Tensor):
+            score_bias = _kwargs["position_bias"]  # Inkling's relative position bias, added alike
         if tap is not None:
             query, key, value = tap.modify(module, query, key, value)
         scale = float(query.shape[-1] ** -0.5 if scaling is None else scaling)

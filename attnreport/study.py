@@ -29,6 +29,7 @@ from attnreport.interventions import (
     observed_layers,
     scaling_grid,
 )
+from attnreport.models.facts import layer_facts
 from attnreport.models.layout import positional_scheme
 from attnreport.pass_memo import remembered
 from attnreport.probe_pass import probe_scores, session_probes
@@ -115,7 +116,11 @@ def run_probes(session: Session) -> ProbeResult:
     """The induction probes of ``session``'s model, run through it (once per loaded model)."""
     probes = session_probes(session)
     key = ("probes", tuple(tuple(p) for p in probes))
-    scores = remembered(session.model, key, lambda: probe_scores(session.model, probes))
+    scores = remembered(
+        session.model,
+        key,
+        lambda: probe_scores(session.model, probes, [s.layer for s in session.specs]),
+    )
     return ProbeResult(probes, scores)
 
 
@@ -233,13 +238,14 @@ def manifest(session: Session, settings: Settings) -> Manifest:
     """Model, tokenizer, settings, versions and sentences: what a reader needs to reproduce."""
     loaded, spec = session.loaded, session.specs[0]
     config = loaded.model.config
+    scheme = positional_scheme(session.specs, loaded.model)
     model = ModelInfo(
         name=loaded.source.display_name,
         source=loaded.source.kind,
         fingerprint=loaded.fingerprint,
         model_type=config.model_type,
         family=loaded.family.name,
-        positional=positional_scheme(session.specs, loaded.model),
+        positional=scheme,
         n_layers=len(session.specs),
         n_heads=spec.layout.n_heads,
         n_kv_heads=spec.layout.n_kv_heads,
@@ -252,6 +258,7 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         tokenizer=type(loaded.tokenizer).__name__,
         features=tuple(model_features(session)),
         layer_windows={s.layer: s.window for s in session.specs if s.window is not None},
+        layers=layer_facts(session.specs, int(config.num_hidden_layers), scheme),
         extra={
             "bos_token": f"{'added' if session.bos_added else 'not added'} (--bos {session.bos})",
             **provenance(loaded),

@@ -15,6 +15,7 @@ from typing import Any, get_args, get_type_hints
 from attnreport import vocabulary as V
 from attnreport.errors import AttnReportError
 from attnreport.results import tables as rt
+from attnreport.results.layers import LayerFacts, layer_facts_from_json, layer_facts_to_json
 from attnreport.results.maps import AttentionMaps
 from attnreport.results.roles import (
     HeadRolesBySentenceTable,
@@ -24,14 +25,15 @@ from attnreport.results.roles import (
     SetMassiveActivationsTable,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # version 1 lacks manifest.files and the optional columns; versions 1 and 2 store the
 # attention probs and ranks (3 derives them) and write table columns as plain arrays;
 # versions 1 to 3 write plain .json files, 4 gzip-compresses them (``layout``); 5 adds
 # the head-role tables and the probes (``optional_tables``), the BOS contrast, the value
-# norms and the mean grid's cells taken before the rotary rotation, which older folders lack
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+# norms and the mean grid's cells taken before the rotary rotation, which older folders lack;
+# 6 adds the per-layer facts (``model.layers``: positions, windows, soft-caps, sinks, QK-norm)
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i
 Observations = dict[str, list[Triangle]]  # "same"/"next"/"last" -> [head] -> triangle
@@ -67,6 +69,7 @@ class ModelInfo:
     features: tuple[str, ...] = ()  # attention features the model uses (sinks, window, ...)
     # layer -> sliding window in tokens, for the layers that attend through one
     layer_windows: dict[int, int] = field(default_factory=dict)
+    layers: tuple[LayerFacts, ...] = ()  # one per block, as found at load (version 6)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -123,6 +126,17 @@ def _with_extra(obj: Any) -> dict[str, Any]:
     return {**obj.extra, **out}
 
 
+def _model_json(model: ModelInfo) -> dict[str, Any]:
+    """The manifest's model object; ``layers`` only where found (folders written before
+    version 6 round-trip without it)."""
+    out = _with_extra(model)
+    if model.layers:
+        out["layers"] = layer_facts_to_json(model.layers)
+    else:
+        out.pop("layers")
+    return out
+
+
 def model_from_json(obj: Any, where: str) -> ModelInfo:
     if not isinstance(obj, dict):
         raise AttnReportError(f"{where} is incomplete: its model is not an object")
@@ -130,7 +144,7 @@ def model_from_json(obj: Any, where: str) -> ModelInfo:
     missing = [
         f.name
         for f in fields(ModelInfo)
-        if f.name not in known and f.name not in ("features", "layer_windows", "extra")
+        if f.name not in known and f.name not in ("features", "layer_windows", "layers", "extra")
     ]
     if missing:
         raise AttnReportError(f"{where} is incomplete: model has no {missing[0]!r}")
@@ -139,6 +153,7 @@ def model_from_json(obj: Any, where: str) -> ModelInfo:
     if not isinstance(windows, dict):
         raise AttnReportError(f"{where} is malformed: model.layer_windows is not an object")
     known["layer_windows"] = {int(layer): int(w) for layer, w in windows.items()}
+    known["layers"] = layer_facts_from_json(known.get("layers"), where)
     return ModelInfo(**known, extra=extra)
 
 
@@ -175,7 +190,7 @@ def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
     out = {
         "schema": SCHEMA,
         "attnreport_version": manifest.attnreport_version,
-        "model": _with_extra(manifest.model),
+        "model": _model_json(manifest.model),
         "settings": _with_extra(manifest.settings),
         "sentences": [
             {

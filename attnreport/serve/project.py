@@ -108,17 +108,15 @@ class Project:
         texts = read_sentences(settings.sentences)  # a bad file fails before a load
         load = self.loaded is None or self.key != _load_key(settings)
         if load:
-            from attnreport.models.layout import discover
-            from attnreport.models.loading import load_model
             from attnreport.pass_memo import keep_passes
+            from attnreport.session import load_verified
 
             progress("model", 0, 1)
             self.loaded = None  # free the old model first
-            self.loaded = load_model(
+            self.loaded, self.specs = load_verified(
                 settings.model, settings.dtype, settings.device, settings.device_map
             )
             self.key = _load_key(settings)
-            self.specs = discover(self.loaded.family, self.loaded.model)
             keep_passes(self.loaded.model)  # saves rerun the set's extra passes on new inputs only
         context = context_length(self.loaded)
         tokenizer = self.loaded.tokenizer

@@ -29,6 +29,7 @@ from attnreport.site.context import (
     figure_span,
     number_figures,
 )
+from attnreport.site.layer_card import layer_rows
 from attnreport.site.markdown import markdown_html
 from attnreport.site.words import lede, prose, verdicts, wording
 from attnreport.site.words.alt_text import AltData
@@ -106,6 +107,8 @@ def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
         value = find(tree, keys)
         if value is not None and value != "":
             out.append((label, visible(_card_value(label, value))))
+        if label == "Positions":  # how each layer attends, as found at load (version 6)
+            out += layer_rows(manifest.model.layers, manifest.model.head_dim)
     return tuple(out)
 
 
