@@ -209,15 +209,14 @@ class ClaimRow:
 
 def claim_rows(sides: Sequence[ModelSide]) -> list[ClaimRow]:
     """The claims-tested verdicts of every model (``site.claims_grid.tested_claims``)."""
-    from attnreport.results.interventions import interventions_to_json
-    from attnreport.results.types import set_to_json
+    from attnreport.results.types import set_tables
     from attnreport.site.argument import SOURCE_NAMES
     from attnreport.site.words.claims_grid import tested_claims
 
     tested = []
     for side in sides:
-        tables = set_to_json(side.set)["tables"]
-        iv = interventions_to_json(side.interventions) if side.interventions else None
+        tables = set_tables(side.set)
+        iv = side.interventions or None
         first = [s.token_ids[0] if s.token_ids else -1 for s in side.manifest.sentences]
         bos = bool(side.manifest.settings.extra.get("bos_added", False))
         tested.append({c.key: c for c in tested_claims(tables, iv, first, bos)})
