@@ -305,6 +305,9 @@
         return self.view.runAsync();
       })
       .then(function () {
+        return layout.shrinkToFit(self.el, self.view, spec.signals, self.fit);
+      })
+      .then(function () {
         self.drawing = false;
         if (!self.drawn) {
           self.drawn = true;

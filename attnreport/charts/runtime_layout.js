@@ -53,14 +53,17 @@
     var out = JSON.parse(JSON.stringify(spec));
     var title = out.title;
     if (title && typeof title === "object") {
+      var chars = Math.floor((width - 40) / 9);
       if (typeof title.text === "string") {
-        title.text = wrapText(title.text, Math.floor((width - 40) / 9));
+        title.text = wrapText(title.text, chars);
+      } else if (title.text && typeof title.text.signal === "string") {
+        title.text = { signal: wrapSignal(title.text.signal, chars) };
       }
       if (typeof title.subtitle === "string") {
         title.subtitle = wrapText(title.subtitle, Math.floor((width - 40) / 7));
       }
     }
-    wrapFacets(out, columns);
+    wrapFacets(out, columns, false);
     out.data = (out.data || []).map(function (data) {
       return wrapDomain(data, columns);
     });
@@ -68,15 +71,38 @@
     return out;
   }
 
-  // Every group with a fixed column count (a wrapped facet) in at most COLUMNS columns.
-  function wrapFacets(group, columns) {
+  // A title that names the controls' values, "'TEXT (' + ...values... + ')'" (as
+  // charts/common.selection_title writes it), as an array of lines: TEXT wrapped at CHARS
+  // characters, then the values in parentheses. Any other expression is left as it is.
+  function wrapSignal(expr, chars) {
+    var parts = /^'([^'\\]*) \(' \+ ([\s\S]*)$/.exec(expr);
+    if (!parts) {
+      return expr;
+    }
+    var lines = wrapText(parts[1], chars).map(function (line) {
+      return JSON.stringify(line);
+    });
+    return "[" + lines.join(", ") + ", '(' + " + parts[2] + "]";
+  }
+
+  // Every group with a fixed column count (a wrapped facet) in at most COLUMNS columns,
+  // and row headers written along their row (a long label beside a grid on a phone takes
+  // the width its cells need; the tooltips name the row in full).
+  function wrapFacets(group, columns, nested) {
     var layout = group.layout;
     if (layout && typeof layout.columns === "number" && layout.columns > columns) {
       layout.columns = columns;
     }
+    (nested ? group.axes || [] : []).forEach(function (axis) {
+      axis.labelOverlap = true; // a shrunk facet cell's tick labels would run into each other
+    });
+    var title = group.title;
+    if (group.role === "row-header" && title && title.angle === 0 && columns === 1) {
+      Object.assign(title, { angle: -90, align: "center", baseline: "bottom", limit: 110 });
+    }
     (group.marks || []).forEach(function (mark) {
       if (mark.type === "group") {
-        wrapFacets(mark, columns);
+        wrapFacets(mark, columns, true);
       }
     });
   }
@@ -141,6 +167,63 @@
     };
   }
 
+  // A compiled spec's size signals: steps and panel sizes, not those of a wrapped facet's
+  // cells ("NAME_child_width"), which fit by wrapping.
+  var SIZE = /(^|_)(step|width|height)$/;
+  var WRAPPED = /_child_(width|height)$/;
+  var LEAST = 0.5; // the smallest a plot is shrunk, as a share of its compiled size
+  var TRIES = 3; // text does not shrink with the plots, so a few passes get it to fit
+
+  // The width a drawn chart takes (its SVG's or canvas's own pixels, before the
+  // stylesheet scales it to the figure).
+  function drawnWidth(el) {
+    var marks = el.querySelector("svg.marks, canvas.marks");
+    return marks ? parseFloat(marks.getAttribute("width")) || parseFloat(marks.style.width) || 0 : 0;
+  }
+
+  // A fitted chart still wider than its figure (a grid of facet rows and columns, which
+  // cannot wrap): its plots shrink (steps and panel sizes of the compiled SIGNALS), its
+  // text keeps its size, until it fits or is LEAST of its size; again whenever the view
+  // grows (rows loaded later). Resolves when the first fitting is drawn.
+  function shrinkToFit(el, view, signals, fit) {
+    var sizes = signals.filter(function (signal) {
+      var name = signal.name;
+      return SIZE.test(name) && !WRAPPED.test(name) && typeof signal.value === "number" &&
+        !signal.bind;
+    });
+    if (fit === "wide" || !sizes.length) {
+      return Promise.resolve();
+    }
+    var scale = 1;
+    var busy = false;
+    function pass(left) {
+      var width = drawnWidth(el);
+      if (!width || width <= el.clientWidth + 1 || !left || scale <= LEAST) {
+        return Promise.resolve();
+      }
+      scale = Math.max(LEAST, (scale * el.clientWidth) / width);
+      sizes.forEach(function (signal) {
+        view.signal(signal.name, Math.max(1, Math.floor(signal.value * scale)));
+      });
+      return view.runAsync().then(function () {
+        return pass(left - 1);
+      });
+    }
+    function fitNow() {
+      if (busy) {
+        return Promise.resolve();
+      }
+      busy = true;
+      return pass(TRIES).then(function () {
+        busy = false;
+      });
+    }
+    view.addResizeListener(function () {
+      window.setTimeout(fitNow, 0); // not inside the dataflow run that resized it
+    });
+    return fitNow();
+  }
+
   // After the window is resized (and rests), every chart in CHARTS() whose fit changed
   // is drawn again (chart.refit()).
   function followResize(charts) {
@@ -158,6 +241,7 @@
   ns.layout = {
     fitOf: fitOf,
     fitted: fitted,
+    shrinkToFit: shrinkToFit,
     fitCanvasPicking: fitCanvasPicking,
     followResize: followResize,
   };
