@@ -88,12 +88,17 @@ def heat_panel(n: int, tips: list[alt.Tooltip], fit: bool = False) -> alt.Chart:
     )
 
 
+# One dash pattern per cell kind, beside its colour: two cells with the same KL (every
+# ε small enough to flatten attention) draw the same line, and only the dashes show both.
+DASHES = [[1, 0], [6, 3], [2, 2], [8, 2, 2, 2], [4, 4], [1, 3], [10, 4]]
+
+
 def kl_panel(
     color_field: str, color_sort: list[str], tips: list[alt.Tooltip], title: str = "cell"
 ) -> alt.Chart:
     """KL(p_base || p_modified) of the next-token distribution against position, one
-    colour-blind-safe colour per cell kind (``CATEGORY_RANGE``); the unmodified run (KL 0
-    by definition) is not drawn."""
+    colour-blind-safe colour (``CATEGORY_RANGE``) and dash pattern (``DASHES``) per cell
+    kind; the unmodified run (KL 0 by definition) is not drawn."""
     return (
         alt.Chart()
         .transform_filter(f"datum.key == datum.query && datum.eps != '{UNMODIFIED}'")
@@ -106,6 +111,12 @@ def kl_panel(
                 sort=color_sort,
                 title=title,
                 scale=alt.Scale(domain=color_sort, range=CATEGORY_RANGE[: len(color_sort)]),
+            ),
+            strokeDash=alt.StrokeDash(
+                color_field,
+                sort=color_sort,
+                scale=alt.Scale(domain=color_sort, range=DASHES[: len(color_sort)]),
+                legend=None,  # the colour legend names the cells; the dashes tell them apart
             ),
             tooltip=[
                 *tips,
