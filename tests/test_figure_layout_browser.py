@@ -109,8 +109,16 @@ def test_no_figure_of_the_example_scrolls_sideways(example, offline_page, width)
 @pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 def test_no_figure_of_a_512_token_page_scrolls_sideways(long_page, offline_page, width):
+    """Every chart fits the window, re-wraps and shrinks its cells as on the example's
+    pages, but for the attention map: its 512-row triangle keeps at least LEAST (in
+    runtime_layout.js) of its size and the stylesheet scales it down further."""
     page = open_at(offline_page, long_page.as_uri(), width)
     assert page.evaluate(OVERFLOW) == [], width
+    for chart in page.evaluate(DRAWN):
+        assert chart["fit"] == ("wide" if width == 1280 else "phone"), chart
+        assert chart["key"] == "attention-map" or chart["ratio"] <= MOST_SCALED, chart
+    assert kl_columns(page, "scaling-grid") == (3 if width == 1280 else 1)
+    assert kl_columns(page, "mean-grid") == 1  # one input, one panel
     assert offline_page.errors == []
 
 

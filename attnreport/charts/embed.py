@@ -44,7 +44,9 @@ viewBox, a canvas as an image; the runtime scales the pointer back for a canvas'
 picking). A chart narrower than 700 px has its legends below the plot and every wrapped
 facet (also one inside a concatenation) in two columns, one under 500 px; when a resize
 changes that fit, the chart is drawn again (``el.dataset.fit`` is "wide", "narrow" or
-"phone").
+"phone"). A chart still wider than its figure then shrinks its plots (the compiled spec's
+numeric ``*_step``, ``*_width`` and ``*_height`` signals, not a wrapped facet's
+``*_child_*``), not its text, to at most 0.3 of their size.
 
 Shared chunks: a payload whose ``chunk_source`` is the key SOURCE of another figure on
 the page loads ``<script src="SOURCE_DIR/SOURCE--CHUNK.js">``, SOURCE_DIR being the

@@ -2,9 +2,11 @@
  *
  * A chart is drawn for the width of its figure: "wide" (700 px or more) as compiled,
  * "narrow" (500-700 px) with legends below the plot and every wrapped facet in two
- * columns, "phone" (under 500 px) the same with wrapped facets in one column. When the
- * window is resized so that a chart's fit changes, the chart is drawn again (runtime.js,
- * Chart.redraw). Exposes window.attnreport.layout.
+ * columns, "phone" (under 500 px) the same with wrapped facets in one column. A chart
+ * still wider than its figure (a grid of facet rows and columns, a long input) then
+ * shrinks its plots, not its text, down to LEAST of their size. When the window is
+ * resized so that a chart's fit changes, the chart is drawn again (runtime.js,
+ * Chart.refit). Exposes window.attnreport.layout.
  */
 (function () {
   "use strict";
@@ -171,7 +173,7 @@
   // cells ("NAME_child_width"), which fit by wrapping.
   var SIZE = /(^|_)(step|width|height)$/;
   var WRAPPED = /_child_(width|height)$/;
-  var LEAST = 0.5; // the smallest a plot is shrunk, as a share of its compiled size
+  var LEAST = 0.3; // the smallest a plot is shrunk, as a share of its compiled size
   var TRIES = 3; // text does not shrink with the plots, so a few passes get it to fit
 
   // The width a drawn chart takes (its SVG's or canvas's own pixels, before the
@@ -182,16 +184,16 @@
   }
 
   // A fitted chart still wider than its figure (a grid of facet rows and columns, which
-  // cannot wrap): its plots shrink (steps and panel sizes of the compiled SIGNALS), its
+  // cannot wrap; a long input's axis): its plots shrink (steps and panel sizes of the compiled SIGNALS), its
   // text keeps its size, until it fits or is LEAST of its size; again whenever the view
   // grows (rows loaded later). Resolves when the first fitting is drawn.
-  function shrinkToFit(el, view, signals, fit) {
+  function shrinkToFit(el, view, signals) {
     var sizes = signals.filter(function (signal) {
       var name = signal.name;
       return SIZE.test(name) && !WRAPPED.test(name) && typeof signal.value === "number" &&
         !signal.bind;
     });
-    if (fit === "wide" || !sizes.length) {
+    if (!sizes.length) {
       return Promise.resolve();
     }
     var scale = 1;
