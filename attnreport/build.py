@@ -108,11 +108,11 @@ class BuildSummary:
 def site_options(settings: Settings) -> SiteOptions:
     """What the pages say that is not in the results: title, date, authors, images, pages."""
     from attnreport.sentences import sentence_notes
-    from attnreport.site.context import SiteOptions, date_from_env  # analyze draws nothing
+    from attnreport.site.context import SiteOptions  # analyze draws nothing
 
     return SiteOptions(
         title=settings.title,
-        date=settings.date or date_from_env(),
+        date=settings.date,  # else the analysis date (pages.page_meta)
         authors=settings.authors,
         images=settings.images,
         png=settings.png,

@@ -227,13 +227,12 @@ def render(
     if config_file is not None:
         from attnreport.config import load_settings
         from attnreport.sentences import sentence_notes
-        from attnreport.site.context import date_from_env
 
         config = load_settings(config_file)
         values = {
             "title": title or config.title,
             "authors": config.authors,
-            "date": config.date or date_from_env(),
+            "date": config.date,  # else the analysis date (pages.page_meta)
             "images": False if no_images else config.images,
             "png": config.png if png is None else png,
             "png_scale": config.png_scale if png_scale is None else png_scale,
@@ -303,15 +302,29 @@ def compare(ctx: click.Context, expected: str, actual: str, **_settings: Any) ->
     help="GitHub Pages workflow: build (runs the study on CPU) or render (draws committed results/, no torch).",
 )
 @click.option("--no-workflow", is_flag=True, help="Write no GitHub Actions workflow.")
+@click.option(
+    "--source",
+    default=None,
+    help="Where the workflow pip-installs attnreport from: a version or a URL "
+    "(git+https://...@TAG). Default: where this attnreport was installed from.",
+)
 @user_errors
-def init(directory: str, workflow: str, no_workflow: bool) -> None:
+def init(directory: str, workflow: str, no_workflow: bool, source: str | None) -> None:
     """Write a project: attnreport.toml, sentences.txt, .gitignore and a GitHub Pages
     workflow (.github/workflows/attnreport.yml). Never overwrites a file."""
+    from attnreport.origin import check_source, installed_source
     from attnreport.project import project_files, write_project
 
     target = Path(directory)
-    written = write_project(target, project_files(None if no_workflow else workflow))
+    source = installed_source() if source is None else check_source(source)
+    written = write_project(target, project_files(None if no_workflow else workflow, source))
     click.echo("wrote " + ", ".join(str(path) for path in written))
+    if source is None and not no_workflow:
+        click.echo(
+            "warning: this attnreport runs from a local folder, which GitHub cannot install: "
+            "set ATTNREPORT in the workflow, or run init with --source (README: Publish your report)",
+            err=True,
+        )
     next_step = "attnreport analyze --out results" if workflow == "render" else "attnreport build"
     click.echo(f"next: {next_step}; then push to GitHub to publish (README: Publish your report)")
 

@@ -118,7 +118,7 @@ class Settings:
     out: str = setting("site", str)
     title: str = setting("What does attention focus on?", str)
     authors: tuple[str, ...] = setting(("attnreport",), list, items=(str,))
-    date: str | None = setting(None, str)  # ISO date; else SOURCE_DATE_EPOCH; else a fixed one
+    date: str | None = setting(None, str)  # ISO date; else the analysis day (dates.report_date)
     lede: str | None = setting(None, str)  # Markdown opening the index (else one computed)
     afterword: str | None = setting(None, str)  # Markdown closing the index
     dtype: str = setting("float32", str, choices=DTYPES)
@@ -239,7 +239,7 @@ sentences = "sentences.txt"  # one sentence per line
 out = "site"
 title = "What does attention focus on?"
 authors = ["Your Name"]
-# date = "2026-01-01"        # else SOURCE_DATE_EPOCH, so rebuilds are byte-identical
+# date = "2026-01-01"        # else the day of the analysis (SOURCE_DATE_EPOCH pins it)
 # lede = "Why I looked at *this* model."  # Markdown (raw HTML shown as text) opening the report
 # afterword = "What I make of it."       # Markdown closing the index (a TOML multi-line string for more)
 dtype = "float32"            # or bfloat16, float16 (analyses stay float32; verify's tolerances follow it)

@@ -6,6 +6,8 @@ workflow comes in two forms (``WORKFLOWS``): ``build`` installs the CPU build of
 runs the whole study on the runner; ``render`` draws the site from results committed to
 the repository (``attnreport analyze --out results`` on a GPU machine) with no torch. The
 workflow files live in ``templates/project/`` (shipped as ``attnreport.templates.project``).
+Each installs attnreport from ``source`` (``origin``: by default the one that ran ``init``);
+with none known its ``ATTNREPORT`` line is empty and its first step fails saying so.
 """
 
 from __future__ import annotations
@@ -15,13 +17,12 @@ from pathlib import Path
 
 from attnreport.errors import AttnReportError
 from attnreport.extras import CPU_TORCH_INDEX
+from attnreport.origin import requirement
 
-__all__ = ["CPU_TORCH_INDEX", "SOURCE", "WORKFLOWS", "project_files", "workflow_text"]
-
-SOURCE = "git+https://github.com/attnreport/attnreport"
-"""Where a user's pip installs attnreport from (README and the workflows say the same)."""
+__all__ = ["CPU_TORCH_INDEX", "WORKFLOWS", "project_files", "workflow_text"]
 
 WORKFLOWS = ("build", "render")
+EXTRAS = {"build": "analysis", "render": "render"}  # what each workflow's runner installs
 WORKFLOW_PATH = ".github/workflows/attnreport.yml"
 
 
@@ -29,15 +30,17 @@ def _template(name: str) -> str:
     return resources.files("attnreport.templates").joinpath("project", name).read_text("utf-8")
 
 
-def workflow_text(form: str) -> str:
-    """The workflow file of ``form`` (one of ``WORKFLOWS``), installing from ``SOURCE``."""
+def workflow_text(form: str, source: str | None) -> str:
+    """The workflow file of ``form`` (one of ``WORKFLOWS``), installing attnreport from
+    ``source`` (``origin.requirement``; None: an empty line its first step asks to fill)."""
     if form not in WORKFLOWS:
         raise AttnReportError(f"unknown workflow {form!r}; choose one of {', '.join(WORKFLOWS)}")
-    return _template(f"{form}.yml").replace("__SOURCE__", SOURCE)
+    return _template(f"{form}.yml").replace("__REQUIREMENT__", requirement(EXTRAS[form], source))
 
 
-def project_files(workflow: str | None) -> dict[str, str]:
-    """{relative POSIX path: text} of a new project; ``workflow`` None leaves it out."""
+def project_files(workflow: str | None, source: str | None = None) -> dict[str, str]:
+    """{relative POSIX path: text} of a new project; ``workflow`` None leaves it out, and
+    its workflow installs attnreport from ``source`` (see ``workflow_text``)."""
     from attnreport.config import STARTER
     from attnreport.sentences import default_sentence_text
 
@@ -47,7 +50,7 @@ def project_files(workflow: str | None) -> dict[str, str]:
         ".gitignore": _template("gitignore.txt"),
     }
     if workflow is not None:
-        files[WORKFLOW_PATH] = workflow_text(workflow)
+        files[WORKFLOW_PATH] = workflow_text(workflow, source)
     return files
 
 

@@ -20,6 +20,7 @@ from attnreport.analyses import pool_focus, pool_impact
 from attnreport.analyses.role_pooling import RoleTotals
 from attnreport.analyses.tables import round_sig, triangle
 from attnreport.config import Settings
+from attnreport.dates import analysis_date
 from attnreport.errors import AttnReportError
 from attnreport.interventions import GridCell as Cell
 from attnreport.interventions import (
@@ -298,7 +299,7 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         ListedSentence(s.index, s.text, len(s.token_ids), tuple(s.token_ids))
         for s in session.sentences
     )
-    return Manifest(__version__, model, recorded, sentences)
+    return Manifest(__version__, model, recorded, sentences, analysed=analysis_date())
 
 
 def recorded_settings(settings: Settings, bos_added: bool) -> StudySettings:

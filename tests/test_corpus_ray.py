@@ -80,13 +80,24 @@ def corpus_run(tmp_path: Path, model: Path, corpus: Path, name: str, engine: str
     return run_corpus(config, options, progress=progress)
 
 
-def test_ray_gives_the_local_numbers(tmp_path, tiny_model_dirs, ray_cluster):
+def test_ray_gives_the_local_numbers(tmp_path, tiny_model_dirs, ray_cluster, monkeypatch):
+    """... and reports the layers done in the sentences in flight while it waits: sums over
+    the two workers' current sentences (3 layers each), some of them part-way, which the
+    actors can only say while ``analyze`` runs (their progress concurrency group)."""
+    from attnreport.corpus.engines import cluster
+    from attnreport.corpus.run import LAYERS
+
+    monkeypatch.setattr(cluster, "POLL_S", 0.005)
     corpus = write_corpus(tmp_path / "c.txt", 200)
     model = tiny_model_dirs["llama"]
     corpus_run(tmp_path, model, corpus, "local", "local")
-    summary = corpus_run(tmp_path, model, corpus, "ray", "ray")
+    calls: list[tuple[str, int, int]] = []
+    summary = corpus_run(tmp_path, model, corpus, "ray", "ray", lambda *c: calls.append(c))
     assert summary.sentences == 200 and summary.resumed == 0
     assert_same_results(tmp_path / "local", tmp_path / "ray")
+    layers = [(done, total) for stage, done, total in calls if stage == LAYERS]
+    assert layers and all(0 <= d <= t and t in (3, 6) for d, t in layers), layers[:20]
+    assert any(d % 3 for d, _ in layers), "no answer came while a sentence was part-way"
 
 
 def sentence_workers() -> list[psutil.Process]:

@@ -4,8 +4,9 @@ extra it needs.
 
 These run in a fresh interpreter in which the ``analysis`` extra's modules cannot be
 imported (``sys.modules[name] = None``: ``import torch`` raises ImportError and
-``importlib.util.find_spec`` finds nothing), which is what a venv without them sees; a
-real venv would need its packages from the network.
+``importlib.util.find_spec`` finds nothing), which is what a venv without them sees, in
+seconds. ``tests/test_install.py`` (slow) does it for real: a fresh venv with only the
+``render`` extra installed, rendering through the render workflow's own commands.
 """
 
 from __future__ import annotations

@@ -60,4 +60,4 @@ def test_capture_reports_the_layers_of_each_sentence(tmp_path, tiny_model_dirs):
         for call in calls:
             progress(*call)
         stages = [progress.progress.tasks[t].description for t in progress.tasks.values()]
-    assert "  layers of this sentence" in stages and "Capturing sentences" in stages
+    assert "  layers of the sentence(s) in flight" in stages and "Capturing sentences" in stages

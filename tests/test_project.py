@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from attnreport.cli import main
 from attnreport.config import load_settings
+from attnreport.origin import installed_source
 from attnreport.project import WORKFLOW_PATH, workflow_text
 from tests.tiny_models import save_tiny_model
 
@@ -32,7 +33,9 @@ def test_init_writes_a_project_with_the_build_workflow(tmp_path):
     result = _init(tmp_path)
     assert result.exit_code == 0, result.output
     assert _files(tmp_path) == PROJECT
-    assert (tmp_path / WORKFLOW_PATH).read_text(encoding="utf-8") == workflow_text("build")
+    assert (tmp_path / WORKFLOW_PATH).read_text(encoding="utf-8") == workflow_text(
+        "build", installed_source()
+    )
     assert "site/" in (tmp_path / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert load_settings(tmp_path / "attnreport.toml").out == str(tmp_path / "site")
 
@@ -40,7 +43,7 @@ def test_init_writes_a_project_with_the_build_workflow(tmp_path):
 def test_init_writes_the_render_workflow_or_none(tmp_path):
     assert _init(tmp_path / "r", "--workflow", "render").exit_code == 0
     text = (tmp_path / "r" / WORKFLOW_PATH).read_text(encoding="utf-8")
-    assert text == workflow_text("render")
+    assert text == workflow_text("render", installed_source())
     assert not any("torch" in run for run in _workflow_runs(text))
     assert _init(tmp_path / "n", "--no-workflow").exit_code == 0
     assert _files(tmp_path / "n") == PROJECT - {WORKFLOW_PATH}

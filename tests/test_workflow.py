@@ -16,6 +16,7 @@ from attnreport.project import CPU_TORCH_INDEX, WORKFLOWS, workflow_text
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
+SOURCE = "git+https://github.com/OWNER/attnreport@v0.1.0"  # as ``init --source`` takes it
 
 # The current major of every action the workflows use (Node 24 releases; looked up in
 # each action's release notes, November 2026). An older major fails here.
@@ -34,7 +35,7 @@ def _written(tmp_path: Path) -> dict[str, Path]:
     files = {"pages.yml": WORKFLOW}
     for form in WORKFLOWS:
         path = tmp_path / f"{form}.yml"
-        path.write_text(workflow_text(form), encoding="utf-8")
+        path.write_text(workflow_text(form, SOURCE), encoding="utf-8")
         files[form] = path
     return files
 
@@ -74,15 +75,15 @@ def _steps(text: str) -> list[dict]:
 
 
 def test_build_workflow_installs_cpu_torch_caches_and_builds():
-    text = workflow_text("build")
+    text = workflow_text("build", SOURCE)
     runs = [step["run"] for step in _steps(text) if "run" in step]
     install = next(run for run in runs if "pip install" in run)
     lines = install.splitlines()
     torch_line = next(i for i, line in enumerate(lines) if " torch " in line)
-    package_line = next(i for i, line in enumerate(lines) if '"$ATTNREPORT"' in line)
+    package_line = next(i for i, line in enumerate(lines) if 'install "$ATTNREPORT"' in line)
     assert f"--index-url {CPU_TORCH_INDEX}" in lines[torch_line]
     assert torch_line < package_line, "CPU torch must be installed before the package"
-    assert "attnreport[analysis] @ git+" in text
+    assert f'ATTNREPORT: "attnreport[analysis] @ {SOURCE}"' in text
     cache = next(s for s in _steps(text) if s.get("uses", "").startswith("actions/cache@"))
     assert {"~/.cache/attnreport", "~/.cache/huggingface"} <= set(cache["with"]["path"].split())
     assert any(run.startswith("attnreport build --out site") for run in runs)
@@ -91,9 +92,9 @@ def test_build_workflow_installs_cpu_torch_caches_and_builds():
 
 
 def test_render_workflow_needs_no_torch():
-    text = workflow_text("render")
+    text = workflow_text("render", SOURCE)
     runs = "\n".join(step["run"] for step in _steps(text) if "run" in step)
-    assert "torch" not in runs and "attnreport[render] @ git+" in text
+    assert "torch" not in runs and f'ATTNREPORT: "attnreport[render] @ {SOURCE}"' in text
     assert "attnreport render results --out site" in runs
 
 

@@ -57,7 +57,8 @@ class RichProgress:
         "interventions": "Running interventions",
         "site": "Drawing charts and pages",
         "write": "Writing",
-        "capture:layers": "  layers of this sentence",
+        "capture:layers": "  layers of the sentence(s) in flight",
+        "interventions:passes": "  forward passes of the grids",
     }
 
     def __init__(self) -> None:
@@ -90,15 +91,16 @@ class RichProgress:
         self.progress.update(self.tasks[stage], completed=done)
 
     def _within(self, stage: str, done: int, total: int) -> None:
-        """A row under the current stage (layers of this sentence), restarted at 0; its
-        time-remaining column is the estimate for the sentence."""
+        """A row under the current stage (layers of this sentence, passes of the grids),
+        restarted at 0; its time-remaining column is the estimate for the sentence or the
+        grids. ``total`` may change (the Ray engine's sentences in flight)."""
         if stage not in self.tasks:
             label = self.LABELS.get(stage, stage)
             self.tasks[stage] = self.progress.add_task(label, total=max(total, 1))
         task = self.tasks[stage]
         if done <= 1:
             self.progress.reset(task, total=max(total, 1))
-        self.progress.update(task, completed=done)
+        self.progress.update(task, completed=done, total=max(total, 1))
 
     def __enter__(self) -> RichProgress:
         logger = logging.getLogger("attnreport")

@@ -20,6 +20,7 @@ from attnreport.corpus.fingerprint import run_fingerprint
 from attnreport.corpus.partial import SetPartial
 from attnreport.corpus.store import RunStore
 from attnreport.errors import AttnReportError
+from attnreport.pass_count import PassProgress, counting_passes, intervention_passes
 from attnreport.results import Interventions
 from attnreport.sentences import Sentence
 from attnreport.session import Session, session_for
@@ -35,6 +36,7 @@ from attnreport.study import (
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total), as attnreport.build's
 LAYERS = "capture:layers"  # the layers of the sentence being captured (local engine)
+PASSES = "interventions:passes"  # the forward passes of the intervention grids
 # (session, settings, layer) -> the interventions at that layer: ``intervention_results``,
 # or what ``serve --watch`` passes to reuse the grids when their inputs did not change.
 InterventionsAt = Callable[[Session, Settings, int], Interventions]
@@ -101,7 +103,8 @@ def run_corpus(
         )  # fmt: skip
         analyze_pending(open_engine(options.engine, context), pending, store, totals, progress)
     progress("interventions", 0, 1)
-    files = set_files(session, settings, totals, interventions)
+    on_pass = lambda done, total: progress(PASSES, done, total)  # noqa: E731
+    files = set_files(session, settings, totals, interventions, on_pass)
     store.finish(files, manifest(session, settings), len(session.sentences))
     return CorpusSummary(store.out, len(session.sentences), len(done), store.count())
 
@@ -129,9 +132,11 @@ def set_files(
     settings: Settings,
     totals: SetPartial,
     interventions_at: InterventionsAt = intervention_results,
+    on_pass: PassProgress | None = None,
 ) -> dict[str, bytes]:
     """The set and interventions files of a finished corpus, serialised by the results
-    package (``RunStore.finish`` adds the manifest, which lists every file)."""
+    package (``RunStore.finish`` adds the manifest, which lists every file).
+    ``on_pass(done, total)`` hears of each forward pass of the intervention grids."""
     from attnreport.results.interventions import interventions_to_json
     from attnreport.results.io import dump_json
     from attnreport.results.layout import CURRENT
@@ -143,7 +148,9 @@ def set_files(
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(result.focus_pooled.arrays())
-    interventions = interventions_at(session, settings, layer)
+    passes = intervention_passes(session, settings, layer)
+    with counting_passes(session.model, passes, on_pass):
+        interventions = interventions_at(session, settings, layer)
     return {
         CURRENT.set: CURRENT.encode(dump_json(set_to_json(result))),
         CURRENT.interventions: CURRENT.encode(dump_json(interventions_to_json(interventions))),

@@ -114,6 +114,7 @@ class Manifest:
     settings: StudySettings
     sentences: tuple[ListedSentence, ...]
     files: dict[str, int] | None = None  # every other file -> its size in bytes (v2)
+    analysed: str | None = None  # ISO day of the analysis (``dates.analysis_date``; v5)
 
 
 def _tuple_or_none(value: Any) -> tuple[Any, ...] | None:
@@ -180,6 +181,7 @@ def manifest_from_json(obj: Any, where: str = "manifest.json") -> Manifest:
         settings=settings_from_json(obj.get("settings")),
         sentences=listed,
         files=None if files is None else {str(k): int(v) for k, v in files.items()},
+        analysed=None if obj.get("analysed") is None else str(obj["analysed"]),
     )
 
 
@@ -199,6 +201,8 @@ def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
             for s in manifest.sentences
         ],
     }
+    if manifest.analysed is not None:
+        out["analysed"] = manifest.analysed
     if manifest.files is not None:
         out["files"] = dict(manifest.files)
     return out

@@ -7,15 +7,13 @@ the same pages. Text is stored raw; the templates escape it (Jinja autoescape).
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from attnreport.charts.figure import Figure
-from attnreport.errors import AttnReportError
+from attnreport.dates import date_from_env  # noqa: F401  (re-exported)
 from attnreport.site import prose
 from attnreport.site.methods import Method, method_href
 from attnreport.text import visible  # noqa: F401  (re-exported for the pages)
@@ -306,16 +304,3 @@ def figure_span(numbers: Sequence[int], prefix: str = "") -> str:
     if nums == list(range(nums[0], nums[-1] + 1)):
         return f"Figures {prefix}{nums[0]}-{prefix}{nums[-1]}"
     return "Figures " + prose.join_and([f"{prefix}{n}" for n in nums])
-
-
-def date_from_env(environ: Mapping[str, str] = os.environ) -> str | None:
-    """The ISO date of ``SOURCE_DATE_EPOCH`` (UTC), or None when it is not set."""
-    epoch = environ.get("SOURCE_DATE_EPOCH", "").strip()
-    if not epoch:
-        return None
-    try:
-        return datetime.fromtimestamp(int(epoch), tz=UTC).date().isoformat()
-    except (ValueError, OverflowError, OSError) as err:
-        raise AttnReportError(
-            f"SOURCE_DATE_EPOCH={epoch!r} is not a whole number of seconds since 1970"
-        ) from err

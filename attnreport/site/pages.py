@@ -7,6 +7,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 import attnreport
+from attnreport.dates import report_date
 from attnreport.results import Interventions, Manifest, Results, SentenceResults
 from attnreport.results.interventions import interventions_to_json
 from attnreport.results.layout import CURRENT, Layout
@@ -135,7 +136,7 @@ def page_meta(results: Results, options: SiteOptions) -> PageMeta:
     name = results.manifest.model.name
     return PageMeta(
         site_title=visible(options.title),
-        date=options.date,
+        date=report_date(options.date, results.manifest.analysed),
         authors=tuple(visible(a) for a in options.authors),
         model_name=visible(name) if name else "the model",
         version=attnreport.__version__,

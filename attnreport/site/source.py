@@ -64,10 +64,11 @@ class SiteSource:
     @functools.cached_property
     def manifest_digest(self) -> str:
         """sha256 (hex) of the manifest without what one sentence's change alters (its
-        sentence list and the file sizes), with the number of sentences kept: the part
-        of it that every figure may read. Computed once per site."""
+        sentence list and the file sizes) and without the analysis date, with the number
+        of sentences kept: the part of it that every figure may read. Computed once per
+        site."""
         value = json.loads(self.files[MANIFEST])
-        kept = {k: v for k, v in value.items() if k not in ("files", "sentences")}
+        kept = {k: v for k, v in value.items() if k not in ("files", "sentences", "analysed")}
         kept["sentence_count"] = len(value.get("sentences") or [])
         text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()

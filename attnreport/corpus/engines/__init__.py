@@ -33,7 +33,7 @@ class EngineContext:
     device: str
     ray_address: str | None = None  # an existing Ray cluster; None: start a local one
     workers: int | None = None  # None: one per CPU (or GPU) of the cluster
-    on_layer: Callable[[int, int], None] | None = None  # layers done in a sentence (local)
+    on_layer: Callable[[int, int], None] | None = None  # layers done in the sentence(s) in flight
 
 
 class Engine(Protocol):

@@ -11,6 +11,11 @@ every actor's weights fingerprint equals its own before any work.
 A worker process that dies is restarted by Ray (``max_restarts``) and its tasks are
 retried (``max_task_retries``); should an actor stay dead, the driver resubmits its
 sentences to another one. The driver counts each sentence once whatever happens.
+
+Progress within sentences: while it waits, the driver asks every actor every ``POLL_S``
+seconds how many layers of its current sentence are done (a method in a concurrency group
+of its own, so it answers while ``analyze`` runs; ``analyze`` stays one at a time) and
+reports the sums over the sentences in flight to ``EngineContext.on_layer``.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ INSTALL_HINT = "--engine ray needs Ray, which is not installed: pip install 'att
 IN_FLIGHT = 2  # tasks queued per actor: one running, one ready, so no actor waits
 RESTARTS = 3
 ATTEMPTS = 3  # resubmissions by the driver after Ray's own retries are exhausted
+POLL_S = 0.5  # seconds between the driver's questions about layers done (with on_layer)
+ANSWER_S = 5.0  # how long the driver waits for those answers before going on without
+PROGRESS = "progress"  # the actors' concurrency group answering them
 
 
 class SentenceWorker:
@@ -49,6 +57,7 @@ class SentenceWorker:
         loaded = load_model(model, dtype=dtype, device=device)
         self.session = Session(loaded, discover(loaded.family, loaded.model), [])
         self.settings = settings
+        self.layers = (0, 0)  # (done, total) of the sentence being analysed
 
     def fingerprint(self) -> str:
         return self.session.loaded.fingerprint
@@ -57,7 +66,16 @@ class SentenceWorker:
         return os.getpid()
 
     def analyze(self, sentence: Sentence) -> SentenceOutcome:
-        return analyze_one(self.session, sentence, self.settings)
+        self.layers = (0, len(self.session.specs))
+
+        def on_layer(done: int, total: int) -> None:
+            self.layers = (done, total)
+
+        return analyze_one(self.session, sentence, self.settings, on_layer)
+
+    def layers_done(self) -> tuple[int, int]:
+        """(layers done, layers) of the current sentence; called in ``PROGRESS``."""
+        return self.layers
 
 
 def _import_ray() -> Any:
@@ -80,6 +98,7 @@ class RayEngine:
                 log_to_driver=False,
                 configure_logging=False,
             )
+        self.on_layer = context.on_layer
         try:
             self.actors = self._start_actors(context)
         except BaseException:
@@ -92,6 +111,7 @@ class RayEngine:
         count = context.workers or int(gpus or resources.get("CPU", 1)) or 1
         device = "cuda" if gpus else "cpu"
         options: dict[str, Any] = {"num_cpus": 1, "max_restarts": RESTARTS}
+        options["concurrency_groups"] = {PROGRESS: 1}  # the default group runs one at a time
         options["max_task_retries"] = RESTARTS
         if gpus:
             options["num_gpus"] = min(1.0, gpus / count)
@@ -124,7 +144,11 @@ class RayEngine:
             for _ in range(IN_FLIGHT):
                 submit(slot)
         while running:
-            ready, _ = self.ray.wait(list(running), num_returns=1)
+            timeout = None if self.on_layer is None else POLL_S
+            ready, _ = self.ray.wait(list(running), num_returns=1, timeout=timeout)
+            if not ready:
+                self._report_layers({slot for slot, _ in running.values()})
+                continue
             slot, sentence = running.pop(ready[0])
             try:
                 outcome = self.ray.get(ready[0])
@@ -142,6 +166,21 @@ class RayEngine:
                 continue
             submit(slot)
             yield outcome
+
+    def _report_layers(self, busy: set[int]) -> None:
+        """``on_layer`` with the layers done and in all of the busy actors' sentences;
+        nothing when an actor cannot answer (``analyze`` then hears why)."""
+        asks = [
+            self.actors[slot].layers_done.options(concurrency_group=PROGRESS).remote()
+            for slot in sorted(busy)
+        ]
+        try:
+            answers = self.ray.get(asks, timeout=ANSWER_S)
+        except (self.ray.exceptions.RayError, TimeoutError):
+            return
+        total = sum(t for _, t in answers)
+        if total and self.on_layer is not None:
+            self.on_layer(sum(d for d, _ in answers), total)
 
     def close(self) -> None:
         for actor in getattr(self, "actors", []):

@@ -1,0 +1,183 @@
+"""A user's install, for real: a fresh venv (no ``--system-site-packages``) installed by the
+README's own lines, then ``attnreport init`` and the generated workflow's ``run:`` steps in
+order, as GitHub's runner would run them, give a site. And a render-only venv (the
+``render`` extra: no torch) draws committed results through the render workflow.
+
+Packages come from pip's configured indexes and its cache (the network, or a local
+mirror); torch comes from the CPU index only, pinned by ``constraints.txt`` through
+``PIP_CONSTRAINT``, and the test fails if any CUDA package got in. attnreport is this
+checkout, copied (``tests.test_wheel.copy_sources``) so a build leaves nothing here: the
+README's git URL is replaced by that copy's ``file://`` URL, and ``init --source`` points
+the workflow at it. Each step's seconds go to stdout (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from attnreport.cli import main
+from attnreport.project import WORKFLOW_PATH
+from attnreport.results import dump
+from attnreport.site.write import write_site
+from tests.fixtures.fake_results import fake_study, typed
+from tests.test_wheel import copy_sources
+
+ROOT = Path(__file__).resolve().parent.parent
+GIT_URL = re.compile(r"git\+https://[^\s\"]+")
+
+# The workflow steps not run here, and why: each ``uses:`` action the workflows name.
+# A step not listed here and not a ``run:`` fails the test, so a new step gets a decision.
+SKIPPED = {
+    "actions/checkout": "the project folder is the checkout",
+    "actions/setup-python": "the fresh venv's Python is first on PATH",
+    "actions/cache": "pip's and attnreport's caches under HOME play its part",
+    "actions/configure-pages": "GitHub Pages only; the built site/ is checked instead",
+    "actions/upload-pages-artifact": "GitHub Pages only; the built site/ is checked instead",
+    "actions/deploy-pages": "GitHub Pages only; the built site/ is checked instead",
+}
+
+
+def _env(venv: Path | None = None, **extra: str) -> dict[str, str]:
+    """This process's environment less its venv, with ``venv`` first on PATH, torch pinned
+    by constraints.txt, and pip quiet about its own version."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    ours = str(Path(sys.executable).parent)
+    path = [p for p in env["PATH"].split(os.pathsep) if p != ours]
+    if venv is not None:
+        path.insert(0, str(venv / "bin"))
+        env["VIRTUAL_ENV"] = str(venv)
+    env["PATH"] = os.pathsep.join(path)
+    env["PIP_CONSTRAINT"] = str(ROOT / "constraints.txt")
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env | extra
+
+
+def _sh(
+    script: str, cwd: Path, env: dict[str, str], timings: dict[str, float], label: str = ""
+) -> str:
+    """Run ``script`` as a workflow step runs (``bash -e -o pipefail``); its output. Its
+    seconds go to ``timings`` under ``label`` (default: its first line)."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    timings[label or script.strip().splitlines()[0][:70]] = time.perf_counter() - start
+    assert done.returncode == 0, f"{script}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def readme_block(heading: str) -> list[str]:
+    """The command lines of the first ``sh`` block under README's ``heading``."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index(f"\n{heading}\n") :]
+    block = section[section.index("```sh\n") + 6 : section.index("\n```", section.index("```sh"))]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def readme_install(tmp: Path, source: Path, timings: dict[str, float]) -> Path:
+    """Run README's Install lines in ``tmp``, the git URL swapped for ``source``: the venv."""
+    lines = readme_block("## Install")
+    swapped = [GIT_URL.sub(source.as_uri(), line) for line in lines]
+    assert sum(a != b for a, b in zip(lines, swapped, strict=True)) == 1, lines
+    for line in swapped:
+        _sh(line, tmp, _env(), timings, f"README: {line}"[:70])
+    return tmp / ".venv"
+
+
+def run_workflow(project: Path, venv: Path, timings: dict[str, float]) -> list[str]:
+    """The workflow's ``run:`` steps in order (its ``env:`` set, ``venv`` on PATH); the
+    ``uses:`` steps are skipped for the reasons in SKIPPED. Returns the actions skipped."""
+    workflow = yaml.safe_load((project / WORKFLOW_PATH).read_text(encoding="utf-8"))
+    skipped = []
+    for job in workflow["jobs"].values():
+        env = _env(venv, **workflow.get("env", {}), **job.get("env", {}))
+        for step in job["steps"]:
+            if "uses" in step:
+                action = step["uses"].split("@")[0]
+                assert action in SKIPPED, f"{action}: run it here or say in SKIPPED why not"
+                skipped.append(action)
+                continue
+            label = f"workflow: {step.get('name', step['run'])}"[:70]
+            _sh(step["run"], project, env | step.get("env", {}), timings, label)
+    return skipped
+
+
+def _report(name: str, timings: dict[str, float]) -> None:
+    print(f"\n{name}: {sum(timings.values()):.0f} s")
+    for step, seconds in timings.items():
+        print(f"  {seconds:6.1f} s  {step}")
+
+
+def _python(venv: Path, code: str) -> str:
+    return subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+@pytest.mark.slow
+@pytest.mark.default_model
+def test_a_fresh_venv_inits_and_the_workflows_commands_give_a_site(tmp_path):
+    timings: dict[str, float] = {}
+    source = copy_sources(tmp_path / "attnreport-src")
+    venv = readme_install(tmp_path, source, timings)
+    assert _python(venv, "import torch; print(torch.version.cuda)") == "None"
+    installed = _python(
+        venv, "import importlib.metadata as m; print([d.name for d in m.distributions()])"
+    )
+    assert "nvidia" not in installed.lower(), installed
+
+    project = tmp_path / "my-report"
+    env = _env(venv)
+    _sh(f"attnreport init --dir {project} --source {source.as_uri()}", tmp_path, env, timings)
+    # The author's edit: one short sentence, so the build stays short.
+    (project / "sentences.txt").write_text("The cat sat on the mat.\n", encoding="utf-8")
+    skipped = run_workflow(project, venv, timings)
+    assert set(skipped) == set(SKIPPED)
+
+    site = project / "site"
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "The cat sat on the mat." in index and "SmolLM2" in index
+    assert (site / "results" / "manifest.json").is_file()
+    assert len(list(site.glob("*.html"))) >= 3  # the index, 404 and the sentence's page
+    _report("install + init + workflow (build)", timings)
+
+
+@pytest.mark.slow
+def test_a_render_only_venv_has_no_torch_and_draws_committed_results(tmp_path):
+    """The author runs ``init --workflow render`` and commits ``results/``; the runner, a
+    fresh venv, installs what the workflow says (the ``render`` extra) and renders."""
+    timings: dict[str, float] = {}
+    source = copy_sources(tmp_path / "attnreport-src")
+    project = tmp_path / "my-report"
+    args = ["init", "--dir", str(project), "--workflow", "render", "--source", source.as_uri()]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    write_site(dump(typed(fake_study(2, n_layers=2, n_heads=2))), project / "results")
+
+    venv = tmp_path / ".venv"
+    _sh(f"python3 -m venv {venv}", tmp_path, _env(), timings)  # what setup-python gives
+    assert set(run_workflow(project, venv, timings)) == set(SKIPPED)
+    assert _python(venv, "import importlib.util as u; print(u.find_spec('torch'))") == "None"
+    index = (project / "site" / "index.html").read_text(encoding="utf-8")
+    assert "What does attention focus on?" in index
+    assert (project / "site" / "results" / "manifest.json").is_file()
+    env = _env(venv)
+    done = subprocess.run(
+        ["attnreport", "build", "--out", "x"], cwd=project, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "needs the analysis extra" in done.stderr, done.stderr
+    assert not (project / "x").exists()
+    _report("render-only venv: init + workflow (render)", timings)
