@@ -305,7 +305,7 @@
         return self.view.runAsync();
       })
       .then(function () {
-        return layout.shrinkToFit(self.el, self.view, spec.signals);
+        return layout.shrinkToFit(self.el, self.view, spec.signals, self.fit);
       })
       .then(function () {
         self.drawing = false;

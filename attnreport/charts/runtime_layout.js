@@ -169,8 +169,9 @@
     };
   }
 
-  // A compiled spec's size signals: steps and panel sizes, not those of a wrapped facet's
-  // cells ("NAME_child_width"), which fit by wrapping.
+  // A compiled spec's size signals: steps and panel sizes; not, once wrapped (narrow or
+  // phone fits), those of a wrapped facet's cells ("NAME_child_width"), which fit by
+  // wrapping (shrinking them would not narrow a chart whose grid is its widest part).
   var SIZE = /(^|_)(step|width|height)$/;
   var WRAPPED = /_child_(width|height)$/;
   var LEAST = 0.3; // the smallest a plot is shrunk, as a share of its compiled size
@@ -187,11 +188,11 @@
   // cannot wrap; a long input's axis): its plots shrink (steps and panel sizes of the compiled SIGNALS), its
   // text keeps its size, until it fits or is LEAST of its size; again whenever the view
   // grows (rows loaded later). Resolves when the first fitting is drawn.
-  function shrinkToFit(el, view, signals) {
+  function shrinkToFit(el, view, signals, fit) {
     var sizes = signals.filter(function (signal) {
       var name = signal.name;
-      return SIZE.test(name) && !WRAPPED.test(name) && typeof signal.value === "number" &&
-        !signal.bind;
+      return SIZE.test(name) && (fit === "wide" || !WRAPPED.test(name)) &&
+        typeof signal.value === "number" && !signal.bind;
     });
     if (!sizes.length) {
       return Promise.resolve();
