@@ -39,6 +39,7 @@ test-quick: setup
 lint: setup
 	$(VENV)/bin/ruff check attnreport tests benchmarks
 	$(VENV)/bin/ruff format --check attnreport tests benchmarks
+	$(VENV)/bin/lint-imports  # the import contracts of pyproject.toml (imports run down)
 
 # The example report (site/, drawn from the committed site/results/). The model's last
 # digits differ between CPUs, so `site` re-runs the analysis into a scratch folder, checks

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 from attnreport.config import Settings
 from attnreport.errors import AttnReportError
-from attnreport.results import Results, dump
+from attnreport.output import check_output, input_paths
+from attnreport.results import Results, load
 from attnreport.session import Session, session_for
-from attnreport.study import run_study
 
 if TYPE_CHECKING:  # analyze imports no chart or template code
     from attnreport.site.context import SiteOptions
@@ -41,58 +41,26 @@ class Timings:
         return now
 
 
-def check_output(out: Path, inputs: list[Path], force: bool) -> None:
-    """Refuse a bad output folder before any work: what the writer would refuse (a file,
-    a foreign folder without ``force``), one that holds an input (the swap would remove
-    it), and the file system root or the home folder."""
-    from attnreport.site.write import check_target
-
-    check_target(out, force)
-    out = out.expanduser().resolve()
-    for source in inputs:
-        source = source.expanduser().resolve()
-        if source == out or out in source.parents:
-            raise AttnReportError(
-                f"output folder {out} contains the input {source}; choose another --out"
-            )
-    if out == Path.home().resolve() or out == Path(out.anchor):
-        raise AttnReportError(
-            f"refusing to use {out} as the output folder; choose a folder of its own"
-        )
-
-
-def input_paths(settings: Settings) -> list[Path]:
-    paths = [Path(settings.sentences)] if settings.sentences else []
-    model = Path(settings.model).expanduser()
-    return paths + ([model] if settings.model != "default" and model.exists() else [])
-
-
 def study(
-    settings: Settings, progress: Progress = _quiet, timings: Timings | None = None
+    settings: Settings,
+    progress: Progress = _quiet,
+    timings: Timings | None = None,
+    session: Session | None = None,
 ) -> tuple[Session, Results]:
-    """Load the model, capture and analyse every sentence, run the interventions."""
-    timings = timings or Timings()
-    start = time.perf_counter()
-    progress("load", 0, 1)
-    session = session_for(settings)
-    start = timings.add("load", start)
-    total = len(session.sentences)
-    done = {"capture": 0}
+    """The results of ``settings`` in memory, made by the one pipeline: ``run_corpus``
+    into a temporary folder, read back (for library callers, benchmarks and tests).
+    ``session``: a model already loaded with these settings' sentences."""
+    import tempfile
 
-    def step(stage: str) -> None:
-        nonlocal start
-        if stage == "capture":
-            done["capture"] += 1
-            progress("capture", done["capture"], total)
-            start = timings.add("capture", start)
-            if done["capture"] == total:
-                progress("interventions", 0, 1)
-        else:
-            start = timings.add(stage, start)
+    from attnreport.corpus import run_corpus
 
-    progress("capture", 0, total)
-    results = run_study(session, settings, step)
-    return session, results
+    clock = StageClock(progress, timings if timings is not None else Timings())
+    clock("load", 0, 1)
+    session = session or session_for(settings)
+    with tempfile.TemporaryDirectory(prefix="attnreport-study-") as folder:
+        run_corpus(replace(settings, out=folder), force=True, progress=clock, session=session)
+        clock.stop()
+        return session, load(folder)
 
 
 @dataclass(frozen=True)
@@ -150,7 +118,7 @@ class StageClock:
 
 def check_pages(settings: Settings) -> None:
     """Refuse ``--pages`` indices past the corpus before the model loads (one line)."""
-    from attnreport.corpus.pages import page_indices, parse_pages
+    from attnreport.page_choice import page_indices, parse_pages
     from attnreport.sentences import read_sentences
 
     choice = parse_pages(settings.pages)
@@ -163,7 +131,7 @@ def results_folder(out: Path) -> Path:
     removes it after a crash: it is named like its own temporary folders)."""
     import secrets
 
-    from attnreport.site.write import TMP_PREFIX
+    from attnreport.output import TMP_PREFIX
 
     parent = out.expanduser().absolute().parent
     folder = parent / f"{TMP_PREFIX}new-{os.getpid()}-{secrets.token_hex(6)}"
@@ -187,10 +155,10 @@ def build_site(
     import shutil
 
     from attnreport.corpus import run_corpus
+    from attnreport.output import write_site
     from attnreport.publish import summarize
     from attnreport.site.assemble import assemble_site
     from attnreport.site.source import from_folder
-    from attnreport.site.write import write_site
     from attnreport.usercache import prune
 
     out = Path(settings.out)
@@ -212,17 +180,3 @@ def build_site(
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return BuildSummary(out, summary.pages, summary.figures, summary.files, summary.bytes, timings)
-
-
-def write_results(settings: Settings, force: bool, progress: Progress = _quiet) -> tuple[Path, int]:
-    """Run the study and write the results directory (``docs/results-schema.md``)."""
-    from attnreport.site.write import MARKER, write_site
-
-    out = Path(settings.out)
-    check_output(out, input_paths(settings), force)
-    _, results = study(settings, progress)
-    files = dump(results)
-    files[MARKER] = b"attnreport results\n"
-    progress("write", 0, 1)
-    write_site(files, out, force=force)
-    return out, len(files)

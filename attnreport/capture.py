@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import torch
@@ -59,9 +59,20 @@ def _first_input(args: tuple, kwargs: dict) -> torch.Tensor:
 
 @dataclass
 class Slots:
-    """Per-layer scratch the hooks and the attention function fill in."""
+    """Per-layer scratch the hooks and the attention function fill in, in CPU memory
+    (``layer_hooks``, ``LayerTap.record``); ``raw_layer`` reads a filled one."""
 
-    values: dict[str, Any] = field(default_factory=dict)
+    x: torch.Tensor | None = None  # (query, hidden) the block's input
+    a: torch.Tensor | None = None  # (query, hidden) the attention's input (after its norm)
+    rotary: tuple[torch.Tensor, ...] | None = None  # the layer's (cos, sin), if it rotates
+    block_out: torch.Tensor | None = None  # (query, hidden) the output projection's output
+    gated: torch.Tensor | None = None  # (query, head * d) g * z, for a gated output only
+    computed: Computed | None = None  # what the attention function scored and returned
+
+    def clear(self) -> None:
+        """Let go of every tensor (the layer has been analysed)."""
+        for f in fields(self):
+            setattr(self, f.name, None)
 
 
 def hosted(computed: Computed, copies: HostCopies) -> Computed:
@@ -83,6 +94,9 @@ class LayerTap:
         self.slots = slots
         self.modifiers: dict[int, Modifier] = {}
         self.copies = HostCopies()
+        # the blockwise attention keeps the probabilities of the first ``leading_rows``
+        # queries of each watched layer (``Scored.leading_probs``); 0: none
+        self.leading_rows = 0
 
     def modify(self, module, q, k, v):
         modifier = self.modifiers.get(self.layer_of.get(id(module), -1))
@@ -94,7 +108,7 @@ class LayerTap:
     def record(self, module, computed: Computed) -> None:
         layer = self.layer_of.get(id(module))
         if layer in self.slots:
-            self.slots[layer].values["computed"] = hosted(computed, self.copies)
+            self.slots[layer].computed = hosted(computed, self.copies)
 
 
 def layer_hooks(spec: LayerSpec, slots: Slots, copies: HostCopies) -> list[Hook]:
@@ -103,18 +117,18 @@ def layer_hooks(spec: LayerSpec, slots: Slots, copies: HostCopies) -> list[Hook]
     also the projection's input (the gated output each head's update is made of)."""
 
     def on_block(_module, args, kwargs):
-        slots.values["x"] = host(_first_input(args, kwargs)[0])
+        slots.x = host(_first_input(args, kwargs)[0])
 
     def on_attention(_module, args, kwargs):
-        slots.values["a"] = host(_first_input(args, kwargs)[0])
+        slots.a = host(_first_input(args, kwargs)[0])
         rotary = kwargs.get("position_embeddings")
-        slots.values["rotary"] = None if rotary is None else tuple(copies(t) for t in rotary)
+        slots.rotary = None if rotary is None else tuple(copies(t) for t in rotary)
 
     def on_out(_module, _args, output):
-        slots.values["block_out"] = host(output[0])
+        slots.block_out = host(output[0])
 
     def on_gated(_module, args, kwargs):
-        slots.values["gated"] = host(_first_input(args, kwargs)[0])  # (query, head * d): g * z
+        slots.gated = host(_first_input(args, kwargs)[0])  # (query, head * d): g * z
 
     hooks: list[Hook] = [
         (spec.block, "pre", on_block),
@@ -125,11 +139,10 @@ def layer_hooks(spec: LayerSpec, slots: Slots, copies: HostCopies) -> list[Hook]
 
 
 def raw_layer(slots: Slots) -> RawLayer:
-    v = slots.values
     return RawLayer(
-        x=v["x"], a=v["a"], computed=v["computed"], rotary=v["rotary"], block_out=v["block_out"],
-        gated=v.get("gated"),
-    )  # fmt: skip
+        x=slots.x, a=slots.a, computed=slots.computed, rotary=slots.rotary,
+        block_out=slots.block_out, gated=slots.gated,
+    )  # type: ignore[arg-type]  # fmt: skip
 
 
 @contextmanager

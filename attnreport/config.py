@@ -21,7 +21,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from attnreport import vocabulary as V
 from attnreport.errors import AttnReportError
+from attnreport.page_choice import parse_pages
+from attnreport.vocabulary import BOS, DEVICE_MAPS, DEVICES, DTYPES
 
 Check = Callable[[str, Any], str | None]  # (key, value) -> what is wrong, or None
 
@@ -94,19 +97,11 @@ def layer_and_head(key: str, value: tuple[int, ...]) -> str | None:
 
 def page_choice(_key: str, value: str) -> str | None:
     """A valid ``--pages`` value: all, a count N, or indices like 0,5,10-12."""
-    from attnreport.corpus.pages import parse_pages
-
     try:
         parse_pages(value)
     except AttnReportError as err:
         return str(err)
     return None
-
-
-DTYPES = ("float32", "bfloat16", "float16")
-DEVICES = ("cpu", "cuda", "auto")
-DEVICE_MAPS = ("auto", "balanced")  # accelerate's placements over the GPUs, then CPU, then disk
-BOS = ("auto", "always", "never")
 
 
 @dataclass(frozen=True)
@@ -116,8 +111,8 @@ class Settings:
     model: str = setting("default", str)  # 'default', a hub id, a local directory or a .gguf
     sentences: str | None = setting(None, str)  # one sentence per line; None: the built-in set
     out: str = setting("site", str)
-    title: str = setting("What does attention focus on?", str)
-    authors: tuple[str, ...] = setting(("attnreport",), list, items=(str,))
+    title: str = setting(V.TITLE, str)
+    authors: tuple[str, ...] = setting(V.AUTHORS, list, items=(str,))
     date: str | None = setting(None, str)  # ISO date; else the analysis day (dates.report_date)
     lede: str | None = setting(None, str)  # Markdown opening the index (else one computed)
     afterword: str | None = setting(None, str)  # Markdown closing the index
@@ -125,24 +120,30 @@ class Settings:
     device: str = setting("cpu", str, choices=DEVICES)
     device_map: str | None = setting(None, str, choices=DEVICE_MAPS)  # None: all on ``device``
     truncate: bool = setting(False, bool)  # cut sentences longer than the context
-    images: bool = setting(True, bool)  # a static SVG of every figure
-    png: bool = setting(False, bool)  # a static PNG too (the chart's menu saves one anyway)
-    png_scale: float = setting(2.0, float, int, check=png_scale_range)  # PNG size / figure size
-    pages: str = setting("all", str, check=page_choice)  # sentences with a page: all, N, 0,5,10-12
-    bos: str = setting("auto", str, choices=BOS, recorded=True)  # begin-of-sequence token
-    breakdown_ranks: int = setting(3, int, check=at_least_one, recorded=True)
+    images: bool = setting(V.IMAGES, bool)  # a static SVG of every figure
+    png: bool = setting(V.PNG, bool)  # a static PNG too (the chart's menu saves one anyway)
+    png_scale: float = setting(
+        V.PNG_SCALE, float, int, check=png_scale_range
+    )  # PNG size / figure size
+    pages: str = setting(
+        V.PAGES, str, check=page_choice
+    )  # sentences with a page: all, N, 0,5,10-12
+    bos: str = setting(V.BOS_DEFAULT, str, choices=BOS, recorded=True)  # begin-of-sequence token
+    breakdown_ranks: int = setting(V.BREAKDOWN_RANKS, int, check=at_least_one, recorded=True)
     epsilons: tuple[float, ...] = setting(
-        (5e-1, 1e-3, 1e-10), list, items=(int, float), check=positive_numbers, recorded=True
+        V.EPSILONS, list, items=(int, float), check=positive_numbers, recorded=True
     )
     intervene_layer: int | None = setting(None, int, check=not_negative, recorded=True)
     scaling_sentence: int = setting(0, int, check=not_negative, recorded=True)
     mean_sentences: tuple[int, ...] | None = setting(None, list, items=(int,), recorded=True)
-    map_tokens: int = setting(256, int, check=at_least_one, recorded=True)  # n x n maps up to this
+    map_tokens: int = setting(
+        V.MAP_TOKENS, int, check=at_least_one, recorded=True
+    )  # n x n maps up to this
     view_head: tuple[int, ...] | None = setting(
         None, list, items=(int,), check=layer_and_head, recorded=True
     )  # (layer, head) the pages open on; None: computed
-    rtol: float = setting(1e-3, float, int, check=positive_or_zero)  # compare's tolerances
-    atol: float = setting(1e-4, float, int, check=positive_or_zero)
+    rtol: float = setting(V.RTOL, float, int, check=positive_or_zero)  # compare's tolerances
+    atol: float = setting(V.ATOL, float, int, check=positive_or_zero)
 
     def __post_init__(self) -> None:
         for f in fields(self):

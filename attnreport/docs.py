@@ -69,6 +69,10 @@ def zoo_summary() -> str:
         f"decoder-only text `model_type` of transformers {zoo.TRANSFORMERS} "
         f"({built + len(zoo.NOT_TINY)}); {built} build from a small config. Of those, "
         f"{len(zoo.VERIFIED)} verify ({share}%): {verified}.\n\n"
+        f"{len(zoo.HYBRID)} of these are hybrids whose other blocks are not attention "
+        f"({', '.join(f'`{t}`' for t in zoo.HYBRID)}): their attention layers verify, "
+        "but analysing them is refused in one line until the report draws layers without "
+        "attention.\n\n"
         f"{len(zoo.REFUSED)} are refused in one line, by what they lack:\n\n{refused}"
     )
 

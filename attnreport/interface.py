@@ -17,10 +17,11 @@ Shape letters: ``batch`` (always 1 here), ``head``, ``kv_head``, ``query``, ``ke
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -59,6 +60,8 @@ class Computed:
 class Tap(Protocol):
     """Receives every call of the function while active."""
 
+    leading_rows: int  # the blockwise attention keeps the probabilities of this many queries
+
     def modify(self, module: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
         """Return (q, k, v) to score, each (batch, heads, n, d); identity when not intervening."""
         ...
@@ -67,6 +70,62 @@ class Tap(Protocol):
 
 
 _ACTIVE: list[Tap] = []
+
+
+@dataclass(frozen=True)
+class AttentionCall:
+    """One call of an attention function, as transformers makes it, typed: ``query``
+    (batch, head, n, d), ``key`` and ``value`` (batch, kv_head, n, d) as scored (after the
+    tap's change, if any); ``scaling`` resolved (d ** -0.5 when the model gives none)."""
+
+    module: nn.Module
+    query: torch.Tensor
+    key: torch.Tensor
+    value: torch.Tensor
+    mask: torch.Tensor | None  # the model's mask (additive floats, or booleans when blockwise)
+    scaling: float
+    softcap: float | None
+    window: int | None  # sliding window in tokens
+    sinks: torch.Tensor | None  # learned sink logits (head,): transformers' ``s_aux``
+    bias: torch.Tensor | None  # an additive score bias (ALiBi): ``score_bias``
+    tap: Tap | None  # records what was computed; None when no capture is active
+
+    def repeated_kv(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``key`` and ``value`` with each kv head repeated for its query heads (GQA)."""
+        groups = self.query.shape[1] // self.key.shape[1]
+        return repeat_kv(self.key, groups), repeat_kv(self.value, groups)
+
+
+def tapped(fn: Callable[[AttentionCall], Any]) -> Callable[..., Any]:
+    """``fn`` (an attention function of ours) as transformers calls it: the active tap's
+    change of q, k and v (an intervention) is applied here, in one place for every such
+    function, and ``fn`` is handed the call typed (``AttentionCall``)."""
+
+    @functools.wraps(fn)
+    def call(
+        module: nn.Module,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        scaling: float | None = None,
+        dropout: float = 0.0,
+        softcap: float | None = None,
+        sliding_window: int | None = None,
+        s_aux: torch.Tensor | None = None,
+        score_bias: torch.Tensor | None = None,
+        **_kwargs: object,
+    ):
+        tap = _ACTIVE[-1] if _ACTIVE else None
+        if score_bias is None and isinstance(_kwargs.get("position_bias"), torch.Tensor):
+            score_bias = _kwargs["position_bias"]  # Inkling's relative position bias, added alike
+        if tap is not None:
+            query, key, value = tap.modify(module, query, key, value)
+        scale = float(query.shape[-1] ** -0.5 if scaling is None else scaling)
+        return fn(AttentionCall(module, query, key, value, attention_mask, scale, softcap,
+                                sliding_window, s_aux, score_bias, tap))  # fmt: skip
+
+    return call
 
 
 def repeat_kv(t: torch.Tensor, groups: int) -> torch.Tensor:
@@ -98,38 +157,28 @@ def _softmax(scores: torch.Tensor, sinks: torch.Tensor | None, dtype: torch.dtyp
     return full[..., :-1].to(dtype), full[..., -1]
 
 
-def attention(
-    module: nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float | None = None,
-    dropout: float = 0.0,
-    softcap: float | None = None,
-    sliding_window: int | None = None,
-    s_aux: torch.Tensor | None = None,
-    score_bias: torch.Tensor | None = None,
-    **_kwargs: object,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def eager_attention(call: AttentionCall) -> tuple[torch.Tensor, torch.Tensor]:
     """Eager attention; returns (output (batch, query, head, d), probs (batch, head, query, key))."""
-    tap = _ACTIVE[-1] if _ACTIVE else None
-    if tap is not None:
-        query, key, value = tap.modify(module, query, key, value)
-    scaling = float(query.shape[-1] ** -0.5 if scaling is None else scaling)
-    groups = query.shape[1] // key.shape[1]
-    k_all, v_all = repeat_kv(key, groups), repeat_kv(value, groups)
-    logits = _logits(query, k_all, scaling, score_bias)
+    query, key, value, softcap, s_aux, score_bias = (
+        call.query,
+        call.key,
+        call.value,
+        call.softcap,
+        call.sinks,
+        call.bias,
+    )
+    k_all, v_all = call.repeated_kv()
+    logits = _logits(query, k_all, call.scaling, score_bias)
     capped = logits if softcap is None else torch.tanh(logits / softcap) * softcap
-    scores = capped if attention_mask is None else capped + attention_mask
+    scores = capped if call.mask is None else capped + call.mask
     probs, sink_probs = _softmax(scores, s_aux, query.dtype)
     context = torch.matmul(probs, v_all)  # (batch, head, query, d)
-    if tap is not None:
-        mask = None if attention_mask is None else attention_mask[0, 0]
-        tap.record(
-            module,
+    if call.tap is not None:
+        mask = None if call.mask is None else call.mask[0, 0]
+        call.tap.record(
+            call.module,
             Computed(
-                query[0], key[0], value[0], mask, scaling, softcap, sliding_window,
+                query[0], key[0], value[0], mask, call.scaling, softcap, call.window,
                 None if s_aux is None else s_aux.detach(),
                 None if score_bias is None else score_bias.reshape(query.shape[1], -1, key.shape[2]),
                 logits[0], scores[0], probs[0],
@@ -139,6 +188,7 @@ def attention(
     return context.transpose(1, 2).contiguous(), probs
 
 
+attention = tapped(eager_attention)  # what the models call
 AttentionInterface.register(NAME, attention)
 AttentionMaskInterface.register(NAME, eager_mask)  # the additive masks eager attention uses
 

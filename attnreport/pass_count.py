@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from torch import nn
 
 from attnreport.config import Settings
-from attnreport.interventions import TARGETS
 from attnreport.session import Session
+from attnreport.vocabulary import TARGETS
 
 PassProgress = Callable[[int, int], None]  # (passes done, passes in all)
 

@@ -48,16 +48,20 @@ def probe_length(context: int, bos: bool) -> int:
     return length
 
 
-def probe_scores(model: torch.nn.Module, probes: list[list[int]]) -> Table:
-    """``probes.probe_table`` of ``probes`` (token-id lists of one length) on ``model``."""
+def probe_scores(
+    model: torch.nn.Module, probes: list[list[int]], layers: list[int] | None = None
+) -> Table:
+    """``probes.probe_table`` of ``probes`` (token-id lists of one length) on ``model``;
+    ``layers``: its attention layers (a hybrid's model gives probabilities for those only)."""
     ids = torch.tensor(probes).to(input_device(model))  # (probe, token)
     with torch.no_grad():
         out = model(input_ids=ids, output_attentions=True, use_cache=False, logits_to_keep=1)
     length = len(probes[0]) // 2  # 2R tokens, or 2R + 1 with a BOS
     offset = probe_offset(probes[0], length)
     per_probe = [[] for _ in probes]
-    for attention in out.attentions:  # (probe, head, query, key), one per layer
+    attentions = [a for a in out.attentions if a is not None]
+    for attention in attentions:  # (probe, head, query, key), one per attention layer
         for index, probs in enumerate(host(attention).float()):
             induction = induction_scores(probs, offset, length)
             per_probe[index].append((induction, previous_token_scores(probs)))
-    return probe_table(per_probe)
+    return probe_table(per_probe, layers)

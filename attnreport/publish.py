@@ -18,11 +18,10 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from attnreport.corpus.pages import parse_pages
 from attnreport.errors import AttnReportError
+from attnreport.page_choice import parse_pages
 from attnreport.site.context import SiteOptions
-
-OPTIONS_FILE = "render.json"  # inside a site's results/: the options it was drawn with
+from attnreport.vocabulary import OPTIONS_NAME
 
 
 @dataclass(frozen=True)
@@ -75,9 +74,9 @@ def render_folder(
     them (``render site/results --out site``): it is replaced only when complete.
     Then the figure and image caches are pruned to their limit (``usercache.prune``).
     """
+    from attnreport.output import check_target, write_site
     from attnreport.site.assemble import assemble_site
     from attnreport.site.source import from_folder
-    from attnreport.site.write import check_target, write_site
     from attnreport.usercache import prune
 
     out = Path(out)
@@ -91,7 +90,7 @@ def render_folder(
 
 def stored_options(results_dir: str | Path) -> SiteOptions | None:
     """The options a site's ``results/`` was rendered with (None for analyze output)."""
-    path = Path(results_dir) / OPTIONS_FILE
+    path = Path(results_dir) / OPTIONS_NAME
     return options_from_json(path.read_bytes(), str(path)) if path.is_file() else None
 
 

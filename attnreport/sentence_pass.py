@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import fields, replace
-from typing import Any
 
 import torch
 
@@ -27,12 +26,10 @@ from attnreport.config import Settings
 from attnreport.models.layout import LayerSpec
 from attnreport.models.placement import host
 from attnreport.records import LayerRecord
+from attnreport.results import AttentionMaps, SentenceTables
+from attnreport.results import tables as rt
+from attnreport.results.roles import HeadRolesTable, MassiveActivationsTable
 from attnreport.streaming import layer_tensors, stream_layers
-
-# "scores": [layer][head] triangle; "sinks": [layer] -> [head] sink logits or None (None
-# for a model without); "rank_fixes": (layer, head, query) -> ranks (see ``results.maps``)
-Maps = dict[str, Any]
-
 
 LayerProgress = Callable[[int, int], None]  # (layers done, layers in the model)
 
@@ -55,12 +52,12 @@ def analyze_pass(
     token_ids: torch.Tensor,
     settings: Settings,
     on_layer: LayerProgress | None = None,
-) -> tuple[dict[str, Table], Maps | None]:
-    """The sentence's tables (``merge_layers``) and, up to ``map_tokens`` tokens, its maps.
-    ``on_layer(done, total)`` hears of each layer analysed (progress within a sentence)."""
+) -> tuple[SentenceTables, AttentionMaps | None]:
+    """The sentence's tables (``merge_layers``, typed) and, up to ``map_tokens`` tokens, its
+    attention maps. ``on_layer(done, total)`` hears of each layer analysed."""
     keep_maps = token_ids.shape[0] <= settings.map_tokens
     per_layer: list[dict[str, Table]] = []
-    maps: Maps = {"scores": [], "sinks": [], "rank_fixes": {}}
+    maps = AttentionMaps([], [], {})
 
     def dense(spec: LayerSpec, raw: RawLayer) -> None:
         record = to_cpu(layer_record(spec, raw))
@@ -69,9 +66,9 @@ def analyze_pass(
         tables.update(layer_role_tables(record, token_ids.cpu(), host(spec.out_weight).float()))
         per_layer.append(tables)
         kept = attention_triangles(record, order)
-        maps["scores"].append(kept["scores"])
-        maps["rank_fixes"].update(kept["rank_fixes"])
-        maps["sinks"].append(sink_logits(raw.computed.sinks))
+        maps.scores.append(kept["scores"])
+        maps.rank_fixes.update(kept["rank_fixes"])
+        maps.sinks.append(sink_logits(raw.computed.sinks))  # type: ignore[union-attr]
         if on_layer is not None:
             on_layer(len(per_layer), len(specs))
 
@@ -83,9 +80,24 @@ def analyze_pass(
             on_layer(len(per_layer), len(specs))
 
     stream_layers(model, specs, token_ids, dense if keep_maps else blockwise, not keep_maps)
-    if not any(layer is not None for layer in maps["sinks"]):
-        maps["sinks"] = None
-    return merge_layers(per_layer), maps if keep_maps else None
+    sinks = maps.sinks if any(layer is not None for layer in maps.sinks or ()) else None
+    return typed_tables(merge_layers(per_layer)), (
+        AttentionMaps(maps.scores, sinks, maps.rank_fixes) if keep_maps else None
+    )
+
+
+def typed_tables(tables: dict[str, Table]) -> SentenceTables:
+    """The merged per-sentence tables (name -> columns) as the results' typed tables."""
+    return SentenceTables(
+        top=rt.TopTable(**tables["top"]),
+        breakdown=rt.BreakdownTable(**tables["breakdown"]),
+        focus=rt.FocusTable(**tables["focus"]),
+        focus_sorted=rt.FocusSortedTable(**tables["focus_sorted"]),
+        head_impact=rt.HeadImpactTable(**tables["head_impact"]),
+        block_impact=rt.BlockImpactTable(**tables["block_impact"]),
+        head_roles=HeadRolesTable(**tables["head_roles"]),
+        massive_activations=MassiveActivationsTable(**tables["massive_activations"]),
+    )
 
 
 def sink_logits(sinks: torch.Tensor | None) -> list[float] | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from attnreport.config import Settings
+from attnreport.errors import AttnReportError
 from attnreport.models.layout import LayerSpec
 from attnreport.models.loading import LoadedModel, load_model
 from attnreport.sentences import Sentence, bos_added, read_sentences, tokenize_sentences
@@ -49,6 +50,33 @@ def context_length(loaded: LoadedModel) -> int:
     return FALLBACK_CONTEXT
 
 
+def load_verified(
+    model_name: str, dtype: str = "float32", device: str = "cpu", device_map: str | None = None
+) -> tuple[LoadedModel, list[LayerSpec]]:
+    """The one checked load every command, the Ray workers and ``serve`` go through: the
+    model loaded, then discovery and the self-check (``verified_layers``); a model that
+    fails the check is refused in one line (``AttnReportError``)."""
+    loaded = load_model(model_name, dtype=dtype, device=device, device_map=device_map)
+    specs = verified_layers(loaded.family, loaded.model)
+    refuse_hybrid(specs, int(loaded.model.config.num_hidden_layers))
+    return loaded, specs
+
+
+def refuse_hybrid(specs: list[LayerSpec], n_blocks: int) -> None:
+    """A one-line refusal for a hybrid (blocks without attention): its attention layers
+    verify, but the report's per-layer tables, figures and interventions number layers
+    as attention layers 0..n-1 and cannot yet show the others as "not attention"."""
+    others = sorted(set(range(n_blocks)) - {s.layer for s in specs})
+    if others:
+        listed = ", ".join(str(i) for i in others[:6]) + (", ..." if len(others) > 6 else "")
+        which = f"layers {listed} of {n_blocks} are" if len(others) > 1 else f"layer {listed} is"
+        raise AttnReportError(
+            f"{which} not attention (a hybrid model); its attention "
+            "layers verify, but the report cannot show the others yet (missing: reports of "
+            "hybrid models)"
+        )
+
+
 def open_session(
     model_name: str,
     sentences_file: str | None,
@@ -60,9 +88,9 @@ def open_session(
 ) -> Session:
     """Read the sentences first (cheap errors first), then load the model and tokenize."""
     texts = read_sentences(sentences_file)
-    loaded = load_model(model_name, dtype=dtype, device=device, device_map=device_map)
+    loaded, specs = load_verified(model_name, dtype, device, device_map)
     sentences = tokenize_sentences(texts, loaded.tokenizer, context_length(loaded), truncate, bos)
-    return Session(loaded, verified_layers(loaded.family, loaded.model), sentences, bos)
+    return Session(loaded, specs, sentences, bos)
 
 
 def session_for(settings: Settings) -> Session:

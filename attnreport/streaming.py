@@ -37,7 +37,7 @@ from attnreport.capture import (
     raw_layer,
 )
 from attnreport.errors import AttnReportError
-from attnreport.interface import _ACTIVE, NAME, _logits, _softmax, repeat_kv
+from attnreport.interface import NAME, AttentionCall, _logits, _softmax, tapped
 from attnreport.models.layout import LayerSpec
 
 STREAM_NAME = "attnreport-blockwise"
@@ -84,29 +84,12 @@ def _block_probs(query, k_all, mask, start, stop, options) -> torch.Tensor:
     return _softmax(scores, sinks, query.dtype)[0]
 
 
-def blockwise_attention(
-    module: nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float | None = None,
-    dropout: float = 0.0,
-    softcap: float | None = None,
-    sliding_window: int | None = None,
-    s_aux: torch.Tensor | None = None,
-    score_bias: torch.Tensor | None = None,
-    **_kwargs: object,
-) -> tuple[torch.Tensor, None]:
+def blockwise_attention(call: AttentionCall) -> tuple[torch.Tensor, None]:
     """Eager attention over blocks of queries; returns (output (batch, query, head, d), None)."""
-    tap = _ACTIVE[-1] if _ACTIVE else None
-    if tap is not None:
-        query, key, value = tap.modify(module, query, key, value)
-    scaling = float(query.shape[-1] ** -0.5 if scaling is None else scaling)
-    groups = query.shape[1] // key.shape[1]
-    k_all, v_all = repeat_kv(key, groups), repeat_kv(value, groups)
+    query, attention_mask, tap = call.query, call.mask, call.tap
+    k_all, v_all = call.repeated_kv()
     n = query.shape[2]
-    options = (scaling, softcap, sliding_window, s_aux, score_bias)
+    options = (call.scaling, call.softcap, call.window, call.sinks, call.bias)
     context = torch.empty_like(query)  # (batch, head, query, d)
     rows = block_rows(query.shape[1], n)
     for start in range(0, n, rows):
@@ -114,15 +97,15 @@ def blockwise_attention(
         probs = _block_probs(query, k_all, attention_mask, start, stop, options)
         context[:, :, start:stop] = torch.matmul(probs, v_all[:, :, :stop])
     if tap is not None:
-        m = min(getattr(tap, "leading_rows", 0), n)
+        m = min(tap.leading_rows, n)
         leading = _block_probs(query, k_all, attention_mask, 0, m, options)[0] if m else None
-        bias = None if score_bias is None else score_bias.reshape(query.shape[1], -1, n)
-        sinks = None if s_aux is None else s_aux.detach()
+        bias = None if call.bias is None else call.bias.reshape(query.shape[1], -1, n)
+        sinks = None if call.sinks is None else call.sinks.detach()
         scored = Scored(
-            query[0], key[0], value[0], scaling, softcap, sliding_window, sinks, bias,
-            context[0], leading,
+            query[0], call.key[0], call.value[0], call.scaling, call.softcap, call.window,
+            sinks, bias, context[0], leading,
         )  # fmt: skip
-        tap.record(module, scored)  # type: ignore[arg-type]
+        tap.record(call.module, scored)  # type: ignore[arg-type]
     return context.transpose(1, 2).contiguous(), None
 
 
@@ -134,7 +117,7 @@ def boolean_mask(*args, **kwargs) -> torch.Tensor | None:
     return sdpa_mask(*args, allow_is_causal_skip=False, **kwargs)
 
 
-AttentionInterface.register(STREAM_NAME, blockwise_attention)
+AttentionInterface.register(STREAM_NAME, tapped(blockwise_attention))
 AttentionMaskInterface.register(STREAM_NAME, boolean_mask)
 
 
@@ -197,7 +180,7 @@ def _hand_over(spec: LayerSpec, slots: Slots, on_layer: LayerHandler):
         try:
             on_layer(spec, raw_layer(slots))
         finally:
-            slots.values.clear()  # the layer's tensors go as soon as it is analysed
+            slots.clear()  # the layer's tensors go as soon as it is analysed
 
     return hook
 

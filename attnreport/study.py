@@ -1,14 +1,14 @@
-"""Run the whole study on a session and return JSON-ready results (``docs/results-schema.md``).
+"""The study's steps on a session, typed (``docs/results-schema.md``): one sentence's
+tables, the head roles and contrasts of the set, the interventions, the manifest.
 
 One pass per sentence captures everything; layer records stream through the pure
 analyses one at a time, so only one layer's n x n tensors are alive at once. The
-interventions follow at the layer with the strongest pooled first-token focus.
-``attnreport analyze`` writes these results; ``attnreport build`` draws them.
+interventions follow at the layer with the strongest pooled first-token focus. The one
+pipeline that runs these steps over a corpus is ``attnreport.corpus.run_corpus``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -16,9 +16,8 @@ import numpy as np
 import torch
 
 from attnreport import __version__
-from attnreport.analyses import pool_focus, pool_impact
 from attnreport.analyses.role_pooling import RoleTotals
-from attnreport.analyses.tables import round_sig, triangle
+from attnreport.analyses.tables import Table, round_sig, triangle
 from attnreport.config import Settings
 from attnreport.dates import analysis_date
 from attnreport.errors import AttnReportError
@@ -30,22 +29,20 @@ from attnreport.interventions import (
     observed_layers,
     scaling_grid,
 )
+from attnreport.models.facts import layer_facts
 from attnreport.models.layout import positional_scheme
 from attnreport.pass_memo import remembered
 from attnreport.probe_pass import probe_scores, session_probes
 from attnreport.provenance import provenance
 from attnreport.results import (
-    AttentionMaps,
     GridCell,
     Interventions,
     ListedSentence,
     Manifest,
     MeanGrid,
     ModelInfo,
-    Results,
     ScalingGrid,
     SentenceResults,
-    SentenceTables,
     SetResults,
     StudySettings,
     TokensTable,
@@ -54,40 +51,37 @@ from attnreport.results import tables as rt
 from attnreport.results.roles import (
     HeadRolesBySentenceTable,
     HeadRolesSetTable,
-    HeadRolesTable,
-    MassiveActivationsTable,
     SetMassiveActivationsTable,
 )
+from attnreport.results.rounding import round_places
 from attnreport.sentence_pass import LayerProgress, analyze_pass
+from attnreport.sentences import Sentence
 from attnreport.session import Session, context_length
 from attnreport.streaming import stream_layers
 from attnreport.value_norms import value_norms
 
-Step = Callable[[str], None]  # called once per finished unit of work, with its stage name
-
-
-def _noop(_stage: str) -> None:
-    return None
-
 
 @dataclass(frozen=True)
 class SentenceAnalysis:
+    """One sentence's results and the tables the set-wide totals add up (as arrays)."""
+
     result: SentenceResults  # schema sentences/NNN.json
-    focus: dict[str, np.ndarray]  # the focus table, kept as arrays for pooling
-    head_impact: dict[str, np.ndarray]
-    head_roles: dict[str, np.ndarray]
-    massive_activations: dict[str, np.ndarray]
+    focus: Table  # the focus table, kept as arrays for pooling
+    head_impact: Table
+    head_roles: Table
+    massive_activations: Table
 
 
 def analyze_sentence(
-    session: Session, index: int, settings: Settings, on_layer: LayerProgress | None = None
+    session: Session, sentence: Sentence, settings: Settings, on_layer: LayerProgress | None = None
 ) -> SentenceAnalysis:
-    """Every per-sentence table of one sentence (schema ``sentences/NNN.json``); each layer
-    is analysed as soon as it has run and then dropped (``sentence_pass.analyze_pass``,
-    which reports each to ``on_layer``)."""
-    sentence = session.sentences[index]
+    """Every per-sentence table of ``sentence`` (schema ``sentences/NNN.json``) on
+    ``session``'s model; each layer is analysed as soon as it has run and then dropped
+    (``sentence_pass.analyze_pass``, which reports each to ``on_layer``)."""
+    index = sentence.index
     ids = torch.tensor(sentence.token_ids)
     tables, maps = analyze_pass(session.model, session.specs, ids, settings, on_layer)
+    assert tables.head_roles is not None and tables.massive_activations is not None
     result = SentenceResults(
         index=index,
         text=sentence.text,
@@ -97,25 +91,16 @@ def analyze_sentence(
             token=list(sentence.tokens),
             token_id=np.array(sentence.token_ids),
         ),
-        tables=SentenceTables(
-            top=rt.TopTable(**tables["top"]),
-            breakdown=rt.BreakdownTable(**tables["breakdown"]),
-            focus=rt.FocusTable(**tables["focus"]),
-            focus_sorted=rt.FocusSortedTable(**tables["focus_sorted"]),
-            head_impact=rt.HeadImpactTable(**tables["head_impact"]),
-            block_impact=rt.BlockImpactTable(**tables["block_impact"]),
-            head_roles=HeadRolesTable(**tables["head_roles"]),
-            massive_activations=MassiveActivationsTable(**tables["massive_activations"]),
-        ),
-        attention=None if maps is None else AttentionMaps(**maps),
+        tables=tables,
+        attention=maps,
         view_head=None if settings.view_head is None else tuple(settings.view_head),  # type: ignore[arg-type]
     )
     return SentenceAnalysis(
         result,
-        tables["focus"],
-        tables["head_impact"],
-        tables["head_roles"],
-        tables["massive_activations"],
+        tables.focus.arrays(),
+        tables.head_impact.arrays(),
+        tables.head_roles.arrays(),
+        tables.massive_activations.arrays(),
     )
 
 
@@ -131,42 +116,24 @@ def run_probes(session: Session) -> ProbeResult:
     """The induction probes of ``session``'s model, run through it (once per loaded model)."""
     probes = session_probes(session)
     key = ("probes", tuple(tuple(p) for p in probes))
-    scores = remembered(session.model, key, lambda: probe_scores(session.model, probes))
+    scores = remembered(
+        session.model,
+        key,
+        lambda: probe_scores(session.model, probes, [s.layer for s in session.specs]),
+    )
     return ProbeResult(probes, scores)
 
 
-def role_results(totals: RoleTotals, probe: ProbeResult) -> dict[str, Any]:
-    """The ``SetResults`` fields of the head roles: three tables and the probes."""
+def with_roles(result: SetResults, totals: RoleTotals, probe: ProbeResult) -> SetResults:
+    """``result`` with the head roles: three set tables and the probes they were read on."""
     tables = totals.tables(probe.scores)
-    return {
-        "head_roles": HeadRolesSetTable(**tables["head_roles"]),
-        "head_roles_by_sentence": HeadRolesBySentenceTable(**tables["head_roles_by_sentence"]),
-        "massive_activations": SetMassiveActivationsTable(**tables["massive_activations"]),
-        "probes": tuple(tuple(p) for p in probe.probes),
-    }
-
-
-def set_results(
-    analyses: list[SentenceAnalysis], probe: ProbeResult | None = None
-) -> tuple[SetResults, dict[str, np.ndarray]]:
-    """Set-wide tables (schema ``set.json``) and the pooled focus table as arrays; with
-    ``probe``, the head-role tables too."""
-    by_sentence, pooled, pooled_sorted = pool_focus([a.focus for a in analyses])
-    impact = pool_impact([a.head_impact for a in analyses])
-    roles: dict[str, Any] = {}
-    if probe is not None:
-        totals = RoleTotals()
-        for a in analyses:
-            totals.add(a.result.index, a.head_roles, a.massive_activations)
-        roles = role_results(totals, probe)
-    result = SetResults(
-        focus_by_sentence=rt.FocusBySentenceTable(**by_sentence),
-        focus_pooled=rt.FocusPooledTable(**pooled),
-        focus_sorted=rt.PooledSortedTable(**pooled_sorted),
-        impact_pooled=rt.ImpactPooledTable(**impact),
-        **roles,
+    return replace(
+        result,
+        head_roles=HeadRolesSetTable(**tables["head_roles"]),
+        head_roles_by_sentence=HeadRolesBySentenceTable(**tables["head_roles_by_sentence"]),
+        massive_activations=SetMassiveActivationsTable(**tables["massive_activations"]),
+        probes=tuple(tuple(p) for p in probe.probes),
     )
-    return result, pooled
 
 
 def strongest_first_token_layer(pooled: dict[str, np.ndarray]) -> int:
@@ -178,8 +145,9 @@ def strongest_first_token_layer(pooled: dict[str, np.ndarray]) -> int:
 
 
 def _observations(outcome: Outcome, observed: dict[str, int]) -> dict[str, list[Any]]:
+    """Observed layer name -> [head] -> triangle of p_ij at ``PROB_PLACES`` decimals."""
     return {
-        name: [triangle(head) for head in outcome.probs[layer].cpu()]
+        name: [triangle(round_places(head.float().numpy())) for head in outcome.probs[layer].cpu()]
         for name, layer in observed.items()
     }
 
@@ -270,13 +238,14 @@ def manifest(session: Session, settings: Settings) -> Manifest:
     """Model, tokenizer, settings, versions and sentences: what a reader needs to reproduce."""
     loaded, spec = session.loaded, session.specs[0]
     config = loaded.model.config
+    scheme = positional_scheme(session.specs, loaded.model)
     model = ModelInfo(
         name=loaded.source.display_name,
         source=loaded.source.kind,
         fingerprint=loaded.fingerprint,
         model_type=config.model_type,
         family=loaded.family.name,
-        positional=positional_scheme(session.specs, loaded.model),
+        positional=scheme,
         n_layers=len(session.specs),
         n_heads=spec.layout.n_heads,
         n_kv_heads=spec.layout.n_kv_heads,
@@ -289,6 +258,7 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         tokenizer=type(loaded.tokenizer).__name__,
         features=tuple(model_features(session)),
         layer_windows={s.layer: s.window for s in session.specs if s.window is not None},
+        layers=layer_facts(session.specs, int(config.num_hidden_layers), scheme),
         extra={
             "bos_token": f"{'added' if session.bos_added else 'not added'} (--bos {session.bos})",
             **provenance(loaded),
@@ -366,26 +336,4 @@ def with_contrasts(result: SetResults, session: Session, settings: Settings) -> 
     the value norms (the one-pass study and the corpus run both add them here)."""
     return replace(
         result, bos_contrast=bos_contrast(session, settings), value_norms=value_norms(session)
-    )
-
-
-def run_study(session: Session, settings: Settings, step: Step = _noop) -> Results:
-    """Capture and analyse every sentence, pool the set, run the interventions."""
-    check_settings(settings, session)
-    analyses = []
-    for index in range(len(session.sentences)):
-        analyses.append(analyze_sentence(session, index, settings))
-        step("capture")
-    set_result, pooled = set_results(analyses, run_probes(session))
-    set_result = with_contrasts(set_result, session, settings)
-    layer = settings.intervene_layer
-    if layer is None:
-        layer = strongest_first_token_layer(pooled)
-    interventions = intervention_results(session, settings, layer)
-    step("interventions")
-    return Results(
-        manifest(session, settings),
-        tuple(a.result for a in analyses),
-        set_result,
-        interventions,
     )

@@ -53,6 +53,20 @@ def _max_abs(*tensors: torch.Tensor) -> float:
     return max((t.abs().max().item() for t in tensors if t.numel()), default=0.0)
 
 
+def _as_the_model_reports(record: LayerRecord, model_probs: torch.Tensor) -> torch.Tensor:
+    """Our (head, query, key) probabilities as the model's ``output_attentions`` gives them.
+    With learned sinks, most models report p with the sink's share taken out (rows sum to
+    1 - sink); Granite-SWA reports the softmax over the keys alone and scales the output
+    by the sink afterwards (rows sum to 1): then ours are compared renormalised over the
+    keys, p / (1 - sink), which is the same softmax."""
+    if record.sink_probs is None:
+        return record.probs
+    model_rows, our_rows = model_probs.sum(-1), record.probs.sum(-1)
+    if (model_rows - our_rows).abs().max() <= (model_rows - 1).abs().max():
+        return record.probs
+    return record.probs / our_rows[..., None]
+
+
 @dataclass
 class _Maxima:
     """Running maxima of the three errors and the magnitudes they are compared with."""
@@ -69,8 +83,9 @@ class _Maxima:
 
     def add_layer(self, record: LayerRecord, model_probs: torch.Tensor) -> None:
         model_probs = model_probs.detach().cpu().float()
-        self.probs = max(self.probs, (record.probs - model_probs).abs().max().item())
-        self.prob_scale = max(self.prob_scale, _max_abs(record.probs, model_probs))
+        probs = _as_the_model_reports(record, model_probs)
+        self.probs = max(self.probs, (probs - model_probs).abs().max().item())
+        self.prob_scale = max(self.prob_scale, _max_abs(probs, model_probs))
         self.keys = max(self.keys, record.n_tokens)
         summed = record.updates.sum(0) + record.out_bias
         self.updates = max(self.updates, (summed - record.block_out).abs().max().item())
@@ -79,6 +94,11 @@ class _Maxima:
         )
         self.heads_inner = max(self.heads_inner, record.n_heads * int(record.context.shape[-1]))
         allowed = record.allowed.expand_as(record.logits)
+        if not bool(allowed.any()):  # a mask of learned biases (Doge's dynamic mask)
+            raise AttnReportError(
+                f"layer {record.layer}: the model's attention mask allows no key outright "
+                "(missing: a mask of 0 for allowed keys and -inf for blocked ones)"
+            )
         terms = sum(record.terms.values())
         self.terms = max(self.terms, (terms - record.logits)[allowed].abs().max().item())
         parts = [t.expand_as(record.logits)[allowed] for t in record.terms.values()]

@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 WATCHED = ("torch", "transformers", "accelerate", "gguf", "altair", "jinja2", "vl_convert")
 
@@ -28,14 +29,15 @@ def main() -> None:
 
     marks["cli"] = time.perf_counter()
     cpu["cli"] = time.process_time()
-    import attnreport.build as build
+    import attnreport.build  # noqa: F401  (what analyze imports)
+    from attnreport import output
 
     marks["study modules (torch)"] = time.perf_counter()
     cpu["study modules (torch)"] = time.process_time()
     cli.quiet_libraries()
     marks["transformers"] = time.perf_counter()
     cpu["transformers"] = time.process_time()
-    build.check_output(build.Path(os.devnull).parent / "attnreport-probe", [], True)
+    output.check_output(Path(os.devnull).parent / "attnreport-probe", [], True)
     marks["output check"] = time.perf_counter()
     cpu["output check"] = time.process_time()
     from attnreport.models.loading import load_model

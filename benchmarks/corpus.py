@@ -7,8 +7,7 @@ the cost of writing and merging each sentence's results.
 Throughput runs ``run_corpus`` in this process with torch on one thread, so the local
 engine and each Ray worker use one core: the fair comparison on a machine with as many
 cores as workers. The RSS runs are real ``attnreport analyze`` processes. Peak RSS is the driver process's (``wait4``), for the corpus
-engine and, for contrast, for the one-pass study that keeps every sentence in memory
-(``attnreport.build.write_results``). ``--render N``: peak RSS of ``attnreport render
+engine (the one pipeline: ``attnreport.build.study`` runs it too). ``--render N``: peak RSS of ``attnreport render
 --pages 10`` over a corpus of N sentences and over one of 4N (the same ten pages drawn;
 flat means render does not hold every sentence). Prints a Markdown table for BENCHMARKS.md.
 """
@@ -59,16 +58,6 @@ def run(command: list[str]) -> tuple[float, int]:
 def analyze(model: str, corpus: Path, out: Path, *extra: str) -> tuple[float, int]:
     command = [sys.executable, "-m", "attnreport.cli", "analyze", "--model", model]
     return run(command + ["--sentences", str(corpus), "--out", str(out), *extra])
-
-
-def one_pass(model: str, corpus: Path, out: Path) -> tuple[float, int]:
-    code = (
-        "import sys; from attnreport.config import load_settings; "
-        "from attnreport.build import write_results; "
-        "write_results(load_settings(None, dict(model=sys.argv[1], sentences=sys.argv[2], "
-        "out=sys.argv[3])), False)"
-    )
-    return run([sys.executable, "-c", code, model, str(corpus), str(out)])
 
 
 def throughput(model: str, corpus: Path, out: Path, engine: str, workers: int) -> dict[str, float]:
@@ -161,11 +150,7 @@ def engine_rows(args: argparse.Namespace, folder: Path) -> list[str]:
     for size in (int(s) for s in args.rss.split(",")):
         small = write_corpus(folder / f"rss-{size}.txt", size, seed=size)
         _, streamed = analyze(args.model, small, folder / f"rss-{size}")
-        _, in_memory = one_pass(args.model, small, folder / f"one-pass-{size}")
-        rows.append(
-            f"| peak RSS, {size} sentences: corpus engine / one-pass study | "
-            f"{streamed / 2**20:.0f} MiB / {in_memory / 2**20:.0f} MiB |"
-        )
+        rows.append(f"| peak RSS, {size} sentences: corpus engine | {streamed / 2**20:.0f} MiB |")
     return rows
 
 

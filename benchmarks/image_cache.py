@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from attnreport.build import study
-from attnreport.charts import image_export
+from attnreport.charts.export import image_export
 from attnreport.cli import load_config
 from attnreport.site.assemble import assemble_site
 from attnreport.site.context import SiteOptions

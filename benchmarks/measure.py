@@ -10,9 +10,10 @@ from typing import Any
 
 import torch
 
-from attnreport.analyses import concat_tables, focus_table, key_order, pool_focus
+from attnreport.analyses import concat_tables, focus_table, head_impact_table, key_order
 from attnreport.capture import capture_attention, installed_hooks
 from attnreport.config import Settings
+from attnreport.corpus.partial import SentencePartial, SetPartial
 from attnreport.interventions import mean_grid, scaling_grid
 from attnreport.session import Session
 from attnreport.study import (
@@ -89,23 +90,27 @@ def _once(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def sentence_focus(session: Session, ids: torch.Tensor) -> dict:
-    """One sentence's focus table over all layers, as ``analyze_sentence`` computes it."""
+def sentence_partial(session: Session, index: int, ids: torch.Tensor) -> SentencePartial:
+    """One sentence's focus and head-impact tables over all layers, as ``analyze_sentence``
+    computes them, as the partial sums the corpus run pools."""
     capture = capture_attention(session.model, session.specs, ids)
-    tables = [focus_table(r, key_order(r.scores, r.allowed)) for r in capture.records(False)]
-    return concat_tables(tables)
+    records = list(capture.records(False))
+    focus = concat_tables([focus_table(r, key_order(r.scores, r.allowed)) for r in records])
+    return SentencePartial.of(index, focus, concat_tables([head_impact_table(r) for r in records]))
 
 
 def intervention_layer(session: Session, settings: Settings) -> int:
-    """The layer ``run_study`` intervenes at: the strongest pooled first-token focus.
+    """The layer the corpus run intervenes at: the strongest pooled first-token focus.
 
-    Only the focus tables are computed (not every analysis), then pooled as ``set_results``
-    pools them, so the layer is the same one the build picks.
+    Only the focus and impact tables are computed (not every analysis), then pooled as
+    the corpus run pools them, so the layer is the same one the build picks.
     """
     if settings.intervene_layer is not None:
         return settings.intervene_layer
-    focus = [sentence_focus(session, ids) for ids in session.token_tensors()]
-    return strongest_first_token_layer(pool_focus(focus)[1])
+    totals = SetPartial()
+    for index, ids in enumerate(session.token_tensors()):
+        totals.add(sentence_partial(session, index, ids))
+    return strongest_first_token_layer(totals.tables()["focus_pooled"])
 
 
 @dataclass(frozen=True)

@@ -97,9 +97,7 @@ def stage_calls(stages: list[str], settings: Any) -> dict[str, Callable[[], Any]
         "load": lambda: open_session(
             settings.model, settings.sentences, settings.dtype, settings.device
         ),
-        "capture": lambda: [
-            analyze_sentence(session, i, settings) for i in range(len(session.sentences))
-        ],
+        "capture": lambda: [analyze_sentence(session, s, settings) for s in session.sentences],
         "interventions": lambda: intervention_results(
             session, settings, results.interventions.layer
         ),

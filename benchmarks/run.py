@@ -10,7 +10,7 @@ model caches) go to a temporary folder removed at the end, or to ``--workdir``.
 
 Sections: 1 capture + focus vs the model's pass, 2 interventions, 3 model load,
 4 example build, 4b analyze vs build vs render, 4c serve --watch, 5 sequence-length scaling, 6 page weight
-and render time, 7 bertviz;
+and render time, 7 bertviz, 8 site weight against the budgets;
 then a pyinstrument profile of the slowest warm-build stage (when pyinstrument is there).
 """
 
@@ -32,7 +32,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: import the repository, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from benchmarks import pages, rebuild, sections, watch  # noqa: E402
+from benchmarks import pages, rebuild, sections, watch, weight  # noqa: E402
 from benchmarks.report import Section, kept_notes, render  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -185,6 +185,7 @@ def section_plan(ctx: sections.Context) -> list[tuple[str, Callable[[], Section]
         ("scaling", lambda: sections.scaling_section(ctx, (16,) if quick else FULL_SCALING)),
         ("pages", lambda: pages.pages_section(ctx, page_lengths)),
         ("bertviz", lambda: pages.bertviz_section(ctx, page_lengths[0 if quick else 1])),
+        ("weight", lambda: weight.weight_section(ctx)),
     ]
 
 

@@ -30,6 +30,7 @@ TITLES = {
     "scaling": "5. Sequence-length scaling",
     "pages": "6. Page weight and render time",
     "bertviz": "7. bertviz beside our page",
+    "weight": "8. Site weight against the budgets",
 }
 
 
@@ -112,7 +113,7 @@ def interventions_section(ctx: Context) -> Section:
     grids = grid_timings(session, settings, layer, ctx.repeats)
     n_layers = len(session.specs)
     section.add(
-        f"At layer {layer} of {n_layers} (the strongest pooled first-token focus, as `run_study` "
+        f"At layer {layer} of {n_layers} (the strongest pooled first-token focus, as the corpus run "
         f"picks it), epsilons {list(settings.epsilons)}. A pass's unit is one plain forward "
         "pass of the model on the same input (`use_cache=False`, no hooks). Each of "
         f"{ctx.repeats} repeats runs the grid, then the same passes as plain forward passes; the "
@@ -165,6 +166,8 @@ def _load_row(label: str, run: WorkerRun) -> tuple:
         seconds(run.wall_s),
         seconds(r["import_s"]),
         seconds(r["in_process_s"]),
+        seconds(r["discover_s"] + r["self_check_s"]),
+        seconds(r["check_cpu_s"]),
         mib(r["peak_rss_mb"]),
     )
 
@@ -191,12 +194,27 @@ def load_section(ctx: Context) -> Section:
     )
     rows = [] if first is None else [_load_row("first load (GGUF, empty cache)", first)]
     rows += [_load_row(f"cached load {i + 1}", run) for i, run in enumerate(cached)]
-    section.table(("Run", "Wall from process start", "Imports", "In process", "Peak RSS"), rows)
+    section.add(
+        "The load-time check (discovery, then the self-check's three checks on its "
+        "8-token probe: `attnreport.verify.verified_layers`) runs after the load in the same "
+        'process; "In process" is up to the loaded model, "Load check" the check alone '
+        '(judged against its 1 s budget on the median cached load), "Check CPU" the CPU '
+        "time it used on all threads. The check's first pass is the model's first forward "
+        "pass after the load, and pays its one-time warm-up.",
+        "",
+    )
+    header = (
+        "Run", "Wall from process start", "Imports", "In process", "Load check", "Check CPU",
+        "Peak RSS",
+    )  # fmt: skip
+    section.table(header, rows)
     section.judge(
         ratio_target(
             "Cached model load, from process start", median.wall_s, 3.0, "s", not ctx.quick
         )
     )
+    check = median.result["discover_s"] + median.result["self_check_s"]
+    section.judge(ratio_target("Load-time self-check", check, 1.0, "s", not ctx.quick))
     return section
 
 

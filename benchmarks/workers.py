@@ -70,12 +70,27 @@ def since_start() -> float:
 
 
 def task_load(_args: dict[str, Any]) -> dict[str, Any]:
-    """Import the loader and load the default model (cold or cached, per ATTNREPORT_CACHE)."""
+    """Import the loader and load the default model (cold or cached, per ATTNREPORT_CACHE),
+    then time the load-time check every load runs (``verified_layers``): discovery, and
+    the self-check on its probe, apart."""
+    from attnreport.models.layout import discover
     from attnreport.models.loading import load_model
+    from attnreport.verify import self_check
 
     imported = since_start()
-    load_model("default")
-    return {"import_s": imported, "in_process_s": since_start(), "peak_rss_mb": peak_rss_mb()}
+    loaded = load_model("default")
+    loaded_s, loaded_cpu = since_start(), time.process_time()
+    specs = discover(loaded.family, loaded.model)
+    discovered_s = since_start()
+    self_check(loaded.model, specs)
+    return {
+        "import_s": imported,
+        "in_process_s": loaded_s,
+        "discover_s": discovered_s - loaded_s,
+        "self_check_s": since_start() - discovered_s,
+        "check_cpu_s": time.process_time() - loaded_cpu,  # all threads: CPU the check used
+        "peak_rss_mb": peak_rss_mb(),
+    }
 
 
 def task_build(args: dict[str, Any]) -> dict[str, Any]:
@@ -108,7 +123,7 @@ def task_scale(args: dict[str, Any]) -> dict[str, Any]:
     sentence = exact_sentence(session.loaded.tokenizer, int(args["n_tokens"]), repeat=True)
     one = Session(session.loaded, session.specs, [sentence], session.bos)
     start = time.perf_counter()
-    analysis = analyze_sentence(one, 0, Settings())
+    analysis = analyze_sentence(one, sentence, Settings())
     seconds = time.perf_counter() - start
     return {
         "n_tokens": len(sentence.token_ids),

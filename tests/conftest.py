@@ -42,10 +42,10 @@ pytest_plugins = ["tests.browser"]  # the browser and offline_page fixtures
 
 def pytest_configure(config):
     """vl-convert measures text with its own fonts in this process, whichever test uses it
-    first (it builds its font database once; see ``attnreport.charts.fonts``); and the
+    first (it builds its font database once; see ``attnreport.charts.export.fonts``); and the
     tests get a cache folder of their own (``own_cache``). Under xdist, torch and the
     processes tests start use one thread each (``one_thread_per_worker``)."""
-    from attnreport.charts.fonts import use_bundled_fonts
+    from attnreport.charts.export.fonts import use_bundled_fonts
 
     use_bundled_fonts()
     config.attnreport_cache = own_cache()

@@ -3,7 +3,7 @@
 ``demo_charts()`` is a ``ChartSource`` with a few tiny figures built from results (a
 per-layer attention heatmap with a layer slider whose other layers load as chunk files,
 sorted-head lines, an impact bar chart, two pooled charts for the index), serialised
-and drawn by the real ``attnreport.charts.embed`` and ``runtime.js``, with stand-in
+and drawn by the real ``attnreport.charts.export.embed`` and ``runtime.js``, with stand-in
 images. ``site_charts()`` prefers the real chart builders once they exist.
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnreport.charts import embed
+from attnreport.charts.export import embed
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.registry import FigureEntry, Placed
 from attnreport.results import Results, SentenceResults
 from attnreport.site import ChartSource
-from attnreport.site.prose import rows
+from attnreport.site.words.prose import rows
 
 
 def _heatmap(sentence: SentenceResults) -> Figure:

@@ -7,13 +7,12 @@ from dataclasses import replace
 
 import pytest
 
+from attnreport.output import write_site
 from attnreport.results import dump
-from attnreport.site import ahead
+from attnreport.site import ahead, default_charts
 from attnreport.site.assemble import assemble_site
-from attnreport.site.chart_source import default_charts
 from attnreport.site.context import SiteOptions
 from attnreport.site.source import from_folder
-from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
 
 OPTIONS = SiteOptions(png=False)

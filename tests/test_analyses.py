@@ -24,8 +24,6 @@ from attnreport.analyses import (
     head_impact_table,
     key_order,
     merge_layers,
-    pool_focus,
-    pool_impact,
     rank_keys,
     round_sig,
     table_to_json,
@@ -34,6 +32,7 @@ from attnreport.analyses import (
 )
 from attnreport.records import TERM_NAMES, LayerRecord
 from attnreport.results.maps import AttentionMaps
+from tests.pooling_reference import pool_focus, pool_impact
 
 SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "results-schema.md"
 

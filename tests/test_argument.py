@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 import pytest
 
 from attnreport.site import SiteOptions, assemble_site
-from attnreport.site.verdicts import VERDICTS
+from attnreport.site.words.verdicts import VERDICTS
 from tests.fixtures.fake_results import fake_study
 from tests.html_scan import scan
 from tests.site_helpers import demo_charts

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from attnreport.cli import main
 from attnreport.config import load_settings
+from attnreport.output import write_site
 from attnreport.results import dump
 from attnreport.site import SiteOptions, assemble_site
 from attnreport.site.markdown import markdown_html
-from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
 from tests.site_helpers import demo_charts
 

@@ -8,9 +8,7 @@ import html
 import re
 from dataclasses import replace
 
-from attnreport.charts.attention import attention_map_figure
-from attnreport.charts.breakdown import breakdown_figure
-from attnreport.charts.common import FEATURE_NOTES
+from attnreport.charts.registry import entry_of, page_inputs, place
 from attnreport.site import SiteOptions, assemble_site
 from attnreport.site.context import without_repeats
 from tests.fixtures.fake_results import fake_study, typed
@@ -53,20 +51,22 @@ def test_no_page_of_a_built_site_repeats_a_caption_sentence():
     assert pages and not repeated, repeated
 
 
-def _manifest_with(*features: str):
+def _results_with(*features: str):
     results = typed(fake_study(1))
     model = replace(results.manifest.model, features=tuple(features))
-    return results.sentences[0], replace(results.manifest, model=model)
+    return replace(results, manifest=replace(results.manifest, model=model))
 
 
 def test_feature_definitions_appear_only_for_models_that_have_the_feature():
-    sentence, plain = _manifest_with()
-    _, modern = _manifest_with("softcap", "sliding_window", "sinks", "qk_norm", "partial_rotary")
-    for key, build in (
-        ("attention-map", lambda m: attention_map_figure(sentence, manifest=m)),
-        ("attention-breakdown", lambda m: breakdown_figure(sentence, m)),
-    ):
-        notes = [text for _, text in FEATURE_NOTES[key]]
+    plain = _results_with()
+    modern = _results_with("softcap", "sliding_window", "sinks", "qk_norm", "partial_rotary")
+    for key in ("attention-map", "attention-breakdown"):
+        entry = entry_of(key)
+
+        def build(results, entry=entry):  # as a page builds it: through its registry entry
+            return place(entry, page_inputs(results, 0)).figure
+
+        notes = [text for _, text in entry.notes]
         assert not any(note in build(plain).caption for note in notes), key
         caption = build(modern).caption
         assert all(note in caption for note in notes), key

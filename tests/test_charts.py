@@ -22,13 +22,20 @@ from altair.vegalite.v6.schema.core import load_schema
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnreport.charts import block_impact, embed, images, index_figures, sentence_figures
-from attnreport.charts.assemble import columns_to_rows, static_view
-from attnreport.charts.attention import attention_map_figure, attention_map_rows
-from attnreport.charts.columns import rounded, sentence_tokens
-from attnreport.charts.embed import chunk_file_name, chunk_files, decode_columns, figure_payload
+from attnreport.charts import index_figures, sentence_figures
+from attnreport.charts.export import embed, images
+from attnreport.charts.export.embed import (
+    chunk_file_name,
+    chunk_files,
+    decode_columns,
+    figure_payload,
+)
 from attnreport.charts.figure import Figure
-from attnreport.charts.position_window import POSITION_WINDOW, WINDOW_PARAM
+from attnreport.charts.figures import block_impact
+from attnreport.charts.figures.attention import attention_map_figure, attention_map_rows
+from attnreport.charts.figures.columns import rounded, sentence_tokens
+from attnreport.charts.spec.assemble import columns_to_rows, static_view
+from attnreport.charts.spec.position_window import POSITION_WINDOW, WINDOW_PARAM
 from tests.fixtures.fake_results import fake_sentence, fake_study, typed, typed_sentence
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -459,7 +466,7 @@ def test_oversized_static_spec_is_refused_without_vl_convert(figures, monkeypatc
     fig = next(f for f in figures["rope"] if f.key == "attention-map")
     rows = [{"query": 0, "key": 0, "score": 0.0}] * (images.MAX_ROWS + 1)
     big = replace(fig, static_spec={**fig.static_spec, "data": {"values": rows}})
-    with caplog.at_level(logging.WARNING, logger="attnreport.charts.images"):
+    with caplog.at_level(logging.WARNING, logger="attnreport.charts.export.images"):
         assert images.export_images(big) is None
     assert "no static image" in caplog.text
     heavy = replace(
@@ -522,7 +529,7 @@ def test_attention_map_probabilities_count_the_sink_logits():
     """With sink logits (gpt-oss), the probability the map derives is the model's: the
     sink takes its share of each row, so the row's probabilities sum to less than 1. A
     layer without a sink in such a model gets one that takes nothing."""
-    from attnreport.charts.attention import NO_SINK
+    from attnreport.charts.figures.attention import NO_SINK
     from attnreport.results.maps import AttentionMaps
 
     sentence = typed_sentence(fake_sentence(0, n_layers=2, n_heads=3, n_tokens=12))
@@ -593,7 +600,7 @@ def test_attention_map_sends_scores_and_derives_prob_and_rank():
 def test_small_chunks_pack_into_few_files_and_the_default_stays_alone():
     """Layers of 3 rows each, packing limit 7: the default layer 2 is a file of its own,
     the others pack in runs that close once they hold 7 rows or more."""
-    from attnreport.charts.assemble import pack_chunks
+    from attnreport.charts.spec.assemble import pack_chunks
 
     chunks = {(layer,): {"layer": [layer] * 3, "value": [0.5] * 3} for layer in range(8)}
     names, packed = pack_chunks(("layer",), chunks, default=(2,), limit=7)
@@ -679,9 +686,15 @@ def test_long_input_breakdown_figures_draw_one_window_at_a_time(key):
     """Past POSITION_WINDOW tokens, figures 2 and 3 keep their per-layer data (every
     position) and draw the slider's window of it: the filter, the slider, the title, the
     caption and the alt text say so; the x axis takes the window's positions, not all."""
-    from attnreport.charts.breakdown import ROW_FILTER, bias_position_figure, breakdown_figure
-    from attnreport.charts.common import cell_step
-    from attnreport.site.alt_text import AltData, alt_text
+    from attnreport.charts.figures.breakdown import (
+        ROW_FILTER,
+        bias_position_figure,
+        breakdown_figure,
+    )
+    from attnreport.charts.registry import entry_of
+    from attnreport.charts.spec.common import cell_step, default_head
+    from attnreport.results.types import sentence_tables
+    from attnreport.site.words.alt_text import AltData
     from tests.fixtures.fake_results import fake_manifest
 
     build = breakdown_figure if key == "attention-breakdown" else bias_position_figure
@@ -701,22 +714,32 @@ def test_long_input_breakdown_figures_draw_one_window_at_a_time(key):
     assert (slider["bind"]["min"], slider["bind"]["max"], slider["bind"]["step"]) == (0, 256, 128)
     window_filter = f"datum.query >= positions_from && datum.query < positions_from + {window}"
     assert _filters(fig.spec)[0] == f"{ROW_FILTER} && {window_filter}"
-    assert fig.chunk_params == ("layer",)  # the data files stay one per layer, all positions
+    # one data file per (layer, head), every position: a long input's whole layer is too
+    # much to inline; the page inlines the default head's rows only
+    assert fig.chunk_params == ("layer", "head")
+    assert set(fig.chunk_names) == {f"{la}|{h}" for la in range(2) for h in range(2)}
     for rows in fig.chunks.values():
         assert sorted(set(rows["query"])) == list(range(n_tokens))
     assert sorted(set(fig.inline["query"])) == list(range(n_tokens))
+    first = default_head(typed_sentence(raw))
+    assert set(zip(fig.inline["layer"], fig.inline["head"], strict=True)) == {first}
+    bd = raw["tables"]["breakdown"]["columns"]
+    assert len(fig.inline["query"]) == sum(
+        1 for la, h in zip(bd["layer"], bd["head"], strict=True) if (la, h) == first
+    )
     spec = json.dumps(fig.spec)
     assert f"' of {n_tokens}'" in spec and "'positions ' + positions_from" in spec
     assert f"This input has {n_tokens} tokens" in fig.caption and "at a time" in fig.caption
     x = fig.spec.get("encoding", {}).get("x") or fig.spec["layer"][0]["encoding"]["x"]
     assert "scale" not in x  # the window's positions, not a fixed 300-position domain
     assert fig.spec["width"] == {"step": cell_step(window)}
-    data = AltData(sentence=raw, view=(0, 0))
-    assert f"It shows positions 0-{window - 1} of {n_tokens}." in alt_text(key, data)
+    data = AltData(sentence_tables(typed_sentence(raw)), n_tokens)
+    assert f"It shows positions 0-{window - 1} of {n_tokens}." in entry_of(key).alt(data)
     # an input of exactly one window is drawn whole, as before
     raw, short = figure(window)
     assert WINDOW_PARAM not in json.dumps(short.spec) and _filters(short.spec)[0] == ROW_FILTER
     assert "at a time" not in short.caption
-    assert "It shows positions" not in alt_text(key, AltData(sentence=raw, view=(0, 0)))
+    data = AltData(sentence_tables(typed_sentence(raw)), window)
+    assert "It shows positions" not in entry_of(key).alt(data)
     x = short.spec.get("encoding", {}).get("x") or short.spec["layer"][0]["encoding"]["x"]
     assert x["scale"]["domain"] == list(range(window))

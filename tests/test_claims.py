@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from attnreport.site import claims, claims_grid
-from attnreport.site.verdicts import (
+from attnreport.site.words import claims, claims_grid
+from attnreport.site.words.verdicts import (
     CONTRADICTED,
     INCONCLUSIVE,
     PARTLY,

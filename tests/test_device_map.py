@@ -16,6 +16,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+from attnreport.build import study
 from attnreport.capture import capture_attention
 from attnreport.cli import main
 from attnreport.config import Settings
@@ -25,7 +26,6 @@ from attnreport.models.layout import discover
 from attnreport.models.placement import input_device, swapped_forward
 from attnreport.results.compare import compare_results
 from attnreport.session import open_session
-from attnreport.study import run_study
 from attnreport.verify import verify_sentences
 
 SENTENCES = ["the cat chased the mouse and the dog sat on the mat", "what does attention focus ?"]
@@ -69,7 +69,9 @@ def test_offloaded_model_gives_the_plain_results(tiny_model_dirs, sentence_file,
         assert abs(actual.max_error - expected.max_error) <= expected.tolerance
 
     settings = Settings(sentences=sentence_file, images=False, intervene_layer=1)
-    comparison = compare_results(run_study(plain, settings), run_study(offloaded, settings))
+    comparison = compare_results(
+        study(settings, session=plain)[1], study(settings, session=offloaded)[1]
+    )
     assert comparison.ok, comparison.problems[:5]
 
     # the interventions replayed blocks; accelerate's hooks must still load the weights

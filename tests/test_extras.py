@@ -18,8 +18,8 @@ import textwrap
 from pathlib import Path
 
 from attnreport.extras import ANALYSIS
+from attnreport.output import write_site
 from attnreport.results import CURRENT, dump
-from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
 
 WITHOUT_ANALYSIS = textwrap.dedent(

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from attnreport.charts import figure_cache, registry
+from attnreport.charts import registry
+from attnreport.charts.export import figure_cache
 from attnreport.results import CURRENT, dump
 from attnreport.site import SiteOptions, assemble_site, default_charts
 from tests.fixtures.fake_results import fake_manifest, fake_sentence, fake_set, fake_study, typed

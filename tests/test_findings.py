@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnreport.site import findings as fnd
+from attnreport.site.words import findings as fnd
+from attnreport.site.words import readings
 
 
 def by_sentence(values: dict[int, dict[tuple[int, int], float]], n_queries: int = 5, **extra):
@@ -38,10 +39,10 @@ def test_per_head_reads_long_and_wide_tables():
     long = pooled(
         {"first_focus": {(0, 0): 0.2, (0, 1): 0.4}, "self_focus": {(0, 0): 0.1, (0, 1): 0.0}}
     )
-    assert fnd.per_head(long, "first_focus") == {(0, 0): 0.2, (0, 1): 0.4}
+    assert readings.per_head(long, "first_focus") == {(0, 0): 0.2, (0, 1): 0.4}
     wide = {"layer": [1], "head": [2], "magnitude": [0.5]}
-    assert fnd.per_head(wide, "magnitude") == {(1, 2): 0.5}
-    assert fnd.per_head(None, "magnitude") == {}
+    assert readings.per_head(wide, "magnitude") == {(1, 2): 0.5}
+    assert readings.per_head(None, "magnitude") == {}
 
 
 def test_no_sink():
@@ -268,10 +269,10 @@ def test_figure_links_point_at_the_index_figure_or_the_sentence_page():
     fig = FigureContext(
         2, "set-first-focus", "figure-2", "t", "c", "{}", None, None, None, "data.json"
     )
-    on_index = fnd.Finding("sink-onset", "x.", "set-first-focus")
+    on_index = readings.Finding("sink-onset", "x.", "set-first-focus")
     assert figure_link(on_index, [fig], ["s0.html"]).href == "#figure-2"
-    assert figure_link(fnd.Finding("k", "x.", "set-head-impact"), [fig], []) is None
-    grid = fnd.Finding("interventions", "x.", "scaling-grid", 1)
+    assert figure_link(readings.Finding("k", "x.", "set-head-impact"), [fig], []) is None
+    grid = readings.Finding("interventions", "x.", "scaling-grid", 1)
     link = figure_link(grid, [fig], ["s0.html", "s1.html"])
     assert link.href == "s1.html#ar-chart-scaling-grid" and "sentence 1" in link.label
     assert figure_link(grid, [fig], ["s0.html"]) is None

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from attnreport.site import fit
+from attnreport.site.words import fit
 
 
 @pytest.mark.parametrize(("dim", "limit"), [(576, 0.125), (64, 0.375), (9, 1.0), (4, 1.0)])

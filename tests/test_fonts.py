@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from attnreport.charts.svg import compact_svg
+from attnreport.charts.export.svg import compact_svg
 
 # (family, file) of fonts a Debian machine with Chromium usually has.
 SYSTEM_FONTS = [
@@ -29,7 +29,7 @@ SYSTEM_FONTS = [
 EXPORT = """
 import json, os, sys
 import vl_convert
-from attnreport.charts import images
+from attnreport.charts.export import images
 spec = json.loads(sys.argv[1])
 if sys.argv[2] == "ours":
     svg = images.render_static(spec, False)[0].decode()

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from attnreport.cli import main
 from attnreport.errors import AttnReportError
+from attnreport.output import MARKER, trash_path, write_site
 from attnreport.results import dump
-from attnreport.site.write import MARKER, trash_path, write_site
 from tests.fixtures.fake_results import fake_study, typed
 
 NEW = {"index.html": b"<h1>new</h1>", MARKER: b""}

@@ -7,15 +7,15 @@ import math
 
 import pytest
 
-from attnreport.charts.embed import figure_payload
-from attnreport.charts.grid_blocks import (
+from attnreport.charts.export.embed import figure_payload
+from attnreport.charts.figures.grid_blocks import (
     GRID_TOKENS,
     block_kl,
     block_labels,
     block_shares,
     blocks_for,
 )
-from attnreport.charts.interventions import mean_figure, scaling_figure
+from attnreport.charts.figures.interventions import mean_figure, scaling_figure
 from tests.fixtures.fake_results import fake_study, typed
 
 

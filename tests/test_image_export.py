@@ -9,8 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from attnreport.charts import image_cache, image_export, images, index_figures, sentence_figures
-from attnreport.charts.image_cache import ImageCache, canonical_json, default_cache
+from attnreport.charts import index_figures, sentence_figures
+from attnreport.charts.export import image_cache, image_export, images
+from attnreport.charts.export.image_cache import ImageCache, canonical_json, default_cache
 from tests.fixtures.fake_results import fake_manifest, fake_sentence, fake_set, fake_study, typed
 
 
@@ -308,7 +309,7 @@ def test_parallel_export_is_byte_identical_to_serial(pages):
 
 def test_image_export_does_not_import_torch():
     code = (
-        "import sys, attnreport.charts.image_export, attnreport.site.assemble; "
+        "import sys, attnreport.charts.export.image_export, attnreport.site.assemble; "
         "sys.exit('torch' in sys.modules or 'transformers' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
@@ -317,7 +318,7 @@ def test_image_export_does_not_import_torch():
 def test_vega_bundle_is_read_from_the_cache_once_written(tmp_path, monkeypatch):
     import vl_convert
 
-    from attnreport.charts import bundle
+    from attnreport.charts.export import bundle
 
     monkeypatch.setenv("ATTNREPORT_CACHE", str(tmp_path))
     first = bundle.javascript_bundle()

@@ -25,7 +25,7 @@ def modules_after(code: str, names: tuple[str, ...]) -> list[str]:
 
 def test_analyze_path_does_not_import_charts_or_templates():
     # What `attnreport analyze` imports: the study, and the writer that checks its folder.
-    code = "import attnreport.build, attnreport.site.write, attnreport.study"
+    code = "import attnreport.build, attnreport.output, attnreport.study"
     assert modules_after(code, HEAVY_FOR_ANALYZE) == []
 
 
@@ -54,5 +54,8 @@ def test_a_render_from_the_figure_cache_does_not_import_altair(tmp_path):
     )
     assert modules_after(code + "assert first\n", ("altair",)) == ["altair"]  # built: cold cache
     assert (
-        modules_after(code + "assert not first\n", ("altair", "attnreport.charts.attention")) == []
+        modules_after(
+            code + "assert not first\n", ("altair", "attnreport.charts.figures.attention")
+        )
+        == []
     )

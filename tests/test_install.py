@@ -25,9 +25,9 @@ import yaml
 from click.testing import CliRunner
 
 from attnreport.cli import main
+from attnreport.output import write_site
 from attnreport.project import WORKFLOW_PATH
 from attnreport.results import dump
-from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
 from tests.test_wheel import copy_sources
 

@@ -3,7 +3,7 @@ where a sentence departs from the set."""
 
 from __future__ import annotations
 
-from attnreport.site import lede
+from attnreport.site.words import lede
 
 TOKENS = ["The", " dog", " chased", " the", " cat", ",", " the", " cat", " ran"]
 IDS = [1, 2, 3, 4, 5, 6, 4, 5, 7]

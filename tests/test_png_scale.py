@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import struct
 
-from attnreport.charts import images
+from attnreport.charts.export import images
 
 SPEC = {
     "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
@@ -55,9 +55,9 @@ def test_png_scale_setting_reaches_the_site_and_is_kept(tmp_path):
     from click.testing import CliRunner
 
     from attnreport.cli import main
+    from attnreport.output import write_site
     from attnreport.publish import options_from_json
     from attnreport.results import dump
-    from attnreport.site.write import write_site
     from tests.fixtures.fake_results import fake_study, typed
 
     results = write_site(dump(typed(fake_study(1, n_layers=2, n_heads=2))), tmp_path / "r")

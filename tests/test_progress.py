@@ -24,7 +24,7 @@ def test_a_warning_prints_above_the_progress_whole():
     progress.progress.live.console = Console(file=drawn, force_terminal=True, width=60)
     with progress:
         progress("capture", 0, 2)
-        logging.getLogger("attnreport.charts.images").warning(WARNING)
+        logging.getLogger("attnreport.charts.export.images").warning(WARNING)
         progress("capture", 1, 2)
     assert logger.handlers == before
     text = drawn.getvalue()

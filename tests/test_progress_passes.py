@@ -55,7 +55,7 @@ def test_the_interventions_report_every_pass(tmp_path, tiny_model_dirs):
         for call in calls:
             progress(*call)
             if call == (PASSES, 2, n):
-                logging.getLogger("attnreport.charts.images").warning(WARNING)
+                logging.getLogger("attnreport.charts.export.images").warning(WARNING)
         rows = {progress.progress.tasks[t].description: t for t in progress.tasks.values()}
         row = progress.progress.tasks[rows["  forward passes of the grids"]]
         assert (row.completed, row.total) == (n, n)

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from attnreport.cli import main, settings_from
+from attnreport.output import write_site
 from attnreport.results import dump
-from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
 
 

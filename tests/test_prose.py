@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from attnreport.site import prose
+from attnreport.site.words import prose
 
 
 def focus_rows(first: dict[int, float], n_heads: int = 3, concentration: float = 0.2):

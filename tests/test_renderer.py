@@ -11,10 +11,10 @@ import altair as alt
 import pytest
 import vl_convert
 
-from attnreport.charts import block_impact, focus, impact
-from attnreport.charts.assemble import build_figure, columns_to_rows, static_view
-from attnreport.charts.images import VL_VERSION
-from attnreport.charts.renderer import CANVAS_MARKS, choose_renderer, default_marks
+from attnreport.charts.export.images import VL_VERSION
+from attnreport.charts.figures import block_impact, focus, impact
+from attnreport.charts.spec.assemble import build_figure, columns_to_rows, static_view
+from attnreport.charts.spec.renderer import CANVAS_MARKS, choose_renderer, default_marks
 from tests.fixtures.fake_results import (
     fake_manifest,
     fake_sentence,
@@ -106,8 +106,8 @@ def test_count_is_vegas_own_when_every_filter_is_read(make):
 def test_a_windowed_long_input_counts_the_window_only(key):
     """``datum.query >= positions_from && datum.query < positions_from + 128`` is read at
     the slider's initial value: the count is Vega's own, a window's worth of positions."""
-    from attnreport.charts.breakdown import bias_position_figure, breakdown_figure
-    from attnreport.charts.position_window import POSITION_WINDOW
+    from attnreport.charts.figures.breakdown import bias_position_figure, breakdown_figure
+    from attnreport.charts.spec.position_window import POSITION_WINDOW
 
     raw = fake_sentence(n_tokens=300, n_layers=2, n_heads=2)
     manifest = typed_manifest(fake_manifest([raw], n_layers=2, n_heads=2))

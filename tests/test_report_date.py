@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from attnreport.cli import main
 from attnreport.dates import analysis_date, report_date
+from attnreport.output import write_site
 from attnreport.results import dump, load
 from attnreport.results.types import manifest_from_json, manifest_to_json
-from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
 
 DAY = 1_700_000_000  # 2023-11-14T22:13:20Z

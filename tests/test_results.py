@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 from attnreport.cli import main
 from attnreport.errors import AttnReportError
+from attnreport.output import write_site
 from attnreport.results import CURRENT, SCHEMA, dump, load, read_json
 from attnreport.results.compare import Tolerance, compare_results
 from attnreport.results.layout import MANIFEST, compress, is_results_file
-from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
 from tests.fixtures.versions import V3, as_version_3
 from tests.html_scan import link_problems, scan
@@ -280,8 +280,8 @@ def test_schema_doc_lists_the_typed_tables_columns():
     from tests.test_analyses import schema_columns
 
     for file, kinds in (
-        ("sentences/NNN.json.gz", types._SENTENCE_TABLES),
-        ("set.json.gz", types._SET_TABLES),
+        ("sentences/NNN.json.gz", types.table_kinds(types.SentenceTables)),
+        ("set.json.gz", types.table_kinds(types.SetResults)),
     ):
         documented = schema_columns(file)
         assert list(documented) == list(kinds)

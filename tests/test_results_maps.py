@@ -25,6 +25,7 @@ from attnreport.cli import main
 from attnreport.config import Settings
 from attnreport.models import load_model
 from attnreport.models.layout import discover
+from attnreport.output import write_site
 from attnreport.results import CURRENT, Layout, dump, load, read_json
 from attnreport.results.compare import compare_results
 from attnreport.results.io import dump_json, dump_json_streamed
@@ -33,7 +34,6 @@ from attnreport.results.maps import AttentionMaps, rank_fixes
 from attnreport.results.rounding import column_to_list
 from attnreport.results.types import sentence_to_json
 from attnreport.sentence_pass import analyze_pass
-from attnreport.site.write import write_site
 
 TEXT = "the cat chased the mouse and the dog sat on the mat"
 # Derived p from scores rounded to 6 significant digits (|ds| <= 5e-6 |s|, |s| < 1 in these
@@ -54,9 +54,9 @@ def close(got, want) -> bool:
 @pytest.mark.parametrize("family", ["llama", "mistral", "gemma2", "gpt_oss"])
 def test_derived_probs_and_ranks_equal_the_capture(tiny_model_dirs, family):
     model, specs, ids = tiny(tiny_model_dirs, family)
-    _, kept = analyze_pass(model, specs, ids, Settings(map_tokens=len(ids)))
-    maps = AttentionMaps(**kept)
-    without_sinks = AttentionMaps(kept["scores"], None, kept["rank_fixes"])
+    _, maps = analyze_pass(model, specs, ids, Settings(map_tokens=len(ids)))
+    assert maps is not None
+    without_sinks = AttentionMaps(maps.scores, None, maps.rank_fixes)
     capture = capture_attention(model, specs, ids)
     sink_gap, masked, n = 0.0, 0, len(ids)
     for spec, raw in zip(specs, capture.raw, strict=True):
@@ -74,7 +74,7 @@ def test_derived_probs_and_ranks_equal_the_capture(tiny_model_dirs, family):
         if family == "gemma2":  # the cap bends these scores: the maps hold the capped ones
             assert record.softcap is not None
             assert not torch.allclose(record.logits[:, record.allowed], record.scores[:, record.allowed])  # fmt: skip
-    assert (kept["sinks"] is not None) == (family == "gpt_oss")
+    assert (maps.sinks is not None) == (family == "gpt_oss")
     assert (sink_gap > 1e-3) == (family == "gpt_oss")  # ignoring the sink would be wrong
     assert (masked > 0) == (family != "llama")  # a window masks cells inside the triangle
     assert any(v is None for layer in maps.scores for h in layer for row in h for v in row) == (

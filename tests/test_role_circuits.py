@@ -156,7 +156,7 @@ def test_previous_token_and_entropy_match_transformers_output_attentions():
             expected_prev.append(p[:, queries, queries - 1].mean(1))
             entropy = -torch.special.xlogy(p, p).sum(-1)  # (head, query)
             expected_entropy.append(entropy[:, 1:].mean(1))
-        roles = tables["head_roles"]
+        roles = tables.head_roles.arrays()
         np.testing.assert_allclose(
             roles["previous_token"], torch.cat(expected_prev).numpy(), rtol=0, atol=1e-5
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 
@@ -144,17 +143,16 @@ def test_partials_written_before_the_roles_have_none():
 
 def test_set_results_round_trip_with_the_roles_and_load_without_them():
     from attnreport.results.types import set_from_json, set_to_json
-    from attnreport.study import ProbeResult, role_results
+    from attnreport.study import ProbeResult, with_roles
 
     totals = RoleTotals()
     for index, (roles, massive) in SENTENCES.items():
         totals.add(index, roles, massive)
     probes = [[3, 1, 4, 3, 1, 4], [2, 7, 2, 7]]
-    fields = role_results(totals, ProbeResult(probes, probe()))
     plain = set_from_json(json_of_empty_set())
     assert plain.head_roles is None and plain.probes is None
     assert "head_roles" not in set_to_json(plain)["tables"] and "probes" not in set_to_json(plain)
-    full = dataclasses.replace(plain, **fields)
+    full = with_roles(plain, totals, ProbeResult(probes, probe()))
     written = json.loads(json.dumps(set_to_json(full)))
     back = set_from_json(written)
     assert back.probes == ((3, 1, 4, 3, 1, 4), (2, 7, 2, 7))
@@ -163,10 +161,7 @@ def test_set_results_round_trip_with_the_roles_and_load_without_them():
         "head_roles_by_sentence", "massive_activations",
     ]  # fmt: skip
     np.testing.assert_allclose(back.head_roles.induction, probe()["induction"], rtol=1e-5)
-    assert (
-        back.massive_activations.sentence.tolist()
-        == fields["massive_activations"].sentence.tolist()
-    )
+    assert back.massive_activations.sentence.tolist() == full.massive_activations.sentence.tolist()
     assert set_to_json(back) == written
 
 

@@ -6,13 +6,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from attnreport.charts.head_roles import NO_ROLE, atlas_figure, role_rows, scatter_figure
+from attnreport.charts.figures.head_roles import NO_ROLE, atlas_figure, role_rows, scatter_figure
 from attnreport.charts.registry import FIGURES, Inputs
 from attnreport.results import FocusBySentenceTable, ImpactPooledTable
 from attnreport.results.roles import HeadRolesBySentenceTable, HeadRolesSetTable
 from attnreport.results.types import set_to_json
-from attnreport.site.findings import key_findings
-from attnreport.site.role_findings import role_findings
+from attnreport.site.words.findings import key_findings
+from attnreport.site.words.role_findings import role_findings
 from tests.fixtures.fake_results import fake_study, typed
 
 # one layer, four heads: a previous-token head, an induction head, a sink, and nothing
@@ -103,7 +103,7 @@ def test_no_role_findings_without_head_roles_or_strong_heads():
 
 def test_the_sentence_line_counts_the_heads_active_on_it():
     from attnreport.results.roles import HeadRolesTable
-    from attnreport.site.role_findings import active_roles
+    from attnreport.site.words.role_findings import active_roles
 
     def table(prev, dup, n_duplicate):
         n = len(prev)

@@ -1,6 +1,6 @@
 """runtime.js in Chromium from file://: first render, chunk loading, failures, hostile tokens.
 
-The page here is the minimal one that ``attnreport.charts.embed`` documents: the raw
+The page here is the minimal one that ``attnreport.charts.export.embed`` documents: the raw
 ``vl_convert.javascript_bundle()`` and ``runtime.js`` as classic scripts, then one
 ``.ar-chart`` div and one JSON payload script per figure, chunk files in a folder.
 """
@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import vl_convert
 
-from attnreport.charts import attention, breakdown, interventions
-from attnreport.charts.assemble import build_figure
-from attnreport.charts.embed import chunk_files, figure_payload, runtime_js
+from attnreport.charts.export.embed import chunk_files, figure_payload, runtime_js
 from attnreport.charts.figure import Figure
-from attnreport.charts.renderer import CANVAS_MARKS
+from attnreport.charts.figures import attention, breakdown, interventions
+from attnreport.charts.spec.assemble import build_figure
+from attnreport.charts.spec.renderer import CANVAS_MARKS
 from attnreport.results.codec import compact_values, decode_column, encode_column
 from tests.fixtures.fake_results import (
     fake_manifest,

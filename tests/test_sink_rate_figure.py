@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from attnreport.charts.sink_rate import MEASURES, sink_rate_figure, sink_rate_rows
+from attnreport.charts.figures.sink_rate import MEASURES, sink_rate_figure, sink_rate_rows
+from attnreport.charts.registry import Inputs, entry_of, place
 from attnreport.results import FocusBySentenceTable
 from tests.fixtures.fake_results import fake_study, typed
 
@@ -77,7 +78,8 @@ def test_windowed_layers_are_shaded_and_named():
     results = typed(fake_study(1))
     model = replace(results.manifest.model, layer_windows={1: 4})
     manifest = replace(results.manifest, model=model)
-    fig = sink_rate_figure(set_with([0.5] * 4, [1.0] * 4, [2] * 4), manifest)
+    windowed = replace(results, manifest=manifest, set=set_with([0.5] * 4, [1.0] * 4, [2] * 4))
+    fig = place(entry_of("set-sink-rate"), Inputs(windowed)).figure  # as the index builds it
     assert "Sliding windows (shaded): layer 1 a window of 4 tokens" in fig.caption
     bands = [layer for layer in fig.spec["layer"] if layer.get("mark", {}).get("type") == "rect"]
     assert len(bands) == 1

@@ -10,12 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnreport.charts.embed import figure_payload as payload
+from attnreport.charts.export.embed import figure_payload as payload
 from attnreport.errors import AttnReportError
-from attnreport.site import SiteOptions, assemble_site, date_from_env, prose
+from attnreport.site import SiteOptions, assemble_site, date_from_env
 from attnreport.site.assemble import stable_svg_ids
 from attnreport.site.render import render_404, script_json
 from attnreport.site.slugs import MAX_WORDS_CHARS, sentence_filename, sentence_slug
+from attnreport.site.words import prose
 from attnreport.text import display_token, visible
 from tests.fixtures.fake_results import fake_study, typed
 from tests.html_scan import link_problems, scan

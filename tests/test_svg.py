@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import vl_convert
 
-from attnreport.charts import images, sentence_figures
-from attnreport.charts.svg import compact_svg, stable_svg_ids
+from attnreport.charts import sentence_figures
+from attnreport.charts.export import images
+from attnreport.charts.export.svg import compact_svg, stable_svg_ids
 from tests.fixtures.fake_results import fake_study, typed
 
 FONT = b"system-ui, 'Segoe UI', sans-serif"

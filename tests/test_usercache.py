@@ -10,11 +10,11 @@ import time
 import pytest
 
 from attnreport import usercache
-from attnreport.charts.image_cache import ImageCache
+from attnreport.charts.export.image_cache import ImageCache
+from attnreport.output import write_site
 from attnreport.publish import render_folder
 from attnreport.results import CURRENT, dump
 from attnreport.site.context import SiteOptions
-from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
 
 MB = 1024 * 1024

@@ -13,11 +13,11 @@ import pytest
 import vl_convert
 
 from attnreport.charts import index_figures, sentence_figures
-from attnreport.charts.assemble import columns_to_rows
-from attnreport.charts.embed import figure_payload
-from attnreport.charts.images import VL_VERSION
-from attnreport.charts.svg import stable_svg_ids
-from attnreport.charts.vega_spec import fitted, page_vega
+from attnreport.charts.export.embed import figure_payload
+from attnreport.charts.export.images import VL_VERSION
+from attnreport.charts.export.svg import stable_svg_ids
+from attnreport.charts.export.vega_spec import fitted, page_vega
+from attnreport.charts.spec.assemble import columns_to_rows
 from tests.fixtures.fake_results import fake_study, typed
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from attnreport.output import write_site
 from attnreport.results import CURRENT, dump
-from attnreport.site.write import write_site
 from tests.fixtures.fake_results import fake_study, typed
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnreport.site import wording as w
+from attnreport.site.words import wording as w
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from attnreport import output as write
 from attnreport.errors import AttnReportError
-from attnreport.site import write
-from attnreport.site.write import MARKER, TMP_PREFIX, write_site
+from attnreport.output import MARKER, TMP_PREFIX, write_site
 
 OLD = {MARKER: b"", "index.html": b"<p>old</p>", "assets/a.css": b"old", "gone.html": b"x"}
 NEW = {MARKER: b"", "index.html": b"<p>new</p>", "assets/a.css": b"new", "deep/er/f.js": b"1"}
@@ -175,7 +175,7 @@ def test_symlinked_output_folder_is_followed(site: Path, tmp_path: Path):
 CHILD = """
 import sys, time
 from pathlib import Path
-from attnreport.site.write import write_site
+from attnreport.output import write_site
 
 class Slow(dict):
     def __getitem__(self, key):

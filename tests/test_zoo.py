@@ -29,8 +29,9 @@ needs_recorded_version = pytest.mark.skipif(
 
 def test_outcomes_are_disjoint_and_mostly_verified():
     assert len(RECORDED) == len(zoo.VERIFIED) + len(zoo.REFUSED) + len(zoo.NOT_TINY)
+    assert set(zoo.HYBRID) <= set(zoo.VERIFIED)
     built = len(zoo.VERIFIED) + len(zoo.REFUSED)
-    assert len(zoo.VERIFIED) / built >= 0.65  # 67% with transformers 5.23 (the goal is 90%)
+    assert len(zoo.VERIFIED) / built >= 0.75  # 76% with transformers 5.23 (the goal is 90%)
 
 
 @pytest.mark.slow
@@ -56,7 +57,10 @@ def test_zoo_model_is_verified_or_refused_in_one_line(model_type):
         assert "\n" not in message and zoo.REFUSED[model_type] in message
         return
     assert model_type in zoo.VERIFIED, "verifies now: record it"
-    assert len(specs) == model.config.num_hidden_layers
+    if model_type in zoo.HYBRID:  # some blocks are not attention: no spec for them
+        assert 0 < len(specs) < model.config.num_hidden_layers
+    else:
+        assert len(specs) == model.config.num_hidden_layers
 
 
 @needs_recorded_version

@@ -57,7 +57,10 @@ SMALL = {
     # state-space and linear-attention layers of hybrids
     "mamba_d_state": 8,
     "mamba_n_heads": 4,
-    "mamba_d_head": 8,
+    "mamba_d_head": 16,  # mamba_n_heads * mamba_d_head = mamba_expand * hidden_size
+    "mamba_d_ssm": 64,
+    "attn_layer_period": 2,  # hybrids placing attention every k-th layer: one of the two
+    "attn_layer_offset": 1,
     "mamba_d_conv": 4,
     "mamba_expand": 2,
     "mamba_n_groups": 1,
@@ -71,6 +74,10 @@ SMALL = {
     "block_ff_dim": 64,
 }
 N_LAYERS = SMALL["num_hidden_layers"]
+HYBRID = {  # hybrids whose default layer list has no attention layer to cut: layer 1 attends
+    "bamba": {"attn_layer_indices": [1]},
+    "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+}
 
 
 def zoo_types() -> list[str]:
@@ -107,10 +114,20 @@ def small_config(model_type: str, **overrides):
         if (
             isinstance(value, list)
             and len(value) > N_LAYERS
-            and name.endswith(("types", "_layers"))
+            and name.endswith(("types", "_layers", "block_type"))
         ):
-            kwargs[name] = value[:N_LAYERS]
-    return config_cls(**{**kwargs, **overrides})
+            kwargs[name] = _cut(value)
+    return config_cls(**{**kwargs, **HYBRID.get(model_type, {}), **overrides})
+
+
+def _cut(kinds: list) -> list:
+    """A per-layer list cut to ``N_LAYERS``, its last entry replaced by a kind the cut lost
+    (a hybrid's 2 layers keep both an attention and another kind of layer)."""
+    cut = kinds[:N_LAYERS]
+    lost = [k for k in dict.fromkeys(kinds) if k not in cut]
+    if lost and all(isinstance(k, str) for k in kinds):
+        cut[-1] = lost[0]
+    return cut
 
 
 def build_zoo_model(
@@ -130,3 +147,16 @@ def build_zoo_model(
     except Exception as err:  # noqa: BLE001 - reported as the reason, one line
         return None, f"{type(err).__name__}: {err}".splitlines()[0][:160]
     return model, ""
+
+
+def save_zoo_model(model_type: str, directory, seed: int = 0, **overrides):
+    """The tiny ``model_type`` with the tests' word-level tokenizer (``tiny_models``),
+    ``save_pretrained`` to ``directory`` like a user's local model."""
+    from tests.tiny_models import WORDS, tiny_tokenizer
+
+    model, why = build_zoo_model(model_type, seed, vocab_size=len(WORDS), **overrides)
+    if model is None:
+        raise ValueError(f"{model_type} does not build tiny: {why}")
+    model.save_pretrained(directory)
+    tiny_tokenizer().save_pretrained(directory)
+    return directory

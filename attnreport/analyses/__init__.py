@@ -29,8 +29,6 @@ _WHERE = {
     "head_impact_table": "attnreport.analyses.impact",
     "key_order": "attnreport.analyses.attention_map",
     "merge_layers": "attnreport.analyses.sentence",
-    "pool_focus": "attnreport.analyses.pooling",
-    "pool_impact": "attnreport.analyses.pooling",
     "rank_keys": "attnreport.analyses.attention_map",
     "round_sig": "attnreport.analyses.tables",
     "table_to_json": "attnreport.analyses.tables",

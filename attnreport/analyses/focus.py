@@ -16,8 +16,7 @@ import torch
 from attnreport.analyses.attention_map import KeyOrder, top_keys
 from attnreport.analyses.tables import Table, round_sig
 from attnreport.records import LayerRecord
-
-FOCUS_STATISTICS: tuple[str, ...] = ("self_focus", "first_focus", "concentration")
+from attnreport.vocabulary import FOCUS_STATISTICS
 
 
 def focus_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:

@@ -69,15 +69,20 @@ def previous_token_scores(probs: torch.Tensor) -> np.ndarray:
     return probs[:, queries, queries - 1].double().mean(1).numpy()
 
 
-def probe_table(per_probe: Sequence[Sequence[tuple[np.ndarray, np.ndarray]]]) -> Table:
-    """The probe scores per (layer, head): ``per_probe[p][layer]`` is that probe's
-    ``(induction, previous_token)`` arrays (head,). Columns: layer, head, induction,
-    previous_token_probe, each the mean over probes (every probe has the same length)."""
+def probe_table(
+    per_probe: Sequence[Sequence[tuple[np.ndarray, np.ndarray]]],
+    layers: Sequence[int] | None = None,
+) -> Table:
+    """The probe scores per (layer, head): ``per_probe[p][i]`` is that probe's
+    ``(induction, previous_token)`` arrays (head,) of attention layer ``layers[i]``
+    (``i`` itself when None; a hybrid's other layers have no row). Columns: layer, head,
+    induction, previous_token_probe, each the mean over probes (all of one length)."""
     induction = np.mean([[layer[0] for layer in probe] for probe in per_probe], axis=0)
     previous = np.mean([[layer[1] for layer in probe] for probe in per_probe], axis=0)
     n_layers, n_heads = induction.shape
+    numbers = np.arange(n_layers) if layers is None else np.asarray(layers)
     return {
-        "layer": np.repeat(np.arange(n_layers, dtype=np.int64), n_heads),
+        "layer": np.repeat(numbers.astype(np.int64), n_heads),
         "head": np.tile(np.arange(n_heads, dtype=np.int64), n_layers),
         "induction": induction.reshape(-1),
         "previous_token_probe": previous.reshape(-1),

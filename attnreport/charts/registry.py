@@ -4,21 +4,27 @@ Each ``FigureEntry`` says which page the figure is on, which part of that page, 
 results file and tables it reads (its "data" link points at that file in the site's
 ``results/``), and how to build it. Pages, sections, data links and footnotes are
 decided from these entries, never from words in figure keys or from chart columns.
-Adding a figure from existing tables: its builder, one entry here, its test.
+An entry also carries what the page says about its figure besides the chart: its alt
+text (a function of the data it draws, ``site.words.alt_text``), the caption sentences that
+define the model features it shows (``notes``), and whether its layer axis shades the
+windowed layers (``shaded``); ``place`` hands the builder those caption sentences
+(``Inputs.notes``) to append. Adding a figure from existing tables: its builder, one
+entry here, its test.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from attnreport.charts.figure import Encoded, Figure
-from attnreport.results import Results, SentenceResults
-
-PARTS = ("focus", "layers", "impact", "interventions")  # sentence pages; the index has "set"
-FOCUS_STATISTICS = ("self_focus", "first_focus", "concentration")  # as charts.focus names them
+from attnreport.charts.spec.notes import BREAKDOWN_NOTES, MAP_NOTES, caption_notes
+from attnreport.results import Manifest, Results, SentenceResults
+from attnreport.site.words import alt_text as alt
+from attnreport.site.words.alt_text import AltData
+from attnreport.vocabulary import FOCUS_STATISTICS
 
 
 def _builder(module: str, name: str) -> Callable[..., Figure]:
@@ -26,7 +32,7 @@ def _builder(module: str, name: str) -> Callable[..., Figure]:
     Altair) load only when a figure is built, not when a cached one is read."""
 
     def call(*args: Any, **kwargs: Any) -> Figure:
-        return getattr(importlib.import_module(f"attnreport.charts.{module}"), name)(
+        return getattr(importlib.import_module(f"attnreport.charts.figures.{module}"), name)(
             *args, **kwargs
         )
 
@@ -54,12 +60,14 @@ class Inputs:
     """What a builder may read: the results and, on a sentence page, its sentence.
 
     ``show_interventions``: the page shows the intervention grids (on the page of the
-    sentence the scaling grid was run on).
+    sentence the scaling grid was run on). ``notes``: the caption sentences of the
+    figure's entry (``FigureEntry.caption_notes``), which its builder appends.
     """
 
     results: Results
     page_sentence: SentenceResults | None = None  # None on the index
     show_interventions: bool = False
+    notes: str = ""  # what the figure's entry adds to its caption (``place`` sets it)
 
     @property
     def sentence(self) -> SentenceResults:
@@ -72,11 +80,21 @@ class Inputs:
 class FigureEntry:
     key: str
     page: str  # "sentence" or "index"
-    part: str  # one of PARTS on sentence pages, "set" on the index
+    part: str  # one of vocabulary.PART_ANCHORS on sentence pages, "set" on the index
     reads: tuple[str, ...]  # "FILE:TABLE"; FILE is sentence, set or interventions
     build: Callable[[Inputs], Figure]
     when: Callable[[Inputs], bool] = lambda _inputs: True
     sorted_lines: bool = False  # draws sorted-head lines (line k = k-th strongest head)
+    alt: Callable[[AltData], str] | None = None  # its alt text from its data (None: none)
+    # (feature in ``manifest.model.features``, the caption sentence defining what that
+    # feature changes in this figure): one table, so a definition reads the same everywhere
+    notes: tuple[tuple[str, str], ...] = ()
+    shaded: bool = False  # its layer axis shades the windowed layers (``window_bands``)
+
+    def caption_notes(self, manifest: Manifest) -> str:
+        """The caption sentences for the features ``manifest``'s model has (``notes``),
+        then the windowed layers' sentence ("(shaded)" when ``shaded``)."""
+        return caption_notes(manifest, self.notes, self.shaded)
 
     @property
     def source(self) -> str:
@@ -97,7 +115,7 @@ def _iv(build: Callable) -> Callable[[Inputs], Figure]:
 
 
 def _focus(statistic: str) -> Callable[[Inputs], Figure]:
-    return lambda i: focus_figure(i.sentence, statistic, i.results.manifest)
+    return lambda i: focus_figure(i.sentence, statistic, i.results.manifest, i.notes)
 
 
 def _pooled(statistic: str) -> Callable[[Inputs], Figure]:
@@ -106,13 +124,17 @@ def _pooled(statistic: str) -> Callable[[Inputs], Figure]:
         statistic,
         len(i.results.sentences) or len(i.results.manifest.sentences),
         i.results.manifest,
+        i.notes,
     )
 
 
 def _set_focus(key: str, statistic: str) -> FigureEntry:
     """An index figure of one pooled focus statistic (sorted-head lines)."""
     reads = ("set:focus_sorted", "set:focus_pooled")
-    return FigureEntry(f"set-{key}", "index", "set", reads, _pooled(statistic), sorted_lines=True)
+    return FigureEntry(
+        f"set-{key}", "index", "set", reads, _pooled(statistic), sorted_lines=True,
+        alt=alt.set_focus(statistic), shaded=True,
+    )  # fmt: skip
 
 
 def _has_roles(inputs: Inputs) -> bool:
@@ -125,46 +147,56 @@ def _shows_grids(inputs: Inputs) -> bool:
     return inputs.show_interventions and inputs.results.interventions is not None
 
 
+_IMPACT = ("sentence:head_impact", "sentence:top")
+
 FIGURES: tuple[FigureEntry, ...] = (
     FigureEntry("attention-map", "sentence", "focus", ("sentence:attention",),
-                lambda i: attention_map_figure(i.sentence, manifest=i.results.manifest), when=_has_map),
+                lambda i: attention_map_figure(i.sentence, manifest=i.results.manifest, notes=i.notes),
+                when=_has_map, alt=alt.attention_map, notes=MAP_NOTES),
     FigureEntry("attention-breakdown", "sentence", "focus", ("sentence:breakdown",),
-                lambda i: breakdown_figure(i.sentence, i.results.manifest)),
+                lambda i: breakdown_figure(i.sentence, i.results.manifest, notes=i.notes),
+                alt=alt.breakdown, notes=BREAKDOWN_NOTES),
     FigureEntry("bias-vs-position", "sentence", "focus", ("sentence:breakdown",),
-                lambda i: bias_position_figure(i.sentence, i.results.manifest)),
+                lambda i: bias_position_figure(i.sentence, i.results.manifest),
+                alt=alt.bias_position),
     *(
         FigureEntry(key, "sentence", "layers", ("sentence:focus_sorted",), _focus(stat),
-                    sorted_lines=True)
+                    sorted_lines=True, alt=alt.sentence_focus(stat), shaded=True)
         for key, stat in zip(("self-focus", "first-focus", "concentration"), FOCUS_STATISTICS,
                              strict=True)
     ),
-    FigureEntry("update-magnitude", "sentence", "impact", ("sentence:head_impact", "sentence:top"),
-                lambda i: histogram_figure(i.sentence, "magnitude")),
-    FigureEntry("update-orientation", "sentence", "impact",
-                ("sentence:head_impact", "sentence:top"),
-                lambda i: histogram_figure(i.sentence, "orientation")),
-    FigureEntry("orientation-vs-magnitude", "sentence", "impact",
-                ("sentence:head_impact", "sentence:top"),
-                lambda i: scatter_figure(i.sentence)),
+    FigureEntry("update-magnitude", "sentence", "impact", _IMPACT,
+                lambda i: histogram_figure(i.sentence, "magnitude"), alt=alt.update_magnitude),
+    FigureEntry("update-orientation", "sentence", "impact", _IMPACT,
+                lambda i: histogram_figure(i.sentence, "orientation"),
+                alt=alt.update_orientation),
+    FigureEntry("orientation-vs-magnitude", "sentence", "impact", _IMPACT,
+                lambda i: scatter_figure(i.sentence), alt=alt.orientation_magnitude),
     FigureEntry("impact-by-position", "sentence", "impact", ("sentence:block_impact",),
-                lambda i: block_impact_figure(i.sentence)),
+                lambda i: block_impact_figure(i.sentence), alt=alt.impact_by_position),
     FigureEntry("scaling-grid", "sentence", "interventions",
                 ("interventions:scaling", "sentence:focus"),
-                _iv(scaling_figure), when=_shows_grids),
+                _iv(scaling_figure), when=_shows_grids, alt=alt.scaling_grid),
     FigureEntry("mean-grid", "sentence", "interventions", ("interventions:mean", "sentence:focus"),
-                _iv(mean_figure), when=_shows_grids),
+                _iv(mean_figure), when=_shows_grids, alt=alt.mean_grid),
     _set_focus("self-focus", "self_focus"),
     _set_focus("first-focus", "first_focus"),
     FigureEntry("set-sink-rate", "index", "set", ("set:focus_by_sentence",),
-                lambda i: sink_rate_figure(i.results.set, i.results.manifest)),
+                lambda i: sink_rate_figure(i.results.set, i.results.manifest, i.notes),
+                alt=alt.set_sink_rate, shaded=True),
     _set_focus("concentration", "concentration"),
     FigureEntry("set-head-impact", "index", "set", ("set:impact_pooled",),
-                lambda i: pooled_impact_figure(i.results.set)),
+                lambda i: pooled_impact_figure(i.results.set), alt=alt.set_head_impact),
     FigureEntry("head-atlas", "index", "set", ("set:head_roles", "set:focus_by_sentence"),
                 lambda i: atlas_figure(i.results.set), when=_has_roles),
     FigureEntry("induction-vs-previous", "index", "set", ("set:head_roles", "set:impact_pooled"),
                 lambda i: roles_scatter_figure(i.results.set), when=_has_roles),
 )  # fmt: skip
+
+
+def entry_of(key: str, entries: Sequence[FigureEntry] | None = None) -> FigureEntry | None:
+    """The registry entry of figure ``key`` (None for a figure the registry lacks)."""
+    return next((e for e in (FIGURES if entries is None else entries) if e.key == key), None)
 
 
 @dataclass(frozen=True)
@@ -187,8 +219,9 @@ def page_inputs(results: Results, index: int | None) -> Inputs:
 
 
 def place(entry: FigureEntry, inputs: Inputs) -> Placed:
-    """``entry``'s figure built from ``inputs``."""
-    figure = entry.build(inputs)
+    """``entry``'s figure built from ``inputs``, with its entry's caption notes."""
+    notes = entry.caption_notes(inputs.results.manifest)
+    figure = entry.build(replace(inputs, notes=notes))
     if figure.key != entry.key:
         raise ValueError(f"figure {entry.key} was built with key {figure.key}")
     return Placed(entry, figure)
@@ -196,10 +229,12 @@ def place(entry: FigureEntry, inputs: Inputs) -> Placed:
 
 def build_figures(
     inputs: Inputs,
-    entries: Sequence[FigureEntry] = FIGURES,
+    entries: Sequence[FigureEntry] | None = None,
     make: Callable[[FigureEntry, Inputs], Placed] = place,
 ) -> list[Placed]:
-    """The figures of one page in registry order (entries whose ``when`` holds), each
-    made by ``make`` (``place``, or a cache that calls it for figures it does not hold)."""
+    """The figures of one page in registry order (entries whose ``when`` holds; all of
+    ``FIGURES`` when ``entries`` is None), each made by ``make`` (``place``, or a cache
+    that calls it for figures it does not hold)."""
     page = "index" if inputs.page_sentence is None else "sentence"
+    entries = FIGURES if entries is None else entries
     return [make(e, inputs) for e in entries if e.page == page and e.when(inputs)]

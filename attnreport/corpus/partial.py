@@ -28,13 +28,14 @@ from typing import Any
 import numpy as np
 
 from attnreport.analyses.exact import exact, to_float
-from attnreport.analyses.focus import FOCUS_STATISTICS, focus_sorted
-from attnreport.analyses.pooling import SPREAD_COLUMNS
+from attnreport.analyses.focus import focus_sorted
 from attnreport.analyses.role_pooling import RoleTotals
 from attnreport.analyses.tables import Table
 from attnreport.analyses.weights import FIRST_TOKEN_MEASURES, query_weights
 from attnreport.results import SetResults
+from attnreport.vocabulary import FOCUS_STATISTICS
 
+SPREAD_COLUMNS: tuple[str, ...] = ("min", "q1", "median", "q3", "max")  # across sentences
 _QUANTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
 # the per-sentence focus columns ``focus_by_sentence`` lists (besides layer, head, n_queries);
 # the pooled statistics are the first ``len(FOCUS_STATISTICS)`` of them
@@ -168,7 +169,7 @@ class SetPartial:
         self.tokens = _add(self.tokens, other.tokens)
 
     def tables(self) -> dict[str, Table]:
-        """The four ``set.json`` tables, as ``study.set_results`` computes them in one pass."""
+        """The four ``set.json`` tables of the sentences counted so far."""
         if not self.rows or self.keys is None or self.impact_keys is None:
             raise ValueError("pooling needs at least one sentence")
         order = sorted(self.rows)

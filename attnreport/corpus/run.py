@@ -11,7 +11,7 @@ configured inputs, on the driver's model) and ``manifest.json``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from attnreport.config import Settings
@@ -20,6 +20,7 @@ from attnreport.corpus.fingerprint import run_fingerprint
 from attnreport.corpus.partial import SetPartial
 from attnreport.corpus.store import RunStore
 from attnreport.errors import AttnReportError
+from attnreport.output import check_output, input_paths
 from attnreport.pass_count import PassProgress, counting_passes, intervention_passes
 from attnreport.results import Interventions
 from attnreport.sentences import Sentence
@@ -28,10 +29,10 @@ from attnreport.study import (
     check_settings,
     intervention_results,
     manifest,
-    role_results,
     run_probes,
     strongest_first_token_layer,
     with_contrasts,
+    with_roles,
 )
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total), as attnreport.build's
@@ -76,8 +77,6 @@ def run_corpus(
 
     ``session``: a model already loaded with these settings' sentences (``serve --watch``
     keeps one); None loads it. ``interventions`` makes the grids at the chosen layer."""
-    from attnreport.build import check_output, input_paths
-
     out = Path(settings.out)
     check_output(out, input_paths(settings), force)
     if options.engine != "local" and settings.device_map is not None:
@@ -144,7 +143,7 @@ def set_files(
 
     result = with_contrasts(totals.set_results(), session, settings)
     if totals.has_roles():
-        result = replace(result, **role_results(totals.roles, run_probes(session)))
+        result = with_roles(result, totals.roles, run_probes(session))
     layer = settings.intervene_layer
     if layer is None:
         layer = strongest_first_token_layer(result.focus_pooled.arrays())

@@ -35,7 +35,7 @@ from attnreport.results import Manifest
 from attnreport.results.io import dump_json
 from attnreport.results.layout import CURRENT, MANIFEST
 from attnreport.results.types import manifest_to_json
-from attnreport.site.write import MARKER  # the site writer's marker: this folder is attnreport's
+from attnreport.vocabulary import MARKER  # this folder is attnreport's
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from attnreport.config import Settings
 from attnreport.corpus.partial import SentencePartial
@@ -25,28 +25,12 @@ class SentenceOutcome:
     partial: SentencePartial
 
 
-class _OneSentence:
-    """Stands in for a session's sentence list when a worker holds only one sentence."""
-
-    def __init__(self, sentence: Sentence) -> None:
-        self.sentence = sentence
-
-    def __getitem__(self, index: int) -> Sentence:
-        if index != self.sentence.index:
-            raise IndexError(index)
-        return self.sentence
-
-    def __len__(self) -> int:
-        return self.sentence.index + 1
-
-
 def analyze_one(
     session: Session, sentence: Sentence, settings: Settings, on_layer: LayerProgress | None = None
 ) -> SentenceOutcome:
     """Analyse ``sentence`` on ``session``'s model (its sentence list is not needed);
     ``on_layer(done, total)`` hears of each layer."""
-    view = replace(session, sentences=_OneSentence(sentence))  # type: ignore[arg-type]
-    result = analyze_sentence(view, sentence.index, settings, on_layer)
+    result = analyze_sentence(session, sentence, settings, on_layer)
     partial = SentencePartial.of(
         sentence.index, result.focus, result.head_impact, result.head_roles,
         result.massive_activations,

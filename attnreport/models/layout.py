@@ -33,7 +33,7 @@ from attnreport.interface import Computed, routed
 from attnreport.models.families import Family
 from attnreport.models.placement import input_device, materialised
 from attnreport.models.probes import Discovery, discovery_hooks
-from attnreport.models.rotary import Rotate, identity, inverse_for, partially_rotated, unrotate
+from attnreport.models.rotary import Rotate, identity, inverse_for, rotated_dims, unrotate
 
 __all__ = ["HeadLayout", "LayerSpec", "discover", "unrotate"]
 
@@ -69,6 +69,7 @@ class LayerSpec:
     features: frozenset[str] = field(default_factory=frozenset)
     window: int | None = None  # sliding window in tokens: key j allowed iff i - window < j <= i
     positions: str = "none"  # how positions enter this layer's scores: "rope", "alibi", "none"
+    rotary_dims: int = 0  # dims of each head the rotation turns (head_dim unless partial)
 
     @property
     def gated(self) -> bool:
@@ -105,15 +106,16 @@ def find_blocks(model: nn.Module) -> list[nn.Module]:
     return list(lists[0])
 
 
-def find_attention(block: nn.Module, layer: int = 0) -> nn.Module:
-    """The block's one child whose class name says ``Attention``, or a one-line refusal."""
+def find_attention(block: nn.Module, layer: int = 0) -> nn.Module | None:
+    """The block's one child whose class name says ``Attention``; None for a block without
+    (a hybrid's Mamba or convolution block), a one-line refusal for a block with several."""
     found = [c for c in block.children() if "Attention" in type(c).__name__]
-    if len(found) != 1:
+    if len(found) > 1:
         raise AttnReportError(
-            f"layer {layer}: {type(block).__name__} has no single attention module "
-            "(missing: layers other than attention, as in hybrids and state-space models)"
+            f"layer {layer}: {type(block).__name__} has {len(found)} attention modules "
+            "(missing: one attention module per block)"
         )
-    return found[0]
+    return found[0] if found else None
 
 
 def per_head_out(proj: nn.Module, n_heads: int, head_dim: int):
@@ -133,12 +135,16 @@ def _refuse_unsupported(model: nn.Module) -> None:
 
 
 def discover(family: Family, model: nn.Module) -> list[LayerSpec]:
-    """One discovery pass (4 tokens) and one ``LayerSpec`` per block, or a one-line refusal."""
+    """One discovery pass (4 tokens) and one ``LayerSpec`` per attention layer, or a
+    one-line refusal. A block whose attention module (if any) does not call the interface
+    is not attention (a hybrid's Mamba, linear-attention or convolution block) and has no
+    spec; the self-check then makes sure the model's own probabilities come from exactly
+    the layers found. A model with no attention layer at all is refused."""
     _refuse_unsupported(model)
     blocks = find_blocks(model)
-    attns = [find_attention(b, i) for i, b in enumerate(blocks)]
+    found = [(i, a) for i, b in enumerate(blocks) if (a := find_attention(b, i)) is not None]
     tap = Discovery()
-    handles = [h for a in attns for h in discovery_hooks(a, tap)]
+    handles = [h for _, a in found for h in discovery_hooks(a, tap)]
     ids = torch.arange(min(4, int(model.config.vocab_size)))[None]
     try:
         with family.adapted(model), routed(model, tap), torch.no_grad():
@@ -146,17 +152,39 @@ def discover(family: Family, model: nn.Module) -> list[LayerSpec]:
     finally:
         for handle in handles:
             handle.remove()
-    called = [m for m, _ in tap.calls]
-    if called != attns:
-        layer = next(i for i, a in enumerate(attns) if i >= len(called) or called[i] is not a)
-        raise AttnReportError(
-            f"layer {layer}: {type(attns[layer]).__name__} does not call the transformers "
-            "attention interface once (missing: attention through AttentionInterface)"
-        )
+    attending = _attending(found, [m for m, _ in tap.calls], blocks)
     return [
-        _layer_spec(i, family, blocks[i], attns[i], computed, tap)
-        for i, (_, computed) in enumerate(tap.calls)
+        _layer_spec(i, family, blocks[i], attn, computed, tap)
+        for (i, attn), (_, computed) in zip(attending, tap.calls, strict=True)
     ]
+
+
+def _attending(found, called: list[nn.Module], blocks) -> list[tuple[int, nn.Module]]:
+    """(layer, attention module) of the blocks whose attention called the interface, once
+    each and in order; else a one-line refusal naming the layer."""
+    attending = [(i, a) for i, a in found if any(m is a for m in called)]
+    if not called:
+        if not found:
+            raise AttnReportError(
+                f"{type(blocks[0]).__name__}: no block has an attention module (missing: "
+                "attention layers; state-space and recurrent models have none)"
+            )
+        layer, attn = found[0]
+        raise AttnReportError(
+            f"layer {layer}: {type(attn).__name__} does not call the transformers attention "
+            "interface (missing: attention through AttentionInterface)"
+        )
+    if [a for _, a in attending] != called:
+        at = next(
+            (i for (i, a), m in zip(attending, called, strict=False) if a is not m),
+            attending[-1][0],
+        )
+        raise AttnReportError(
+            f"layer {at}: {type(blocks[at]).__name__}'s attention does not call the "
+            "transformers attention interface once (missing: attention through "
+            "AttentionInterface, one call per layer)"
+        )
+    return attending
 
 
 def _output_projection(layer: int, attn: nn.Module, tap: Discovery) -> tuple[nn.Module, bool]:
@@ -224,6 +252,7 @@ def _layer_spec(index, family, block, attn, computed: Computed, tap: Discovery) 
     return LayerSpec(
         index, family, layout, block, attn, out_proj, q_bias, k_bias, rotate,
         frozenset(features), _window(computed), positions,
+        rotated_dims(rotate, rotary, layout.head_dim) if rotate is not None else 0,
     )  # fmt: skip
 
 
@@ -249,7 +278,7 @@ def _features(computed: Computed, layout: HeadLayout, attn: nn.Module, rotate, r
         found.add("qk_norm")
     if rotate is not None:
         found.add("rope")
-        if partially_rotated(rotate, rotary, layout.head_dim):  # GPT-NeoX, Phi, latent attention
+        if rotated_dims(rotate, rotary, layout.head_dim) < layout.head_dim:  # NeoX, Phi, latent
             found.add("partial_rotary")
     if computed.score_bias is not None:
         found.add("alibi")

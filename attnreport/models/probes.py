@@ -26,6 +26,8 @@ from attnreport.models.rotary import identity
 class Discovery:
     """Receives the interface calls of the discovery pass (``attnreport.interface.Tap``)."""
 
+    leading_rows = 0  # the discovery pass is dense: no blockwise probabilities to keep
+
     def __init__(self) -> None:
         self.calls: list[tuple[nn.Module, Computed]] = []
         self.kwargs: dict[int, dict] = {}

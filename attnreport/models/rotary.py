@@ -71,12 +71,13 @@ def identity(rotary: object) -> object:
     return None
 
 
-def partially_rotated(rotate: Rotate, rotary, head_dim: int) -> bool:
-    """Whether ``rotate`` leaves some head dims unchanged at every position (in float32)."""
+def rotated_dims(rotate: Rotate, rotary, head_dim: int) -> int:
+    """How many of a head's ``head_dim`` dims ``rotate`` changes at some position past the
+    first (in float32): ``head_dim`` for a full rotation, fewer for a partial one."""
     cos, sin = (t.float() for t in rotary)
     x = torch.randn(1, 1, cos.shape[-2], head_dim, generator=torch.Generator().manual_seed(0))
     y, _ = rotate(x, x, cos.cpu(), sin.cpu())
-    return bool(torch.all(y[..., 1:, :] == x[..., 1:, :], dim=-2).any())
+    return int((~torch.all(y[..., 1:, :] == x[..., 1:, :], dim=-2)).sum())
 
 
 def _candidates(fn: Rotate | None, r: int, d: int) -> list[Rotate]:

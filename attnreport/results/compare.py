@@ -23,22 +23,9 @@ import numpy as np
 
 from attnreport.results.io import Results
 from attnreport.results.tables import Table
-from attnreport.results.ties import Ties, find_ties
+from attnreport.results.ties import Ties, Tolerance, find_ties
 
 FRACTIONS = ("self_focus", "first_focus")  # statistics that count top keys
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    rtol: float = 1e-3
-    atol: float = 1e-4
-
-    def close(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-        both_nan = np.isnan(a) & np.isnan(b)
-        with np.errstate(invalid="ignore"):
-            ok = np.abs(a - b) <= self.atol + self.rtol * np.maximum(np.abs(a), np.abs(b))
-        return ok | both_nan
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 SIG_DIGITS = 6
+PROB_PLACES = 6  # the interventions' observed probabilities: decimal places (see round_places)
 _POW10 = np.array([float(10**i) for i in range(23)])  # 1e0 .. 1e22, all exact in float64
 _HALF_TOL = 1e-7  # far above the 1e-10 error of the scaled mantissa, far below 0.5
 
@@ -61,6 +62,20 @@ def _round_array(values: np.ndarray) -> np.ndarray:
     for index in np.flatnonzero(hard):
         out.flat[index] = _round_one(float(v.flat[index]))
     return out
+
+
+def round_places(values: Any, places: int = PROB_PLACES) -> np.ndarray:
+    """``values`` (float64 array) rounded to ``places`` decimal places: within
+    ``0.5 * 10**-places`` of each value, and 0 below half of it.
+
+    The interventions' observed probabilities are kept so (``docs/results-schema.md``):
+    six significant digits of a probability of 1e-9 are noise that gzip cannot compress,
+    and they made the interventions file of a 163-token input 8.5 MB instead of 4.6.
+    Rounding the result again to 6 significant digits (``triangle`` does) changes nothing
+    for a value in [0, 1].
+    """
+    array = np.asarray(values, dtype=np.float64)
+    return np.rint(array * float(10**places)) / float(10**places)
 
 
 def column_to_list(values: Any) -> list[Any]:

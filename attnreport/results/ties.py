@@ -4,15 +4,27 @@ tolerance, so that a discrete statistic (top key, rank) may flip between two run
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from attnreport import vocabulary as V
 from attnreport.results.io import Results
 from attnreport.results.tables import Table
 
-if TYPE_CHECKING:
-    from attnreport.results.compare import Tolerance
+
+@dataclass(frozen=True)
+class Tolerance:
+    """When two numbers of two runs agree: ``|a - b| <= atol + rtol * max(|a|, |b|)``."""
+
+    rtol: float = V.RTOL
+    atol: float = V.ATOL
+
+    def close(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        both_nan = np.isnan(a) & np.isnan(b)
+        with np.errstate(invalid="ignore"):
+            ok = np.abs(a - b) <= self.atol + self.rtol * np.maximum(np.abs(a), np.abs(b))
+        return ok | both_nan
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from functools import cache
+from typing import Any, get_args, get_type_hints
 
+from attnreport import vocabulary as V
 from attnreport.errors import AttnReportError
-from attnreport.results.codec import decoded_column
+from attnreport.results.layers import LayerFacts, layer_facts_from_json, layer_facts_to_json
 from attnreport.results.maps import AttentionMaps
 from attnreport.results.roles import (
     HeadRolesBySentenceTable,
@@ -33,19 +34,21 @@ from attnreport.results.tables import (
     HeadImpactTable,
     ImpactPooledTable,
     PooledSortedTable,
+    Table,
     TokensTable,
     TopTable,
     ValueNormsTable,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # version 1 lacks manifest.files and the optional columns; versions 1 and 2 store the
 # attention probs and ranks (3 derives them) and write table columns as plain arrays;
 # versions 1 to 3 write plain .json files, 4 gzip-compresses them (``layout``); 5 adds
-# the head-role tables and the probes (``OPTIONAL_TABLES``), the BOS contrast, the value
-# norms and the mean grid's cells taken before the rotary rotation, which older folders lack
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+# the head-role tables and the probes (``optional_tables``), the BOS contrast, the value
+# norms and the mean grid's cells taken before the rotary rotation, which older folders lack;
+# 6 adds the per-layer facts (``model.layers``: positions, windows, soft-caps, sinks, QK-norm)
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i
 Observations = dict[str, list[Triangle]]  # "same"/"next"/"last" -> [head] -> triangle
@@ -81,6 +84,7 @@ class ModelInfo:
     features: tuple[str, ...] = ()  # attention features the model uses (sinks, window, ...)
     # layer -> sliding window in tokens, for the layers that attend through one
     layer_windows: dict[int, int] = field(default_factory=dict)
+    layers: tuple[LayerFacts, ...] = ()  # one per block, as found at load (version 6)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -88,14 +92,14 @@ class ModelInfo:
 class StudySettings:
     """The settings that changed the numbers, as recorded in the manifest."""
 
-    breakdown_ranks: int = 3
-    epsilons: tuple[float, ...] = (5e-1, 1e-3, 1e-10)
+    breakdown_ranks: int = V.BREAKDOWN_RANKS
+    epsilons: tuple[float, ...] = V.EPSILONS
     intervene_layer: int | None = None
     scaling_sentence: int = 0
     mean_sentences: tuple[int, ...] | None = None
-    map_tokens: int = 256
+    map_tokens: int = V.MAP_TOKENS
     view_head: tuple[int, ...] | None = None
-    bos: str = "auto"  # "auto" | "always" | "never"
+    bos: str = V.BOS_DEFAULT  # one of vocabulary.BOS
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -137,6 +141,17 @@ def _with_extra(obj: Any) -> dict[str, Any]:
     return {**obj.extra, **out}
 
 
+def _model_json(model: ModelInfo) -> dict[str, Any]:
+    """The manifest's model object; ``layers`` only where found (folders written before
+    version 6 round-trip without it)."""
+    out = _with_extra(model)
+    if model.layers:
+        out["layers"] = layer_facts_to_json(model.layers)
+    else:
+        out.pop("layers")
+    return out
+
+
 def model_from_json(obj: Any, where: str) -> ModelInfo:
     if not isinstance(obj, dict):
         raise AttnReportError(f"{where} is incomplete: its model is not an object")
@@ -144,7 +159,7 @@ def model_from_json(obj: Any, where: str) -> ModelInfo:
     missing = [
         f.name
         for f in fields(ModelInfo)
-        if f.name not in known and f.name not in ("features", "layer_windows", "extra")
+        if f.name not in known and f.name not in ("features", "layer_windows", "layers", "extra")
     ]
     if missing:
         raise AttnReportError(f"{where} is incomplete: model has no {missing[0]!r}")
@@ -153,6 +168,7 @@ def model_from_json(obj: Any, where: str) -> ModelInfo:
     if not isinstance(windows, dict):
         raise AttnReportError(f"{where} is malformed: model.layer_windows is not an object")
     known["layer_windows"] = {int(layer): int(w) for layer, w in windows.items()}
+    known["layers"] = layer_facts_from_json(known.get("layers"), where)
     return ModelInfo(**known, extra=extra)
 
 
@@ -189,7 +205,7 @@ def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
     out = {
         "schema": SCHEMA,
         "attnreport_version": manifest.attnreport_version,
-        "model": _with_extra(manifest.model),
+        "model": _model_json(manifest.model),
         "settings": _with_extra(manifest.settings),
         "sentences": [
             {
@@ -233,46 +249,40 @@ class SentenceResults:
     view_head: tuple[int, int] | None = None  # the (layer, head) the user chose to open on
 
 
-_SENTENCE_TABLES = {
-    "top": TopTable,
-    "breakdown": BreakdownTable,
-    "focus": FocusTable,
-    "focus_sorted": FocusSortedTable,
-    "head_impact": HeadImpactTable,
-    "block_impact": BlockImpactTable,
-    "head_roles": HeadRolesTable,
-    "massive_activations": MassiveActivationsTable,
-}
-_SET_TABLES = {
-    "focus_by_sentence": FocusBySentenceTable,
-    "focus_pooled": FocusPooledTable,
-    "focus_sorted": PooledSortedTable,
-    "impact_pooled": ImpactPooledTable,
-    "head_roles": HeadRolesSetTable,
-    "head_roles_by_sentence": HeadRolesBySentenceTable,
-    "massive_activations": SetMassiveActivationsTable,
-    "bos_contrast": BosContrastTable,
-    "value_norms": ValueNormsTable,
-}
-# Tables added in version 5: absent (None) from older folders, and written only when present.
-# tables that results of version 5 may hold and older ones lack (each None when absent)
-OPTIONAL_TABLES = frozenset(
-    {"head_roles", "head_roles_by_sentence", "massive_activations", "bos_contrast", "value_norms"}
-)
+@cache
+def table_kinds(holder: type) -> dict[str, type[Table]]:
+    """Table name -> table class of one results file, from the fields of ``holder`` (its
+    typed value: ``SentenceTables``, ``SetResults``) whose type is a table, in field
+    order, which is the file's order. The one list of a file's tables: a new table is a
+    class in ``tables`` (or ``roles``) and a field here."""
+    hints = get_type_hints(holder)
+    out = {}
+    for f in fields(holder):
+        kinds = [k for k in (hints[f.name], *get_args(hints[f.name])) if isinstance(k, type)]
+        table = next((k for k in kinds if issubclass(k, Table)), None)
+        if table is not None:
+            out[f.name] = table
+    return out
 
 
-def _parse_tables(kinds: dict[str, type], obj: Any, where: str) -> dict[str, Any]:
-    tables = need(obj, "tables", where)
+@cache
+def optional_tables(holder: type) -> frozenset[str]:
+    """The tables of ``holder`` that older results lack: fields defaulting to None."""
+    return frozenset(f.name for f in fields(holder) if f.default is None) & set(table_kinds(holder))
+
+
+def _parse_tables(holder: type, obj: Any, where: str) -> dict[str, Any]:
+    tables, optional = need(obj, "tables", where), optional_tables(holder)
     return {
-        name: kind.from_json(need(tables, name, where), where)  # type: ignore[attr-defined]
-        for name, kind in kinds.items()
-        if name not in OPTIONAL_TABLES or name in tables
+        name: kind.from_json(need(tables, name, where), where)
+        for name, kind in table_kinds(holder).items()
+        if name not in optional or name in tables
     }
 
 
-def _present(holder: Any, kinds: dict[str, type]) -> list[str]:
-    """The table names of ``kinds`` that ``holder`` has (a role table may be None)."""
-    return [name for name in kinds if getattr(holder, name) is not None]
+def _present(holder: Any) -> list[str]:
+    """The table names that ``holder`` has (an optional table may be None), in file order."""
+    return [name for name in table_kinds(type(holder)) if getattr(holder, name) is not None]
 
 
 def _maps_from_json(att: Any, where: str) -> AttentionMaps:
@@ -298,7 +308,7 @@ def sentence_from_json(obj: Any, where: str) -> SentenceResults:
         text=str(need(info, "text", where)),
         n_tokens=int(need(info, "n_tokens", where)),
         tokens=TokensTable.from_json(need(obj, "tokens", where), where),
-        tables=SentenceTables(**_parse_tables(_SENTENCE_TABLES, obj, where)),
+        tables=SentenceTables(**_parse_tables(SentenceTables, obj, where)),
         attention=maps,
         view_head=None if view is None else (int(view[0]), int(view[1])),
     )
@@ -311,48 +321,16 @@ def sentence_to_json(s: SentenceResults, lazy: bool = False) -> dict[str, Any]:
         "sentence": {"index": s.index, "text": s.text, "n_tokens": s.n_tokens},
         "tokens": s.tokens.to_json(),
         "attention": None if s.attention is None else s.attention.to_json(),
-        "tables": {
-            name: getattr(s.tables, name).to_json(lazy)
-            for name in _present(s.tables, _SENTENCE_TABLES)
-        },
+        "tables": {name: getattr(s.tables, name).to_json(lazy) for name in _present(s.tables)},
     }
     if s.view_head is not None:
         out["view_head"] = list(s.view_head)
     return out
 
 
-class _DecodedTables(Mapping[str, Any]):
-    """A sentence's tables as ``sentences/NNN.json`` reads once decoded: each table's
-    columns as plain lists, made when the table is first asked for."""
-
-    def __init__(self, tables: SentenceTables) -> None:
-        self._tables, self._made = tables, {}
-
-    def __getitem__(self, name: str) -> dict[str, Any]:
-        if name not in self._names():
-            raise KeyError(name)
-        if name not in self._made:
-            arrays = getattr(self._tables, name).arrays()
-            plain = {k: decoded_column(v) for k, v in arrays.items()}
-            self._made[name] = {"columns": plain}
-        return self._made[name]
-
-    def _names(self) -> list[str]:
-        return _present(self._tables, _SENTENCE_TABLES)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-
-def sentence_json_view(s: SentenceResults) -> dict[str, Any]:
-    """``sentence_to_json(s)`` as a reader sees it after decoding each column, without the
-    attention maps: what the page wording reads. Encoding every column only for the
-    wording to decode it again took about a third of an unchanged render."""
-    info = {"index": s.index, "text": s.text, "n_tokens": s.n_tokens}
-    return {"schema": SCHEMA, "sentence": info, "tables": _DecodedTables(s.tables)}
+def sentence_tables(s: SentenceResults) -> dict[str, Any]:
+    """A sentence's typed tables by their results name (those it has), in file order."""
+    return {name: getattr(s.tables, name) for name in _present(s.tables)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -363,11 +341,12 @@ class SetResults:
     focus_pooled: FocusPooledTable
     focus_sorted: PooledSortedTable
     impact_pooled: ImpactPooledTable
-    bos_contrast: BosContrastTable | None = None  # runs without a BOS only
-    value_norms: ValueNormsTable | None = None
+    # (field order is ``set.json``'s table order; optional tables default to None)
     head_roles: HeadRolesSetTable | None = None
     head_roles_by_sentence: HeadRolesBySentenceTable | None = None
     massive_activations: SetMassiveActivationsTable | None = None
+    bos_contrast: BosContrastTable | None = None  # runs without a BOS only
+    value_norms: ValueNormsTable | None = None
     probes: tuple[tuple[int, ...], ...] | None = None  # the induction probes' token ids
 
 
@@ -377,11 +356,16 @@ def set_from_json(obj: Any, where: str = "set.json") -> SetResults:
         listed = None if probes is None else tuple(tuple(int(t) for t in p) for p in probes)
     except (TypeError, ValueError) as err:
         raise AttnReportError(f"{where}: the probes are malformed ({err})") from err
-    return SetResults(**_parse_tables(_SET_TABLES, obj, where), probes=listed)
+    return SetResults(**_parse_tables(SetResults, obj, where), probes=listed)
+
+
+def set_tables(s: SetResults) -> dict[str, Any]:
+    """The set's typed tables by their results name (those it has), in file order."""
+    return {name: getattr(s, name) for name in _present(s)}
 
 
 def set_to_json(s: SetResults) -> dict[str, Any]:
-    tables = {n: getattr(s, n).to_json() for n in _present(s, _SET_TABLES)}
+    tables = {n: getattr(s, n).to_json() for n in _present(s)}
     out: dict[str, Any] = {"schema": SCHEMA, "tables": tables}
     if s.probes is not None:
         out["probes"] = [list(p) for p in s.probes]

@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from attnreport.build import Progress, input_paths, site_options
+from attnreport.build import Progress, site_options
 from attnreport.config import Settings, load_settings
 from attnreport.errors import AttnReportError
+from attnreport.output import check_output, input_paths
 
 PAGE = re.compile(r"s(\d{3,})-.*\.html")  # a sentence page: its index, then its slug
 
@@ -107,17 +108,15 @@ class Project:
         texts = read_sentences(settings.sentences)  # a bad file fails before a load
         load = self.loaded is None or self.key != _load_key(settings)
         if load:
-            from attnreport.models.layout import discover
-            from attnreport.models.loading import load_model
             from attnreport.pass_memo import keep_passes
+            from attnreport.session import load_verified
 
             progress("model", 0, 1)
             self.loaded = None  # free the old model first
-            self.loaded = load_model(
+            self.loaded, self.specs = load_verified(
                 settings.model, settings.dtype, settings.device, settings.device_map
             )
             self.key = _load_key(settings)
-            self.specs = discover(self.loaded.family, self.loaded.model)
             keep_passes(self.loaded.model)  # saves rerun the set's extra passes on new inputs only
         context = context_length(self.loaded)
         tokenizer = self.loaded.tokenizer
@@ -132,7 +131,6 @@ class Project:
         download links), and ``draw_images`` writes it again with them. Raises
         ``AttnReportError`` (a bad setting or sentence file, a refused folder); the site
         on disk is then the last good one."""
-        from attnreport.build import check_output
         from attnreport.publish import render_folder
         from attnreport.serve.analysis import update_results
 

@@ -3,7 +3,7 @@
 ``assemble_site(results, SiteOptions(...))`` returns ``{relative path: bytes}``;
 ``write_site(files, out_dir, force)`` puts them on disk without ever leaving a half site.
 
-The names below are imported on first use, so that ``attnreport.site.write`` (which
+The names below are imported on first use, so that ``attnreport.output`` (which
 ``analyze`` uses to check and write its output folder) does not pull in the chart
 builders (Altair) and the templates (Jinja2).
 """
@@ -16,10 +16,10 @@ from typing import Any
 _HOMES = {
     "ChartSource": "attnreport.site.chart_source",
     "assemble_site": "attnreport.site.assemble",
-    "default_charts": "attnreport.site.chart_source",
+    "default_charts": "attnreport.site.real_charts",
     "SiteOptions": "attnreport.site.context",
     "date_from_env": "attnreport.site.context",
-    "write_site": "attnreport.site.write",
+    "write_site": "attnreport.output",
 }
 
 __all__ = [

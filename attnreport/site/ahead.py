@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from attnreport.results.layout import MANIFEST
+from attnreport.site.chart_source import chart_builders
 from attnreport.site.context import SiteOptions
 from attnreport.site.page_data import intervention_indices, page_results, placed
 from attnreport.site.source import SiteSource
@@ -51,10 +52,9 @@ Page = int | None  # a sentence's page, or the index (None)
 def make_page(source: SiteSource, index: Page, images: bool, png: bool | float) -> None:
     """Page ``index``'s figures into the figure cache and, when ``images``, its static
     images into the image cache: what the assembly makes of the page, less its HTML."""
-    from attnreport.charts.image_export import figure_images
-    from attnreport.site.chart_source import default_charts
+    from attnreport.charts.export.image_export import figure_images
 
-    figures = placed(source, page_results(source, index), index, default_charts())
+    figures = placed(source, page_results(source, index), index, chart_builders())
     if images:
         figure_images([p.figure for p in figures], png=png, workers=1)
 
@@ -122,7 +122,7 @@ class Ahead:
         for worker in self.workers:
             worker.join()
         if finished:
-            from attnreport.charts.figure_cache import default_cache
+            from attnreport.charts.export.figure_cache import default_cache
 
             default_cache().remember_site(self.key)
 
@@ -132,7 +132,7 @@ def site_key(source: SiteSource, pages: Sequence[Page], options: SiteOptions) ->
     the pages, the options and the digests of the results files the pages read (the
     manifest, the set-wide files, their sentences and the interventions' inputs; not the
     rest of a corpus whose ``--pages`` leave it out)."""
-    from attnreport.charts.figure_cache import code_version
+    from attnreport.charts.export.figure_cache import code_version
 
     sentences = {i for i in pages if i is not None} | set(intervention_indices(source))
     layout = source.layout
@@ -148,8 +148,8 @@ def start(source: SiteSource, pages: Sequence[Page], options: SiteOptions) -> Ah
     ``MIN_PAGES`` pages, this process a daemon (which may not start processes), every
     page made before (the figure cache remembers the site), or no core free besides
     this process's."""
-    from attnreport.charts.figure_cache import default_cache
-    from attnreport.charts.image_export import drawers
+    from attnreport.charts.export.figure_cache import default_cache
+    from attnreport.charts.export.image_export import drawers
 
     if source.folder is None or len(pages) < MIN_PAGES:
         return None

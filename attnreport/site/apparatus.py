@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from attnreport.results import Interventions, Manifest
-from attnreport.site.fit import BOOTSTRAP_FROM
-from attnreport.site.verdicts import MIN_SENTENCES
-from attnreport.site.wording import count, join_and
+from attnreport.site.words.fit import BOOTSTRAP_FROM
+from attnreport.site.words.verdicts import MIN_SENTENCES
+from attnreport.site.words.wording import count, join_and
 
 QUANT_IN_NAME = re.compile(r"\b(I?Q\d\w*|BF16|F16)\b")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from attnreport.site.claims_grid import tested_claims
 from attnreport.site.context import ClaimContext, FigureContext, Notes
 from attnreport.site.highlights import CITATIONS, figure_link
+from attnreport.site.words.claims_grid import tested_claims
 
 REFERENCES = {  # source key of a claim -> (footnote key, note text)
     "blog": (

@@ -30,19 +30,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, cast
 
+from attnreport.charts.export.svg import stable_svg_ids
 from attnreport.charts.registry import Placed
-from attnreport.charts.svg import stable_svg_ids
 from attnreport.results import Results, as_results, dump_json
 from attnreport.results.layout import Layout
 from attnreport.site import pages, render
 from attnreport.site.ahead import Ahead
-from attnreport.site.chart_source import ChartSource, Drawing, as_bytes, default_charts
+from attnreport.site.chart_source import ChartSource, Drawing, as_bytes
 from attnreport.site.context import FigureInput, Link, SiteOptions
 from attnreport.site.page_data import chosen_pages, intervention_inputs, page_results, placed
+from attnreport.site.real_charts import default_charts
 from attnreport.site.slugs import sentence_filename
 from attnreport.site.source import SiteFiles, SiteSource, from_results
+from attnreport.vocabulary import MARKER, OPTIONS_FILE, RESULTS_FOLDER
 
-MARKER = ".attnreport-site"
 _SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")
 _SAFE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -50,19 +51,15 @@ _SAFE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 @functools.cache
 def vega_bundle() -> bytes:
     """Vega, Vega-Lite and vega-embed as one classic script that sets window globals."""
-    from attnreport.charts.bundle import javascript_bundle  # cached per vl-convert version
+    from attnreport.charts.export.bundle import javascript_bundle  # cached per vl-convert version
 
     return ("(function () {\n" + javascript_bundle() + "\n})();\n").encode()
-
-
-RESULTS = "results/"
-OPTIONS_FILE = RESULTS + "render.json"  # the options the site was drawn with
 
 
 def data_link(placed: Placed, index: int | None, layout: Layout) -> str:
     """The site's copy of the results file that a figure draws (relative to the page),
     named as the results folder names it (``layout``)."""
-    return RESULTS + layout.source(placed.entry.source, index)
+    return RESULTS_FOLDER + layout.source(placed.entry.source, index)
 
 
 def data_title(layout: Layout) -> str:
@@ -289,6 +286,6 @@ def assemble_site(
     files[".nojekyll"] = b""
     files[MARKER] = b"This folder was written by attnreport; a new build replaces it whole.\n"
     if isinstance(source.files, dict):
-        files.update({RESULTS + name: data for name, data in source.files.items()})
+        files.update({RESULTS_FOLDER + name: data for name, data in source.files.items()})
         return dict(sorted(files.items()))
-    return SiteFiles(files, RESULTS, source.files)
+    return SiteFiles(files, RESULTS_FOLDER, source.files)

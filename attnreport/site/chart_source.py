@@ -1,21 +1,21 @@
 """Where a site's figures come from: ``ChartSource`` (builders, encoders, image export) and
-``default_charts``, the real ones of ``attnreport.charts``, imported only when a site is
-built. Tests pass their own ``ChartSource`` to ``assemble_site``.
+``chart_builders``, the real ones of ``attnreport.charts``, imported only when a site is
+built (``site.real_charts.default_charts`` adds the workers that make pages ahead). Tests
+pass their own ``ChartSource`` to ``assemble_site``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from attnreport.charts.export.figure_cache import PageFiles
 from attnreport.charts.figure import Encoded, Figure
-from attnreport.charts.figure_cache import PageFiles
 from attnreport.charts.registry import Placed
 from attnreport.results import Results
 
 if TYPE_CHECKING:
-    from attnreport.site.ahead import Ahead
     from attnreport.site.context import SiteOptions
     from attnreport.site.source import SiteSource
 
@@ -24,6 +24,14 @@ Drawing = Callable[[], Sequence[Mapping[str, bytes]]]  # waits for a page's imag
 
 def as_bytes(value: bytes | str) -> bytes:
     return value if isinstance(value, bytes) else value.encode("utf-8")
+
+
+class PagesAhead(Protocol):
+    """Pages that workers make while the assembly makes the first ones (``site.ahead``)."""
+
+    def claim(self, index: int | None) -> bool: ...
+
+    def close(self, finished: bool = True) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -45,23 +53,24 @@ class ChartSource:
     page_figures: Callable[[Results, int | None, PageFiles], Sequence[Placed]] | None = None
     # Workers making the last pages into the caches while this process makes the first
     # ones (``attnreport.site.ahead.start``), given the pages in order; None: none.
-    ahead: Callable[[SiteSource, Sequence[int | None], SiteOptions], Ahead | None] | None = None
+    ahead: Callable[[SiteSource, Sequence[int | None], SiteOptions], PagesAhead | None] | None = (
+        None
+    )
 
 
-def default_charts(cache: bool = True) -> ChartSource:
+def chart_builders(cache: bool = True) -> ChartSource:
     """The chart builders of ``attnreport.charts`` (imported only when a site is built),
-    through the user's figure cache unless ``cache`` is False.
+    through the user's figure cache unless ``cache`` is False; no pages made ahead.
 
     Intervention figures go on the page of the sentence the scaling grid was run on. A
     figure whose image export is refused (too big) or fails has no static image.
     """
-    from attnreport.charts import embed, figure_cache
+    from attnreport.charts.export import embed, figure_cache
     from attnreport.charts.registry import build_figures, page_inputs
-    from attnreport.site import ahead
 
     try:
-        from attnreport.charts.image_export import start_images
-        from attnreport.charts.images import export_images
+        from attnreport.charts.export.image_export import start_images
+        from attnreport.charts.export.images import export_images
     except ImportError:
         export_images = start_images = None
 
@@ -89,5 +98,4 @@ def default_charts(cache: bool = True) -> ChartSource:
         if start_images
         else None,
         page_figures=page_figures if cache else None,
-        ahead=ahead.start if cache and start_images else None,
     )

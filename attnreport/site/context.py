@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from attnreport import vocabulary as V
 from attnreport.charts.figure import Figure
 from attnreport.dates import date_from_env  # noqa: F401  (re-exported)
-from attnreport.site import prose
 from attnreport.site.methods import Method, method_href
+from attnreport.site.words import prose
 from attnreport.text import visible  # noqa: F401  (re-exported for the pages)
 
 if TYPE_CHECKING:
@@ -26,14 +27,14 @@ if TYPE_CHECKING:
 class SiteOptions:
     """What the site says that is not in the results (from config or the command line)."""
 
-    title: str = "What attention does"
+    title: str = V.TITLE
     date: str | None = None  # ISO date shown on every page; never taken from the clock
     authors: tuple[str, ...] = ()
     lede: str | None = None  # Markdown replacing the computed opening paragraph of the index
-    images: bool = True  # a static SVG of every figure (``--no-images``: False)
-    png: bool = False  # and a static PNG of every figure (``--png``)
-    png_scale: float = 2.0  # PNG pixels per figure pixel (``--png-scale``)
-    pages: str = "all"  # which sentences get a page (``--pages``: all, N, or 0,5,10-12)
+    images: bool = V.IMAGES  # a static SVG of every figure (``--no-images``: False)
+    png: bool = V.PNG  # and a static PNG of every figure (``--png``)
+    png_scale: float = V.PNG_SCALE  # PNG pixels per figure pixel (``--png-scale``)
+    pages: str = V.PAGES  # which sentences get a page (``--pages``: all, N, or 0,5,10-12)
     rebuild: str | None = None  # the command line that built it (None: derived from results)
     afterword: str | None = None  # Markdown closing the index page
     notes: tuple[tuple[str, str], ...] = ()  # (sentence text, Markdown note for its page)
@@ -94,22 +95,6 @@ class Paragraph:
     text: str
     notes: tuple[int, ...] = ()
     link: Link | None = None
-
-
-@dataclass(frozen=True)
-class Footnote:
-    """A numbered note; ``fn-N`` is its anchor and ``fnref-N`` the reference's anchor."""
-
-    number: int
-    text: str
-
-    @property
-    def anchor(self) -> str:
-        return f"fn-{self.number}"
-
-    @property
-    def ref_anchor(self) -> str:
-        return f"fnref-{self.number}"
 
 
 @dataclass(frozen=True)
@@ -212,6 +197,22 @@ class SentencePageContext:
     toc: tuple[Link, ...] = field(default=())
     lede: tuple[Paragraph, ...] = ()  # what is special about this sentence (``site.lede``)
     note_html: str = ""  # the author's note on this sentence (Markdown, raw HTML escaped)
+
+
+@dataclass(frozen=True)
+class Footnote:
+    """A numbered note; ``fn-N`` is its anchor and ``fnref-N`` the reference's anchor."""
+
+    number: int
+    text: str
+
+    @property
+    def anchor(self) -> str:
+        return f"fn-{self.number}"
+
+    @property
+    def ref_anchor(self) -> str:
+        return f"fnref-{self.number}"
 
 
 class Notes:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from attnreport.site.context import FigureContext, Link, Notes, Paragraph
-from attnreport.site.findings import key_findings
+from attnreport.site.words.findings import key_findings
 
 CITATIONS = {
     "sink-onset": (

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from attnreport.charts.figure_cache import PageFiles
+from attnreport.charts.export.figure_cache import PageFiles
 from attnreport.charts.registry import Placed
-from attnreport.corpus.pages import page_indices, parse_pages
+from attnreport.page_choice import page_indices, parse_pages
 from attnreport.results import Results, SentenceResults
 from attnreport.site.chart_source import ChartSource
 from attnreport.site.context import SiteOptions

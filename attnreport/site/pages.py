@@ -11,20 +11,9 @@ from attnreport.dates import report_date
 from attnreport.results import Interventions, Manifest, Results, SentenceResults
 from attnreport.results.interventions import interventions_to_json
 from attnreport.results.layout import CURRENT, Layout
-from attnreport.results.types import sentence_json_view, set_to_json
+from attnreport.results.types import sentence_tables, set_tables
 from attnreport.results.view import default_head
-from attnreport.site import (
-    about,
-    apparatus,
-    argument,
-    highlights,
-    lede,
-    methods,
-    prose,
-    verdicts,
-    wording,
-)
-from attnreport.site.alt_text import ALT, AltData, alt_text
+from attnreport.site import about, apparatus, argument, highlights, methods
 from attnreport.site.byte_tokens import byte_groups
 from attnreport.site.context import (
     FigureContext,
@@ -41,18 +30,14 @@ from attnreport.site.context import (
     figure_span,
     number_figures,
 )
+from attnreport.site.layer_card import layer_rows
 from attnreport.site.markdown import markdown_html
-from attnreport.site.role_findings import active_roles
+from attnreport.site.words import lede, prose, verdicts, wording
+from attnreport.site.words.alt_text import AltData
+from attnreport.site.words.role_findings import active_roles
 from attnreport.text import display_token, visible
+from attnreport.vocabulary import PARTS, TERMS
 
-# (anchor, heading): the parts of a sentence page; a figure's registry entry names its part
-PARTS: tuple[tuple[str, str], ...] = (
-    ("focus", "1. What attention focuses on"),
-    ("layers", "2. How focus changes across layers"),
-    ("impact", "3. What attention changes"),
-    ("interventions", "4. Interventions"),
-)
-TERMS = ("position", "bias", "content", "query_only")
 TITLE_CHARS = 60  # a sentence page's title: its sentence, cut at a word boundary
 NOTES = {
     "top-key": "A query's top key is the token it scores highest, and so gives the most "
@@ -123,6 +108,8 @@ def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
         value = find(tree, keys)
         if value is not None and value != "":
             out.append((label, visible(_card_value(label, value))))
+        if label == "Positions":  # how each layer attends, as found at load (version 6)
+            out += layer_rows(manifest.model.layers, manifest.model.head_dim)
     return tuple(out)
 
 
@@ -143,9 +130,15 @@ def page_meta(results: Results, options: SiteOptions) -> PageMeta:
     )
 
 
-def with_alt(figs: Sequence[FigureContext], data: AltData) -> tuple[FigureContext, ...]:
-    """The figures with their alt text computed from ``data`` (kept empty for unknown keys)."""
-    return tuple(replace(f, alt=alt_text(f.key, data)) if f.key in ALT else f for f in figs)
+def with_alt(
+    figs: Sequence[FigureContext], inputs: Sequence[FigureInput], data: AltData
+) -> tuple[FigureContext, ...]:
+    """The figures with the alt text their registry entries compute from ``data`` (kept
+    empty for an entry without one); ``inputs[i]`` placed ``figs[i]``."""
+    return tuple(
+        replace(f, alt=i.entry.alt(data)) if i.entry.alt else f
+        for f, i in zip(figs, inputs, strict=True)
+    )
 
 
 def part_of(fig: FigureInput) -> int:
@@ -269,8 +262,13 @@ def sentence_page(
     groups: list[list[FigureInput]] = [[] for _ in PARTS]
     for fig in figures:
         groups[part_of(fig)].append(fig)
-    data = AltData(sentence_json_view(sentence), {}, _iv_json(results), default_head(sentence))
-    numbered = [with_alt(g, data) for g in number_figures(groups, f"S{index}.")]
+    data = AltData(
+        sentence_tables(sentence), sentence.n_tokens, {}, _iv_json(results), default_head(sentence)
+    )
+    numbered = [
+        with_alt(g, inputs, data)
+        for g, inputs in zip(number_figures(groups, f"S{index}."), groups, strict=True)
+    ]
     notes = Notes()
     sorted_figs = sorted_lines([f for g in numbered for f in g])
     texts = _part_texts(
@@ -348,14 +346,14 @@ def index_page(
     ``results`` needs no sentences loaded: everything here is set-wide.
     """
     meta = page_meta(results, options)
-    tables = set_to_json(results.set)["tables"]
+    tables = set_tables(results.set)
     text = prose.set_summary(
         prose.rows(results.set.focus_pooled),
         prose.rows(results.set.impact_pooled),
         len(texts),
     )
     (figs,) = number_figures([list(figures)])
-    figs = with_alt(figs, AltData(set_tables=tables))
+    figs = with_alt(figs, figures, AltData(set_tables=tables))
     notes = Notes()
     found = highlights.finding_paragraphs(tables, _iv_json(results) or None, figs, pages, notes)
     claims = argument.claim_contexts(

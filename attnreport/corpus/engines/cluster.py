@@ -48,14 +48,11 @@ class SentenceWorker:
     def __init__(self, model: str, dtype: str, device: str, settings: Any) -> None:
         import transformers
 
-        from attnreport.models.layout import discover
-        from attnreport.models.loading import load_model
-        from attnreport.session import Session
+        from attnreport.session import Session, load_verified
 
         transformers.utils.logging.set_verbosity_error()
         transformers.utils.logging.disable_progress_bar()
-        loaded = load_model(model, dtype=dtype, device=device)
-        self.session = Session(loaded, discover(loaded.family, loaded.model), [])
+        self.session = Session(*load_verified(model, dtype, device), [])
         self.settings = settings
         self.layers = (0, 0)  # (done, total) of the sentence being analysed
 

@@ -1,0 +1,1 @@
+"""The figure builders: typed results -> ``Figure`` (one module per figure family)."""

@@ -1,0 +1,98 @@
+"""Index figure: the share of sink heads per layer, by the literature's measure and by ours.
+
+Gu et al. (ICLR 2025) count a head as a sink when the first token gets more than
+``eps = 0.3`` of its attention on average (``first_prob``, pooled over the set); the
+report's own first-token focus is argmax-based (a sink when the first token is the top
+key for at least half of the queries, ``first_focus >= 0.5``). One line per measure,
+percent of the layer's heads, so the layers where the two disagree stand out.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+
+from attnreport.analyses import sinks
+from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.spec.assemble import build_figure
+from attnreport.charts.spec.common import layer_x, window_bands
+from attnreport.results import Manifest, SetResults
+
+KEY = "set-sink-rate"
+MEASURES = (
+    f"mean first-token probability > {sinks.EPS:g} (Gu et al.)",
+    f"first token is the top key for at least {sinks.ARGMAX_SINK:.0%} of queries",
+)
+
+
+def sink_rate_rows(set_results: SetResults) -> Columns:
+    """layer, measure, percent (of the layer's heads), sinks, heads: two rows per layer."""
+    by_sentence = set_results.focus_by_sentence.arrays()
+    by_probability = sinks.sink_rates(sinks.pooled_scores(by_sentence, "first_prob"))
+    focus = sinks.pooled_scores(by_sentence, "first_focus")
+    rows: dict[str, list] = {"layer": [], "measure": [], "percent": [], "sinks": [], "heads": []}
+    for layer in sorted(by_probability.by_layer):
+        heads = [h for (lay, h) in focus if lay == layer]
+        by_prob = sum(1 for s in by_probability.sinks if s[0] == layer)
+        by_argmax = sum(1 for h in heads if focus[(layer, h)] >= sinks.ARGMAX_SINK)
+        for measure, count in zip(MEASURES, (by_prob, by_argmax), strict=True):
+            rows["layer"].append(int(layer))
+            rows["measure"].append(measure)
+            rows["percent"].append(round(100.0 * count / len(heads), 6) if heads else 0.0)
+            rows["sinks"].append(count)
+            rows["heads"].append(len(heads))
+    return rows
+
+
+def sink_rate_chart(key: str, n_layers: int, bands: alt.Chart | None = None) -> alt.LayerChart:
+    """Percent of sink heads against layer, one coloured line per measure; ``bands``
+    (``common.window_bands``) shade the windowed layers."""
+    base = alt.Chart().encode(
+        x=layer_x(n_layers),
+        y=alt.Y("percent:Q", title="sink heads (% of the layer)", scale=alt.Scale(domain=[0, 100])),
+        color=alt.Color(
+            "measure:N",
+            legend=alt.Legend(title="a head is a sink when", orient="bottom", labelLimit=420),
+        ),
+        # where both measures agree one line covers the other: a dash shows the one below
+        strokeDash=alt.StrokeDash(
+            "measure:N",
+            scale=alt.Scale(domain=list(MEASURES), range=[[1, 0], [6, 3]]),
+            legend=None,
+        ),
+        tooltip=[
+            alt.Tooltip("layer:Q", title="layer"),
+            alt.Tooltip("measure:N", title="sink when"),
+            alt.Tooltip("sinks:Q", title="sink heads"),
+            alt.Tooltip("heads:Q", title="heads"),
+            alt.Tooltip("percent:Q", title="% of heads", format=".0f"),
+        ],
+    )
+    lines = base.mark_line(point=alt.OverlayMarkDef(size=28), strokeWidth=1.8)
+    title = alt.TitleParams(
+        text="Sink heads per layer, two measures",
+        subtitle="pooled over the sentence set",
+    )
+    marks = [lines] if bands is None else [bands, lines]
+    return alt.layer(*marks, data=alt.Data(name=key)).properties(title=title, width=520, height=240)
+
+
+def sink_rate_figure(set_results: SetResults, manifest: Manifest, notes: str = "") -> Figure:
+    """The per-layer Sink_1^eps of Gu et al. beside the argmax-based count."""
+    rows = sink_rate_rows(set_results)
+    n_layers = max(rows["layer"], default=0) + 1
+    caption = (
+        "For every layer, the percentage of its heads that are attention sinks by two "
+        "measures, pooled over the set. Gu et al. (ICLR 2025) call a head a sink when the "
+        f"first token gets more than {sinks.EPS:g} of its attention on average over the "
+        "queries that can see it (their Sink_1^eps with eps = 0.3); the report's own "
+        "measure is argmax-based: the first token is the top key for at least half of the "
+        "queries. Where the lines part, a head either spreads a large share onto the first "
+        "token without it winning most rows, or wins most rows with a small share."
+    ) + notes
+    return build_figure(
+        key=KEY,
+        title="Sink heads per layer",
+        caption=caption,
+        chart=sink_rate_chart(KEY, n_layers, window_bands(manifest)),
+        rows=rows,
+    )

@@ -1,0 +1,191 @@
+"""Claims the intervention grids test: Q/K scaling -> uniform, V scaling invisible at its
+own layer, and the mean replacement of K against the source's figure (seed 003).
+
+Inputs are ``interventions.json``'s dict (``docs/results-schema.md``): each cell's
+``observations`` holds, for "same", "next" and "last", one attention map per head, a
+list of rows, row i holding the probabilities of query i over the keys it can see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from attnreport.site.words import effects, fit
+from attnreport.site.words.claims import (
+    UNCHANGED_TOL,
+    UNIFORM_TOL,
+    Claim,
+    sink_heads_change_little,
+    sink_on_any_first_token,
+    sink_values_small,
+)
+from attnreport.site.words.readings import columns, per_head
+from attnreport.site.words.verdicts import Evidence, verdict
+from attnreport.site.words.wording import count, number, quantity
+
+Maps = Sequence[Sequence[Sequence[float]]]  # head -> query -> key
+
+
+def uniform_gaps(maps: Maps) -> list[float]:
+    """Per head, the largest |p_ij - 1/(i+1)|: 0 when every query spreads its weight evenly
+    over the keys it sees (rows as stored)."""
+    return [max((max(abs(p - 1 / len(row)) for p in row) for row in head if row), default=0.0)
+            for head in maps]  # fmt: skip
+
+
+def changes(maps: Maps, base: Maps) -> list[float]:
+    """Per head, the largest |p - p_base| between two sets of maps of the same shape."""
+    return [max((max(abs(a - b) for a, b in zip(r, rb, strict=True)) for r, rb in zip(h, hb, strict=True) if r),
+                default=0.0) for h, hb in zip(maps, base, strict=True)]  # fmt: skip
+
+
+def _cells(grid: Mapping[str, Any], target: str) -> list[Mapping[str, Any]]:
+    return [c for c in grid.get("cells") or [] if c["target"] == target]
+
+
+def qk_scaling_uniform(iv: Mapping[str, Any]) -> Claim | None:
+    """Seeds 000-002: scaling Q or K by a small epsilon makes attention uniform over the
+    allowed keys. Tested at the smallest epsilon on every head of the intervention layer;
+    a head breaks it when its weights are more than ``UNIFORM_TOL`` from uniform."""
+    grid = iv.get("scaling") or {}
+    eps = min((float(c["epsilon"]) for c in grid.get("cells") or []), default=None)
+    if eps is None:
+        return None
+    layer = int(iv.get("layer", 0))
+    cells = [c for c in grid["cells"] if float(c["epsilon"]) == eps and c["target"] in "QK"]
+    gaps = {c["target"]: uniform_gaps(c["observations"]["same"]) for c in cells}
+    broken = sorted({(layer, h) for g in gaps.values() for h, v in enumerate(g) if v > UNIFORM_TOL})
+    tested = sum(len(g) for g in gaps.values())
+    ev = Evidence(1.0 if tested else 0.0, 1, tested, len(broken), needed=1)
+    kl = {c["target"]: effects.mean_kl(c) for c in cells}
+    largest = " and ".join(
+        f"{t} {number(max(g), 2)}"
+        for t, g in sorted(gaps.items(), key=lambda tg: "QK".index(tg[0]))
+    )
+    same = (
+        "; Q and K give the same KL, " + quantity(kl["Q"], "nat")
+        if len(set(kl.values())) == 1 and len(kl) == 2
+        else ""
+    )
+    text = (
+        f"Scaled by {eps:g} in layer {layer}, the largest gap between a head's weights and "
+        f"uniform over the allowed keys is {largest}{same}. Scaling Q or K by ε is one "
+        "intervention: every score becomes s = ε q·k either way."
+    )
+    breaks = (
+        f"{fit.heads_words(broken)} stay more than {UNIFORM_TOL:g} from uniform" if broken else ""
+    )
+    return Claim("qk-uniform", "Scaling Q or K by ε → 0 makes attention uniform over the "
+                 "allowed keys.", "seeds", verdict(ev), text, breaks, "scaling-grid",
+                 int(grid.get("sentence", 0)))  # fmt: skip
+
+
+def v_scaling_next_layer(iv: Mapping[str, Any]) -> Claim | None:
+    """Seeds 000-002: scaling V leaves the layer's own weights and moves the next layer's.
+
+    Effect: the next layer's largest weight change minus ``UNIFORM_TOL`` (it must move);
+    a head of the intervention layer breaks it when its weights moved by more than
+    ``UNCHANGED_TOL``."""
+    grid = iv.get("scaling") or {}
+    cells = _cells(grid, "V")
+    if not cells or not grid.get("baseline"):
+        return None
+    cell = min(cells, key=lambda c: float(c["epsilon"]))
+    base, obs = grid["baseline"], cell["observations"]
+    own, nxt = changes(obs["same"], base["same"]), changes(obs["next"], base["next"])
+    layer = int(iv.get("layer", 0))
+    next_layer = int(iv.get("observed_layers", {}).get("next", layer + 1))
+    broken = [(layer, h) for h, v in enumerate(own) if v > UNCHANGED_TOL]
+    ev = Evidence(max(nxt, default=0.0) - UNIFORM_TOL, 1, len(own), len(broken), needed=1)
+    text = (
+        f"V scaled by {float(cell['epsilon']):g} in layer {layer}: the layer's weights move at most "
+        f"{number(max(own, default=0.0), 2)}, layer {next_layer}'s up to "
+        f"{number(max(nxt, default=0.0), 2)}; the next-token distribution moves "
+        f"{quantity(effects.mean_kl(cell), 'nat')} (mean KL per position)."
+    )
+    breaks = f"{fit.heads_words(broken)} change their own weights" if broken else ""
+    return Claim("v-next-layer", "Scaling V leaves the layer's own weights unchanged and moves "
+                 "the next layer's.", "seeds", verdict(ev), text, breaks, "scaling-grid",
+                 int(grid.get("sentence", 0)))  # fmt: skip
+
+
+def _k_gaps(cells: list[Mapping[str, Any]]) -> dict[int, float]:
+    """Per sentence, the largest gap to uniform of any head's K-mean map (same layer)."""
+    return {int(c["sentence"]): max(uniform_gaps(c["observations"]["same"]), default=0.0)
+            for c in cells if c["target"] == "K"}  # fmt: skip
+
+
+def mean_k_structured(iv: Mapping[str, Any]) -> Claim | None:
+    """Seed 003: replacing K by its mean over positions leaves structured attention maps.
+
+    Two readings. After the rotary rotation (``cells``: k as the attention function
+    receives it) every key is one vector and attention is uniform by construction. Before
+    it (``cells_before_rotation``, rotated again per position) keys keep their positions.
+    The claim is tested on the reading that can reproduce the figure: the one before the
+    rotation when the run has it. A sentence breaks it when every head's map is within
+    ``UNIFORM_TOL`` of uniform; effect: mean of the largest gaps minus ``UNIFORM_TOL``."""
+    grid = iv.get("mean") or {}
+    after = _k_gaps(list(grid.get("cells") or []))
+    before = _k_gaps(list(grid.get("cells_before_rotation") or []))
+    tested = before or after
+    if not tested:
+        return None
+    values = list(tested.values())
+    broken = sorted(s for s, g in tested.items() if g <= UNIFORM_TOL)
+    ev = Evidence(float(np.mean(values)) - UNIFORM_TOL, len(values), len(values), len(broken),
+                  needed=1)  # fmt: skip
+    layer = int(iv.get("layer", 0))
+    text = (
+        f"Mean taken after the rotary rotation (what the attention function receives): the "
+        f"largest gap to uniform attention in layer {layer} is "
+        f"{number(max(after.values(), default=0.0), 2)}; every key is then the same vector, "
+        "so attention is uniform by construction and cannot reproduce seed 003's structured "
+        "K maps. "
+    )
+    if before:
+        top = max(before.values())
+        which = "the mean taken before the rotation" if top > UNIFORM_TOL else "neither reading"
+        text += (
+            f"Mean taken before the rotation, then rotated per position: the largest gap is "
+            f"{number(top, 2)} over {count(len(before), 'sentence')}, so {which} reproduces "
+            "the source figure."
+        )
+    else:
+        text += "The reading with the mean taken before the rotation is not in this run's results."
+    breaks = f"sentences {', '.join(str(s) for s in broken)} give uniform K maps" if broken else ""
+    return Claim("mean-k", "Replacing K by its mean over the positions leaves structured "
+                 "attention maps (the source figure).", "seed003", verdict(ev), text, breaks,
+                 "mean-grid", min(tested))  # fmt: skip
+
+
+def tested_claims(
+    set_tables: Mapping[str, Any],
+    interventions: Mapping[str, Any] | None,
+    first_ids: Sequence[int],
+    bos_added: bool,
+) -> list[Claim]:
+    """Every claim this run's results can test, in reading order.
+
+    set_tables: ``set.json``'s tables; interventions: ``interventions.json`` (None: none);
+    first_ids[s]: the first token id of sentence s; bos_added: whether a BOS came first.
+    """
+    out: list[Claim | None] = []
+    first = per_head(set_tables.get("focus_pooled"), "first_focus")
+    magnitude = per_head(set_tables.get("impact_pooled"), "magnitude")
+    by_sentence = columns(set_tables.get("focus_by_sentence"))
+    if first and magnitude:
+        n = len({int(s) for s in by_sentence.get("sentence", [])}) or len(first_ids)
+        out.append(sink_heads_change_little(first, magnitude, n))
+    if by_sentence:
+        bos = set_tables.get("bos_contrast")
+        out.append(sink_on_any_first_token(by_sentence, first_ids, bos_added, bos))
+    if first and set_tables.get("value_norms"):
+        out.append(sink_values_small(set_tables["value_norms"], first))
+    if interventions:
+        out += [
+            f(interventions) for f in (qk_scaling_uniform, v_scaling_next_layer, mean_k_structured)
+        ]
+    return [c for c in out if c is not None]

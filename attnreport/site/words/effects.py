@@ -1,0 +1,64 @@
+"""What the interventions did, in words: the cells that moved the next-token distribution most.
+
+Cells are ``interventions.json`` cells (``docs/results-schema.md``): target (Q, K, V),
+epsilon (scaling) or sentence (mean), and ``kl``, KL(p_base || p_modified) of the
+next-token distribution at each position, in nats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from attnreport.site.words.wording import count, join_and, quantity
+
+TIE = 1e-9  # KL values closer than this (relative) are the same effect
+ORDER = {"Q": 0, "K": 1, "V": 2}
+
+
+def mean_kl(cell: Mapping[str, Any]) -> float:
+    """Mean of a cell's per-position KL values, in nats (0 for none)."""
+    kl = [float(v) for v in cell.get("kl", [])]
+    return sum(kl) / len(kl) if kl else 0.0
+
+
+def top_scaling(cells: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], float, float]:
+    """The scaling cells with the largest mean KL: (targets, epsilon, mean KL in nats).
+
+    Targets whose KL ties (relative ``TIE``) at the same epsilon are all named: scaling Q
+    or K by the same factor scales every score alike, so their KL is equal. Ties across
+    epsilons go to the larger (milder) one; between targets to Q, K, V in that order.
+    """
+    kl = [mean_kl(c) for c in cells]
+    top = min(range(len(cells)), key=lambda i: (-kl[i], ORDER.get(cells[i]["target"], 3),
+                                                -float(cells[i]["epsilon"])))  # fmt: skip
+    eps = float(cells[top]["epsilon"])
+    tied = {c["target"] for c, v in zip(cells, kl, strict=True)
+            if float(c["epsilon"]) == eps and abs(v - kl[top]) <= TIE * max(kl[top], 1e-300)}  # fmt: skip
+    return tuple(sorted(tied, key=lambda t: ORDER.get(t, 3))), eps, kl[top]
+
+
+def scaling_text(cells: Sequence[Mapping[str, Any]], layer: int) -> str:
+    tied, eps, top_kl = top_scaling(cells)
+    what = join_and(tied, "or")
+    same = " (the same change: both scale every score)" if set(tied) == {"Q", "K"} else ""
+    return (
+        f"Of the interventions in layer {layer}, scaling {what} by {eps:g}{same} moves the "
+        f"next-token distribution most: a mean KL divergence of {quantity(top_kl, 'nat')} "
+        "per position"
+    )
+
+
+def mean_text(mean: Mapping[str, Any]) -> str:
+    by_target: dict[str, list[float]] = {}
+    for c in mean.get("cells") or []:
+        by_target.setdefault(str(c["target"]), []).append(mean_kl(c))
+    if not by_target:
+        return ""
+    avg = {t: sum(v) / len(v) for t, v in by_target.items()}
+    top = min(avg, key=lambda t: (-avg[t], ORDER.get(t, 3)))
+    n = max(len(v) for v in by_target.values())
+    return (
+        f" Replacing {top} by its mean over the token positions moves the distribution most "
+        f"({quantity(avg[top], 'nat')} on average over {count(n, 'sentence')})."
+    )
