@@ -117,7 +117,7 @@ def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
     quiet_libraries()
     build = build_site
     if len(settings.model_names()) > 1:
-        from attnreport.multi.run import build_models as build
+        from attnreport.build_several import build_models as build
     with RichProgress() as progress:
         summary = build(settings, force, progress, rebuild_command(ctx))
     seconds = sum(summary.timings.seconds.values())
@@ -156,7 +156,7 @@ def analyze(
     quiet_libraries()
     options = CorpusOptions(engine, resume, ray_address, workers)
     if len(settings.model_names()) > 1:
-        from attnreport.multi.run import analyze_models
+        from attnreport.build_several import analyze_models
 
         with RichProgress() as progress:
             folders = analyze_models(settings, options, force, progress)
@@ -223,8 +223,8 @@ def render(
     """
     from attnreport.config import page_choice
     from attnreport.multi.folders import results_folders
-    from attnreport.multi.publish import render_folders
     from attnreport.publish import merged_options, stored_options
+    from attnreport.publish_several import render_folders
 
     results_dir = results_dirs[0]
     problem = page_choice("pages", pages) if pages is not None else None

@@ -121,8 +121,8 @@ def difference(sides: Sequence[ModelSide]) -> Comparison | None:
     unit = "% of heads" if statistic == "sink_rate" else ""
     text = (
         f"The models differ most in {name}, at depth {at:.2f} ({sides[0].name}'s layer "
-        f"{layer}): {sides[0].name} {mine:.3g}{unit} against {theirs:.3g}{unit} for {others} "
-        "(read between its layers where its depths fall elsewhere)."
+        f"{layer}): {mine:.3g}{unit} for {sides[0].name} against {theirs:.3g}{unit} for "
+        f"{others} (interpolated between the layers nearest that depth where it has none)."
     ) + bos_note(sides)
     return Comparison("difference", text, f"compare-{statistic.replace('_', '-')}")
 
@@ -133,10 +133,11 @@ def bos_note(sides: Sequence[ModelSide]) -> str:
     with_bos = [s.name for s in sides if s.manifest.settings.extra.get("bos_added")]
     if not with_bos or len(with_bos) == len(sides):
         return ""
+    without = [s.name for s in sides if s.name not in with_bos]
     verb = "starts" if len(with_bos) == 1 else "start"
     return (
         f" The first token differs in kind: {', '.join(with_bos)} {verb} every sentence "
-        "with a BOS token, the others with the sentence's first word."
+        f"with a BOS token, {', '.join(without)} with the sentence's first word."
     )
 
 

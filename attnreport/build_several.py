@@ -95,8 +95,8 @@ def build_models(
     site of all of them from those folders (``render`` of them gives the same bytes)."""
     import shutil
 
-    from attnreport.multi.publish import comparison_site, summarize
     from attnreport.output import write_site
+    from attnreport.publish_several import comparison_site, summarize
     from attnreport.usercache import prune
 
     out = Path(settings.out)
