@@ -6,7 +6,9 @@ makes it. It admits nothing: every model, named here or not, is admitted by the
 self-check at load (``attnreport.verify.verified_layers``), and ``family_for`` gives an
 unnamed ``model_type`` a plain interface family named after it. To name a family: a
 module here with a ``FAMILY`` record, listed in ``_MODULES``, and a tiny model in
-``tests/tiny_models.py``.
+``tests/tiny_models.py`` (``tests/tiny_adapters.py`` for adapters; a hybrid's adapter is
+verified in the zoo, ``tests/test_zoo.py``). An adapter is an ``AdapterFamily``
+(``adapter.py``): the attention class it replaces and the forward that calls the interface.
 """
 
 from __future__ import annotations

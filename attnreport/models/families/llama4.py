@@ -64,7 +64,7 @@ FAMILY = AdapterFamily(
     positional="rope",
     attention_class="Llama4TextAttention",
     forward=routed_forward,
-    verified=("rope", "qk_norm", "gqa", "position_free_layers"),
+    verified=("rope", "qk_norm", "gqa"),
     positions=positions,
     rotate=rotate,
 )

@@ -47,6 +47,6 @@ FAMILY = AdapterFamily(
     positional="rope",
     attention_class="RecurrentGemmaAttention",
     forward=routed_forward,
-    verified=("rope", "partial_rotary", "sliding_window", "gqa"),
+    verified=("rope", "partial_rotary", "gqa"),
     positions=from_position_ids(positions),
 )
