@@ -72,13 +72,13 @@ def attention_map_rows(sentence: SentenceResults) -> dict[tuple[int, int], Colum
         raise ValueError(f"sentence {sentence.index} has no attention maps (map_tokens)")
     all_query, all_key, _ = triangle_index(sentence.n_tokens)
     out = {}
-    for layer, heads in enumerate(att.scores):
-        sinks = None if att.sinks is None else att.sinks[layer]
+    for index, (layer, heads) in enumerate(zip(att.layer_numbers, att.scores, strict=True)):
+        sinks = None if att.sinks is None else att.sinks[index]
         for head in range(len(heads)):
-            scores = flat(att.scores[layer][head])
+            scores = flat(att.scores[index][head])
             keep = np.isfinite(scores)
             query, key = all_query[keep], all_key[keep]
-            ranks = flat(att.ranks[layer][head])[keep].astype(int)
+            ranks = flat(att.ranks[index][head])[keep].astype(int)
             out[(layer, head)] = {
                 "layer": [layer] * len(query),
                 "head": [head] * len(query),
