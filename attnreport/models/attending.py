@@ -33,7 +33,8 @@ def check_attention_layer(specs: list[LayerSpec], layer: int, n_blocks: int, wha
             f"{what} {layer} is out of range: the model has layers 0-{n_blocks - 1}"
         )
     if layer not in attention_layers(specs):
-        listed = ", ".join(str(i) for i in attention_layers(specs))
+        numbers = [str(i) for i in attention_layers(specs)]
+        listed = " and ".join([", ".join(numbers[:-1]), numbers[-1]] if numbers[1:] else numbers)
         raise AttnReportError(
             f"{what} {layer} is not attention (a hybrid model's other block); its attention "
             f"layers are {listed}"

@@ -50,7 +50,9 @@ def layer_bands(manifest: Manifest) -> alt.Chart | alt.LayerChart | None:
     band = (
         alt.Chart(data)
         .mark_rect(color=GREY, opacity=0.22)
-        .encode(x=alt.X("from:Q"), x2="to:Q", tooltip=[tip("layer:O", "layer"), tip("kind:N", "block")])
+        .encode(
+            x=alt.X("from:Q"), x2="to:Q", tooltip=[tip("layer:O", "layer"), tip("kind:N", "block")]
+        )
     )
     label = (
         alt.Chart(data)
@@ -68,7 +70,7 @@ def other_note(manifest: Manifest, shaded: bool = False) -> str:
         return ""
     total = len(manifest.model.layers)
     where = wording.index_set(others, "layer", total)
-    verb = "is" if len(others) == 1 else "are"
+    verb = "is" if wording.verb_for(where, "puts") == "puts" else "are"
     grey = " (grey on a layer axis)" if shaded else ""
     return (
         f" {where[0].upper()}{where[1:]} {verb} not attention{grey}: this hybrid model's "
