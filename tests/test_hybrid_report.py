@@ -165,3 +165,43 @@ def test_intervening_at_a_block_without_attention_is_refused_in_one_line(tmp_pat
     assert len(lines) == 1 and "intervention layer 2 is not attention" in lines[0]
     assert "attention layers are 1 and 3" in lines[0]
     assert not (tmp_path / "results" / "manifest.json").exists()
+
+
+ALL_DRAWN = """() => [...document.querySelectorAll('.ar-chart')]
+    .every(el => el.dataset.rendered === 'true' || el.dataset.rendered === 'error')"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_pages_draw_the_bands_and_offer_attention_layers_only(built, offline_page):
+    """In Chromium: every chart draws without errors; the set's first-token chart draws a
+    "not attention" label for each other block; a sentence page's layer widget offers the
+    attention layers 1 and 3 only."""
+    _, site = built
+    page = offline_page.page
+    for path in sorted(site.glob("*.html")):
+        if path.name == "404.html":
+            continue
+        page.goto(path.as_uri())
+        page.wait_for_function(ALL_DRAWN, timeout=60_000)
+        errored = page.evaluate(
+            "() => [...document.querySelectorAll('.ar-chart')]"
+            ".filter(el => el.dataset.rendered === 'error').length"
+        )
+        assert errored == 0, path.name
+    page.goto((site / "index.html").as_uri())
+    page.wait_for_function(ALL_DRAWN, timeout=60_000)
+    labels = page.evaluate(
+        """() => [...document.querySelectorAll('.ar-chart svg text')]
+            .filter(t => t.textContent === 'not attention').length"""
+    )
+    assert labels >= len(OTHERS) * 4  # first-token, self-token, concentration, sink rate
+    page.goto(next(site.glob("s000-*.html")).as_uri())
+    page.wait_for_function(ALL_DRAWN, timeout=60_000)
+    options = page.evaluate(
+        """() => [...document.querySelectorAll('select')]
+            .filter(s => s.name === 'layer' || (s.parentElement.textContent || '').includes('layer'))
+            .map(s => [...s.options].map(o => o.value))"""
+    )
+    assert options and all(o == ["1", "3"] for o in options), options
+    assert offline_page.errors == []

@@ -77,3 +77,18 @@ def other_note(manifest: Manifest, shaded: bool = False) -> str:
         "other blocks (state-space, linear-attention or convolution) have no attention "
         "to measure, so they have no rows here and no interventions."
     )
+
+
+def ordinal_layers(manifest: Manifest | None, descending: bool = False) -> dict:
+    """Keyword arguments for an ordinal layer axis (``alt.Y("layer:O", ...)``) of a hybrid:
+    a row for every block, those without attention labelled "(not attention)" and left
+    empty; {} for a model whose every block attends (the axis as the data gives it)."""
+    others = [] if manifest is None else other_layers(manifest)
+    if not others:
+        return {}
+    blocks = list(range(len(manifest.model.layers)))  # type: ignore[union-attr]
+    expr = f"indexof({others}, datum.value) >= 0 ? datum.label + ' ({LABEL})' : datum.label"
+    return {
+        "scale": alt.Scale(domain=blocks[::-1] if descending else blocks),
+        "axis": alt.Axis(labelExpr=expr),
+    }
