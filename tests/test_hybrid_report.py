@@ -24,10 +24,12 @@ from click.testing import CliRunner
 from attnreport.cli import main
 from attnreport.interventions import identity, run_modified, scale
 from attnreport.models import load_model
+from attnreport.models.families import family_for
 from attnreport.models.layout import discover
 from attnreport.results import load
 from tests.html_scan import scan
-from tests.zoo_models import save_zoo_model
+from tests.test_hybrids import HYBRIDS
+from tests.zoo_models import build_zoo_model, save_zoo_model
 
 KINDS = ["linear_attention", "full_attention", "linear_attention", "full_attention"]
 KINDS = [*KINDS, "linear_attention"]
@@ -205,3 +207,28 @@ def test_pages_draw_the_bands_and_offer_attention_layers_only(built, offline_pag
     )
     assert options and all(o == ["1", "3"] for o in options), options
     assert offline_page.errors == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_type", HYBRIDS)
+def test_every_hybrid_intervenes_at_its_last_attention_layer(model_type):
+    """On each tiny hybrid of the issue's list: at its last attention layer, the unmodified
+    pass gives the model's own next-token distribution and that layer's own attention
+    (``output_attentions``), and replaying the blocks before it (those without attention
+    among them) equals recomputing them."""
+    model, why = build_zoo_model(model_type)
+    assert model is not None, why
+    specs = discover(family_for(model_type), model)
+    layer = specs[-1].layer
+    ids = torch.arange(1, 9)
+    with torch.no_grad():
+        own = model(input_ids=ids[None], output_attentions=True, use_cache=False)
+    attentions = [a for a in own.attentions if a is not None]
+    base = run_modified(model, specs, ids, layer, identity, (layer,))
+    torch.testing.assert_close(base.probs[layer], attentions[-1][0], atol=1e-5, rtol=0)
+    expected = torch.log_softmax(own.logits[0].float(), -1)
+    torch.testing.assert_close(base.log_probs, expected, atol=1e-5, rtol=0)
+    full = run_modified(model, specs, ids, layer, scale("V", 1e-3), (layer,))
+    replayed = run_modified(model, specs, ids, layer, scale("V", 1e-3), (layer,), base.prefix)
+    torch.testing.assert_close(replayed.log_probs, full.log_probs, atol=1e-6, rtol=0)
+    assert float((full.log_probs - base.log_probs).abs().max()) > 1e-4  # V at ~0 moves it
