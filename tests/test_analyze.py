@@ -82,6 +82,7 @@ def test_intervention_layer_option(tmp_path, tiny_model_dirs, two_sentences):
 def test_default_model_results_are_byte_identical_across_runs(tmp_path):
     sentences = tmp_path / "two.txt"
     sentences.write_text("What does the attention mechanism focus on?\nThe cat sat on the mat.\n")
-    analyze(tmp_path / "a", "--sentences", str(sentences))
-    analyze(tmp_path / "b", "--sentences", str(sentences))
+    one = ("--model", "default", "--sentences", str(sentences))  # ./attnreport.toml has two
+    analyze(tmp_path / "a", *one)
+    analyze(tmp_path / "b", *one)
     assert tree_bytes(tmp_path / "a") == tree_bytes(tmp_path / "b")

@@ -48,7 +48,8 @@ def open_page(offline, path: Path):
 
 
 def page_paths(site: Path) -> list[Path]:
-    return sorted(site.glob("*.html"))
+    """Every page: the top level's, and each model's of a site of several (``MODEL/``)."""
+    return sorted(site.glob("*.html")) + sorted(site.glob("*/*.html"))
 
 
 def chart_has_marks(page, chart) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from attnreport.site.words import claims, claims_grid
 from attnreport.site.words.verdicts import (
     CONTRADICTED,
@@ -12,6 +14,7 @@ from attnreport.site.words.verdicts import (
     Evidence,
     verdict,
 )
+from tests.fixtures.grids import cell, grids
 from tests.test_findings import by_sentence
 
 
@@ -96,16 +99,11 @@ def _peaked(n):
 def _iv(q_maps, v_same, v_next, k_mean):
     base = {"same": [_peaked(4)] * 2, "next": [_peaked(4)] * 2, "last": [_peaked(4)] * 2}
     scaling = [
-        {"target": t, "epsilon": 1e-10, "kl": [0.1] * 4,
-         "observations": {"same": q_maps, "next": base["next"], "last": base["last"]}}
+        cell(t, 1e-10, [0.1] * 4, {"same": q_maps, "next": base["next"], "last": base["last"]})
         for t in "QK"
-    ] + [{"target": "V", "epsilon": 1e-10, "kl": [0.3] * 4,
-          "observations": {"same": v_same, "next": v_next, "last": base["last"]}}]  # fmt: skip
-    mean = [{"target": "K", "sentence": s, "kl": [0.1] * 4, "observations": {"same": k_mean}}
-            for s in (0, 1, 2)]  # fmt: skip
-    return {"layer": 5, "observed_layers": {"same": 5, "next": 6, "last": 7},
-            "scaling": {"sentence": 0, "baseline": base, "cells": scaling},
-            "mean": {"sentences": [0, 1, 2], "cells": mean}}  # fmt: skip
+    ] + [cell("V", 1e-10, [0.3] * 4, {"same": v_same, "next": v_next, "last": base["last"]})]
+    mean = [cell("K", s, [0.1] * 4, {"same": k_mean}) for s in (0, 1, 2)]
+    return grids(5, scaling, mean, baseline=base, mean_sentences=[0, 1, 2])
 
 
 def test_intervention_claims_on_hand_made_maps():
@@ -130,20 +128,14 @@ def test_intervention_claims_on_hand_made_maps():
 def test_mean_k_is_tested_on_the_reading_before_the_rotation_when_run():
     iv = _iv([_uniform(4)] * 2, [_peaked(4)] * 2, [_uniform(4)] * 2, [_uniform(4)] * 2)
     assert "not in this run's results" in claims_grid.mean_k_structured(iv).evidence
-    iv["mean"]["cells_before_rotation"] = [
-        {"target": t, "sentence": s, "kl": [0.1] * 4, "observations": {"same": [_peaked(4)] * 2}}
-        for s in (0, 1, 2)
-        for t in "QK"
-    ]
+    before = [cell(t, s, [0.1] * 4, {"same": [_peaked(4)] * 2}) for s in (0, 1, 2) for t in "QK"]
+    iv = replace(iv, mean=replace(iv.mean, before_rotation=tuple(before)))
     k = claims_grid.mean_k_structured(iv)
     assert k.verdict.label == SUPPORTED
     assert "so the mean taken before the rotation reproduces the source figure" in k.evidence
     assert "uniform by construction" in k.evidence  # the other reading is still explained
-    flat = [
-        dict(c, observations={"same": [_uniform(4)] * 2})
-        for c in iv["mean"]["cells_before_rotation"]
-    ]
-    iv["mean"]["cells_before_rotation"] = flat
+    flat = tuple(replace(c, observations={"same": [_uniform(4)] * 2}) for c in before)
+    iv = replace(iv, mean=replace(iv.mean, before_rotation=flat))
     k = claims_grid.mean_k_structured(iv)
     assert k.verdict.label == CONTRADICTED and "neither reading reproduces" in k.evidence
 

@@ -1,20 +1,23 @@
 """Figures fit their column and share one state per page (issue 27), in Chromium.
 
-Pages: every page of the committed example, with this checkout's runtime and stylesheet
-(the example's own copies are regenerated with it), and a 512-token page with the default
-model's 9 heads, built from fake results.
+Pages: every page of the example, rendered by this checkout from the committed
+``site/results`` (so the figures' specs are this checkout's, not those the committed pages
+were built with), and a 512-token page with the default model's 9 heads, built from fake
+results. At 390 px the KL panels under the intervention grids are in one column (they
+re-wrap) and every figure's own drawing is at most ``MOST_SCALED`` times the window's
+width (the stylesheet scales the rest down: a grid of facet rows and columns shrinks its
+cells to fit, its text stays readable).
 """
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from attnreport.charts.export.embed import runtime_js
-from attnreport.site.render import template_asset
+from attnreport.cli import main
 from tests.fixtures.fake_results import fake_study
 from tests.test_browser import ALL_DRAWN, EXAMPLE, OPTIONS, build
 
@@ -59,11 +62,10 @@ VIEWS = """() => window.attnreport.state.charts.map(c => {
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory) -> Path:
-    """The committed example with this checkout's runtime.js and style.css."""
+    """The example, rendered by this checkout from the committed results."""
     folder = tmp_path_factory.mktemp("example") / "site"
-    shutil.copytree(EXAMPLE, folder)
-    (folder / "assets" / "runtime.js").write_text(runtime_js(), encoding="utf-8")
-    (folder / "assets" / "style.css").write_bytes(template_asset("style.css"))
+    result = CliRunner().invoke(main, ["render", str(EXAMPLE / "results"), "--out", str(folder)])
+    assert result.exit_code == 0, result.output
     return folder
 
 
@@ -107,8 +109,16 @@ def test_no_figure_of_the_example_scrolls_sideways(example, offline_page, width)
 @pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 def test_no_figure_of_a_512_token_page_scrolls_sideways(long_page, offline_page, width):
+    """Every chart fits the window, re-wraps and shrinks its cells as on the example's
+    pages, but for the attention map: its 512-row triangle keeps at least LEAST (in
+    runtime_layout.js) of its size and the stylesheet scales it down further."""
     page = open_at(offline_page, long_page.as_uri(), width)
     assert page.evaluate(OVERFLOW) == [], width
+    for chart in page.evaluate(DRAWN):
+        assert chart["fit"] == ("wide" if width == 1280 else "phone"), chart
+        assert chart["key"] == "attention-map" or chart["ratio"] <= MOST_SCALED, chart
+    assert kl_columns(page, "scaling-grid") == (3 if width == 1280 else 1)
+    assert kl_columns(page, "mean-grid") == 1  # one input, one panel
     assert offline_page.errors == []
 
 
@@ -172,3 +182,151 @@ def test_clicking_a_head_in_a_head_level_chart_selects_it_everywhere(example, of
         timeout=10_000,
     )
     page.wait_for_function(f"location.hash.includes('head={picked}')", timeout=10_000)
+
+
+# ---- Re-wrapping on a phone, and again on a resize ------------------------------------
+
+MOST_SCALED = 1.4  # a figure's own drawing is at most this many times the window's width
+
+# Per chart: its key, its fit, and its own drawing's width over its box's width.
+DRAWN = """() => [...document.querySelectorAll('.ar-chart')].map(el => {
+  const marks = el.querySelector('svg.marks, canvas.marks');
+  const width = marks ? parseFloat(marks.getAttribute('width')) : 0;
+  return {key: el.dataset.key, fit: el.dataset.fit, ratio: width / el.clientWidth};
+})"""
+
+# Where a chart's items of the marks named NAME are, from its Vega scenegraph (a canvas
+# chart has no DOM to read): their distinct left edges and tops, relative to the chart.
+PLACES = """([key, name]) => {
+  const chart = window.attnreport.state.charts.find(c => c.key === key);
+  const xs = new Set(), ys = new Set();
+  (function walk(mark, x, y) {
+    for (const item of mark.items || []) {
+      const ix = x + (item.x || 0), iy = y + (item.y || 0);
+      if (mark.name === name || mark.role === name) { xs.add(Math.round(ix)); ys.add(Math.round(iy)); }
+      for (const child of item.items || []) if (child.marktype === 'group') walk(child, ix, iy);
+    }
+  })(chart.view.scenegraph().root, 0, 0);
+  return {xs: [...xs].sort((a, b) => a - b), ys: [...ys].sort((a, b) => a - b)};
+}"""
+
+
+def places(page, key: str, name: str) -> dict[str, list[int]]:
+    return page.evaluate(PLACES, [key, name])
+
+
+def kl_columns(page, key: str) -> int:
+    """How many columns the KL panels under an intervention grid are laid out in."""
+    return len(places(page, key, "kl_cell")["xs"])
+
+
+def legend_below(page, key: str) -> bool:
+    """Whether the legends of a single-view chart are under its plot (else beside it)."""
+    plot = page.evaluate(
+        """key => { const v = window.attnreport.state.charts.find(c => c.key === key).view;
+        return [v.signal('width'), v.signal('height')]; }""",
+        key,
+    )
+    legends = places(page, key, "legend")
+    assert legends["xs"], key
+    below = min(legends["ys"]) >= plot[1]
+    beside = min(legends["xs"]) >= plot[0]
+    assert below != beside, (key, plot, legends)
+    return below
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_figures_are_drawn_for_the_window_and_kl_panels_rewrap(example, offline_page, width):
+    for path in sorted(example.glob("*.html")):
+        page = open_at(offline_page, path.as_uri(), width)
+        for chart in page.evaluate(DRAWN):
+            assert chart["fit"] == ("wide" if width == 1280 else "phone"), (path.name, chart)
+            assert chart["ratio"] <= (1.01 if width == 1280 else MOST_SCALED), (path.name, chart)
+    page = open_at(offline_page, interventions_page(example).as_uri(), width)
+    wide = width == 1280
+    assert kl_columns(page, "scaling-grid") == (3 if wide else 1)
+    assert kl_columns(page, "mean-grid") == (2 if wide else 1)
+    assert legend_below(page, "attention-map") == (not wide)
+    assert offline_page.errors == []
+
+
+def test_a_resize_moves_legends_and_rewraps_facets_keeping_the_view(example, offline_page):
+    """1280 -> 390 -> 1280 px: every chart is drawn again for its new width, on the page's
+    state (the hash's layer and head, the layer's rows loaded again) and with no overflow."""
+    page = open_at(offline_page, interventions_page(example).as_uri() + "#layer=7&head=2", 1280)
+    for width, fit in ((390, "phone"), (1280, "wide")):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_function(
+            f"""() => window.attnreport.state.charts.every(c =>
+              c.el.dataset.fit === '{fit}' && !c.drawing && c.view)""",
+            timeout=30_000,
+        )
+        page.wait_for_timeout(300)  # the last chart's chunk insert and shrink settle
+        wide = fit == "wide"
+        assert kl_columns(page, "scaling-grid") == (3 if wide else 1), width
+        assert kl_columns(page, "mean-grid") == (2 if wide else 1), width
+        assert legend_below(page, "attention-map") == (not wide), width
+        assert page.evaluate(OVERFLOW) == [], width
+        for v in page.evaluate(VIEWS):
+            if v["signals"]["layer"] is not None:
+                assert v["signals"]["layer"] == 7 and v["layer"] == [7], (width, v)
+            if v["signals"]["head"] is not None:
+                assert v["signals"]["head"] == 2 and v["head"] == [2], (width, v)
+        rows = page.evaluate(
+            """() => window.attnreport.state.charts.find(c => c.key === 'attention-map')
+              .view.data('attention-map').filter(r => r.layer === 7).length"""
+        )
+        assert rows > 0, width  # layer 7's file, inserted again into the new view
+    assert offline_page.errors == []
+
+
+# ---- ε and the observed layer are page state -------------------------------------------
+
+# Per intervention grid: its eps and observation signals, its checked observation radio,
+# and its grid's column headers.
+GRIDS = """() => window.attnreport.state.charts
+  .filter(c => c.key === 'scaling-grid' || c.key === 'mean-grid')
+  .map(c => {
+    const radio = c.el.querySelector('input[name=observation]:checked');
+    return {key: c.key, eps: 'eps' in c.shared ? c.view.signal('eps') : null,
+            observation: c.view.signal('observation'), radio: radio ? radio.value : null};
+  })"""
+
+
+def column_headers(page, key: str) -> int:
+    return len(places(page, key, "grid_column_header")["xs"])
+
+
+def test_epsilon_and_observed_layer_are_in_the_hash_and_history(example, offline_page):
+    url = interventions_page(example).as_uri() + "#eps=1e-3&observation=next"
+    page = open_at(offline_page, url, 1280)
+    grids = {g["key"]: g for g in page.evaluate(GRIDS)}
+    assert grids["scaling-grid"]["eps"] == 0.001  # "1e-3" is the option 0.001
+    assert all(g["observation"] == "next" and g["radio"] == "next" for g in grids.values())
+    assert column_headers(page, "scaling-grid") == 2  # the unmodified run and ε = 0.001
+    select = page.locator("#ar-chart-scaling-grid select[name=eps]")
+    assert select.locator("option:checked").inner_text() == "\u03b5 = 0.001"
+
+    select.select_option(label="every \u03b5")
+    page.wait_for_function("location.hash.includes('eps=all')", timeout=10_000)
+    assert column_headers(page, "scaling-grid") == 4
+    page.locator("#ar-chart-mean-grid input[name=observation][value=last]").check()
+    page.wait_for_function("location.hash.includes('observation=last')", timeout=10_000)
+    assert {g["radio"] for g in page.evaluate(GRIDS)} == {"last"}  # both grids follow
+
+    page.go_back()
+    page.wait_for_function(
+        "[...document.querySelectorAll('input[name=observation]:checked')]"
+        ".every(e => e.value === 'next')",
+        timeout=10_000,
+    )
+    assert column_headers(page, "scaling-grid") == 4
+    page.go_back()
+    page.wait_for_function(
+        "window.attnreport.state.charts.find(c => c.key === 'scaling-grid')"
+        ".view.signal('eps') === 0.001",
+        timeout=10_000,
+    )
+    page.wait_for_timeout(200)
+    assert column_headers(page, "scaling-grid") == 2
+    assert offline_page.errors == []

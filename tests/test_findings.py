@@ -6,6 +6,7 @@ import pytest
 
 from attnreport.site.words import findings as fnd
 from attnreport.site.words import readings
+from tests.fixtures.grids import cell, grids, scaling_cells
 
 
 def by_sentence(values: dict[int, dict[tuple[int, int], float]], n_queries: int = 5, **extra):
@@ -167,16 +168,12 @@ def test_impact_peak():
     assert fnd.impact_peak(None) is None
 
 
-def cells(kl: dict[tuple[str, float], list[float]]):
-    return [{"target": t, "epsilon": e, "kl": v} for (t, e), v in kl.items()]
-
-
 def test_intervention_effect_names_target_epsilon_and_kl_with_q_k_ties():
-    iv = {"layer": 20, "scaling": {"sentence": 3, "cells": cells({
+    iv = grids(20, scaling_cells({
         ("Q", 0.5): [0.005], ("Q", 1e-10): [0.1, 0.3], ("K", 0.5): [0.005], ("K", 1e-10): [0.3, 0.1],
-        ("V", 0.5): [0.001], ("V", 1e-10): [0.012]})},
-        "mean": {"cells": [{"target": "K", "sentence": 0, "kl": [0.2]}, {"target": "V", "sentence": 0, "kl": [0.1]},
-                           {"target": "K", "sentence": 1, "kl": [0.3]}, {"target": "V", "sentence": 1, "kl": [0.3]}]}}  # fmt: skip
+        ("V", 0.5): [0.001], ("V", 1e-10): [0.012]}),
+        [cell("K", 0, [0.2]), cell("V", 0, [0.1]), cell("K", 1, [0.3]), cell("V", 1, [0.3])],
+        sentence=3)  # fmt: skip
     f = fnd.intervention_effect(iv)
     assert f.figure == "scaling-grid" and f.sentence == 3
     assert f.text == (
@@ -188,25 +185,19 @@ def test_intervention_effect_names_target_epsilon_and_kl_with_q_k_ties():
 
 
 def test_intervention_ties_across_epsilons_go_to_the_milder_one():
-    iv = {
-        "layer": 1,
-        "scaling": {"sentence": 0, "cells": cells({("V", 0.5): [1.0], ("V", 1e-3): [1.0]})},
-    }
+    iv = grids(1, scaling_cells({("V", 0.5): [1.0], ("V", 1e-3): [1.0]}))
     text = fnd.intervention_effect(iv).text
     assert "scaling V by 0.5 moves" in text
     assert "scaling V moves it at most" not in text  # V is the top target: said once
 
 
 def test_interventions_that_change_nothing_or_are_missing():
-    iv = {
-        "layer": 4,
-        "scaling": {"sentence": 0, "cells": cells({("Q", 0.5): [0.0], ("V", 0.5): [0.0, 0.0]})},
-    }
+    iv = grids(4, scaling_cells({("Q", 0.5): [0.0], ("V", 0.5): [0.0, 0.0]}))
     assert fnd.intervention_effect(iv).text == (
         "Scaling Q, K or V in layer 4 left the next-token distribution unchanged (KL 0)."
     )
     assert fnd.intervention_effect(None) is None
-    assert fnd.intervention_effect({"layer": 1, "scaling": {"cells": []}}) is None
+    assert fnd.intervention_effect(grids(1)) is None
 
 
 def test_sink_rate_and_disagreement():

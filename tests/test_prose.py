@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attnreport.site.words import prose
+from tests.fixtures.grids import cell, grids
 
 
 def focus_rows(first: dict[int, float], n_heads: int = 3, concentration: float = 0.2):
@@ -66,9 +67,9 @@ def test_block_size_near_one_is_never_one_times():
 
 
 def test_scaling_names_q_and_k_together_when_they_tie():
-    cells = [{"target": t, "epsilon": e, "kl": [kl]}
+    cells = [cell(t, e, [kl])
              for t, e, kl in [("Q", 1e-10, 0.163), ("K", 1e-10, 0.163), ("V", 0.5, 0.003)]]  # fmt: skip
-    assert prose.scaling_summary({"cells": cells}, 20) == (
+    assert prose.scaling_summary(grids(20, cells).scaling, 20) == (
         "Scaling Q or K by 1e-10 in layer 20 changes the next-token distribution most (a mean KL "
         "divergence of 0.16 nats per position); scaling V by 0.5 changes it least (0.003 nats)."
     )

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from attnreport.results.codec import _compacted, decode_column, decoded_column, encode_column
@@ -181,6 +181,14 @@ def test_encoding_is_the_obvious_one(values):
 # The packed form {"b": [d, w, BASE64], "x": [...]}: the site's data only (binary=True).
 
 
+def _fits_numpy(plain: list) -> bool:
+    """Whether the column is one numpy array without loss: an int column in int64, a
+    column mixing ints and floats in float64 (which holds ints exactly below 2**53)."""
+    if all(type(v) is int for v in plain):
+        return all(-(2**63) <= v < 2**63 for v in plain)
+    return not any(type(v) is int and abs(v) >= 2**53 for v in plain)
+
+
 def packed_reference(values: list) -> object:
     """``encode_column(values, binary=True)`` written the slow, obvious way: for every d in
     0..6 (0 only for an int column) and width w, a value is held when q = round(v * 10**d)
@@ -189,7 +197,7 @@ def packed_reference(values: list) -> object:
     readable = reference_encoding(values)
     plain = [int(v) if isinstance(v, bool) else v for v in reference_encoding_plain(values)]
     numeric = all(type(v) in (int, float) for v in plain)
-    if not plain or not numeric or any(type(v) is int and abs(v) >= 2**53 for v in plain):
+    if not plain or not numeric or not _fits_numpy(plain):
         return readable
     best = None
     for d in range(1 if all(type(v) is int for v in plain) else 7):
@@ -252,6 +260,8 @@ def test_packed_columns_decode_to_the_plain_values_and_types(values):
 
 
 @given(st.one_of(packable, runny, one_kind))
+@example([-100.0, -1000.0, -10.0, 2**53])  # integral floats make an int column: int64 holds 2**53
+@example([2**63, 5])  # past int64: written plain
 def test_packed_encoding_is_the_obvious_one(values):
     assert encode_column(values, binary=True) == packed_reference(values)
 

@@ -19,6 +19,7 @@ from attnreport.site.slugs import MAX_WORDS_CHARS, sentence_filename, sentence_s
 from attnreport.site.words import prose
 from attnreport.text import display_token, visible
 from tests.fixtures.fake_results import fake_study, typed
+from tests.fixtures.grids import cell, grids
 from tests.html_scan import link_problems, scan
 from tests.site_helpers import HOSTILE_TOKENS, demo_charts, hostile_study, site_charts
 
@@ -206,9 +207,8 @@ def test_layers_and_intervention_text():
     assert prose.layers_summary(table)[0].endswith(
         "first token, layer by layer: a peak of 90% in layer 1; lowest 10% in layer 0."
     )
-    cells = [{"target": "K", "epsilon": 1e-10, "kl": [1.0, 3.0]},
-             {"target": "Q", "epsilon": 0.5, "kl": [0.0, 0.1]}]  # fmt: skip
-    text = prose.scaling_summary({"cells": cells}, 5)
+    cells = [cell("K", 1e-10, [1.0, 3.0]), cell("Q", 0.5, [0.0, 0.1])]
+    text = prose.scaling_summary(grids(5, cells).scaling, 5)
     assert text.startswith("Scaling K by 1e-10 in layer 5 changes")
     assert "mean KL divergence of 2 nats per position" in text
     assert "scaling Q by 0.5 changes it least (0.05 nats)" in text

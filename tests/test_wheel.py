@@ -33,6 +33,8 @@ SHIPPED = (
     "attnreport/templates/partials/figure.html",
     "attnreport/templates/assets/style.css",
     "attnreport/charts/runtime.js",
+    "attnreport/charts/runtime_state.js",
+    "attnreport/charts/runtime_layout.js",
     "attnreport/serve/live.js",
     "attnreport/data/sentences.txt",
 )

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from attnreport.analyses.attention_map import head_query_columns, top_columns
+from attnreport.analyses.breakdown import ranked_columns
 from attnreport.analyses.heads import (
     DEFAULT_BUDGET_BYTES,
     LayerTensors,
@@ -236,19 +237,9 @@ def top_rows(
 def breakdown_rows(t: LayerTensors, per_query: Block, ranks: int, n_allowed: torch.Tensor) -> Table:
     """The ``breakdown`` table, rows in (head, query, rank) order, ranks the row has."""
     n_ranks = min(ranks, t.n_tokens)
-    keys = per_query["keys"][..., :n_ranks]
-    valid = (torch.arange(n_ranks) < n_allowed[:, None]).expand_as(keys)
-    index = valid.nonzero()  # (rows, 3): head, query, rank
-    table: Table = {
-        "layer": np.full(index.shape[0], t.layer, dtype=np.int64),
-        "head": index[:, 0].numpy(),
-        "query": index[:, 1].numpy(),
-        "rank": index[:, 2].numpy(),
-        "key": keys[valid].numpy(),
-    }
-    for column, name in (("score", "raw_at"), *((n, n) for n in TERM_NAMES)):
-        table[column] = per_query[name][..., :n_ranks][valid].numpy().astype(np.float64)
-    return table
+    names = (("score", "raw_at"), *((n, n) for n in TERM_NAMES))
+    values = {column: per_query[name][..., :n_ranks] for column, name in names}
+    return ranked_columns(t.layer, per_query["keys"][..., :n_ranks], n_allowed, values)
 
 
 def focus_rows(

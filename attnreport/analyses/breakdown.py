@@ -32,17 +32,30 @@ def breakdown_table(record: LayerRecord, ranks: int = 3, order: KeyOrder | None 
         order = key_order(record.scores, record.allowed)
     n_ranks = min(ranks, record.n_tokens)
     keys = order.order[..., :n_ranks]  # (head, query, rank)
-    has_rank = torch.arange(n_ranks) < order.n_allowed[:, None]  # (query, rank)
+    values = (("score", record.logits), *((n, record.terms[n]) for n in TERM_NAMES))
+    return ranked_columns(
+        record.layer, keys, order.n_allowed, {name: v.gather(-1, keys) for name, v in values}
+    )
+
+
+def ranked_columns(
+    layer: int, keys: torch.Tensor, n_allowed: torch.Tensor, values: dict[str, torch.Tensor]
+) -> Table:
+    """The ``breakdown`` rows of one layer, in (head, query, rank) order, only the ranks a
+    row has: keys (head, query, rank) the rank-ordered key indices; n_allowed (query) the
+    keys each query sees; values: column -> (head, query, rank) its value at those keys
+    (score, then the terms), written as float64. Shared by the whole-layer pass and the
+    blockwise one."""
+    has_rank = torch.arange(keys.shape[-1]) < n_allowed[:, None]  # (query, rank)
     valid = has_rank.expand_as(keys)
     index = valid.nonzero()  # (rows, 3): head, query, rank, lexicographic
     table: Table = {
-        "layer": np.full(index.shape[0], record.layer, dtype=np.int64),
+        "layer": np.full(index.shape[0], layer, dtype=np.int64),
         "head": index[:, 0].numpy(),
         "query": index[:, 1].numpy(),
         "rank": index[:, 2].numpy(),
         "key": keys[valid].numpy(),
     }
-    for name, values in (("score", record.logits), *((n, record.terms[n]) for n in TERM_NAMES)):
-        picked = values.gather(-1, keys)[valid]
-        table[name] = as_numpy(picked).astype(np.float64)
+    for name, at_keys in values.items():
+        table[name] = as_numpy(at_keys[valid]).astype(np.float64)
     return table

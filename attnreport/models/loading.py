@@ -28,6 +28,7 @@ from torch import nn
 
 from attnreport.errors import AttnReportError
 from attnreport.models.families import Family, family_for
+from attnreport.models.named import NAMED, named_gguf
 from attnreport.models.placement import map_options, placement_of
 from attnreport.usercache import cache_dir
 
@@ -47,6 +48,7 @@ class ModelSource:
     kind: str
     location: str  # file path, directory path or hub id
     display_name: str
+    package: str = ""  # the pip package that shipped it (a named model), else ""
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,9 @@ def resolve_source(name: str) -> ModelSource:
     """Decide what ``--model NAME`` means; a path-like name that does not exist is an error."""
     if name == "default":
         return default_source()
+    if name in NAMED:
+        path = named_gguf(name)
+        return ModelSource("gguf", str(path), NAMED[name].display_name, NAMED[name].package)
     path = Path(name).expanduser()
     if path.exists():
         if path.is_file():

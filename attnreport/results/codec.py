@@ -168,8 +168,8 @@ def _shortest_readable(
     candidates: list[Any] = [plain]
     if 2 * _run_count(array) < len(plain):
         candidates.append({"r": _runs(plain, array)})
-    if plain and kinds == {int}:
-        deltas = np.diff(np.asarray(plain, dtype=np.int64), prepend=0)
+    if plain and kinds == {int} and array.dtype.kind == "i":  # (not ints past int64)
+        deltas = np.diff(array, prepend=0)
         if 2 * _run_count(deltas) < len(plain):
             candidates.append({"d": _runs(deltas.tolist(), deltas)})
     if len(candidates) == 1:

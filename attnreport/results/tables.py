@@ -156,8 +156,11 @@ class BreakdownTable(Table):
     query_only: np.ndarray = col("float")
 
 
-@_table("focus")
-class FocusTable(Table):
+@dataclass(frozen=True, eq=False)
+class _FocusColumns(Table):
+    """The focus statistics of one head over a sentence's queries: the columns of
+    ``focus`` and, after its ``sentence`` column, of ``focus_by_sentence``."""
+
     layer: np.ndarray = col("int")
     head: np.ndarray = col("int")
     self_focus: np.ndarray = col("float")
@@ -170,6 +173,11 @@ class FocusTable(Table):
     sink_share: np.ndarray = optional_col("float", 0.0)
     # queries i >= 1 that can see token 0 (the first-token measures' count); -1: not recorded
     n_first: np.ndarray = optional_col("int", -1)
+
+
+@_table("focus")
+class FocusTable(_FocusColumns):
+    pass
 
 
 @_table("focus_sorted")
@@ -198,19 +206,15 @@ class BlockImpactTable(Table):
     top_first_heads: np.ndarray = col("int")
 
 
-@_table("focus_by_sentence")
-class FocusBySentenceTable(Table):
+@dataclass(frozen=True, eq=False)
+class _SentenceColumn(Table):
     sentence: np.ndarray = col("int")
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
-    self_focus: np.ndarray = col("float")
-    first_focus: np.ndarray = col("float")
-    concentration: np.ndarray = col("float")
-    n_queries: np.ndarray = col("int")
-    first_prob: np.ndarray = optional_col("float", 0.0)
-    sink_share: np.ndarray = optional_col("float", 0.0)
-    # queries i >= 1 that can see token 0 (the first-token measures' count); -1: not recorded
-    n_first: np.ndarray = optional_col("int", -1)
+
+
+@_table("focus_by_sentence")
+class FocusBySentenceTable(_FocusColumns, _SentenceColumn):
+    """``focus`` with a leading ``sentence`` column (dataclass fields follow the reversed
+    method resolution order: ``sentence`` first, then the focus columns)."""
 
 
 @_table("focus_pooled")

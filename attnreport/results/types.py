@@ -14,6 +14,7 @@ from typing import Any, get_args, get_type_hints
 
 from attnreport import vocabulary as V
 from attnreport.errors import AttnReportError
+from attnreport.results import tables as rt
 from attnreport.results.layers import LayerFacts, layer_facts_from_json, layer_facts_to_json
 from attnreport.results.maps import AttentionMaps
 from attnreport.results.roles import (
@@ -22,22 +23,6 @@ from attnreport.results.roles import (
     HeadRolesTable,
     MassiveActivationsTable,
     SetMassiveActivationsTable,
-)
-from attnreport.results.tables import (
-    BlockImpactTable,
-    BosContrastTable,
-    BreakdownTable,
-    FocusBySentenceTable,
-    FocusPooledTable,
-    FocusSortedTable,
-    FocusTable,
-    HeadImpactTable,
-    ImpactPooledTable,
-    PooledSortedTable,
-    Table,
-    TokensTable,
-    TopTable,
-    ValueNormsTable,
 )
 
 SCHEMA_VERSION = 6
@@ -226,12 +211,12 @@ def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
 
 @dataclass(frozen=True, eq=False)
 class SentenceTables:
-    top: TopTable
-    breakdown: BreakdownTable
-    focus: FocusTable
-    focus_sorted: FocusSortedTable
-    head_impact: HeadImpactTable
-    block_impact: BlockImpactTable
+    top: rt.TopTable
+    breakdown: rt.BreakdownTable
+    focus: rt.FocusTable
+    focus_sorted: rt.FocusSortedTable
+    head_impact: rt.HeadImpactTable
+    block_impact: rt.BlockImpactTable
     head_roles: HeadRolesTable | None = None  # None in folders written before version 5
     massive_activations: MassiveActivationsTable | None = None
 
@@ -243,14 +228,14 @@ class SentenceResults:
     index: int
     text: str
     n_tokens: int
-    tokens: TokensTable
+    tokens: rt.TokensTable
     tables: SentenceTables
     attention: AttentionMaps | None = None  # None past ``map_tokens`` tokens
     view_head: tuple[int, int] | None = None  # the (layer, head) the user chose to open on
 
 
 @cache
-def table_kinds(holder: type) -> dict[str, type[Table]]:
+def table_kinds(holder: type) -> dict[str, type[rt.Table]]:
     """Table name -> table class of one results file, from the fields of ``holder`` (its
     typed value: ``SentenceTables``, ``SetResults``) whose type is a table, in field
     order, which is the file's order. The one list of a file's tables: a new table is a
@@ -259,7 +244,7 @@ def table_kinds(holder: type) -> dict[str, type[Table]]:
     out = {}
     for f in fields(holder):
         kinds = [k for k in (hints[f.name], *get_args(hints[f.name])) if isinstance(k, type)]
-        table = next((k for k in kinds if issubclass(k, Table)), None)
+        table = next((k for k in kinds if issubclass(k, rt.Table)), None)
         if table is not None:
             out[f.name] = table
     return out
@@ -307,7 +292,7 @@ def sentence_from_json(obj: Any, where: str) -> SentenceResults:
         index=int(need(info, "index", where)),
         text=str(need(info, "text", where)),
         n_tokens=int(need(info, "n_tokens", where)),
-        tokens=TokensTable.from_json(need(obj, "tokens", where), where),
+        tokens=rt.TokensTable.from_json(need(obj, "tokens", where), where),
         tables=SentenceTables(**_parse_tables(SentenceTables, obj, where)),
         attention=maps,
         view_head=None if view is None else (int(view[0]), int(view[1])),
@@ -337,16 +322,16 @@ def sentence_tables(s: SentenceResults) -> dict[str, Any]:
 class SetResults:
     """``set.json``: focus and impact pooled over the sentences; head roles (version 5)."""
 
-    focus_by_sentence: FocusBySentenceTable
-    focus_pooled: FocusPooledTable
-    focus_sorted: PooledSortedTable
-    impact_pooled: ImpactPooledTable
+    focus_by_sentence: rt.FocusBySentenceTable
+    focus_pooled: rt.FocusPooledTable
+    focus_sorted: rt.PooledSortedTable
+    impact_pooled: rt.ImpactPooledTable
     # (field order is ``set.json``'s table order; optional tables default to None)
     head_roles: HeadRolesSetTable | None = None
     head_roles_by_sentence: HeadRolesBySentenceTable | None = None
     massive_activations: SetMassiveActivationsTable | None = None
-    bos_contrast: BosContrastTable | None = None  # runs without a BOS only
-    value_norms: ValueNormsTable | None = None
+    bos_contrast: rt.BosContrastTable | None = None  # runs without a BOS only
+    value_norms: rt.ValueNormsTable | None = None
     probes: tuple[tuple[int, ...], ...] | None = None  # the induction probes' token ids
 
 

@@ -71,8 +71,15 @@ class Project:
         self.settings = self.read_settings()
 
     def read_settings(self) -> Settings:
-        """The settings as the file says now (``AttnReportError`` for a bad value)."""
-        return load_settings(self.config, self.given)
+        """The settings as the file says now (``AttnReportError`` for a bad value; several
+        models are refused: the loop keeps one model loaded)."""
+        settings = load_settings(self.config, self.given)
+        if len(settings.model_names()) > 1:
+            raise AttnReportError(
+                "serve --watch follows one model; the settings list several (models): "
+                "build the comparison with attnreport build, or set model alone"
+            )
+        return settings
 
     @property
     def site(self) -> Path:

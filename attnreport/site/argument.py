@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from attnreport.results.interventions import Interventions
 from attnreport.site.context import ClaimContext, FigureContext, Notes
 from attnreport.site.highlights import CITATIONS, figure_link
 from attnreport.site.words.claims_grid import tested_claims
@@ -41,7 +42,7 @@ SOURCE_NAMES = {
 
 def claim_contexts(
     set_tables: Mapping[str, Any],
-    interventions: Mapping[str, Any] | None,
+    interventions: Interventions | None,
     first_ids: Sequence[int],
     bos_added: bool,
     figures: Sequence[FigureContext],

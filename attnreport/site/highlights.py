@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from attnreport.results.interventions import Interventions
 from attnreport.site.context import FigureContext, Link, Notes, Paragraph
 from attnreport.site.words.findings import key_findings
 
@@ -59,7 +60,7 @@ def figure_link(
 
 def finding_paragraphs(
     set_tables: Mapping[str, Any],
-    interventions: Mapping[str, Any] | None,
+    interventions: Interventions | None,
     figures: Sequence[FigureContext],
     pages: Sequence[str | None],
     notes: Notes,

@@ -9,7 +9,6 @@ from typing import Any
 import attnreport
 from attnreport.dates import report_date
 from attnreport.results import Interventions, Manifest, Results, SentenceResults
-from attnreport.results.interventions import interventions_to_json
 from attnreport.results.layout import CURRENT, Layout
 from attnreport.results.types import sentence_tables, set_tables
 from attnreport.results.view import default_head
@@ -227,17 +226,15 @@ def _intervention_texts(
     None measured on it: no paragraphs (the part is left out when it has no figures)."""
     if typed is None:
         return []
-    iv = interventions_to_json(typed)  # the prose reads cells in the file's layout
     layer = typed.layer
-    scaling, mean = iv["scaling"], iv["mean"]
     texts = []
-    if scaling and int(scaling.get("sentence", -1)) == index:
-        texts.append(prose.scaling_summary(scaling, layer))
-    texts.append(prose.mean_summary(mean, index, layer))
+    if typed.scaling.sentence == index:
+        texts.append(prose.scaling_summary(typed.scaling, layer))
+    texts.append(prose.mean_summary(typed.mean, index, layer))
     texts = [t for t in texts if t]
     if not texts:
         return []
-    where = iv.get("where")
+    where = typed.where
     note = NOTES["kl"] + (f" Interventions act on {where}." if where else "")
     paras = _paras(texts, [notes.ref("kl", note)])
     if figures is not None:
@@ -263,7 +260,11 @@ def sentence_page(
     for fig in figures:
         groups[part_of(fig)].append(fig)
     data = AltData(
-        sentence_tables(sentence), sentence.n_tokens, {}, _iv_json(results), default_head(sentence)
+        sentence_tables(sentence),
+        sentence.n_tokens,
+        {},
+        results.interventions,
+        default_head(sentence),
     )
     numbered = [
         with_alt(g, inputs, data)
@@ -322,13 +323,6 @@ def _lede(meta: PageMeta, n_sentences: int, options: SiteOptions) -> tuple[Parag
     )
 
 
-def _iv_json(results: Results) -> dict[str, Any]:
-    """The interventions as ``interventions.json`` reads ({} when there are none): the
-    wording modules (findings, alt text) take the results' JSON form."""
-    iv = results.interventions
-    return interventions_to_json(iv) if iv is not None else {}
-
-
 def index_page(
     results: Results,
     figures: Sequence[FigureInput],
@@ -355,9 +349,10 @@ def index_page(
     (figs,) = number_figures([list(figures)])
     figs = with_alt(figs, figures, AltData(set_tables=tables))
     notes = Notes()
-    found = highlights.finding_paragraphs(tables, _iv_json(results) or None, figs, pages, notes)
+    iv = results.interventions
+    found = highlights.finding_paragraphs(tables, iv, figs, pages, notes)
     claims = argument.claim_contexts(
-        tables, _iv_json(results) or None, first_ids(results.manifest),
+        tables, iv, first_ids(results.manifest),
         bool(results.manifest.settings.extra.get("bos_added", False)), figs, pages, notes,
     )  # fmt: skip
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])

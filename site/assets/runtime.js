@@ -1,10 +1,483 @@
+/* attnreport chart runtime, part 1 of 3: one state per page, mirrored in the URL hash.
+ *
+ * The bound params named in SHARED are state of the page, not of one figure: every
+ * chart that binds one shows the same value, moving any control moves them all, and
+ * clicking a mark whose row names a head (and layer) selects it everywhere. The state
+ * is mirrored in the URL hash ("#layer=7&head=2&eps=0.001&..."), so a link opens that
+ * view, and each settled change is a history entry, so back and forward step through
+ * views. Exposes window.attnreport.state (the page state) and .history; runtime.js, loaded
+ * after this file and runtime_layout.js (embed.runtime_js() joins the three), draws.
+ */
+(function () {
+  "use strict";
+
+  var ns = (window.attnreport = window.attnreport || {});
+  // layer, head: the chosen head; sort_idx: the target's rank; observation: the observed
+  // layer of the intervention grids; eps: their scale factor; positions_from: a window.
+  var SHARED = ["layer", "head", "sort_idx", "observation", "eps", "positions_from"];
+  var HASH_DELAY = 400; // ms a control must rest before its view becomes a history entry
+  var NUMBER = /^-?([0-9]+\.?[0-9]*|\.[0-9]+)(e[-+]?[0-9]+)?$/i;
+
+  function own(object, name) {
+    return Object.prototype.hasOwnProperty.call(object, name);
+  }
+
+  // {name: value} of the shared params in a hash; {} for a plain anchor ("#figure-3").
+  // A number is a number ("eps=1e-3" is 0.001, the same float as the control's option).
+  function parseHash(hash) {
+    var out = {};
+    var text = (hash || "").replace(/^#/, "");
+    if (text.indexOf("=") < 0) {
+      return out;
+    }
+    text.split("&").forEach(function (pair) {
+      var at = pair.indexOf("=");
+      var name = at > 0 ? decodeURIComponent(pair.slice(0, at)) : "";
+      if (SHARED.indexOf(name) < 0) {
+        return;
+      }
+      var value = decodeURIComponent(pair.slice(at + 1));
+      out[name] = NUMBER.test(value) ? parseFloat(value) : value;
+    });
+    return out;
+  }
+
+  // Whether VALUE is one the bound SIGNAL's control can show (in range, on a step, an option).
+  function fits(signal, value) {
+    var bind = signal.bind || {};
+    if (bind.input === "range") {
+      var step = bind.step || 1;
+      return typeof value === "number" && value >= bind.min && value <= bind.max &&
+        (value - bind.min) % step === 0;
+    }
+    if (bind.options) {
+      return bind.options.indexOf(value) >= 0;
+    }
+    return typeof value === typeof signal.value;
+  }
+
+  // history.pushState / replaceState, where the page may use them (a sandboxed frame may
+  // not: its figures still share their state, the URL just does not follow).
+  function writeHistory(method, state, url) {
+    try {
+      window.history[method](state, "", url);
+    } catch (error) {
+      if (window.console) {
+        window.console.warn("attnreport: the URL cannot follow the figures here", error);
+      }
+    }
+  }
+
+  var pageState = {
+    values: parseHash(window.location.hash),
+    charts: [],
+    timer: null,
+    restoring: false,
+
+    // The shared, bound signals of a spec, by name.
+    sharedSignals: function (signals) {
+      var out = {};
+      signals.forEach(function (signal) {
+        if (signal.bind && SHARED.indexOf(signal.name) >= 0) {
+          out[signal.name] = signal;
+        }
+      });
+      return out;
+    },
+
+    // A chart's signals before a draw: a shared one opens on the page's value (from the
+    // hash, or an earlier figure's default), else its default becomes the page's.
+    adopt: function (signals) {
+      var values = this.values;
+      return signals.map(function (signal) {
+        if (!signal.bind || SHARED.indexOf(signal.name) < 0) {
+          return signal;
+        }
+        if (!own(values, signal.name)) {
+          values[signal.name] = signal.value;
+          return signal;
+        }
+        return fits(signal, values[signal.name])
+          ? Object.assign({}, signal, { value: values[signal.name] })
+          : signal;
+      });
+    },
+
+    // A drawn chart joins the page (again, after a redraw: its new view listens instead):
+    // its controls and head clicks move every chart.
+    join: function (chart) {
+      var self = this;
+      if (this.charts.indexOf(chart) < 0) {
+        this.charts.push(chart);
+      }
+      Object.keys(chart.shared).forEach(function (name) {
+        if (own(self.values, name)) {
+          self.show(chart, name, self.values[name]); // moved while this chart was drawing
+        }
+        chart.view.addSignalListener(name, function (_, value) {
+          self.set(name, value);
+        });
+      });
+      chart.view.addEventListener("click", function (_, item) {
+        self.pick(item);
+      });
+    },
+
+    show: function (chart, name, value) {
+      var signal = chart.shared[name];
+      if (chart.view && signal && fits(signal, value) && chart.view.signal(name) !== value) {
+        chart.view.signal(name, value).runAsync();
+      }
+    },
+
+    set: function (name, value) {
+      var shown = this.charts.some(function (chart) {
+        return own(chart.shared, name);
+      });
+      if (this.values[name] === value || !shown) {
+        return; // unchanged, or no chart on this page has that control
+      }
+      var self = this;
+      this.values[name] = value;
+      this.charts.forEach(function (chart) {
+        self.show(chart, name, value);
+      });
+      this.remember();
+    },
+
+    // A click on a mark whose row names a head (a line, a point, a bar of a per-head chart).
+    pick: function (item) {
+      var datum = item && item.datum;
+      if (!datum || typeof datum.head !== "number") {
+        return;
+      }
+      if (typeof datum.layer === "number") {
+        this.set("layer", datum.layer);
+      }
+      this.set("head", datum.head);
+    },
+
+    hash: function () {
+      var values = this.values;
+      return SHARED.filter(function (name) {
+        return own(values, name);
+      })
+        .map(function (name) {
+          return encodeURIComponent(name) + "=" + encodeURIComponent(values[name]);
+        })
+        .join("&");
+    },
+
+    // After a change settles, the view becomes a history entry (its hash and values).
+    remember: function () {
+      var self = this;
+      if (this.restoring) {
+        return;
+      }
+      window.clearTimeout(this.timer);
+      this.timer = window.setTimeout(function () {
+        var hash = "#" + self.hash();
+        if (hash !== window.location.hash) {
+          writeHistory("pushState", { attnreport: self.copy() }, hash);
+        }
+      }, HASH_DELAY);
+    },
+
+    copy: function () {
+      return Object.assign({}, this.values);
+    },
+
+    // Back, forward or an edited hash: show the view that entry holds.
+    restore: function (values) {
+      var self = this;
+      window.clearTimeout(this.timer);
+      this.restoring = true;
+      Object.keys(values).forEach(function (name) {
+        self.set(name, values[name]);
+      });
+      this.restoring = false;
+    },
+  };
+
+  function onHistory(event) {
+    var saved = event && event.state && event.state.attnreport;
+    pageState.restore(saved || parseHash(window.location.hash));
+  }
+
+  // Once every chart has started: the opening view becomes the current history entry (so
+  // back from a later one returns to it), and back, forward and hash edits are followed.
+  function followHistory() {
+    writeHistory("replaceState", { attnreport: pageState.copy() }, window.location.href);
+    window.addEventListener("popstate", onHistory);
+    window.addEventListener("hashchange", onHistory);
+  }
+
+  ns.state = pageState;
+  ns.followHistory = followHistory;
+  ns.parseHash = parseHash;
+})();
+
+/* attnreport chart runtime, part 2 of 3: fitting each chart to its column.
+ *
+ * A chart is drawn for the width of its figure: "wide" (700 px or more) as compiled,
+ * "narrow" (500-700 px) with legends below the plot and every wrapped facet in two
+ * columns, "phone" (under 500 px) the same with wrapped facets in one column. A chart
+ * still wider than its figure (a grid of facet rows and columns, a long input) then
+ * shrinks its plots, not its text, down to LEAST of their size. When the window is
+ * resized so that a chart's fit changes, the chart is drawn again (runtime.js,
+ * Chart.refit). Exposes window.attnreport.layout.
+ */
+(function () {
+  "use strict";
+
+  var ns = (window.attnreport = window.attnreport || {});
+  var NARROW = 700; // px: a chart narrower than this puts its legends below the plot
+  var PHONE = 500; // px: and narrower than this, its wrapped facets in one column
+  var RESIZE_DELAY = 150; // ms the window must rest before charts are fitted again
+
+  function own(object, name) {
+    return Object.prototype.hasOwnProperty.call(object, name);
+  }
+
+  // The fit of a chart WIDTH px wide ("wide" when not laid out yet: 0).
+  function fitOf(width) {
+    if (!width || width >= NARROW) {
+      return "wide";
+    }
+    return width >= PHONE ? "narrow" : "phone";
+  }
+
+  // TEXT in lines of at most CHARS characters, broken between words.
+  function wrapText(text, chars) {
+    var lines = [];
+    text.split(" ").forEach(function (word) {
+      var last = lines.length - 1;
+      if (last >= 0 && (lines[last] + " " + word).length <= chars) {
+        lines[last] += " " + word;
+      } else {
+        lines.push(word);
+      }
+    });
+    return lines;
+  }
+
+  // The compiled SPEC drawn WIDTH px wide: as it is when wide; else legends below, every
+  // wrapped facet (at the top or inside a concatenation) in at most 2 columns (1 on a
+  // phone), a plain-text title and subtitle in lines that fit WIDTH (a fitted view would
+  // otherwise shrink its plot to make room for them).
+  function fitted(spec, width) {
+    var fit = fitOf(width);
+    if (fit === "wide") {
+      return spec;
+    }
+    var columns = fit === "phone" ? 1 : 2;
+    var out = JSON.parse(JSON.stringify(spec));
+    var title = out.title;
+    if (title && typeof title === "object") {
+      var chars = Math.floor((width - 40) / 9);
+      if (typeof title.text === "string") {
+        title.text = wrapText(title.text, chars);
+      } else if (title.text && typeof title.text.signal === "string") {
+        title.text = { signal: wrapSignal(title.text.signal, chars) };
+      }
+      if (typeof title.subtitle === "string") {
+        title.subtitle = wrapText(title.subtitle, Math.floor((width - 40) / 7));
+      }
+    }
+    wrapFacets(out, columns, false);
+    out.data = (out.data || []).map(function (data) {
+      return wrapDomain(data, columns);
+    });
+    legendsBelow(out);
+    return out;
+  }
+
+  // A title that names the controls' values, "'TEXT (' + ...values... + ')'" (as
+  // charts/common.selection_title writes it), as an array of lines: TEXT wrapped at CHARS
+  // characters, then the values in parentheses. Any other expression is left as it is.
+  function wrapSignal(expr, chars) {
+    var parts = /^'([^'\\]*) \(' \+ ([\s\S]*)$/.exec(expr);
+    if (!parts) {
+      return expr;
+    }
+    var lines = wrapText(parts[1], chars).map(function (line) {
+      return JSON.stringify(line);
+    });
+    return "[" + lines.join(", ") + ", '(' + " + parts[2] + "]";
+  }
+
+  // Every group with a fixed column count (a wrapped facet) in at most COLUMNS columns,
+  // and row headers written along their row (a long label beside a grid on a phone takes
+  // the width its cells need; the tooltips name the row in full).
+  function wrapFacets(group, columns, nested) {
+    var layout = group.layout;
+    if (layout && typeof layout.columns === "number" && layout.columns > columns) {
+      layout.columns = columns;
+    }
+    (nested ? group.axes || [] : []).forEach(function (axis) {
+      axis.labelOverlap = true; // a shrunk facet cell's tick labels would run into each other
+    });
+    var title = group.title;
+    if (group.role === "row-header" && title && title.angle === 0 && columns === 1) {
+      Object.assign(title, { angle: -90, align: "center", baseline: "bottom", limit: 110 });
+    }
+    (group.marks || []).forEach(function (mark) {
+      if (mark.type === "group") {
+        wrapFacets(mark, columns, true);
+      }
+    });
+  }
+
+  // A wrapped facet's header and footer rows are a sequence whose length Vega-Lite wrote
+  // with its column count N: "ceil(length(data(\"NAME_facet_domain\")) / N)" and
+  // "min(length(...), N)".
+  function wrapDomain(data, columns) {
+    if (!/facet_domain_(row|column)$/.test(data.name)) {
+      return data;
+    }
+    var text = JSON.stringify(data)
+      .replace(/\/ ([0-9]+)\)/g, function (whole, n) {
+        return +n > columns ? "/ " + columns + ")" : whole;
+      })
+      .replace(/, ([0-9]+)\)/g, function (whole, n) {
+        return +n > columns ? ", " + columns + ")" : whole;
+      });
+    return JSON.parse(text);
+  }
+
+  // Legends below the plot, in every view of a compiled spec: gradients horizontal, symbol
+  // entries one per line (side by side, two long labels are wider than a phone).
+  function legendsBelow(spec) {
+    (spec.legends || []).forEach(function (legend) {
+      legend.orient = "bottom";
+      if (own(legend, "gradientLength")) {
+        legend.direction = "horizontal";
+        legend.gradientLength = 160;
+      } else {
+        legend.direction = "vertical";
+      }
+    });
+    (spec.marks || []).forEach(function (mark) {
+      if (mark.type === "group") {
+        legendsBelow(mark);
+      }
+    });
+  }
+
+  // The stylesheet scales a chart wider than its column down to fit (max-width: 100%).
+  // An SVG scales with its viewBox; a canvas is scaled as an image, so Vega, which picks
+  // the mark under the pointer in the canvas's own pixels, gets the pointer scaled back.
+  function fitCanvasPicking() {
+    var Handler = window.vega && window.vega.CanvasHandler;
+    if (!Handler || Handler.prototype.attnreportFitted) {
+      return;
+    }
+    var pickEvent = Handler.prototype.pickEvent;
+    Handler.prototype.attnreportFitted = true;
+    Handler.prototype.pickEvent = function (event) {
+      var canvas = this._canvas;
+      var rect = canvas ? canvas.getBoundingClientRect() : null;
+      var width = canvas ? parseFloat(canvas.style.width) || canvas.width : 0;
+      if (!rect || !rect.width || !width || Math.abs(rect.width - width) < 0.5) {
+        return pickEvent.call(this, event);
+      }
+      var k = width / rect.width;
+      var x = (event.clientX - rect.left) * k;
+      var y = (event.clientY - rect.top) * k;
+      return this.pick(this._scene, x, y, x - this._origin[0], y - this._origin[1]);
+    };
+  }
+
+  // A compiled spec's size signals: steps and panel sizes; not, once wrapped (narrow or
+  // phone fits), those of a wrapped facet's cells ("NAME_child_width"), which fit by
+  // wrapping (shrinking them would not narrow a chart whose grid is its widest part).
+  var SIZE = /(^|_)(step|width|height)$/;
+  var WRAPPED = /_child_(width|height)$/;
+  var LEAST = 0.3; // the smallest a plot is shrunk, as a share of its compiled size
+  var TRIES = 3; // text does not shrink with the plots, so a few passes get it to fit
+
+  // The width a drawn chart takes (its SVG's or canvas's own pixels, before the
+  // stylesheet scales it to the figure).
+  function drawnWidth(el) {
+    var marks = el.querySelector("svg.marks, canvas.marks");
+    return marks ? parseFloat(marks.getAttribute("width")) || parseFloat(marks.style.width) || 0 : 0;
+  }
+
+  // A fitted chart still wider than its figure (a grid of facet rows and columns, which
+  // cannot wrap; a long input's axis): its plots shrink (steps and panel sizes of the compiled SIGNALS), its
+  // text keeps its size, until it fits or is LEAST of its size; again whenever the view
+  // grows (rows loaded later). Resolves when the first fitting is drawn.
+  function shrinkToFit(el, view, signals, fit) {
+    var sizes = signals.filter(function (signal) {
+      var name = signal.name;
+      return SIZE.test(name) && (fit === "wide" || !WRAPPED.test(name)) &&
+        typeof signal.value === "number" && !signal.bind;
+    });
+    if (!sizes.length) {
+      return Promise.resolve();
+    }
+    var scale = 1;
+    var busy = false;
+    function pass(left) {
+      var width = drawnWidth(el);
+      if (!width || width <= el.clientWidth + 1 || !left || scale <= LEAST) {
+        return Promise.resolve();
+      }
+      scale = Math.max(LEAST, (scale * el.clientWidth) / width);
+      sizes.forEach(function (signal) {
+        view.signal(signal.name, Math.max(1, Math.floor(signal.value * scale)));
+      });
+      return view.runAsync().then(function () {
+        return pass(left - 1);
+      });
+    }
+    function fitNow() {
+      if (busy) {
+        return Promise.resolve();
+      }
+      busy = true;
+      return pass(TRIES).then(function () {
+        busy = false;
+      });
+    }
+    view.addResizeListener(function () {
+      window.setTimeout(fitNow, 0); // not inside the dataflow run that resized it
+    });
+    return fitNow();
+  }
+
+  // After the window is resized (and rests), every chart in CHARTS() whose fit changed
+  // is drawn again (chart.refit()).
+  function followResize(charts) {
+    var timer = null;
+    window.addEventListener("resize", function () {
+      window.clearTimeout(timer);
+      timer = window.setTimeout(function () {
+        charts().forEach(function (chart) {
+          chart.refit();
+        });
+      }, RESIZE_DELAY);
+    });
+  }
+
+  ns.layout = {
+    fitOf: fitOf,
+    fitted: fitted,
+    shrinkToFit: shrinkToFit,
+    fitCanvasPicking: fitCanvasPicking,
+    followResize: followResize,
+  };
+})();
+
 /* attnreport chart runtime: renders every .ar-chart of a static page with vegaEmbed.
  *
  * Classic script (no modules, no fetch) so that pages work from file://. Load it after
  * the Vega bundle, which defines window.vegaEmbed; pages load both with "defer", so the
  * article's text is laid out and painted while the bundle loads and compiles. The
  * protocol (payload, chunk files, column encodings, data attributes) is documented in
- * attnreport/charts/embed.py.
+ * attnreport/charts/embed.py. This is part 3 of 3 (data and drawing): runtime_state.js
+ * (the page state, window.attnreport.state) and runtime_layout.js (column fitting,
+ * window.attnreport.layout) run before it, in the same file (embed.runtime_js()).
  * Everything lives inside this function: the Vega bundle declares top-level names.
  */
 (function () {
@@ -14,6 +487,9 @@
   var files = {}; // "KEY--CHUNK" -> {done, columns, error, waiters}: each file loads once
   var readyCount = 0;
   var payloads = {}; // figure key -> its parsed payload: a shared source is parsed once
+  // the page state and the column fitting, from runtime_state.js and runtime_layout.js
+  var pageState = window.attnreport.state;
+  var layout = window.attnreport.layout;
 
   // The payload of figure KEY (its <script id="ar-data-KEY">), parsed on first use;
   // throws when it is missing or not JSON.
@@ -247,7 +723,6 @@
   };
 
   Chart.prototype.start = function () {
-    var self = this;
     try {
       this.payload = payloadOf(this.key);
     } catch (error) {
@@ -267,39 +742,80 @@
       var sourceEl = document.getElementById("ar-chart-" + this.source);
       this.dir = (sourceEl && sourceEl.getAttribute("data-chunks")) || this.dir;
     }
+    this.rows = toRows(this.inlineColumns());
+    this.inlineLoaded = Boolean(this.payload.inline_chunk && this.loaded[this.payload.inline_chunk]);
+    this.draw();
+  };
+
+  // Draw the chart (again) for the width of its figure (layout.fitted), on the page's
+  // state: the inline rows become the values of the (Vega) spec's data set KEY, so the
+  // first render already has them (no empty-data layout); chunk rows are inserted later
+  // into the same data set.
+  Chart.prototype.draw = function () {
+    var self = this;
+    var key = this.key;
+    var rows = this.rows;
+    this.drawing = true;
+    this.fit = layout.fitOf(this.el.clientWidth);
+    this.el.setAttribute("data-fit", this.fit);
+    var spec = Object.assign({}, layout.fitted(this.payload.spec, this.el.clientWidth));
+    spec.data = (spec.data || []).map(function (data) {
+      return data.name === key ? Object.assign({}, data, { values: rows }) : data;
+    });
+    spec.signals = pageState.adopt(spec.signals || []);
+    this.shared = pageState.sharedSignals(spec.signals);
     var options = {
       renderer: this.payload.renderer || "svg",
       actions: { export: true, source: false, compiled: false, editor: false },
     };
-    // The inline rows become the values of the (Vega) spec's data set KEY, so the first
-    // render already has them (no empty-data layout); chunk rows are inserted later into
-    // the same data set.
-    var key = this.key;
-    var rows = toRows(this.inlineColumns());
-    var spec = Object.assign({}, this.payload.spec);
-    spec.data = (spec.data || []).map(function (data) {
-      return data.name === key ? Object.assign({}, data, { values: rows }) : data;
-    });
-    if (this.el.clientWidth && this.el.clientWidth < NARROW) {
-      spec = narrowed(spec, this.el.clientWidth);
-    }
-    spec.signals = pageState.adopt(spec.signals || []);
-    this.shared = pageState.sharedSignals(spec.signals);
     window
       .vegaEmbed(this.el, spec, options)
       .then(function (result) {
+        self.embedded = result;
         self.view = result.view;
         return self.view.runAsync();
       })
       .then(function () {
-        self.rendered();
+        return layout.shrinkToFit(self.el, self.view, spec.signals, self.fit);
+      })
+      .then(function () {
+        self.drawing = false;
+        if (!self.drawn) {
+          self.drawn = true;
+          self.rendered();
+        }
         self.listen();
         pageState.join(self);
         self.ensureChunk();
+        self.refit(); // the window may have been resized while it drew
       })
       .catch(function (error) {
+        self.drawing = false;
         self.fail(error);
       });
+  };
+
+  // Draw again when the figure's width now asks for another fit (legends beside or
+  // below, facets in more or fewer columns), once it is neither drawing nor loading. The
+  // chunks shown are inserted again from the files already loaded.
+  Chart.prototype.refit = function () {
+    var self = this;
+    if (!this.view || layout.fitOf(this.el.clientWidth) === this.fit) {
+      return;
+    }
+    if (this.drawing || Object.keys(this.pending).length) {
+      window.clearTimeout(this.refitTimer);
+      this.refitTimer = window.setTimeout(function () {
+        self.refit();
+      }, 100);
+      return;
+    }
+    this.embedded.finalize();
+    this.loaded = {};
+    if (this.inlineLoaded) {
+      this.loaded[this.payload.inline_chunk] = true;
+    }
+    this.draw();
   };
 
   // --- the figure's rows as CSV, made here from the chart's own data (no file on disk) ---
@@ -349,320 +865,26 @@
     });
   }
 
-  // ---- One state per page -------------------------------------------------------------
-  // The bound params named in SHARED are state of the page, not of one figure: every
-  // chart that binds one shows the same value, moving any control moves them all, and
-  // clicking a mark whose row names a head (and layer) selects it everywhere. The state
-  // is mirrored in the URL hash ("#layer=7&head=2&..."), so a link opens that view, and
-  // each settled change is a history entry, so back and forward step through views.
-  var SHARED = ["layer", "head", "sort_idx", "observation", "positions_from"];
-  var HASH_DELAY = 400; // ms a control must rest before its view becomes a history entry
-
-  function own(object, name) {
-    return Object.prototype.hasOwnProperty.call(object, name);
-  }
-
-  // {name: value} of the shared params in a hash; {} for a plain anchor ("#figure-3").
-  function parseHash(hash) {
-    var out = {};
-    var text = (hash || "").replace(/^#/, "");
-    if (text.indexOf("=") < 0) {
-      return out;
-    }
-    text.split("&").forEach(function (pair) {
-      var at = pair.indexOf("=");
-      var name = at > 0 ? decodeURIComponent(pair.slice(0, at)) : "";
-      if (SHARED.indexOf(name) < 0) {
-        return;
-      }
-      var value = decodeURIComponent(pair.slice(at + 1));
-      out[name] = /^-?[0-9]+$/.test(value) ? parseInt(value, 10) : value;
-    });
-    return out;
-  }
-
-  // Whether VALUE is one the bound SIGNAL's control can show (in range, on a step, an option).
-  function fits(signal, value) {
-    var bind = signal.bind || {};
-    if (bind.input === "range") {
-      var step = bind.step || 1;
-      return typeof value === "number" && value >= bind.min && value <= bind.max &&
-        (value - bind.min) % step === 0;
-    }
-    if (bind.options) {
-      return bind.options.indexOf(value) >= 0;
-    }
-    return typeof value === typeof signal.value;
-  }
-
-  var pageState = {
-    values: parseHash(window.location.hash),
-    charts: [],
-    timer: null,
-    restoring: false,
-
-    // The shared, bound signals of a spec, by name.
-    sharedSignals: function (signals) {
-      var out = {};
-      signals.forEach(function (signal) {
-        if (signal.bind && SHARED.indexOf(signal.name) >= 0) {
-          out[signal.name] = signal;
-        }
-      });
-      return out;
-    },
-
-    // A chart's signals before its first draw: a shared one opens on the page's value
-    // (from the hash, or an earlier figure's default), else its default becomes the page's.
-    adopt: function (signals) {
-      var values = this.values;
-      return signals.map(function (signal) {
-        if (!signal.bind || SHARED.indexOf(signal.name) < 0) {
-          return signal;
-        }
-        if (!own(values, signal.name)) {
-          values[signal.name] = signal.value;
-          return signal;
-        }
-        return fits(signal, values[signal.name])
-          ? Object.assign({}, signal, { value: values[signal.name] })
-          : signal;
-      });
-    },
-
-    // A drawn chart joins the page: its controls and head clicks move every chart.
-    join: function (chart) {
-      var self = this;
-      this.charts.push(chart);
-      Object.keys(chart.shared).forEach(function (name) {
-        if (own(self.values, name)) {
-          self.show(chart, name, self.values[name]); // moved while this chart was drawing
-        }
-        chart.view.addSignalListener(name, function (_, value) {
-          self.set(name, value);
-        });
-      });
-      chart.view.addEventListener("click", function (_, item) {
-        self.pick(item);
-      });
-    },
-
-    show: function (chart, name, value) {
-      var signal = chart.shared[name];
-      if (signal && fits(signal, value) && chart.view.signal(name) !== value) {
-        chart.view.signal(name, value).runAsync();
-      }
-    },
-
-    set: function (name, value) {
-      var shown = this.charts.some(function (chart) {
-        return own(chart.shared, name);
-      });
-      if (this.values[name] === value || !shown) {
-        return; // unchanged, or no chart on this page has that control
-      }
-      var self = this;
-      this.values[name] = value;
-      this.charts.forEach(function (chart) {
-        self.show(chart, name, value);
-      });
-      this.remember();
-    },
-
-    // A click on a mark whose row names a head (a line, a point, a bar of a per-head chart).
-    pick: function (item) {
-      var datum = item && item.datum;
-      if (!datum || typeof datum.head !== "number") {
-        return;
-      }
-      if (typeof datum.layer === "number") {
-        this.set("layer", datum.layer);
-      }
-      this.set("head", datum.head);
-    },
-
-    hash: function () {
-      var values = this.values;
-      return SHARED.filter(function (name) {
-        return own(values, name);
-      })
-        .map(function (name) {
-          return encodeURIComponent(name) + "=" + encodeURIComponent(values[name]);
-        })
-        .join("&");
-    },
-
-    // After a change settles, the view becomes a history entry (its hash and values).
-    remember: function () {
-      var self = this;
-      if (this.restoring) {
-        return;
-      }
-      window.clearTimeout(this.timer);
-      this.timer = window.setTimeout(function () {
-        var hash = "#" + self.hash();
-        if (hash !== window.location.hash) {
-          writeHistory("pushState", { attnreport: self.copy() }, hash);
-        }
-      }, HASH_DELAY);
-    },
-
-    copy: function () {
-      return Object.assign({}, this.values);
-    },
-
-    // Back, forward or an edited hash: show the view that entry holds.
-    restore: function (values) {
-      var self = this;
-      window.clearTimeout(this.timer);
-      this.restoring = true;
-      Object.keys(values).forEach(function (name) {
-        self.set(name, values[name]);
-      });
-      this.restoring = false;
-    },
-  };
-
-  // history.pushState / replaceState, where the page may use them (a sandboxed frame may
-  // not: its figures still share their state, the URL just does not follow).
-  function writeHistory(method, state, url) {
-    try {
-      window.history[method](state, "", url);
-    } catch (error) {
-      if (window.console) {
-        window.console.warn("attnreport: the URL cannot follow the figures here", error);
-      }
-    }
-  }
-
-  function onHistory(event) {
-    var saved = event && event.state && event.state.attnreport;
-    pageState.restore(saved || parseHash(window.location.hash));
-  }
-
-  // ---- Fitting the column ---------------------------------------------------------------
-  var NARROW = 700; // px: a chart narrower than this puts its legends below the plot
-
-  var NARROW_COLUMNS = 2; // a wrapped facet's columns in a narrow chart
-
-  // TEXT in lines of at most CHARS characters, broken between words.
-  function wrapText(text, chars) {
-    var lines = [];
-    text.split(" ").forEach(function (word) {
-      var last = lines.length - 1;
-      if (last >= 0 && (lines[last] + " " + word).length <= chars) {
-        lines[last] += " " + word;
-      } else {
-        lines.push(word);
-      }
-    });
-    return lines;
-  }
-
-  // A narrow chart's spec: legends below, a wrapped facet in NARROW_COLUMNS columns, a
-  // plain-text title and subtitle in lines that fit WIDTH (a fitted view would otherwise
-  // shrink its plot to make room for them).
-  function narrowed(spec, width) {
-    var out = Object.assign({}, spec);
-    var title = spec.title;
-    if (title && typeof title === "object") {
-      out.title = Object.assign({}, title);
-      if (typeof title.text === "string") {
-        out.title.text = wrapText(title.text, Math.floor((width - 40) / 9));
-      }
-      if (typeof title.subtitle === "string") {
-        out.title.subtitle = wrapText(title.subtitle, Math.floor((width - 40) / 7));
-      }
-    }
-    out.legends = JSON.parse(JSON.stringify(spec.legends || []));
-    out.marks = JSON.parse(JSON.stringify(spec.marks || []));
-    var columns = spec.layout && spec.layout.columns;
-    if (typeof columns === "number" && columns > NARROW_COLUMNS) {
-      out.layout = Object.assign({}, spec.layout, { columns: NARROW_COLUMNS });
-      out.data = (spec.data || []).map(function (data) {
-        return wrapDomain(data, columns);
-      });
-    }
-    legendsBelow(out);
-    return out;
-  }
-
-  // A wrapped facet's header and footer rows are a sequence whose length Vega-Lite wrote
-  // with its column count: "ceil(length(data(\"facet_domain\")) / 4)" and "min(..., 4)".
-  function wrapDomain(data, columns) {
-    if (!/^facet_domain_(row|column)$/.test(data.name)) {
-      return data;
-    }
-    var text = JSON.stringify(data)
-      .split("/ " + columns + ")").join("/ " + NARROW_COLUMNS + ")")
-      .split(", " + columns + ")").join(", " + NARROW_COLUMNS + ")");
-    return JSON.parse(text);
-  }
-
-  // Legends below the plot, in every view of a compiled spec: gradients horizontal, symbol
-  // entries one per line (side by side, two long labels are wider than a phone).
-  function legendsBelow(spec) {
-    (spec.legends || []).forEach(function (legend) {
-      legend.orient = "bottom";
-      if (own(legend, "gradientLength")) {
-        legend.direction = "horizontal";
-        legend.gradientLength = 160;
-      } else {
-        legend.direction = "vertical";
-      }
-    });
-    (spec.marks || []).forEach(function (mark) {
-      if (mark.type === "group") {
-        legendsBelow(mark);
-      }
-    });
-  }
-
-  // The stylesheet scales a chart wider than its column down to fit (max-width: 100%).
-  // An SVG scales with its viewBox; a canvas is scaled as an image, so Vega, which picks
-  // the mark under the pointer in the canvas's own pixels, gets the pointer scaled back.
-  function fitCanvasPicking() {
-    var Handler = window.vega && window.vega.CanvasHandler;
-    if (!Handler || Handler.prototype.attnreportFitted) {
-      return;
-    }
-    var pickEvent = Handler.prototype.pickEvent;
-    Handler.prototype.attnreportFitted = true;
-    Handler.prototype.pickEvent = function (event) {
-      var canvas = this._canvas;
-      var rect = canvas ? canvas.getBoundingClientRect() : null;
-      var width = canvas ? parseFloat(canvas.style.width) || canvas.width : 0;
-      if (!rect || !rect.width || !width || Math.abs(rect.width - width) < 0.5) {
-        return pickEvent.call(this, event);
-      }
-      var k = width / rect.width;
-      var x = (event.clientX - rect.left) * k;
-      var y = (event.clientY - rect.top) * k;
-      return this.pick(this._scene, x, y, x - this._origin[0], y - this._origin[1]);
-    };
-  }
-
   function startAll() {
-    fitCanvasPicking();
+    layout.fitCanvasPicking();
     var elements = document.querySelectorAll(".ar-chart");
     for (var i = 0; i < elements.length; i++) {
       new Chart(elements[i]).start();
     }
-    // the opening view, so that back from a later one returns to it
-    writeHistory("replaceState", { attnreport: pageState.copy() }, window.location.href);
-    window.addEventListener("popstate", onHistory);
-    window.addEventListener("hashchange", onHistory);
+    window.attnreport.followHistory();
+    layout.followResize(function () {
+      return pageState.charts;
+    });
   }
 
-  window.attnreport = {
+  Object.assign(window.attnreport, {
     register: function (id, columns) {
       registry[id] = columns;
     },
     decodeColumn: decodeColumn,
     toRows: toRows,
     csv: figureCsv,
-    state: pageState,
-  };
+  });
 
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", startAll);

@@ -9,7 +9,8 @@ DOM protocol (what the page renders for each figure, in this order)::
 files of ``chunk_files(fig)`` are written, relative to the page. Before these, the page
 loads two classic scripts (no ``type="module"``): the Vega bundle
 (``vl_convert.javascript_bundle()``, which defines ``window.vegaEmbed``, ``window.vega``
-and ``window.vegaLite``) and ``runtime.js`` (``runtime_js()`` returns its text). Both work
+and ``window.vegaLite``) and ``runtime.js`` (``runtime_js()`` returns its text, joined from the three parts of
+``RUNTIME_PARTS``). Both work
 from ``file://``. The bundle declares top-level ``const`` names, so other classic scripts
 must keep their names in a function scope (or wrap the bundle in one, which also works).
 
@@ -26,21 +27,26 @@ is not loaded yet, it adds ``<script src="DIR/KEY--CHUNK.js">`` and shows "loadi
 A chunk file calls ``window.attnreport.register("KEY--CHUNK", COLUMNS)``; on load the
 runtime inserts those rows. On failure ``data-rendered`` is "error".
 
-Page state: the bound params ``layer``, ``head``, ``sort_idx``, ``observation`` and
-``positions_from`` are state of the page, not of one chart. Before its first render a
+Page state: the bound params ``layer``, ``head``, ``sort_idx``, ``observation``, ``eps``
+and ``positions_from`` are state of the page, not of one chart. Before its first render a
 chart's signal of that name opens on the page's value (from the URL hash, else the first
 chart that has it, in page order, gives its default); moving any chart's control sets the
 same signal in every other chart that has it (when the value fits that chart's control);
 clicking a mark whose row has a numeric ``head`` (and ``layer``) sets them page-wide. The
 state is written to the hash as ``#layer=L&head=H&...`` once a change has rested for
 400 ms (``history.pushState``), and back, forward and an edited hash show the view of
-their entry; a hash without ``=`` is a plain anchor and is left alone.
+their entry; a hash without ``=`` is a plain anchor and is left alone. A numeric value is
+read as a number (``#eps=1e-3`` is the option 0.001).
 ``window.attnreport.state`` holds ``values`` and the drawn ``charts`` (``key``, ``view``).
 
 Fitting the column: the stylesheet scales a chart wider than its figure down (SVG by its
 viewBox, a canvas as an image; the runtime scales the pointer back for a canvas's
-picking). A chart narrower than 700 px when it first renders has its legends below the
-plot and a wrapped facet in two columns.
+picking). A chart narrower than 700 px has its legends below the plot and every wrapped
+facet (also one inside a concatenation) in two columns, one under 500 px; when a resize
+changes that fit, the chart is drawn again (``el.dataset.fit`` is "wide", "narrow" or
+"phone"). A chart still wider than its figure then shrinks its plots (the compiled spec's
+numeric ``*_step``, ``*_width`` and ``*_height`` signals, not a wrapped facet's
+``*_child_*``), not its text, to at most 0.3 of their size.
 
 Shared chunks: a payload whose ``chunk_source`` is the key SOURCE of another figure on
 the page loads ``<script src="SOURCE_DIR/SOURCE--CHUNK.js">``, SOURCE_DIR being the
@@ -143,6 +149,14 @@ def chunk_files(fig: Figure) -> dict[str, str]:
     return out
 
 
+# The runtime's parts, by concern, in the order they run: each is a function scope that
+# adds to ``window.attnreport``; the page loads them as one file (one request, one script).
+RUNTIME_PARTS = ("runtime_state.js", "runtime_layout.js", "runtime.js")
+
+
 def runtime_js() -> str:
-    """The source of ``runtime.js``, to be copied next to the pages."""
-    return resources.files("attnreport.charts").joinpath("runtime.js").read_text(encoding="utf-8")
+    """The page runtime, to be copied next to the pages as ``runtime.js``: the state and
+    hash (``runtime_state.js``), column fitting and resizing (``runtime_layout.js``), then
+    data loading and drawing (``runtime.js``), joined in that order."""
+    folder = resources.files("attnreport.charts")
+    return "\n".join(folder.joinpath(name).read_text(encoding="utf-8") for name in RUNTIME_PARTS)

@@ -158,7 +158,8 @@ def bias_position_chart(key: str, s: Setup, terms: tuple[str, ...]) -> alt.Chart
     tokens = s.tokens
     labels = [TERM_LABELS[t] for t in terms]
     label_map = "{" + ", ".join(f"'{t}': '{TERM_LABELS[t]}'" for t in terms) + "}"
-    text = "Bias vs position" if "position" in terms else "Bias term"
+    names = {("bias", "position"): "Bias vs position", ("position",): "Position term"}
+    text = names.get(terms, "Bias term")
     n = len(tokens)
     title = common.selection_title(
         text, "for the target of the chosen rank", "layer", "head", "sort_idx", n_tokens=n
@@ -295,6 +296,8 @@ def bias_position_figure(
             "changes nothing after softmax, so look at how it differs between targets and "
             "along the sentence, not at its level." + window_caption(len(s.tokens))
         )
+    if note and note not in caption:
+        caption = f"{note} {caption}"  # said once, in the caption: the reader looks there
     chunks, params, default = chunking(sentence, terms, s.default)
     fig = build_figure(
         key=key,

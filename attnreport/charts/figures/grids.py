@@ -8,6 +8,8 @@ The KL chart under each grid keeps one row per position (``key == query``).
 
 from __future__ import annotations
 
+import json
+
 import altair as alt
 
 from attnreport.charts.spec import common, widgets
@@ -85,12 +87,17 @@ def heat_panel(n: int, tips: list[alt.Tooltip], fit: bool = False) -> alt.Chart:
     )
 
 
+# One dash pattern per cell kind, beside its colour: two cells with the same KL (every
+# ε small enough to flatten attention) draw the same line, and only the dashes show both.
+DASHES = [[1, 0], [6, 3], [2, 2], [8, 2, 2, 2], [4, 4], [1, 3], [10, 4]]
+
+
 def kl_panel(
     color_field: str, color_sort: list[str], tips: list[alt.Tooltip], title: str = "cell"
 ) -> alt.Chart:
     """KL(p_base || p_modified) of the next-token distribution against position, one
-    colour-blind-safe colour per cell kind (``CATEGORY_RANGE``); the unmodified run (KL 0
-    by definition) is not drawn."""
+    colour-blind-safe colour (``CATEGORY_RANGE``) and dash pattern (``DASHES``) per cell
+    kind; the unmodified run (KL 0 by definition) is not drawn."""
     return (
         alt.Chart()
         .transform_filter(f"datum.key == datum.query && datum.eps != '{UNMODIFIED}'")
@@ -103,6 +110,12 @@ def kl_panel(
                 sort=color_sort,
                 title=title,
                 scale=alt.Scale(domain=color_sort, range=CATEGORY_RANGE[: len(color_sort)]),
+            ),
+            strokeDash=alt.StrokeDash(
+                color_field,
+                sort=color_sort,
+                scale=alt.Scale(domain=color_sort, range=DASHES[: len(color_sort)]),
+                legend=None,  # the colour legend names the cells; the dashes tell them apart
             ),
             tooltip=[
                 *tips,
@@ -123,7 +136,8 @@ def scaling_chart(
     observed: dict[str, int],
     head: int,
 ) -> alt.VConcatChart:
-    """Fig 11: rows Q, K, V; columns epsilon; below, KL per position for every cell."""
+    """Fig 11: rows Q, K, V; columns epsilon (every one, or the unmodified run and the one
+    chosen with ``eps``); below, KL per position for every cell, one panel per tensor."""
     labels = [epsilon_label(e) for e in epsilons]
     tips = [tip("target:N", "tensor scaled"), tip("eps:N", "scale factor")]
     grid = facet(
@@ -132,10 +146,11 @@ def scaling_chart(
         row=alt.Facet("target:N", sort=list(TARGETS), title="tensor scaled"),
         column=alt.Facet("eps:N", sort=[UNMODIFIED, *labels], title="scale factor"),
     )
-    kl = facet(
-        kl_panel("eps:N", labels, tips, "scale factor"),
-        "kl",
-        column=alt.Facet("target:N", sort=list(TARGETS), title="tensor scaled"),
+    kl = alt.FacetChart(
+        spec=kl_panel("eps:N", labels, tips, "scale factor").properties(name="kl_panel"),
+        facet=alt.Facet("target:N", sort=list(TARGETS), title="tensor scaled"),
+        columns=len(TARGETS),  # wrapped, so that a narrow page puts them in fewer columns
+        name="kl",
     )
     title = common.selection_title(
         "Attention after scaling Q, K or V", "colour: post-softmax weight", "head", "observation"
@@ -143,6 +158,7 @@ def scaling_chart(
     return (
         alt.vconcat(grid, kl, data=alt.Data(name=key))
         .transform_filter(SELECTED)
+        .transform_filter(epsilon_filter(epsilons))
         .transform_calculate(
             query_token="tokens[datum.query]",
             key_token="tokens[datum.key]",
@@ -152,8 +168,24 @@ def scaling_chart(
             widgets.tokens_param(tokens),
             widgets.head_param(n_heads, head),
             widgets.observation_param(observed),
+            widgets.epsilon_param(
+                [e for e in epsilons if e != 1], [epsilon_label(e) for e in epsilons if e != 1]
+            ),
         )
         .properties(title=title)
+    )
+
+
+def epsilon_filter(epsilons: list[float]) -> str:
+    """Rows of the scale factor chosen with ``eps`` (page state) and of the unmodified run,
+    or every row when ``eps`` is ``widgets.EVERY_EPSILON``. The chosen number is looked up
+    among ``epsilons`` (a JSON list), whose labels are the column headers."""
+    scaled = [e for e in epsilons if e != 1]
+    values = json.dumps([float(e) for e in scaled])
+    labels = json.dumps([epsilon_label(e) for e in scaled], ensure_ascii=False)
+    return (
+        f"eps == '{widgets.EVERY_EPSILON}' || datum.eps == '{UNMODIFIED}' || "
+        f"datum.eps == {labels}[indexof({values}, eps)]"
     )
 
 

@@ -54,6 +54,12 @@ def sink_rate_chart(key: str, n_layers: int, bands: alt.Chart | None = None) -> 
             "measure:N",
             legend=alt.Legend(title="a head is a sink when", orient="bottom", labelLimit=420),
         ),
+        # where both measures agree one line covers the other: a dash shows the one below
+        strokeDash=alt.StrokeDash(
+            "measure:N",
+            scale=alt.Scale(domain=list(MEASURES), range=[[1, 0], [6, 3]]),
+            legend=None,
+        ),
         tooltip=[
             alt.Tooltip("layer:Q", title="layer"),
             alt.Tooltip("measure:N", title="sink when"),

@@ -1,7 +1,7 @@
 """Vega-Lite params bound to page inputs, with the names the runtime listens to.
 
-Names are fixed: ``layer``, ``head``, ``sort_idx``, ``observation`` and a window's
-``positions_from`` (chunk selectors and filters refer to them in expressions), plus
+Names are fixed: ``layer``, ``head``, ``sort_idx``, ``observation``, ``eps`` and a
+window's ``positions_from`` (chunk selectors and filters refer to them in expressions), plus
 ``tokens`` and ``sentence_tokens``, unbound params holding token texts so that
 expressions can look them up by position (``tokens[datum.query]``). Token text only
 ever travels as a JSON value, never inside an expression string.
@@ -46,6 +46,20 @@ def observation_param(observed_layers: dict[str, int]) -> alt.Parameter:
     labels = [f"{name} layer ({observed_layers.get(name, '?')})" for name in options]
     bind = alt.binding_radio(options=options, labels=labels, name="observe ")
     return alt.param(name="observation", value="same", bind=bind)
+
+
+EVERY_EPSILON = "all"  # the ``eps`` option that shows every scale factor
+
+
+def epsilon_param(epsilons: list[float], labels: list[str]) -> alt.Parameter:
+    """The scale factor shown by the scaling grid: every one (``EVERY_EPSILON``, the
+    default) or one of ``epsilons`` (the number itself, so that ``#eps=1e-3`` in the URL
+    names the option 0.001), labelled with ``labels``."""
+    options: list[float | str] = [EVERY_EPSILON, *epsilons]
+    bind = alt.binding_select(
+        options=options, labels=["every \u03b5", *labels], name="scale factor "
+    )
+    return alt.param(name="eps", value=EVERY_EPSILON, bind=bind)
 
 
 def window_params(n_tokens: int) -> list[alt.Parameter]:

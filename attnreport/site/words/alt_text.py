@@ -4,7 +4,7 @@ What a screen reader should hear instead of the chart: what is plotted (axes, ma
 layer and head shown) and its main finding. One small function per figure; the figure's
 registry entry (``charts.registry.FigureEntry.alt``) names it. Inputs (``AltData``) are
 the typed tables the chart builders read (``docs/results-schema.md``), by name: a
-sentence's and the set's, ``interventions.json``, and the (layer, head) the page opens on.
+sentence's and the set's, the typed interventions, and the (layer, head) the page opens on.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 
 from attnreport.analyses import sinks
 from attnreport.charts.spec.position_window import window_alt_note
+from attnreport.results.interventions import GridCell, Interventions
 from attnreport.site.words import wording
 from attnreport.site.words.effects import mean_kl, top_scaling
 from attnreport.site.words.fit import lead_words
@@ -36,14 +37,14 @@ class AltData:
 
     tables: a sentence's tables by name (``results.types.sentence_tables``: typed tables,
     or plain column tables); n_tokens: its length; set_tables: the set's tables by name
-    (``results.types.set_tables``); interventions: ``interventions.json``; view: the
-    (layer, head) the page opens on.
+    (``results.types.set_tables``); interventions: the typed grids (None: none); view:
+    the (layer, head) the page opens on.
     """
 
     tables: Mapping[str, Any] = field(default_factory=dict)
     n_tokens: int = 0
     set_tables: Mapping[str, Any] = field(default_factory=dict)
-    interventions: Mapping[str, Any] = field(default_factory=dict)
+    interventions: Interventions | None = None
     view: tuple[int, int] = (0, 0)
 
 
@@ -257,9 +258,9 @@ def set_sink_rate(data: AltData) -> str:
 
 
 def _grid(data: AltData, kind: str, columns_: str) -> str:
-    iv = data.interventions or {}
-    layer = int(iv.get("layer", 0))
-    cells = list((iv.get(kind) or {}).get("cells") or [])
+    iv = data.interventions
+    layer = iv.layer if iv else 0
+    cells: tuple[GridCell, ...] = () if iv is None else getattr(iv, kind).cells
     text = (
         f"Grid of attention maps of layer {layer}, one head at a time: {columns_}. Colour is the "
         "attention probability, 0 to 1."
@@ -270,7 +271,7 @@ def _grid(data: AltData, kind: str, columns_: str) -> str:
     elif cells:
         top = max(cells, key=mean_kl)
         how, kl = (
-            f"replacing {top['target']} by its mean in sentence {top['sentence']}",
+            f"replacing {top.target} by its mean in sentence {top.setting}",
             mean_kl(top),
         )
     if cells:
@@ -282,13 +283,13 @@ def _grid(data: AltData, kind: str, columns_: str) -> str:
 
 
 def scaling_grid(data: AltData) -> str:
-    eps = [f"{float(e):g}" for e in (data.interventions or {}).get("epsilons", [])]
+    eps = [f"{float(e):g}" for e in (data.interventions.epsilons if data.interventions else ())]
     factors = f" by {wording.join_and(eps, 'or')}" if eps else ""
     return _grid(data, "scaling", f"rows Q, K and V, each scaled{factors}")
 
 
 def mean_grid(data: AltData) -> str:
-    sentences = ((data.interventions or {}).get("mean") or {}).get("sentences") or []
+    sentences = data.interventions.mean.sentences if data.interventions else ()
     inputs = f"{wording.plural('sentence', len(sentences))} {wording.join_and([str(s) for s in sentences])}"
     return _grid(
         data, "mean", f"rows {inputs}, columns Q, K and V replaced by their mean over positions"

@@ -1,6 +1,6 @@
 """Claims tested: the source blog's and the literature's claims as hypotheses on this run.
 
-Each test reads the results (set tables as column dicts, ``interventions.json``'s dict),
+Each test reads the results (set tables as column dicts, the typed interventions),
 measures one ``verdicts.Evidence`` and says the number behind it and what breaks it.
 The verdict comes from ``verdicts.verdict``, one rule for every claim.
 """

@@ -1,7 +1,7 @@
 """Claims the intervention grids test: Q/K scaling -> uniform, V scaling invisible at its
 own layer, and the mean replacement of K against the source's figure (seed 003).
 
-Inputs are ``interventions.json``'s dict (``docs/results-schema.md``): each cell's
+Inputs are the typed interventions (``results.interventions``): each cell's
 ``observations`` holds, for "same", "next" and "last", one attention map per head, a
 list of rows, row i holding the probabilities of query i over the keys it can see.
 """
@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from attnreport.results.interventions import GridCell, Interventions, ScalingGrid
 from attnreport.site.words import effects, fit
 from attnreport.site.words.claims import (
     UNCHANGED_TOL,
@@ -42,25 +43,25 @@ def changes(maps: Maps, base: Maps) -> list[float]:
                 default=0.0) for h, hb in zip(maps, base, strict=True)]  # fmt: skip
 
 
-def _cells(grid: Mapping[str, Any], target: str) -> list[Mapping[str, Any]]:
-    return [c for c in grid.get("cells") or [] if c["target"] == target]
+def _cells(grid: ScalingGrid, target: str) -> list[GridCell]:
+    return [c for c in grid.cells if c.target == target]
 
 
-def qk_scaling_uniform(iv: Mapping[str, Any]) -> Claim | None:
+def qk_scaling_uniform(iv: Interventions) -> Claim | None:
     """Seeds 000-002: scaling Q or K by a small epsilon makes attention uniform over the
     allowed keys. Tested at the smallest epsilon on every head of the intervention layer;
     a head breaks it when its weights are more than ``UNIFORM_TOL`` from uniform."""
-    grid = iv.get("scaling") or {}
-    eps = min((float(c["epsilon"]) for c in grid.get("cells") or []), default=None)
+    grid = iv.scaling
+    eps = min((float(c.setting) for c in grid.cells), default=None)
     if eps is None:
         return None
-    layer = int(iv.get("layer", 0))
-    cells = [c for c in grid["cells"] if float(c["epsilon"]) == eps and c["target"] in "QK"]
-    gaps = {c["target"]: uniform_gaps(c["observations"]["same"]) for c in cells}
+    layer = iv.layer
+    cells = [c for c in grid.cells if float(c.setting) == eps and c.target in "QK"]
+    gaps = {c.target: uniform_gaps(c.observations["same"]) for c in cells}
     broken = sorted({(layer, h) for g in gaps.values() for h, v in enumerate(g) if v > UNIFORM_TOL})
     tested = sum(len(g) for g in gaps.values())
     ev = Evidence(1.0 if tested else 0.0, 1, tested, len(broken), needed=1)
-    kl = {c["target"]: effects.mean_kl(c) for c in cells}
+    kl = {c.target: effects.mean_kl(c) for c in cells}
     largest = " and ".join(
         f"{t} {number(max(g), 2)}"
         for t, g in sorted(gaps.items(), key=lambda tg: "QK".index(tg[0]))
@@ -80,28 +81,28 @@ def qk_scaling_uniform(iv: Mapping[str, Any]) -> Claim | None:
     )
     return Claim("qk-uniform", "Scaling Q or K by ε → 0 makes attention uniform over the "
                  "allowed keys.", "seeds", verdict(ev), text, breaks, "scaling-grid",
-                 int(grid.get("sentence", 0)))  # fmt: skip
+                 grid.sentence)  # fmt: skip
 
 
-def v_scaling_next_layer(iv: Mapping[str, Any]) -> Claim | None:
+def v_scaling_next_layer(iv: Interventions) -> Claim | None:
     """Seeds 000-002: scaling V leaves the layer's own weights and moves the next layer's.
 
     Effect: the next layer's largest weight change minus ``UNIFORM_TOL`` (it must move);
     a head of the intervention layer breaks it when its weights moved by more than
     ``UNCHANGED_TOL``."""
-    grid = iv.get("scaling") or {}
+    grid = iv.scaling
     cells = _cells(grid, "V")
-    if not cells or not grid.get("baseline"):
+    if not cells or not grid.baseline:
         return None
-    cell = min(cells, key=lambda c: float(c["epsilon"]))
-    base, obs = grid["baseline"], cell["observations"]
+    cell = min(cells, key=lambda c: float(c.setting))
+    base, obs = grid.baseline, cell.observations
     own, nxt = changes(obs["same"], base["same"]), changes(obs["next"], base["next"])
-    layer = int(iv.get("layer", 0))
-    next_layer = int(iv.get("observed_layers", {}).get("next", layer + 1))
+    layer = iv.layer
+    next_layer = iv.observed_layers.get("next", layer + 1)
     broken = [(layer, h) for h, v in enumerate(own) if v > UNCHANGED_TOL]
     ev = Evidence(max(nxt, default=0.0) - UNIFORM_TOL, 1, len(own), len(broken), needed=1)
     text = (
-        f"V scaled by {float(cell['epsilon']):g} in layer {layer}: the layer's weights move at most "
+        f"V scaled by {float(cell.setting):g} in layer {layer}: the layer's weights move at most "
         f"{number(max(own, default=0.0), 2)}, layer {next_layer}'s up to "
         f"{number(max(nxt, default=0.0), 2)}; the next-token distribution moves "
         f"{quantity(effects.mean_kl(cell), 'nat')} (mean KL per position)."
@@ -109,27 +110,26 @@ def v_scaling_next_layer(iv: Mapping[str, Any]) -> Claim | None:
     breaks = f"{fit.heads_words(broken)} change their own weights" if broken else ""
     return Claim("v-next-layer", "Scaling V leaves the layer's own weights unchanged and moves "
                  "the next layer's.", "seeds", verdict(ev), text, breaks, "scaling-grid",
-                 int(grid.get("sentence", 0)))  # fmt: skip
+                 grid.sentence)  # fmt: skip
 
 
-def _k_gaps(cells: list[Mapping[str, Any]]) -> dict[int, float]:
+def _k_gaps(cells: Sequence[GridCell]) -> dict[int, float]:
     """Per sentence, the largest gap to uniform of any head's K-mean map (same layer)."""
-    return {int(c["sentence"]): max(uniform_gaps(c["observations"]["same"]), default=0.0)
-            for c in cells if c["target"] == "K"}  # fmt: skip
+    return {int(c.setting): max(uniform_gaps(c.observations["same"]), default=0.0)
+            for c in cells if c.target == "K"}  # fmt: skip
 
 
-def mean_k_structured(iv: Mapping[str, Any]) -> Claim | None:
+def mean_k_structured(iv: Interventions) -> Claim | None:
     """Seed 003: replacing K by its mean over positions leaves structured attention maps.
 
     Two readings. After the rotary rotation (``cells``: k as the attention function
     receives it) every key is one vector and attention is uniform by construction. Before
-    it (``cells_before_rotation``, rotated again per position) keys keep their positions.
+    it (``before_rotation``, rotated again per position) keys keep their positions.
     The claim is tested on the reading that can reproduce the figure: the one before the
     rotation when the run has it. A sentence breaks it when every head's map is within
     ``UNIFORM_TOL`` of uniform; effect: mean of the largest gaps minus ``UNIFORM_TOL``."""
-    grid = iv.get("mean") or {}
-    after = _k_gaps(list(grid.get("cells") or []))
-    before = _k_gaps(list(grid.get("cells_before_rotation") or []))
+    after = _k_gaps(iv.mean.cells)
+    before = _k_gaps(iv.mean.before_rotation)
     tested = before or after
     if not tested:
         return None
@@ -137,7 +137,7 @@ def mean_k_structured(iv: Mapping[str, Any]) -> Claim | None:
     broken = sorted(s for s, g in tested.items() if g <= UNIFORM_TOL)
     ev = Evidence(float(np.mean(values)) - UNIFORM_TOL, len(values), len(values), len(broken),
                   needed=1)  # fmt: skip
-    layer = int(iv.get("layer", 0))
+    layer = iv.layer
     text = (
         f"Mean taken after the rotary rotation (what the attention function receives): the "
         f"largest gap to uniform attention in layer {layer} is "
@@ -163,13 +163,13 @@ def mean_k_structured(iv: Mapping[str, Any]) -> Claim | None:
 
 def tested_claims(
     set_tables: Mapping[str, Any],
-    interventions: Mapping[str, Any] | None,
+    interventions: Interventions | None,
     first_ids: Sequence[int],
     bos_added: bool,
 ) -> list[Claim]:
     """Every claim this run's results can test, in reading order.
 
-    set_tables: ``set.json``'s tables; interventions: ``interventions.json`` (None: none);
+    set_tables: ``set.json``'s tables; interventions: the typed grids (None: none);
     first_ids[s]: the first token id of sentence s; bos_added: whether a BOS came first.
     """
     out: list[Claim | None] = []
@@ -184,7 +184,7 @@ def tested_claims(
         out.append(sink_on_any_first_token(by_sentence, first_ids, bos_added, bos))
     if first and set_tables.get("value_norms"):
         out.append(sink_values_small(set_tables["value_norms"], first))
-    if interventions:
+    if interventions is not None:
         out += [
             f(interventions) for f in (qk_scaling_uniform, v_scaling_next_layer, mean_k_structured)
         ]

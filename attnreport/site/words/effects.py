@@ -1,28 +1,28 @@
 """What the interventions did, in words: the cells that moved the next-token distribution most.
 
-Cells are ``interventions.json`` cells (``docs/results-schema.md``): target (Q, K, V),
-epsilon (scaling) or sentence (mean), and ``kl``, KL(p_base || p_modified) of the
-next-token distribution at each position, in nats.
+Cells are the typed ``results.interventions.GridCell``: target (Q, K, V), setting (an
+epsilon in the scaling grid, a sentence in the mean grid), and ``kl``, KL(p_base ||
+p_modified) of the next-token distribution at each position, in nats.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from attnreport.results.interventions import GridCell, MeanGrid
 from attnreport.site.words.wording import count, join_and, quantity
 
 TIE = 1e-9  # KL values closer than this (relative) are the same effect
 ORDER = {"Q": 0, "K": 1, "V": 2}
 
 
-def mean_kl(cell: Mapping[str, Any]) -> float:
+def mean_kl(cell: GridCell) -> float:
     """Mean of a cell's per-position KL values, in nats (0 for none)."""
-    kl = [float(v) for v in cell.get("kl", [])]
+    kl = [float(v) for v in cell.kl]
     return sum(kl) / len(kl) if kl else 0.0
 
 
-def top_scaling(cells: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], float, float]:
+def top_scaling(cells: Sequence[GridCell]) -> tuple[tuple[str, ...], float, float]:
     """The scaling cells with the largest mean KL: (targets, epsilon, mean KL in nats).
 
     Targets whose KL ties (relative ``TIE``) at the same epsilon are all named: scaling Q
@@ -30,15 +30,15 @@ def top_scaling(cells: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, ...], fl
     epsilons go to the larger (milder) one; between targets to Q, K, V in that order.
     """
     kl = [mean_kl(c) for c in cells]
-    top = min(range(len(cells)), key=lambda i: (-kl[i], ORDER.get(cells[i]["target"], 3),
-                                                -float(cells[i]["epsilon"])))  # fmt: skip
-    eps = float(cells[top]["epsilon"])
-    tied = {c["target"] for c, v in zip(cells, kl, strict=True)
-            if float(c["epsilon"]) == eps and abs(v - kl[top]) <= TIE * max(kl[top], 1e-300)}  # fmt: skip
+    top = min(range(len(cells)), key=lambda i: (-kl[i], ORDER.get(cells[i].target, 3),
+                                                -float(cells[i].setting)))  # fmt: skip
+    eps = float(cells[top].setting)
+    tied = {c.target for c, v in zip(cells, kl, strict=True)
+            if float(c.setting) == eps and abs(v - kl[top]) <= TIE * max(kl[top], 1e-300)}  # fmt: skip
     return tuple(sorted(tied, key=lambda t: ORDER.get(t, 3))), eps, kl[top]
 
 
-def scaling_text(cells: Sequence[Mapping[str, Any]], layer: int) -> str:
+def scaling_text(cells: Sequence[GridCell], layer: int) -> str:
     tied, eps, top_kl = top_scaling(cells)
     what = join_and(tied, "or")
     same = " (the same change: both scale every score)" if set(tied) == {"Q", "K"} else ""
@@ -49,10 +49,10 @@ def scaling_text(cells: Sequence[Mapping[str, Any]], layer: int) -> str:
     )
 
 
-def mean_text(mean: Mapping[str, Any]) -> str:
+def mean_text(mean: MeanGrid) -> str:
     by_target: dict[str, list[float]] = {}
-    for c in mean.get("cells") or []:
-        by_target.setdefault(str(c["target"]), []).append(mean_kl(c))
+    for c in mean.cells:
+        by_target.setdefault(c.target, []).append(mean_kl(c))
     if not by_target:
         return ""
     avg = {t: sum(v) / len(v) for t, v in by_target.items()}

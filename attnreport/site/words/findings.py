@@ -3,7 +3,7 @@
 Each finding is a ``Finding``: its text (written with ``wording``) and the key of the
 figure that shows it, so a page can link to that figure. Inputs are the typed results
 tables by name (``results.types.set_tables``: ``focus_by_sentence``, ``focus_pooled``,
-``impact_pooled``, ...) and the ``interventions.json`` dict; plain column tables
+``impact_pooled``, ...) and the typed interventions; plain column tables
 (``{name: list}``, bare or in ``{"columns": {...}}``) are read the same way. Ties go to the lower layer, then
 the lower head; among intervention cells to Q, K, V in that order, then the larger
 (milder) epsilon.
@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from attnreport.analyses import sinks
+from attnreport.results.interventions import Interventions
 from attnreport.site.words import fit
 from attnreport.site.words.effects import mean_kl, mean_text, scaling_text, top_scaling
 from attnreport.site.words.readings import Finding, Heads, columns, layer_means, per_head, top_key
@@ -186,17 +187,17 @@ def impact_peak(impact: Any) -> Finding | None:
     return Finding("impact-peak", text + ".", "set-head-impact")
 
 
-def intervention_effect(interventions: Mapping[str, Any] | None) -> Finding | None:
+def intervention_effect(interventions: Interventions | None) -> Finding | None:
     """Which of Q, K, V and which epsilon moved the next-token distribution most (KL).
 
-    interventions: the ``interventions.json`` dict (``layer``, ``scaling.cells`` with
-    target, epsilon, kl; ``mean.cells`` with target, sentence, kl). None without cells.
+    interventions: the typed grids (the scaling cells' target, epsilon and KL; the mean
+    cells' target and KL). None without scaling cells.
     """
-    if not interventions:
+    if interventions is None:
         return None
-    layer = int(interventions.get("layer", 0))
-    scaling = interventions.get("scaling") or {}
-    cells = list(scaling.get("cells") or [])
+    layer = interventions.layer
+    scaling = interventions.scaling
+    cells = scaling.cells
     if not cells:
         return None
     if all(mean_kl(c) == 0 for c in cells):
@@ -205,12 +206,12 @@ def intervention_effect(interventions: Mapping[str, Any] | None) -> Finding | No
         )
     else:
         text = scaling_text(cells, layer)
-        v = [mean_kl(c) for c in cells if c["target"] == "V"]
+        v = [mean_kl(c) for c in cells if c.target == "V"]
         if v and "V" not in top_scaling(cells)[0]:  # V's own effect, when V is not the top one
             text += f"; scaling V moves it at most {quantity(max(v), 'nat')}"
         text += "."
-    text += mean_text(interventions.get("mean") or {})
-    return Finding("interventions", text, "scaling-grid", int(scaling.get("sentence", 0)))
+    text += mean_text(interventions.mean)
+    return Finding("interventions", text, "scaling-grid", scaling.sentence)
 
 
 def _named(heads: Sequence[tuple[int, int]]) -> str:
@@ -257,12 +258,12 @@ def sink_rate(first_prob: Heads, first_focus: Heads) -> Finding | None:
 
 
 def key_findings(
-    set_tables: Mapping[str, Any], interventions: Mapping[str, Any] | None
+    set_tables: Mapping[str, Any], interventions: Interventions | None
 ) -> list[Finding]:
     """Every finding the results support, in reading order.
 
     set_tables: ``set.json``'s ``tables`` (focus_by_sentence, focus_pooled, impact_pooled;
-    focus_by_sentence may carry ``first_prob``). interventions: ``interventions.json``.
+    focus_by_sentence may carry ``first_prob``). interventions: the typed grids (None: none).
     """
     pooled = set_tables.get("focus_pooled")
     by_sentence = columns(set_tables.get("focus_by_sentence"))

@@ -1,7 +1,7 @@
 """Sentences that state what the data shows, computed from results tables.
 
 Every function reads column tables (``{"columns": {name: [values]}}``, see
-``docs/results-schema.md``) and returns plain text; nothing here is hard-coded to one
+``docs/results-schema.md``) or the typed intervention grids and returns plain text; nothing here is hard-coded to one
 model or one sentence. Ties are broken towards the lower layer, then the lower head.
 Numbers, ranges and lists follow the prose rules of ``wording``.
 """
@@ -9,9 +9,10 @@ Numbers, ranges and lists follow the prose rules of ``wording``.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from attnreport.results.interventions import MeanGrid, ScalingGrid
 from attnreport.site.words import effects, fit, wording
 from attnreport.site.words.readings import columns
 from attnreport.site.words.wording import capitalise, head_name, index_set, percent, times
@@ -202,30 +203,30 @@ def _nats(value: float) -> str:
     return wording.quantity(value, "nat")
 
 
-def scaling_summary(scaling: Mapping[str, Any], layer: int) -> str | None:
+def scaling_summary(scaling: ScalingGrid, layer: int) -> str | None:
     """Part 4 text: which scaled target changes the next-token distribution most."""
-    cells = list(scaling.get("cells", []))
+    cells = scaling.cells
     if not cells:
         return None
     targets, eps, kl = effects.top_scaling(cells)
-    low = min(cells, key=lambda c: (mean_kl(c), float(c.get("epsilon", 0))))
+    low = min(cells, key=lambda c: (mean_kl(c), float(c.setting)))
     return (
         f"Scaling {join_and(targets, 'or')} by {eps:g} in layer {layer} changes the "
         f"next-token distribution most (a mean KL divergence of {_nats(kl)} per position); "
-        f"scaling {low['target']} by {float(low['epsilon']):g} changes it least "
+        f"scaling {low.target} by {float(low.setting):g} changes it least "
         f"({_nats(mean_kl(low))})."
     )
 
 
-def mean_summary(mean: Mapping[str, Any], sentence: int, layer: int) -> str | None:
+def mean_summary(mean: MeanGrid, sentence: int, layer: int) -> str | None:
     """Part 4 text for the mean-replacement cells of one sentence."""
-    cells = [c for c in mean.get("cells", []) if int(c.get("sentence", -1)) == sentence]
+    cells = [c for c in mean.cells if int(c.setting) == sentence]
     if not cells:
         return None
-    parts = [f"{c['target']} {_nats(mean_kl(c))}" for c in sorted(cells, key=lambda c: c["target"])]
-    top = max(cells, key=lambda c: (mean_kl(c), c["target"]))
+    parts = [f"{c.target} {_nats(mean_kl(c))}" for c in sorted(cells, key=lambda c: c.target)]
+    top = max(cells, key=lambda c: (mean_kl(c), c.target))
     return (
-        f"Replacing {top['target']} in layer {layer} by its mean over the token positions "
+        f"Replacing {top.target} in layer {layer} by its mean over the token positions "
         f"changes the next-token distribution most for this sentence (mean KL divergence per "
         f"position: {join_and(parts)})."
     )

@@ -1,0 +1,148 @@
+"""Comparison figures: several models on one chart, one colour per model.
+
+Per-layer curves are drawn against relative depth (``layer / (L - 1)``), so models of
+different depths share the x axis; role counts and the intervention KL are grouped bars.
+Rows come from ``attnreport.multi.measures`` (its column names are the fields here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+
+from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.spec.assemble import build_figure
+from attnreport.charts.spec.theme import CATEGORY_RANGE
+from attnreport.multi.measures import CURVES
+
+CURVE_KEYS = {statistic: f"compare-{statistic.replace('_', '-')}" for statistic in CURVES}
+ROLES_KEY = "compare-roles"
+KL_KEY = "compare-kl"
+CAPTIONS = {
+    "first_focus": "For every layer, the share of queries whose top key is the first token, "
+    "averaged over the layer's heads and pooled over the set; one line per model.",
+    "sink_rate": "For every layer, the percentage of its heads that Gu et al. (ICLR 2025) "
+    "count as attention sinks: the first token gets more than 0.3 of the head's attention "
+    "on average.",
+    "self_focus": "For every layer, the share of queries whose top key is the query itself, "
+    "averaged over the layer's heads and pooled over the set.",
+    "head_impact": "For every layer, the size of the heads' updates relative to the hidden "
+    "state they are added to (||u|| / ||x||), averaged over the layer's heads and the "
+    "set's tokens.",
+}
+DEPTH_NOTE = (
+    " The x axis is relative depth, layer / (L - 1): 0 is each model's first layer and 1 "
+    "its last, so a point is a layer and the models' layers fall at different depths."
+)
+
+
+def model_color(models: Sequence[str]) -> alt.Color:
+    """One colour per model, in the report's order (``theme.CATEGORY_RANGE``)."""
+    range_ = [CATEGORY_RANGE[i % len(CATEGORY_RANGE)] for i in range(len(models))]
+    return alt.Color(
+        "model:N",
+        scale=alt.Scale(domain=list(models), range=range_),
+        legend=alt.Legend(title="model", orient="bottom", labelLimit=360),
+    )
+
+
+def _only(rows: Columns, statistic: str) -> Columns:
+    keep = [i for i, s in enumerate(rows["statistic"]) if s == statistic]
+    return {name: [values[i] for i in keep] for name, values in rows.items()}
+
+
+def curve_figure(rows: Columns, statistic: str, models: Sequence[str]) -> Figure:
+    """One per-layer measure of every model against relative depth (``measures.curve_rows``)."""
+    key = CURVE_KEYS[statistic]
+    name, axis = CURVES[statistic]
+    domain = [0, 100] if statistic == "sink_rate" else None
+    y = alt.Y("value:Q", title=axis, scale=alt.Scale(domain=domain) if domain else alt.Undefined)
+    chart = (
+        alt.Chart(alt.Data(name=key))
+        .mark_line(point=alt.OverlayMarkDef(size=30), strokeWidth=1.8)
+        .encode(
+            x=alt.X(
+                "depth:Q", title="relative depth (layer / (L - 1))", scale=alt.Scale(domain=[0, 1])
+            ),  # fmt: skip
+            y=y,
+            color=model_color(models),
+            tooltip=[
+                alt.Tooltip("model:N", title="model"),
+                alt.Tooltip("layer:Q", title="layer"),
+                alt.Tooltip("depth:Q", title="relative depth", format=".2f"),
+                alt.Tooltip("value:Q", title=name, format=".3g"),
+            ],
+        )
+        .properties(
+            title=alt.TitleParams(
+                text=f"{name.capitalize()} by relative depth",
+                subtitle="pooled over the sentence set",
+            ),  # fmt: skip
+            width=520,
+            height=240,
+        )
+    )
+    return build_figure(
+        key=key,
+        title=f"{name.capitalize()} by relative depth",
+        caption=CAPTIONS[statistic] + DEPTH_NOTE,
+        chart=chart,
+        rows=_only(rows, statistic),
+    )
+
+
+def roles_figure(rows: Columns, models: Sequence[str]) -> Figure:
+    """How many heads of each model take each role (``measures.role_count_rows``)."""
+    chart = (
+        alt.Chart(alt.Data(name=ROLES_KEY))
+        .mark_bar()
+        .encode(
+            x=alt.X("role:N", title=None, sort=None, axis=alt.Axis(labelAngle=0, labelLimit=140)),
+            xOffset=alt.XOffset("model:N", sort=list(models)),
+            y=alt.Y("percent:Q", title="heads (% of the model's heads)"),
+            color=model_color(models),
+            tooltip=[
+                alt.Tooltip("model:N", title="model"),
+                alt.Tooltip("role:N", title="role"),
+                alt.Tooltip("heads:Q", title="heads"),
+                alt.Tooltip("percent:Q", title="% of heads", format=".0f"),
+            ],
+        )
+        .properties(title="Head roles per model", width=520, height=220)
+    )
+    caption = (
+        "The share of each model's heads that take each role (a head's strongest role "
+        "score at 0.3 or more, as in each model's head atlas; else a sink when the first "
+        "token gets more than 0.3 of its attention). Shares, not counts: the models have "
+        "different numbers of heads."
+    )
+    return build_figure(key=ROLES_KEY, title="Head roles per model", caption=caption, chart=chart, rows=rows)  # fmt: skip
+
+
+def kl_figure(rows: Columns, models: Sequence[str], match: str) -> Figure:
+    """The next-token KL of every intervention, per model at its own intervention layer."""
+    chart = (
+        alt.Chart(alt.Data(name=KL_KEY))
+        .mark_bar()
+        .encode(
+            x=alt.X("cell:N", title="intervention", sort=None, axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("model:N", sort=list(models)),
+            y=alt.Y("mean_kl:Q", title="mean KL of the next token (nats)"),
+            color=model_color(models),
+            tooltip=[
+                alt.Tooltip("model:N", title="model"),
+                alt.Tooltip("cell:N", title="intervention"),
+                alt.Tooltip("layer:Q", title="at layer"),
+                alt.Tooltip("depth:Q", title="relative depth", format=".2f"),
+                alt.Tooltip("mean_kl:Q", title="mean KL (nats)", format=".3g"),
+            ],
+        )
+        .properties(title="Next-token change under each intervention", width=560, height=240)
+    )
+    caption = (
+        "Q, K or V of every head of one layer scaled by epsilon or replaced by its mean "
+        "over positions; the bar is KL(p_base || p_modified) of the next-token "
+        "distribution, in nats, averaged over positions (and inputs). " + match
+    )
+    return build_figure(key=KL_KEY, title="Next-token change under each intervention", caption=caption, chart=chart, rows=rows)  # fmt: skip

@@ -1,0 +1,255 @@
+"""Several models in one report (issue 31): a comparison index on relative depth, each
+model's own pages, render of several folders torch-free and equal to the build."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from attnreport.cli import main
+from tests.tiny_models import save_tiny_model
+
+ROOT = Path(__file__).resolve().parent.parent
+SENTENCES = (
+    "the cat sat on the mat and the dog sat on a mat .",
+    "the dog chased the cat and the cat chased the mouse .",
+    "what does the attention mechanism focus on ?",
+)
+FULL = "full_attention"
+
+
+def cli(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def with_layers(folder: Path, layer_types: list[str]) -> Path:
+    """The tiny Gemma 3 in ``folder`` with its layer types set (same weights)."""
+    path = folder / "config.json"
+    config = json.loads(path.read_text())
+    config["layer_types"] = layer_types
+    path.write_text(json.dumps(config))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory) -> dict[str, Path]:
+    """Two tiny Gemma 3 models with the same weights: ``windowed`` has a 4-token sliding
+    window on its last layer (of 3), ``full`` attends fully everywhere; both analysed on
+    the same sentences (14 tokens at most: the window hides the first token from late
+    queries)."""
+    root = tmp_path_factory.mktemp("comparison")
+    windowed = save_tiny_model("gemma3", root / "windowed")
+    shutil.copytree(windowed, root / "full")
+    with_layers(windowed, [FULL, FULL, "sliding_attention"])
+    with_layers(root / "full", [FULL, FULL, FULL])
+    (root / "sentences.txt").write_text("\n".join(SENTENCES) + "\n")
+    config = root / "attnreport.toml"
+    config.write_text(
+        'models = ["./windowed", "./full"]\nsentences = "sentences.txt"\n'
+        'title = "Two tiny models"\ndate = "2026-01-02"\nimages = false\n'
+    )
+    result = cli("analyze", "--config", str(config), "--out", str(root / "results"))
+    assert result.exit_code == 0, result.output
+    return {"root": root, "config": config, "results": root / "results"}
+
+
+@pytest.fixture(scope="module")
+def site_dir(pair, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site") / "site"
+    args = ("render", str(pair["results"]), "--out", str(out), "--config", str(pair["config"]))
+    result = cli(*args)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def site(site_dir) -> dict[str, bytes]:
+    return tree(site_dir)
+
+
+def curves(files: dict[str, bytes]) -> dict[tuple[str, str], dict[float, float]]:
+    """(model, statistic) -> {depth: value} from the site's ``results/comparison.json``."""
+    rows = json.loads(files["results/comparison.json"])["curves"]
+    out: dict[tuple[str, str], dict[float, float]] = {}
+    for model, stat, depth, value in zip(
+        rows["model"], rows["statistic"], rows["depth"], rows["value"], strict=True
+    ):
+        out.setdefault((model, stat), {})[depth] = value
+    return out
+
+
+class Text(HTMLParser):
+    """The visible text of each ``<p id=...>`` of a page, by id."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_id: dict[str, str] = {}
+        self.current: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "p" and dict(attrs).get("id"):
+            self.current = dict(attrs)["id"]
+            self.by_id[self.current] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "p":
+            self.current = None
+
+    def handle_data(self, data):
+        if self.current:
+            self.by_id[self.current] += data
+
+
+def findings(files: dict[str, bytes]) -> dict[str, str]:
+    parser = Text()
+    parser.feed(files["index.html"].decode())
+    return {k.removeprefix("finding-"): v for k, v in parser.by_id.items()}
+
+
+def test_each_model_has_its_own_pages_results_and_the_shared_assets(site):
+    listed = json.loads(site["results/models.json"])["results"]
+    assert listed == ["../windowed/results", "../full/results"]
+    for slug in ("windowed", "full"):
+        assert f"{slug}/results/manifest.json" in site
+        pages = [n for n in site if re.fullmatch(rf"{slug}/s\d{{3}}-[a-z0-9-]+\.html", n)]
+        assert len(pages) == len(SENTENCES)
+        html = site[f"{slug}/index.html"].decode()
+        assert 'href="../assets/style.css"' in html and 'src="../assets/vega.js"' in html
+        assert '<a class="up" href="../index.html">' in html
+        page = site[pages[0]].decode()  # every sentence page says how each model split it
+        text = re.sub(r"<[^>]+>", "", page)
+        said = re.search(r"How each model of this report split this sentence: (.*)", text)
+        assert said and "windowed, " in said[1] and "full, " in said[1], pages[0]
+        assert re.search(r"windowed, 15 tokens: &lt;s&gt; the cat sat on", said[1]), said[1]
+        assert not any(n.startswith(f"{slug}/assets/") for n in site)
+    index = site["index.html"].decode()
+    assert 'href="windowed/index.html"' in index and 'href="full/index.html"' in index
+
+
+def test_a_sliding_window_shows_at_the_windowed_layer_only(site):
+    """Same weights; only layer 2 (depth 1) of ``windowed`` has a window: the layers
+    before it are identical, and the first-token focus of that layer differs."""
+    lines = curves(site)
+    for stat in ("first_focus", "self_focus", "sink_rate", "head_impact"):
+        mine, theirs = lines[("windowed", stat)], lines[("full", stat)]
+        assert sorted(mine) == sorted(theirs) == [0.0, 0.5, 1.0]
+        for depth in (0.0, 0.5):
+            assert mine[depth] == pytest.approx(theirs[depth], abs=1e-6), (stat, depth)
+    last = [abs(lines[("windowed", s)][1.0] - lines[("full", s)][1.0]) for s in ("first_focus", "self_focus")]  # fmt: skip
+    assert max(last) > 0.01
+    said = findings(site)
+    assert "windowed has sliding-window attention on 1 of its 3 layers (2)" in said["windows"]
+    assert "shorter than the longest sentence" in said["windows"]
+    assert re.search(r"at depth 1\.00 \(windowed's layer 2\)", said["difference"]), said
+
+
+def test_a_model_compared_with_itself_shows_no_difference(pair, tmp_path):
+    one = pair["results"] / "full"
+    out = tmp_path / "site"
+    result = cli("render", str(one), str(one), "--out", str(out), "--config", str(pair["config"]))
+    assert result.exit_code == 0, result.output
+    files = tree(out)
+    lines = curves(files)
+    models = sorted({model for model, _ in lines})
+    assert len(models) == 2
+    for stat in ("first_focus", "self_focus", "sink_rate", "head_impact"):
+        assert lines[(models[0], stat)] == lines[(models[1], stat)]
+    assert findings(files)["difference"].startswith("No difference")
+
+
+def test_render_of_two_folders_needs_no_torch_and_equals_the_build(pair, tmp_path):
+    built = tmp_path / "built"
+    result = cli("build", "--config", str(pair["config"]), "--out", str(built))
+    assert result.exit_code == 0, result.output
+    rendered = tmp_path / "rendered"
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from attnreport.cli import main\n"
+        f"r = CliRunner().invoke(main, ['render', {str(pair['results'])!r}, '--out', "
+        f"{str(rendered)!r}, '--config', {str(pair['config'])!r}])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    first, second = tree(built), tree(rendered)
+    assert sorted(first) == sorted(second)
+    assert [n for n in first if first[n] != second[n]] == []
+    again = tmp_path / "again"  # the site's own results/ renders it again
+    assert cli("render", str(built / "results"), "--out", str(again)).exit_code == 0
+    assert tree(again) == first
+
+
+def test_intervention_layers_are_matched_by_relative_depth(site):
+    kl = json.loads(site["results/comparison.json"])["kl"]
+    depths = {m: d for m, d in zip(kl["model"], kl["depth"], strict=True)}
+    assert depths["windowed"] == depths["full"]
+    said = findings(site)["interventions"]
+    assert "the same relative depth" in said
+
+
+def test_different_sentence_sets_are_refused_in_one_line(pair, tmp_path):
+    other = tmp_path / "other.txt"
+    other.write_text("the cat sat .\n")
+    out = tmp_path / "other"
+    result = cli("analyze", "--model", str(pair["root"] / "full"), "--sentences", str(other), "--out", str(out))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    result = cli("render", str(pair["results"] / "windowed"), str(out), "--out", str(tmp_path / "s"))  # fmt: skip
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "were run on different sentences" in lines[0], lines
+    assert not (tmp_path / "s").exists()
+
+
+def test_compare_takes_folders_of_several_models(pair):
+    result = cli("compare", str(pair["results"]), str(pair["results"]))
+    assert result.exit_code == 0, result.output
+    result = cli("compare", str(pair["results"]), str(pair["results"] / "full"))
+    assert result.exit_code == 1 and "different numbers of models" in result.output
+
+
+def test_the_claims_are_tested_per_model_and_the_cards_sit_side_by_side(site):
+    index = site["index.html"].decode()
+    table = index[index.index('<table class="claims-compare">') :]
+    rows = re.findall(r'<tr id="claim-([a-z0-9-]+)">', table)
+    assert rows
+    cells = re.findall(r'<td data-verdict="([a-z ]*)">', table)
+    assert len(cells) == 2 * len(rows)
+    cards = index[index.index('<table class="models">') : index.index("</table>")]
+    row = '<th scope="row">Sliding windows</th><td>1 of 3 layers, 4 tokens</td><td>none</td>'
+    assert row in cards
+
+
+@pytest.mark.browser
+def test_the_comparison_and_each_model_draw_every_chart(site_dir, offline_page):
+    from tests.test_browser import ALL_DRAWN
+
+    for path in (site_dir / "index.html", site_dir / "windowed" / "index.html"):
+        page = offline_page.page
+        page.goto(path.as_uri())
+        page.wait_for_function(ALL_DRAWN, timeout=60_000)
+        charts = page.query_selector_all(".ar-chart")
+        assert charts, path
+        assert {c.get_attribute("data-rendered") for c in charts} == {"true"}, path
+    keys = [c.get_attribute("data-key") for c in page.query_selector_all(".ar-chart")]
+    assert "set-first-focus" in keys  # the model's own report, drawn with ../assets
+    assert offline_page.errors == [] and offline_page.blocked == []
