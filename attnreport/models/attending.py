@@ -39,3 +39,9 @@ def check_attention_layer(specs: list[LayerSpec], layer: int, n_blocks: int, wha
             f"{what} {layer} is not attention (a hybrid model's other block); its attention "
             f"layers are {listed}"
         )
+
+
+def nearest_attention_layer(specs: list[LayerSpec], layer: int) -> int:
+    """The attention layer nearest to block ``layer`` (ties go down): ``layer`` itself for
+    a model whose every block attends."""
+    return min(attention_layers(specs), key=lambda i: (abs(i - layer), i))
