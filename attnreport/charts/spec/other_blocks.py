@@ -49,14 +49,14 @@ def layer_bands(manifest: Manifest) -> alt.Chart | alt.LayerChart | None:
     data = alt.Data(values=values)
     band = (
         alt.Chart(data)
-        .mark_rect(color=GREY, opacity=0.22)
+        .mark_rect(color=GREY, opacity=0.22, clip=True)
         .encode(
             x=alt.X("from:Q"), x2="to:Q", tooltip=[tip("layer:O", "layer"), tip("kind:N", "block")]
         )
     )
     label = (
         alt.Chart(data)
-        .mark_text(angle=270, align="right", baseline="middle", dx=-4, fontSize=9, color="#555")
+        .mark_text(angle=270, align="right", baseline="middle", dx=-4, fontSize=10, color="#444")
         .encode(x=alt.X("layer:Q"), y=alt.value(0), text="kind:N")
     )
     return alt.layer(*([windows] if windows is not None else []), band, label)
