@@ -58,7 +58,7 @@ def test_head_impact_csv_holds_the_rows_the_figure_draws(built, offline_page):
 def test_a_sentence_figure_csv_parses(built, offline_page):
     study, folder = built
     page = offline_page.page
-    page.goto(next(folder.glob("s000-*.html")).as_uri())
+    page.goto(next(folder.rglob("s000-*.html")).as_uri())
     page.wait_for_function(ALL_DRAWN, timeout=30_000)
     rows = _download(page, "impact-by-position")
     block = typed(study).sentences[0].tables.block_impact.arrays()

@@ -76,7 +76,7 @@ def long_page(tmp_path_factory) -> Path:
     with the intervention grids."""
     study = fake_study(1, n_layers=4, n_heads=9, n_tokens=512)
     site = build(study, tmp_path_factory.mktemp("long") / "site", replace(OPTIONS, images=False))
-    return next(site.glob("s000*.html"))
+    return next(site.rglob("s000*.html"))
 
 
 def open_at(offline, url: str, width: int):
@@ -90,13 +90,13 @@ def open_at(offline, url: str, width: int):
 def interventions_page(site: Path) -> Path:
     """The example page that shows the intervention grids (every kind of figure)."""
     return next(
-        p for p in sorted(site.glob("s*.html")) if 'data-key="scaling-grid"' in p.read_text()
+        p for p in sorted(site.rglob("s*.html")) if 'data-key="scaling-grid"' in p.read_text()
     )
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_no_figure_of_the_example_scrolls_sideways(example, offline_page, width):
-    for path in sorted(example.glob("*.html")):
+    for path in sorted(example.rglob("*.html")):  # each model's pages too
         page = open_at(offline_page, path.as_uri(), width)
         assert page.evaluate(OVERFLOW) == [], (path.name, width)
         drawn = page.evaluate(
@@ -237,7 +237,7 @@ def legend_below(page, key: str) -> bool:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_figures_are_drawn_for_the_window_and_kl_panels_rewrap(example, offline_page, width):
-    for path in sorted(example.glob("*.html")):
+    for path in sorted(example.rglob("*.html")):  # each model's pages too
         page = open_at(offline_page, path.as_uri(), width)
         for chart in page.evaluate(DRAWN):
             assert chart["fit"] == ("wide" if width == 1280 else "phone"), (path.name, chart)

@@ -199,7 +199,7 @@ def assemble_comparison(
     notes = split_notes(sides, [m[1] for m in made], options.notes)
     parts = []
     for side, source in zip(sides, sources, strict=True):
-        sub = replace(options, title=f"{options.title} \u00b7 {side.name}", notes=notes)
+        sub = replace(options, title=f"{side.name}: {options.title}", notes=notes)
         parts.append((side.slug, assemble_site(source, sub, charts)))
     top: dict[str, bytes] = {}
     tables = comparison_tables(sides)
