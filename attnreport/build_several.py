@@ -59,6 +59,7 @@ def analyze_models(
     progress: Progress = _quiet,
 ) -> list[Path]:
     """Analyse every model of ``settings`` into ``settings.out/SLUG``; their folders, in order."""
+    from attnreport.models.attending import nearest_attention_layer
     from attnreport.models.loading import resolve_source
     from attnreport.session import session_for
     from attnreport.vocabulary import MARKER
@@ -74,7 +75,8 @@ def analyze_models(
         session = None
         if reference is not None:
             session = session_for(one)
-            layer = matched_layer(reference, len(session.specs))
+            block = matched_layer(reference, session.n_blocks)  # a hybrid: nearest attention
+            layer = nearest_attention_layer(session.specs, block)
             one = replace(one, intervene_layer=layer)
         run_corpus(one, options or CorpusOptions(), force, progress, session)
         folders.append(out / slug)

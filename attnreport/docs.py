@@ -69,11 +69,13 @@ def zoo_summary() -> str:
         f"decoder-only text `model_type` of transformers {zoo.TRANSFORMERS} "
         f"({built + len(zoo.NOT_TINY)}); {built} build from a small config. Of those, "
         f"{len(zoo.VERIFIED)} verify ({share}%): {verified}.\n\n"
-        f"{_attention_share()}\n\n"
         f"{len(zoo.HYBRID)} of these are hybrids whose other blocks are not attention "
-        f"({', '.join(f'`{t}`' for t in zoo.HYBRID)}): their attention layers verify, "
-        "but analysing them is refused in one line until the report draws layers without "
-        "attention.\n\n"
+        f"({', '.join(f'`{t}`' for t in zoo.HYBRID)}): their attention layers are analysed "
+        "and numbered by block; the other blocks (Mamba, linear attention, convolution) have "
+        'no rows, are shaded and labelled "not attention" on the charts drawn against layer '
+        "and named in the captions and the model card; interventions run on attention "
+        "layers only.\n\n"
+        f"{_attention_share()}\n\n"
         f"{len(zoo.REFUSED)} are refused in one line, by what they lack:\n\n{refused}"
     )
 

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from torch import nn
 
 from attnreport.config import Settings
+from attnreport.models.attending import spec_at
 from attnreport.session import Session
 from attnreport.vocabulary import TARGETS
 
@@ -29,7 +30,7 @@ def intervention_passes(session: Session, settings: Settings, layer: int) -> int
 
     n_mean = len(mean_sentence_indices(settings, len(session.sentences)))
     scaling = 1 + len(TARGETS) * len(settings.epsilons)
-    before_rotation = n_mean * 3 if session.specs[layer].rotate is not None else 0
+    before_rotation = n_mean * 3 if spec_at(session.specs, layer).rotate is not None else 0
     return scaling + n_mean * (1 + len(TARGETS)) + before_rotation
 
 

@@ -81,8 +81,10 @@ def analyze_pass(
 
     stream_layers(model, specs, token_ids, dense if keep_maps else blockwise, not keep_maps)
     sinks = maps.sinks if any(layer is not None for layer in maps.sinks or ()) else None
+    numbers = tuple(s.layer for s in specs)  # a hybrid's attention layers: not 0..n-1
+    layers = None if numbers == tuple(range(len(specs))) else numbers
     return typed_tables(merge_layers(per_layer)), (
-        AttentionMaps(maps.scores, sinks, maps.rank_fixes) if keep_maps else None
+        AttentionMaps(maps.scores, sinks, maps.rank_fixes, None, layers) if keep_maps else None
     )
 
 

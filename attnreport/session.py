@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import torch
 
 from attnreport.config import Settings
-from attnreport.errors import AttnReportError
 from attnreport.models.layout import LayerSpec
 from attnreport.models.loading import LoadedModel, load_model
 from attnreport.sentences import Sentence, bos_added, read_sentences, tokenize_sentences
@@ -31,6 +30,11 @@ class Session:
     @property
     def model(self) -> torch.nn.Module:
         return self.loaded.model
+
+    @property
+    def n_blocks(self) -> int:
+        """The model's blocks, attention or not (a hybrid has more blocks than ``specs``)."""
+        return int(self.loaded.model.config.num_hidden_layers)
 
     def token_tensors(self) -> list[torch.Tensor]:
         return [torch.tensor(s.token_ids) for s in self.sentences]
@@ -58,23 +62,7 @@ def load_verified(
     fails the check is refused in one line (``AttnReportError``)."""
     loaded = load_model(model_name, dtype=dtype, device=device, device_map=device_map)
     specs = verified_layers(loaded.family, loaded.model)
-    refuse_hybrid(specs, int(loaded.model.config.num_hidden_layers))
     return loaded, specs
-
-
-def refuse_hybrid(specs: list[LayerSpec], n_blocks: int) -> None:
-    """A one-line refusal for a hybrid (blocks without attention): its attention layers
-    verify, but the report's per-layer tables, figures and interventions number layers
-    as attention layers 0..n-1 and cannot yet show the others as "not attention"."""
-    others = sorted(set(range(n_blocks)) - {s.layer for s in specs})
-    if others:
-        listed = ", ".join(str(i) for i in others[:6]) + (", ..." if len(others) > 6 else "")
-        which = f"layers {listed} of {n_blocks} are" if len(others) > 1 else f"layer {listed} is"
-        raise AttnReportError(
-            f"{which} not attention (a hybrid model); its attention "
-            "layers verify, but the report cannot show the others yet (missing: reports of "
-            "hybrid models)"
-        )
 
 
 def open_session(

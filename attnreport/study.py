@@ -29,6 +29,7 @@ from attnreport.interventions import (
     observed_layers,
     scaling_grid,
 )
+from attnreport.models.attending import attention_layers, check_attention_layer
 from attnreport.models.facts import layer_facts
 from attnreport.models.layout import positional_scheme
 from attnreport.pass_memo import remembered
@@ -164,8 +165,7 @@ def _cell(cell: Cell, observed: dict[str, int]) -> GridCell:
 def intervention_results(session: Session, settings: Settings, layer: int) -> Interventions:
     """Scaling and mean grids at ``layer`` (schema ``interventions.json``). The observations
     of a sentence longer than ``map_tokens`` cover its first ``map_tokens`` queries."""
-    n_layers = len(session.specs)
-    observed = observed_layers(layer, n_layers)
+    observed = observed_layers(layer, attention_layers(session.specs))
     ids = session.token_tensors()
     model, specs, leading = session.model, session.specs, settings.map_tokens
     scaled = ids[settings.scaling_sentence]
@@ -212,12 +212,10 @@ def mean_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ..
 def check_settings(settings: Settings, session: Session) -> None:
     """The checks that need the model and the sentence set, before any work starts (the
     rest ran when ``settings`` was made)."""
-    n_layers = len(session.specs)
+    n_layers = session.n_blocks
     layer = settings.intervene_layer
-    if layer is not None and not 0 <= layer < n_layers:
-        raise AttnReportError(
-            f"intervention layer {layer} is out of range: the model has layers 0-{n_layers - 1}"
-        )
+    if layer is not None:
+        check_attention_layer(session.specs, layer, n_layers, "intervention layer")
     if not 0 <= settings.scaling_sentence < len(session.sentences):
         raise AttnReportError(f"scaling sentence {settings.scaling_sentence} does not exist")
     if settings.view_head is not None:
@@ -227,6 +225,7 @@ def check_settings(settings: Settings, session: Session) -> None:
             raise AttnReportError(
                 f"view_head layer {view_layer} does not exist: the model has layers 0-{n_layers - 1}"
             )
+        check_attention_layer(session.specs, view_layer, n_layers, "view_head layer")
         if not 0 <= view_head < n_heads:
             raise AttnReportError(
                 f"view_head head {view_head} does not exist: the model has heads 0-{n_heads - 1}"
@@ -246,7 +245,7 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         model_type=config.model_type,
         family=loaded.family.name,
         positional=scheme,
-        n_layers=len(session.specs),
+        n_layers=session.n_blocks,  # a hybrid's blocks without attention too
         n_heads=spec.layout.n_heads,
         n_kv_heads=spec.layout.n_kv_heads,
         head_dim=spec.layout.head_dim,
@@ -258,7 +257,7 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         tokenizer=type(loaded.tokenizer).__name__,
         features=tuple(model_features(session)),
         layer_windows={s.layer: s.window for s in session.specs if s.window is not None},
-        layers=layer_facts(session.specs, int(config.num_hidden_layers), scheme),
+        layers=layer_facts(session.specs, session.n_blocks, scheme),
         extra={
             "bos_token": f"{'added' if session.bos_added else 'not added'} (--bos {session.bos})",
             **provenance(loaded),

@@ -4,22 +4,20 @@ Tiny random hybrids (no download) of the issue's list that build tiny, each with
 of which the config makes some attention (``tests/zoo_models.py`` keeps one layer of each
 kind): the layers discovery returns must be exactly those the config names as attention
 (or, for Falcon-H1, attention beside Mamba in every block), every one passing the
-self-check; the per-layer facts mark the others "not attention". Until the report draws
-layers without attention, loading a hybrid for analysis is refused in one line; a model
-with no attention layer at all (Mamba) is refused naming what it lacks.
+self-check; the per-layer facts mark the others "not attention" (the report of a hybrid:
+``test_hybrid_report.py``). A model with no attention layer at all (Mamba) is refused
+naming what it lacks.
 """
 
 from __future__ import annotations
 
 import pytest
-from click.testing import CliRunner
 
-from attnreport.cli import main
 from attnreport.errors import AttnReportError
 from attnreport.models.facts import layer_facts
 from attnreport.models.families import family_for
 from attnreport.verify import verified_layers
-from tests.zoo_models import build_zoo_model, save_zoo_model
+from tests.zoo_models import build_zoo_model
 
 OTHER_KINDS = {"linear_attention", "conv"}  # the config's names of layers without attention
 HYBRIDS = ["qwen3_next", "jamba", "bamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "lfm3"]
@@ -46,16 +44,3 @@ def test_a_model_without_attention_is_refused_in_one_line():
     with pytest.raises(AttnReportError, match="no block has an attention module") as err:
         verified_layers(family_for("mamba"), model)
     assert "\n" not in str(err.value) and "missing: attention layers" in str(err.value)
-
-
-def test_analysing_a_hybrid_is_refused_in_one_line(tmp_path):
-    folder = save_zoo_model("qwen3_next", tmp_path / "model")
-    sentences = tmp_path / "s.txt"
-    sentences.write_text("the cat sat on the mat\n")
-    args = ["analyze", "--model", str(folder), "--sentences", str(sentences)]
-    result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "results")])
-    assert result.exit_code != 0 and "Traceback" not in result.output
-    message = [line for line in result.output.splitlines() if "not attention" in line]
-    assert len(message) == 1 and "layer 0 is not attention" in message[0]
-    assert "missing: reports of hybrid models" in message[0]
-    assert not (tmp_path / "results" / "manifest.json").exists()

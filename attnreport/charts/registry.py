@@ -186,9 +186,10 @@ FIGURES: tuple[FigureEntry, ...] = (
                 alt=alt.set_sink_rate, shaded=True),
     _set_focus("concentration", "concentration"),
     FigureEntry("set-head-impact", "index", "set", ("set:impact_pooled",),
-                lambda i: pooled_impact_figure(i.results.set), alt=alt.set_head_impact),
+                lambda i: pooled_impact_figure(i.results.set, i.results.manifest),
+                alt=alt.set_head_impact),
     FigureEntry("head-atlas", "index", "set", ("set:head_roles", "set:focus_by_sentence"),
-                lambda i: atlas_figure(i.results.set), when=_has_roles),
+                lambda i: atlas_figure(i.results.set, i.results.manifest), when=_has_roles),
     FigureEntry("induction-vs-previous", "index", "set", ("set:head_roles", "set:impact_pooled"),
                 lambda i: roles_scatter_figure(i.results.set), when=_has_roles),
 )  # fmt: skip

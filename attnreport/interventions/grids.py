@@ -18,6 +18,7 @@ from attnreport.interventions.passes import (
     outcome_kl,
     run_modified,
 )
+from attnreport.models.attending import attention_layers, spec_at
 from attnreport.models.layout import LayerSpec
 
 
@@ -29,9 +30,10 @@ class GridCell:
     kl: torch.Tensor  # (query,) nats
 
 
-def observed(layer: int, n_layers: int) -> tuple[int, ...]:
-    """The layers a grid observes (``observed_layers``), once each, in order."""
-    return tuple(sorted(set(observed_layers(layer, n_layers).values())))
+def observed(layer: int, layers: list[int]) -> tuple[int, ...]:
+    """The layers a grid observes (``observed_layers``), once each, in order; ``layers``: the
+    block numbers of the attention layers."""
+    return tuple(sorted(set(observed_layers(layer, layers).values())))
 
 
 def cells(
@@ -49,7 +51,7 @@ def cells(
     the unmodified pass over ``input_ids`` (its prefix is replayed). A cell's ``setting``
     is ``label`` when given (the mean grids: the sentence), else the kind's setting. Cells
     keep only their observed probabilities and KL (``Outcome.kept``)."""
-    spec, observe = specs[layer], tuple(sorted(base.probs))
+    spec, observe = spec_at(specs, layer), tuple(sorted(base.probs))
     if not kind_of.applies(spec):
         return []
     out = []
@@ -68,7 +70,7 @@ def baseline(
     leading: int | None = None,
 ) -> Outcome:  # fmt: skip
     """The unmodified pass a grid's cells are held against (observing ``observed``)."""
-    observe = observed(layer, len(specs))
+    observe = observed(layer, attention_layers(specs))
     return run_modified(model, specs, input_ids, layer, identity, observe, (), leading)
 
 
@@ -98,7 +100,7 @@ def mean_grid(
     """Baselines per input and one cell per (input, target) of ``kind_name``: rows inputs;
     columns Q, K, V (those of the kind). No baselines and no cells when the kind does not
     apply at ``layer``."""
-    if not kind(kind_name).applies(specs[layer]):
+    if not kind(kind_name).applies(spec_at(specs, layer)):
         return {}, []
     baselines, grid = {}, []
     for index, ids in inputs.items():

@@ -8,7 +8,7 @@ A kind's hooks (``kinds.Change.hooks``) reach further (the rotary angles, anothe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
@@ -18,7 +18,7 @@ from torch import nn
 from attnreport.capture import LayerTap, Slots, forward_logits, instrumented
 from attnreport.interface import NAME
 from attnreport.interventions.kinds import Modifier, identity
-from attnreport.models.layout import LayerSpec
+from attnreport.models.layout import LayerSpec, find_blocks
 from attnreport.models.placement import swapped_forward
 from attnreport.next_token import check_head, final_hidden
 from attnreport.next_token import next_token_kl as blockwise_kl
@@ -88,12 +88,14 @@ def run_modified(
 ) -> Outcome:
     """One forward pass with ``modify`` applied at ``layer``; probabilities at ``observe``.
 
-    ``observe`` must not precede ``layer``. Pass the ``prefix`` of an unmodified pass on
-    the same input to replay the blocks before ``layer``; without it the pass records one.
+    ``layer`` and ``observe`` are block numbers of attention layers; ``observe`` must not
+    precede ``layer``. Pass the ``prefix`` of an unmodified pass on the same input to replay
+    the blocks before ``layer`` (every block, attention or not); without it the pass records
+    one.
     An input longer than ``leading`` tokens runs through the blockwise attention
     (``attnreport.streaming``): nothing n x n and no (query, vocab) logits are kept.
     """
-    blocks = [s.block for s in specs]
+    blocks = find_blocks(model)  # a hybrid's blocks without attention too
     slots = {i: Slots() for i in sorted(set(observe) | {layer})}
     tap = LayerTap(specs, slots)
     tap.modifiers[layer] = modify
@@ -131,6 +133,8 @@ def next_token_kl(base: torch.Tensor, changed: torch.Tensor) -> torch.Tensor:
     return (base.exp() * (base - changed)).sum(-1).clamp_min(0.0)
 
 
-def observed_layers(layer: int, n_layers: int) -> dict[str, int]:
-    """The same layer, the next one (the same when it is the last) and the last layer."""
-    return {"same": layer, "next": min(layer + 1, n_layers - 1), "last": n_layers - 1}
+def observed_layers(layer: int, layers: Sequence[int]) -> dict[str, int]:
+    """The same layer, the next attention layer (the same when it is the last) and the last
+    one; ``layers``: the block numbers of the attention layers (``attention_layers``)."""
+    after = [i for i in layers if i > layer]
+    return {"same": layer, "next": after[0] if after else layer, "last": max(layers[-1], layer)}

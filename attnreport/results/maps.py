@@ -87,17 +87,25 @@ class AttentionMaps:
     """[layer][head] -> causal triangle. ``scores`` may hold None where a window masks;
     ``sinks`` [layer] -> [head] sink logits (None for a model or layer without);
     ``rank_fixes`` (layer, head, query) -> that row's ranks where the scores do not give
-    them. ``probs`` and ``ranks`` are derived on first access (see the module docstring)."""
+    them. ``probs`` and ``ranks`` are derived on first access (see the module docstring).
+    ``layers``: the block number of each entry, where it is not its position (a hybrid's
+    attention layers among blocks without attention; ``layer_numbers``)."""
 
     scores: list[list[Triangle]]
     sinks: list[list[float] | None] | None = None
     rank_fixes: dict[Row, tuple[int, ...]] = field(default_factory=dict)
     stored_probs: list[list[Triangle]] | None = None  # a version-1/2 file's own probs
+    layers: tuple[int, ...] | None = None  # block number of each entry; None: 0..n-1
+
+    @property
+    def layer_numbers(self) -> tuple[int, ...]:
+        """The block number of each entry of ``scores`` (its position unless ``layers``)."""
+        return self.layers if self.layers is not None else tuple(range(len(self.scores)))
 
     def _derived(self, name: str) -> list[list[Triangle]]:
         out = []
-        for layer, heads in enumerate(self.scores):
-            sinks = None if self.sinks is None else self.sinks[layer]
+        for index, (layer, heads) in enumerate(zip(self.layer_numbers, self.scores, strict=True)):
+            sinks = None if self.sinks is None else self.sinks[index]
             out.append([])
             for head, triangle in enumerate(heads):
                 n = len(triangle)
@@ -127,13 +135,16 @@ class AttentionMaps:
         }
         if self.sinks is not None:
             out["sinks"] = self.sinks
+        if self.layers is not None:
+            out["layers"] = list(self.layers)
         return out
 
     @classmethod
     def from_json(cls, att: dict[str, Any]) -> AttentionMaps:
         """A version-3 ``attention`` object (KeyError/ValueError/TypeError if malformed)."""
         fixes = {(int(la), int(h), int(q)): tuple(int(r) for r in row) for la, h, q, row in att["rank_fixes"]}  # fmt: skip
-        return cls(att["scores"], att.get("sinks"), fixes)
+        layers = att.get("layers")
+        return cls(att["scores"], att.get("sinks"), fixes, None, layers and tuple(map(int, layers)))
 
     @classmethod
     def from_stored(cls, scores: list, probs: list, ranks: list) -> AttentionMaps:

@@ -60,7 +60,8 @@ def _row_ties(s: int, results: Results, tol: Tolerance) -> set[tuple[int, int, i
             r = order[i]
             out.add((s, int(bd.layer[r]), int(bd.head[r]), int(bd.query[r])))
         return out
-    for layer, heads in enumerate(sentence.attention.scores):
+    maps = sentence.attention
+    for layer, heads in zip(maps.layer_numbers, maps.scores, strict=True):
         for head, triangle in enumerate(heads):
             for query, row in enumerate(triangle):
                 values = np.sort(np.array([np.nan if v is None else v for v in row], dtype=float))

@@ -26,6 +26,7 @@ from attnreport.charts.figures.columns import (
 from attnreport.charts.spec import common, widgets
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.charts.spec.common import tip, token_axis, token_calcs
+from attnreport.charts.spec.other_blocks import attention_layers
 from attnreport.charts.spec.theme import kind_expr, kind_scale, relative_score_scale
 from attnreport.results import Manifest, SentenceResults
 from attnreport.results.maps import flat, row_ranks, triangle_index
@@ -72,13 +73,13 @@ def attention_map_rows(sentence: SentenceResults) -> dict[tuple[int, int], Colum
         raise ValueError(f"sentence {sentence.index} has no attention maps (map_tokens)")
     all_query, all_key, _ = triangle_index(sentence.n_tokens)
     out = {}
-    for layer, heads in enumerate(att.scores):
-        sinks = None if att.sinks is None else att.sinks[layer]
+    for index, (layer, heads) in enumerate(zip(att.layer_numbers, att.scores, strict=True)):
+        sinks = None if att.sinks is None else att.sinks[index]
         for head in range(len(heads)):
-            scores = flat(att.scores[layer][head])
+            scores = flat(att.scores[index][head])
             keep = np.isfinite(scores)
             query, key = all_query[keep], all_key[keep]
-            ranks = flat(att.ranks[layer][head])[keep].astype(int)
+            ranks = flat(att.ranks[index][head])[keep].astype(int)
             out[(layer, head)] = {
                 "layer": [layer] * len(query),
                 "head": [head] * len(query),
@@ -132,9 +133,11 @@ def attention_map_chart(
     n_heads: int,
     default: tuple[int, int],
     sinks: bool = False,
+    layers: list[int] | None = None,
 ) -> alt.LayerChart:
     """Fig 1: heatmap of s_ij (rows = current token, columns = target), top target marked;
-    ``sinks``: the rows carry sink logits (see ``derive_prob_rank``)."""
+    ``sinks``: the rows carry sink logits (see ``derive_prob_rank``); ``layers``: the
+    attention layers the slider offers (``widgets.layer_param``)."""
     n = len(tokens)
     step = common.cell_step(n)
     base = alt.Chart().encode(
@@ -177,7 +180,7 @@ def attention_map_chart(
         .resolve_scale(color="independent")
         .add_params(
             widgets.tokens_param(tokens),
-            widgets.layer_param(n_layers, default[0]),
+            widgets.layer_param(n_layers, default[0], layers),
             widgets.head_param(n_heads, default[1]),
         )
         .properties(title=title, width=alt.Step(step), height=alt.Step(step))
@@ -212,7 +215,8 @@ def attention_map_figure(
     default = common.default_head(sentence)
     sinks = sentence.attention is not None and sentence.attention.sinks is not None
     tokens = sentence_tokens(sentence)
-    chart = attention_map_chart(key, tokens, n_layers, n_heads, default, sinks)
+    layers = attention_layers(sentence)
+    chart = attention_map_chart(key, tokens, n_layers, n_heads, default, sinks, layers)
     per_head = attention_map_rows(sentence)
     caption = (
         "Each row is a current token and each column a target token it can attend to (only "

@@ -19,6 +19,7 @@ from attnreport.charts.figures.columns import as_list, rounded, sentence_tokens,
 from attnreport.charts.spec import common, widgets
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.charts.spec.common import tip
+from attnreport.charts.spec.other_blocks import ordinal_layers
 from attnreport.charts.spec.position_window import (
     WINDOW_PARAM,
     is_windowed,
@@ -33,7 +34,7 @@ from attnreport.charts.spec.theme import (
     MAGNITUDE_SCHEME,
     ORIENTATION_SCHEME,
 )
-from attnreport.results import SentenceResults, SetResults
+from attnreport.results import Manifest, SentenceResults, SetResults
 
 
 def block_impact_chart(key: str, tokens: list[str], n_layers: int, n_heads: int) -> alt.LayerChart:
@@ -143,14 +144,16 @@ def robust_limits(magnitude: np.ndarray, orientation: np.ndarray) -> tuple[float
     return upper(np.abs(magnitude)), upper(np.abs(orientation))
 
 
-def pooled_impact_chart(key: str, limits: tuple[float, float] = (1.0, 1.0)) -> alt.HConcatChart:
+def pooled_impact_chart(
+    key: str, limits: tuple[float, float] = (1.0, 1.0), manifest: Manifest | None = None
+) -> alt.HConcatChart:
     """Index: mean magnitude and mean orientation per (layer, head) over the set, as heatmaps;
     ``limits`` from ``robust_limits``: magnitude sequential on [0, limits[0]], orientation
     diverging on [-limits[1], limits[1]] centred at 0 (cos = 0: orthogonal), both clamped."""
     top, half = limits
     base = alt.Chart().encode(
         x=alt.X("head:O", title="head"),
-        y=alt.Y("layer:O", title="layer", sort="descending"),
+        y=alt.Y("layer:O", title="layer", sort="descending", **ordinal_layers(manifest, True)),
         tooltip=[
             tip("layer:O", "layer"),
             tip("head:O", "head"),
@@ -194,7 +197,7 @@ def pooled_impact_chart(key: str, limits: tuple[float, float] = (1.0, 1.0)) -> a
     )
 
 
-def pooled_impact_figure(set_results: SetResults) -> Figure:
+def pooled_impact_figure(set_results: SetResults, manifest: Manifest | None = None) -> Figure:
     """The index page's head impact figure (all rows inline: layers x heads)."""
     pooled = sort_rows(set_results.impact_pooled.arrays(), ("layer", "head"))
     rows: Columns = {name: as_list(pooled[name]) for name in ("layer", "head", "n_tokens")}
@@ -213,6 +216,8 @@ def pooled_impact_figure(set_results: SetResults) -> Figure:
         key=key,
         title="Head impact over the sentence set",
         caption=caption,
-        chart=pooled_impact_chart(key, robust_limits(pooled["magnitude"], pooled["orientation"])),
+        chart=pooled_impact_chart(
+            key, robust_limits(pooled["magnitude"], pooled["orientation"]), manifest
+        ),
         rows=rows,
     )

@@ -26,6 +26,7 @@ from attnreport.charts.figures.columns import (
 from attnreport.charts.spec import common, widgets
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.charts.spec.common import tip, token_calcs
+from attnreport.charts.spec.other_blocks import attention_layers
 from attnreport.charts.spec.position_window import (
     is_windowed,
     shown_positions,
@@ -90,7 +91,7 @@ def _row_filter(n_tokens: int) -> str:
 def _params(s: Setup) -> list:
     return [
         widgets.tokens_param(s.tokens),
-        widgets.layer_param(s.n_layers, s.default[0]),
+        widgets.layer_param(s.n_layers, s.default[0], list(s.layers) or None),
         widgets.head_param(s.n_heads, s.default[1]),
         widgets.sort_idx_param(s.n_ranks),
         *widgets.window_params(len(s.tokens)),
@@ -204,6 +205,7 @@ class Setup:
     n_ranks: int
     default: tuple[int, int]
     terms: tuple[str, ...]
+    layers: tuple[int, ...] = ()  # the attention layers (a hybrid's are not 0..n-1)
 
 
 def _setup(sentence: SentenceResults, manifest: Manifest) -> Setup:
@@ -216,6 +218,7 @@ def _setup(sentence: SentenceResults, manifest: Manifest) -> Setup:
         n_ranks=_n_ranks(sentence),
         default=common.default_head(sentence),
         terms=TERMS if with_position else TERMS[1:],
+        layers=tuple(attention_layers(sentence)),
     )
 
 

@@ -18,8 +18,8 @@ from attnreport.charts.spec.common import (
     layer_x,
     n_layers_heads,
     tip,
-    window_bands,
 )
+from attnreport.charts.spec.other_blocks import axis_layers, layer_bands
 from attnreport.charts.spec.theme import lines_scheme
 from attnreport.results import Manifest, SentenceResults, SetResults
 from attnreport.vocabulary import FOCUS_NAMES, FOCUS_STATISTICS
@@ -161,9 +161,9 @@ def focus_figure(
 ) -> Figure:
     """Fig 4, 5 or 6 for one sentence (all rows inline: layers x heads)."""
     rows = focus_rows(sentence.tables.focus_sorted.arrays(), statistic)
-    n_layers = n_layers_heads(sentence)[0]
+    n_layers = axis_layers(manifest, n_layers_heads(sentence)[0])
     key = statistic.replace("_", "-")
-    chart = focus_lines_chart(key, statistic, n_layers, bands=window_bands(manifest))
+    chart = focus_lines_chart(key, statistic, n_layers, bands=layer_bands(manifest))
     return build_figure(
         key=key,
         title=NAMES[statistic][0] + " across layers",
@@ -181,7 +181,8 @@ def pooled_focus_figure(
     rows = focus_rows(sorted_table, statistic, pooled=set_results.focus_pooled.arrays())
     n_layers = int(np.max(sorted_table["layer"])) + 1 if len(sorted_table["layer"]) else 1
     key = "set-" + statistic.replace("_", "-")
-    chart = focus_lines_chart(key, statistic, n_layers, True, window_bands(manifest))
+    n_layers = axis_layers(manifest, n_layers)
+    chart = focus_lines_chart(key, statistic, n_layers, True, layer_bands(manifest))
     return build_figure(
         key=key,
         title=NAMES[statistic][0] + " over the sentence set",

@@ -20,7 +20,8 @@ import numpy as np
 from attnreport.analyses import sinks
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.spec.assemble import build_figure
-from attnreport.results import SetResults
+from attnreport.charts.spec.other_blocks import ordinal_layers
+from attnreport.results import Manifest, SetResults
 
 ATLAS_KEY = "head-atlas"
 SCATTER_KEY = "induction-vs-previous"
@@ -94,8 +95,9 @@ def _tooltip() -> list[alt.Tooltip]:
     ]
 
 
-def atlas_chart(key: str) -> alt.Chart:
-    """Layers (rows) x heads (columns), colour = role (nominal)."""
+def atlas_chart(key: str, manifest: Manifest | None = None) -> alt.Chart:
+    """Layers (rows) x heads (columns), colour = role (nominal); a hybrid's blocks without
+    attention are empty rows labelled "not attention" (``ordinal_layers``)."""
     domain = [*ROLES, NO_ROLE]
     colours = ["#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#e8e8e8"]
     return (
@@ -103,7 +105,7 @@ def atlas_chart(key: str) -> alt.Chart:
         .mark_rect(stroke="white", strokeWidth=1)
         .encode(
             x=alt.X("head:O", title="head"),
-            y=alt.Y("layer:O", title="layer"),
+            y=alt.Y("layer:O", title="layer", **ordinal_layers(manifest)),
             color=alt.Color(
                 "role:N",
                 scale=alt.Scale(domain=domain, range=colours),
@@ -138,7 +140,7 @@ def scatter_chart(key: str) -> alt.Chart:
     )
 
 
-def atlas_figure(set_results: SetResults) -> Figure:
+def atlas_figure(set_results: SetResults, manifest: Manifest | None = None) -> Figure:
     """The head atlas of the index."""
     caption = (
         "Every head of every layer, coloured by its strongest role: the largest of its "
@@ -152,7 +154,7 @@ def atlas_figure(set_results: SetResults) -> Figure:
         "share (Kobayashi et al. 2020)."
     )
     return build_figure(
-        key=ATLAS_KEY, title="Head atlas", caption=caption, chart=atlas_chart(ATLAS_KEY),
+        key=ATLAS_KEY, title="Head atlas", caption=caption, chart=atlas_chart(ATLAS_KEY, manifest),
         rows=role_rows(set_results),
     )  # fmt: skip
 

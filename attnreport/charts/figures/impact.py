@@ -17,6 +17,7 @@ from attnreport.charts.figures.columns import as_list, rounded, select, sentence
 from attnreport.charts.spec import common, widgets
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.charts.spec.common import tip
+from attnreport.charts.spec.other_blocks import attention_layers
 from attnreport.charts.spec.theme import (
     KIND_DOMAIN,
     kind_scale,
@@ -60,9 +61,10 @@ def head_impact_rows(
 
 
 def histogram_chart(
-    key: str, measure: str, n_layers: int, n_heads: int, layer: int
+    key: str, measure: str, n_layers: int, n_heads: int, layer: int, layers: list[int] | None = None
 ) -> alt.FacetChart:
-    """Fig 7/8: one small histogram per head, bars stacked by top-target kind."""
+    """Fig 7/8: one small histogram per head, bars stacked by top-target kind; ``layers``:
+    the attention layers the slider offers (``widgets.layer_param``)."""
     name, axis_title, _ = MEASURES[measure]
     binning = alt.Bin(maxbins=24) if measure == "magnitude" else alt.Bin(extent=[-1, 1], step=0.1)
     panel = (
@@ -93,13 +95,16 @@ def histogram_chart(
         )
         .transform_filter("datum.layer == layer")
         .transform_calculate(top_target=TARGET_LABEL)
-        .add_params(widgets.layer_param(n_layers, layer))
+        .add_params(widgets.layer_param(n_layers, layer, layers))
         .properties(title=title)
     )
 
 
-def scatter_chart(key: str, tokens: list[str], n_layers: int, layer: int) -> alt.Chart:
-    """Fig 9: orientation against magnitude, one point per (token, head)."""
+def scatter_chart(
+    key: str, tokens: list[str], n_layers: int, layer: int, layers: list[int] | None = None
+) -> alt.Chart:
+    """Fig 9: orientation against magnitude, one point per (token, head); ``layers``: as
+    in ``histogram_chart``."""
     title = common.selection_title(
         "Orientation vs magnitude", "one point per token and head", "layer"
     )
@@ -124,7 +129,7 @@ def scatter_chart(key: str, tokens: list[str], n_layers: int, layer: int) -> alt
                 tip("top_target:N", "head's top target"),
             ],
         )
-        .add_params(widgets.tokens_param(tokens), widgets.layer_param(n_layers, layer))
+        .add_params(widgets.tokens_param(tokens), widgets.layer_param(n_layers, layer, layers))
         .properties(title=title, width=520, height=320)
     )
 
@@ -152,7 +157,7 @@ def histogram_figure(
     n_layers, n_heads = common.n_layers_heads(sentence)
     layer = common.default_head(sentence)[0]
     key = "update-" + measure
-    chart = histogram_chart(key, measure, n_layers, n_heads, layer)
+    chart = histogram_chart(key, measure, n_layers, n_heads, layer, attention_layers(sentence))
     return build_figure(
         key=key,
         title=MEASURES[measure][0],
@@ -170,7 +175,8 @@ def scatter_figure(sentence: SentenceResults) -> Figure:
     n_layers, _ = common.n_layers_heads(sentence)
     layer = common.default_head(sentence)[0]
     key = "orientation-vs-magnitude"
-    chart = scatter_chart(key, sentence_tokens(sentence), n_layers, layer)
+    tokens = sentence_tokens(sentence)
+    chart = scatter_chart(key, tokens, n_layers, layer, attention_layers(sentence))
     caption = (
         "Each point is one token and one head of the chosen layer: how strongly the head "
         "changes that token's hidden state (x) against the direction of the change (y). "

@@ -14,7 +14,8 @@ import altair as alt
 from attnreport.analyses import sinks
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.spec.assemble import build_figure
-from attnreport.charts.spec.common import layer_x, window_bands
+from attnreport.charts.spec.common import layer_x
+from attnreport.charts.spec.other_blocks import axis_layers, layer_bands
 from attnreport.results import Manifest, SetResults
 
 KEY = "set-sink-rate"
@@ -79,7 +80,7 @@ def sink_rate_chart(key: str, n_layers: int, bands: alt.Chart | None = None) -> 
 def sink_rate_figure(set_results: SetResults, manifest: Manifest, notes: str = "") -> Figure:
     """The per-layer Sink_1^eps of Gu et al. beside the argmax-based count."""
     rows = sink_rate_rows(set_results)
-    n_layers = max(rows["layer"], default=0) + 1
+    n_layers = axis_layers(manifest, max(rows["layer"], default=0) + 1)
     caption = (
         "For every layer, the percentage of its heads that are attention sinks by two "
         "measures, pooled over the set. Gu et al. (ICLR 2025) call a head a sink when the "
@@ -93,6 +94,6 @@ def sink_rate_figure(set_results: SetResults, manifest: Manifest, notes: str = "
         key=KEY,
         title="Sink heads per layer",
         caption=caption,
-        chart=sink_rate_chart(KEY, n_layers, window_bands(manifest)),
+        chart=sink_rate_chart(KEY, n_layers, layer_bands(manifest)),
         rows=rows,
     )

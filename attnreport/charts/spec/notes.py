@@ -30,10 +30,13 @@ BREAKDOWN_NOTES = (
 
 def caption_notes(manifest: Manifest, notes: tuple[tuple[str, str], ...], shaded: bool) -> str:
     """The caption sentences (leading space each) of ``notes`` (feature, sentence) for the
-    features the model has, then ``window_note`` ("(shaded)" when ``shaded``)."""
+    features the model has, then ``window_note`` ("(shaded)" when ``shaded``) and a
+    hybrid's blocks without attention (``other_blocks.other_note``)."""
+    from attnreport.charts.spec.other_blocks import other_note
+
     features = set(manifest.model.features)
     text = "".join(f" {sentence}" for feature, sentence in notes if feature in features)
-    return text + window_note(manifest, shaded)
+    return text + window_note(manifest, shaded) + other_note(manifest, shaded)
 
 
 def window_note(manifest: Manifest, shaded: bool = False) -> str:

@@ -16,8 +16,12 @@ from attnreport.charts.spec import position_window
 ORDINALS = ["highest", "2nd highest", "3rd highest"]
 
 
-def layer_param(n_layers: int, value: int) -> alt.Parameter:
-    """Layer slider 0..n_layers-1."""
+def layer_param(n_layers: int, value: int, layers: list[int] | None = None) -> alt.Parameter:
+    """Layer slider 0..n_layers-1; a select of ``layers`` (block numbers) when they are not
+    all of them (a hybrid: its blocks without attention have nothing to show)."""
+    if layers is not None and layers != list(range(n_layers)):
+        bind = alt.binding_select(options=layers, name="layer (attention layers) ")
+        return alt.param(name="layer", value=value, bind=bind)
     bind = alt.binding_range(min=0, max=max(n_layers - 1, 0), step=1, name="layer ")
     return alt.param(name="layer", value=value, bind=bind)
 
