@@ -1,6 +1,7 @@
-"""The comparison's numbers: per-layer measures on relative depth, role counts and the
-intervention KL of every model, as tidy column tables (their names are the charts'
-fields). Pure: typed results in, new tables out; nothing here imports torch.
+"""The comparison's numbers: per-layer measures on relative depth, role counts (per model
+and per layer) and the intervention KL of every model, as tidy column tables (their
+names are the charts' fields). Pure: typed results in, new tables out; nothing here
+imports torch.
 
 Relative depth is ``layer / (L - 1)`` (0: the first layer, 1: the last), so models of
 different depths share one axis. Every measure is set-level and per model: pooled over
@@ -103,6 +104,30 @@ def role_count_rows(sides: Sequence[ModelSide]) -> Columns:
             rows["role"].append(role)
             rows["heads"].append(count)
             rows["percent"].append(round(100.0 * count / len(roles), 6) if roles else 0.0)
+    return rows
+
+
+def role_layer_rows(sides: Sequence[ModelSide]) -> Columns:
+    """model, role, layer, depth, heads, of, percent: per layer, how many of its ``of``
+    heads take each role (the head atlas's rule, ``charts.head_roles``; no "no role"
+    rows), as a percentage of the layer's heads; empty for results without head roles."""
+    from attnreport.charts.figures.head_roles import ROLES, role_rows
+
+    names = ("model", "role", "layer", "depth", "heads", "of", "percent")
+    rows: Columns = {name: [] for name in names}
+    for side in sides:
+        if side.set.head_roles is None:
+            continue
+        table = role_rows(side.set)
+        layers = sorted(set(table["layer"]))
+        for role in ROLES:
+            for layer in layers:
+                mine = [r for r, lay in zip(table["role"], table["layer"], strict=True) if lay == layer]  # fmt: skip
+                count = mine.count(role)
+                values = (side.name, role, layer, depth(layer, side.n_layers), count, len(mine))
+                for name, value in zip(names, values, strict=False):
+                    rows[name].append(value)
+                rows["percent"].append(round(100.0 * count / len(mine), 6))
     return rows
 
 

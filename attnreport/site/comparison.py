@@ -101,6 +101,7 @@ def comparison_tables(sides: Sequence[ModelSide]) -> dict[str, dict[str, list]]:
     return {
         "curves": measures.curve_rows(sides),
         "roles": measures.role_count_rows(sides),
+        "role_curves": measures.role_layer_rows(sides),
         "kl": measures.kl_rows(sides),
     }
 
@@ -119,6 +120,7 @@ def _figures(
     made = [figs.curve_figure(tables["curves"], stat, models) for stat in measures.CURVES]
     if tables["roles"]["model"]:
         made.append(figs.roles_figure(tables["roles"], models))
+        made.append(figs.role_curves_figure(tables["role_curves"], models))
     if tables["kl"]["model"]:
         made.append(figs.kl_figure(tables["kl"], models, measures.depth_match(sides)))
     out = []

@@ -1,7 +1,8 @@
 """Comparison figures: several models on one chart, one colour per model.
 
 Per-layer curves are drawn against relative depth (``layer / (L - 1)``), so models of
-different depths share the x axis; role counts and the intervention KL are grouped bars.
+different depths share the x axis, the share of each layer's heads per role too (one
+panel per role); role counts and the intervention KL are grouped bars.
 Rows come from ``attnreport.multi.measures`` (its column names are the fields here).
 """
 
@@ -18,6 +19,7 @@ from attnreport.multi.measures import CURVES
 
 CURVE_KEYS = {statistic: f"compare-{statistic.replace('_', '-')}" for statistic in CURVES}
 ROLES_KEY = "compare-roles"
+ROLE_CURVES_KEY = "compare-role-curves"
 KL_KEY = "compare-kl"
 CAPTIONS = {
     "first_focus": "For every layer, the share of queries whose top key is the first token, "
@@ -131,6 +133,59 @@ def roles_figure(rows: Columns, models: Sequence[str]) -> Figure:
         "different numbers of heads."
     )
     return build_figure(key=ROLES_KEY, title=title, caption=caption, chart=chart, rows=rows)
+
+
+def role_curves_chart(models: Sequence[str], roles: Sequence[str]) -> alt.FacetChart:
+    """Per role (a wrapped facet, 2 columns; the runtime wraps it to 1 on a phone): the
+    percentage of each layer's heads with that role against relative depth, a line per
+    model (``measures.role_layer_rows``)."""
+    panel = (
+        alt.Chart()
+        .mark_line(point=alt.OverlayMarkDef(size=24), strokeWidth=1.6)
+        .encode(
+            x=alt.X("depth:Q", title="relative depth", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("percent:Q", title="% of the layer's heads", scale=alt.Scale(domain=[0, 100])),  # fmt: skip
+            color=model_color(models),
+            tooltip=[
+                alt.Tooltip("model:N", title="model"),
+                alt.Tooltip("role:N", title="role"),
+                alt.Tooltip("layer:Q", title="layer"),
+                alt.Tooltip("depth:Q", title="relative depth", format=".2f"),
+                alt.Tooltip("heads:Q", title="heads with the role"),
+                alt.Tooltip("of:Q", title="heads of the layer"),
+                alt.Tooltip("percent:Q", title="% of the layer's heads", format=".0f"),
+            ],
+        )
+        .properties(width=240, height=130)
+    )
+    return panel.facet(
+        facet=alt.Facet("role:N", title=None, sort=list(roles)),
+        columns=2,
+        data=alt.Data(name=ROLE_CURVES_KEY),
+    ).properties(
+        title=alt.TitleParams(
+            text="Head roles by relative depth", subtitle="one panel per role, a line per model"
+        )
+    )
+
+
+def role_curves_figure(rows: Columns, models: Sequence[str]) -> Figure:
+    """Where in depth each model's heads of each role sit (``measures.role_layer_rows``)."""
+    roles = list(dict.fromkeys(rows["role"]))
+    caption = (
+        "For every layer, the percentage of its heads that take each role, by the head "
+        "atlas's rule (a head's strongest role score at 0.3 or more; else a sink when the "
+        "first token gets more than 0.3 of its attention); one panel per role, one line "
+        "per model. Heads with no role are left out, so a layer's four points sum to 100 "
+        "at most." + DEPTH_NOTE
+    )
+    return build_figure(
+        key=ROLE_CURVES_KEY,
+        title="Head roles by relative depth",
+        caption=caption,
+        chart=role_curves_chart(models, roles),
+        rows=rows,
+    )
 
 
 def kl_figure(rows: Columns, models: Sequence[str], match: str) -> Figure:
