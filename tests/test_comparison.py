@@ -11,10 +11,13 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from attnreport.analyses import sinks
 from attnreport.cli import main
+from attnreport.results.io import load
 from tests.tiny_models import save_tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,6 +97,35 @@ def curves(files: dict[str, bytes]) -> dict[tuple[str, str], dict[float, float]]
     return out
 
 
+def role_curves(files: dict[str, bytes]) -> dict[tuple[str, str], dict[int, tuple]]:
+    """(model, role) -> {layer: (depth, heads, of, percent)} from ``role_curves``."""
+    rows = json.loads(files["results/comparison.json"])["role_curves"]
+    out: dict[tuple[str, str], dict[int, tuple]] = {}
+    for i, model in enumerate(rows["model"]):
+        point = tuple(rows[k][i] for k in ("depth", "heads", "of", "percent"))
+        out.setdefault((model, rows["role"][i]), {})[rows["layer"][i]] = point
+    return out
+
+
+def atlas_roles(folder: Path) -> tuple[np.ndarray, list[str]]:
+    """Each head's layer and role by the head atlas's rule, counted here from the
+    results' own head-role table: the largest of the previous-token, duplicate-token and
+    induction scores at 0.3 or more, else a sink when its pooled first-token probability
+    reaches 0.3, else no role."""
+    results = load(folder)
+    assert results.set.head_roles is not None
+    table = results.set.head_roles.arrays()
+    first = sinks.pooled_scores(results.set.focus_by_sentence.arrays(), "first_prob")
+    names = ["previous token", "duplicate token", "induction"]
+    scores = np.stack([np.asarray(table[k], float) for k in ("previous_token", "duplicate_token", "induction")])  # fmt: skip
+    roles = []
+    for i, (layer, head) in enumerate(zip(table["layer"], table["head"], strict=True)):
+        best = int(np.argmax(scores[:, i]))
+        sink = first.get((int(layer), int(head)), 0.0) >= 0.3
+        roles.append(names[best] if scores[best, i] >= 0.3 else "first token (sink)" if sink else "")  # fmt: skip
+    return np.asarray(table["layer"], int), roles
+
+
 class Text(HTMLParser):
     """The visible text of each ``<p id=...>`` of a page, by id."""
 
@@ -170,6 +202,10 @@ def test_a_model_compared_with_itself_shows_no_difference(pair, tmp_path):
     assert len(models) == 2
     for stat in ("first_focus", "self_focus", "sink_rate", "head_impact"):
         assert lines[(models[0], stat)] == lines[(models[1], stat)]
+    by_role = role_curves(files)
+    for role in {role for _, role in by_role}:
+        assert by_role[(models[0], role)] == by_role[(models[1], role)]
+        assert by_role[(models[0], role)], role
     assert findings(files)["difference"].startswith("No difference")
 
 
@@ -197,6 +233,34 @@ def test_render_of_two_folders_needs_no_torch_and_equals_the_build(pair, tmp_pat
     again = tmp_path / "again"  # the site's own results/ renders it again
     assert cli("render", str(built / "results"), "--out", str(again)).exit_code == 0
     assert tree(again) == first
+
+
+def test_role_curves_are_each_layers_share_of_heads_per_role(pair, site):
+    """Per model, role and layer: the heads with the role over the layer's heads, as
+    the head-role tables count them; drawn as one panel per role, 2 columns wide."""
+    lines = role_curves(site)
+    roles = ["previous token", "duplicate token", "induction", "first token (sink)"]
+    assert sorted(lines) == sorted((m, r) for m in ("windowed", "full") for r in roles)
+    seen = 0
+    for model in ("windowed", "full"):
+        layers, atlas = atlas_roles(pair["results"] / model)
+        for role in roles:
+            points = lines[(model, role)]
+            assert sorted(points) == [0, 1, 2]
+            for layer, (depth, heads, of, percent) in points.items():
+                mine = [r for r, lay in zip(atlas, layers, strict=True) if lay == layer]
+                assert (depth, heads, of) == (layer / 2, mine.count(role), len(mine))
+                assert percent == pytest.approx(100 * mine.count(role) / len(mine), abs=1e-5)
+                seen += heads
+    assert seen > 0  # some head of the tiny models takes a role
+    totals = json.loads(site["results/comparison.json"])["roles"]  # the bar chart's counts
+    for model, role, heads in zip(totals["model"], totals["role"], totals["heads"], strict=True):
+        if role in roles:
+            assert sum(p[1] for p in lines[(model, role)].values()) == heads
+    index = site["index.html"].decode()
+    assert 'data-key="compare-role-curves"' in index and 'data-key="compare-roles"' in index
+    payload = re.search(r'id="ar-data-compare-role-curves">(.*?)</script>', index, re.S)
+    assert payload and '"columns":2' in payload[1].replace(" ", "")
 
 
 def test_intervention_layers_are_matched_by_relative_depth(site):

@@ -139,12 +139,13 @@ def role_curves_chart(models: Sequence[str], roles: Sequence[str]) -> alt.FacetC
     """Per role (a wrapped facet, 2 columns; the runtime wraps it to 1 on a phone): the
     percentage of each layer's heads with that role against relative depth, a line per
     model (``measures.role_layer_rows``)."""
+    percent = alt.Scale(domain=[0, 100])
     panel = (
         alt.Chart()
         .mark_line(point=alt.OverlayMarkDef(size=24), strokeWidth=1.6)
         .encode(
             x=alt.X("depth:Q", title="relative depth", scale=alt.Scale(domain=[0, 1])),
-            y=alt.Y("percent:Q", title="% of the layer's heads", scale=alt.Scale(domain=[0, 100])),  # fmt: skip
+            y=alt.Y("percent:Q", title="% of the layer's heads", scale=percent),
             color=model_color(models),
             tooltip=[
                 alt.Tooltip("model:N", title="model"),
