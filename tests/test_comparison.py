@@ -317,3 +317,21 @@ def test_the_comparison_and_each_model_draw_every_chart(site_dir, offline_page):
     keys = [c.get_attribute("data-key") for c in page.query_selector_all(".ar-chart")]
     assert "set-first-focus" in keys  # the model's own report, drawn with ../assets
     assert offline_page.errors == [] and offline_page.blocked == []
+
+
+# The left edge of each role panel's plot in the role-curves chart.
+PANELS = """() => [...document.querySelectorAll(
+  '#ar-chart-compare-role-curves svg .role-scope.child_layer_0_pathgroup')]
+  .map(g => Math.round(g.getBoundingClientRect().left))"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("width", "columns"), [(1280, 2), (390, 1)])
+def test_the_role_panels_wrap_to_the_window(site_dir, offline_page, width, columns):
+    from tests.test_figure_layout_browser import OVERFLOW, open_at
+
+    page = open_at(offline_page, (site_dir / "index.html").as_uri(), width)
+    lefts = page.evaluate(PANELS)
+    assert len(lefts) == 4 and len(set(lefts)) == columns, lefts
+    assert page.evaluate(OVERFLOW) == []
+    assert offline_page.errors == []
