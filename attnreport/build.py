@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attnreport.config import Settings
 from attnreport.errors import AttnReportError
@@ -152,26 +152,51 @@ def build_site(
     site from it, loading only the sentences that get a page; memory stays flat in the
     number of sentences. The results folder is removed afterwards (the site ships its
     files in ``results/``). ``rebuild``: the command line the About section shows."""
-    import shutil
-
     from attnreport.corpus import run_corpus
-    from attnreport.output import write_site
-    from attnreport.publish import summarize
     from attnreport.site.assemble import assemble_site
     from attnreport.site.source import from_folder
+
+    def analyse(scratch: Settings, clock: StageClock) -> Path:
+        run_corpus(scratch, progress=clock)
+        return Path(scratch.out)
+
+    def draw(folder: Path, options: SiteOptions) -> Mapping[str, bytes]:
+        return assemble_site(from_folder(folder), options)
+
+    return built(settings, force, progress, rebuild, input_paths(settings), analyse, draw)
+
+
+def built(
+    settings: Settings,
+    force: bool,
+    progress: Progress,
+    rebuild: str | None,
+    inputs: list[Path],
+    analyse: Callable[[Settings, StageClock], Any],
+    draw: Callable[[Any, SiteOptions], Mapping[str, bytes]],
+) -> BuildSummary:
+    """The frame of every build: refuse a bad output or ``--pages`` before any model loads,
+    ``analyse`` into a results folder beside ``settings.out`` (``scratch.out``), ``draw``
+    the site's files from what it returns, write them, and remove the results folder
+    (the site ships its own copy in ``results/``). ``inputs``: the user's files the
+    output must not replace."""
+    import shutil
+
+    from attnreport.output import write_site
+    from attnreport.publish import summarize
     from attnreport.usercache import prune
 
     out = Path(settings.out)
-    check_output(out, input_paths(settings), force)
+    check_output(out, inputs, force)
     check_pages(settings)
     options = replace(site_options(settings), rebuild=rebuild)
     timings = Timings()
     clock = StageClock(progress, timings)
     folder = results_folder(out)
     try:
-        run_corpus(replace(settings, out=str(folder)), progress=clock)
+        analysed = analyse(replace(settings, out=str(folder)), clock)
         clock("site", 0, 1)
-        files = assemble_site(from_folder(folder), options)
+        files = draw(analysed, options)
         clock("write", 0, 1)
         written = write_site(files, out, force=force)
         prune()

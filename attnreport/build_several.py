@@ -17,10 +17,7 @@ from attnreport.build import (
     BuildSummary,
     Progress,
     StageClock,
-    Timings,
-    check_pages,
-    results_folder,
-    site_options,
+    built,
 )
 from attnreport.config import Settings
 from attnreport.corpus import CorpusOptions, run_corpus
@@ -95,28 +92,11 @@ def build_models(
 ) -> BuildSummary:
     """``build`` of several models: analyse each beside ``settings.out``, then draw the
     site of all of them from those folders (``render`` of them gives the same bytes)."""
-    import shutil
+    from attnreport.publish_several import comparison_site
 
-    from attnreport.output import write_site
-    from attnreport.publish_several import comparison_site, summarize
-    from attnreport.usercache import prune
+    def analyse(scratch: Settings, clock: StageClock) -> list[Path]:
+        return analyze_models(scratch, force=True, progress=clock)
 
-    out = Path(settings.out)
-    check_output(out, model_inputs(settings), force)
-    check_pages(settings)
-    options = replace(site_options(settings), rebuild=rebuild)
-    timings = Timings()
-    clock = StageClock(progress, timings)
-    folder = results_folder(out)
-    try:
-        folders = analyze_models(replace(settings, out=str(folder)), force=True, progress=clock)
-        clock("site", 0, 1)
-        files = comparison_site(folders, options)
-        clock("write", 0, 1)
-        written = write_site(files, out, force=force)
-        prune()
-        clock.stop()
-        summary = summarize(written, files)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return BuildSummary(out, summary.pages, summary.figures, summary.files, summary.bytes, timings)
+    return built(
+        settings, force, progress, rebuild, model_inputs(settings), analyse, comparison_site
+    )

@@ -55,9 +55,9 @@ def options_from_json(data: bytes, where: str) -> SiteOptions:
 
 
 def summarize(out: Path, files: Mapping[str, bytes]) -> RenderSummary:
-    """Pages, figures, files and bytes of a written site (sizes read from ``out``, so a
-    lazy ``files`` mapping is not read again)."""
-    pages = [n for n in files if n.endswith(".html") and "/" not in n and n != "404.html"]
+    """Pages (of every model, in a site of several), figures, files and bytes of a written
+    site (sizes read from ``out``, so a lazy ``files`` mapping is not read again)."""
+    pages = [n for n in files if n.endswith(".html") and not n.endswith("404.html")]
     figures = sum(files[n].count(b'class="ar-chart"') for n in pages)
     size = sum(out.joinpath(*name.split("/")).stat().st_size for name in files)
     return RenderSummary(out, len(pages), figures, len(files), size)

@@ -8,17 +8,8 @@ from pathlib import Path
 
 from attnreport.multi.folders import check_same_sentences
 from attnreport.page_choice import parse_pages
-from attnreport.publish import RenderSummary
+from attnreport.publish import RenderSummary, summarize
 from attnreport.site.context import SiteOptions
-
-
-def summarize(out: Path, files: Mapping[str, bytes]) -> RenderSummary:
-    """Pages (every model's and the comparison index), figures, files and bytes of a
-    written site of several models."""
-    pages = [n for n in files if n.endswith(".html") and not n.endswith("404.html")]
-    figures = sum(files[n].count(b'class="ar-chart"') for n in pages)
-    size = sum(out.joinpath(*name.split("/")).stat().st_size for name in files)
-    return RenderSummary(out, len(pages), figures, len(files), size)
 
 
 def comparison_site(folders: Sequence[Path], options: SiteOptions) -> Mapping[str, bytes]:

@@ -92,24 +92,37 @@ def curve_figure(rows: Columns, statistic: str, models: Sequence[str]) -> Figure
     )
 
 
-def roles_figure(rows: Columns, models: Sequence[str]) -> Figure:
-    """How many heads of each model take each role (``measures.role_count_rows``)."""
-    chart = (
-        alt.Chart(alt.Data(name=ROLES_KEY))
+def _bars(key: str, models: Sequence[str], x: alt.X, y: alt.Y, tips: list[alt.Tooltip], title: str, size: tuple[int, int]) -> alt.Chart:  # fmt: skip
+    """Bars grouped by ``x``, one per model side by side, in the models' colours."""
+    return (
+        alt.Chart(alt.Data(name=key))
         .mark_bar()
         .encode(
-            x=alt.X("role:N", title=None, sort=None, axis=alt.Axis(labelAngle=0, labelLimit=140)),
+            x=x,
             xOffset=alt.XOffset("model:N", sort=list(models)),
-            y=alt.Y("percent:Q", title="heads (% of the model's heads)"),
+            y=y,
             color=model_color(models),
-            tooltip=[
-                alt.Tooltip("model:N", title="model"),
-                alt.Tooltip("role:N", title="role"),
-                alt.Tooltip("heads:Q", title="heads"),
-                alt.Tooltip("percent:Q", title="% of heads", format=".0f"),
-            ],
+            tooltip=[alt.Tooltip("model:N", title="model"), *tips],
         )
-        .properties(title="Head roles per model", width=520, height=220)
+        .properties(title=title, width=size[0], height=size[1])
+    )
+
+
+def roles_figure(rows: Columns, models: Sequence[str]) -> Figure:
+    """How many heads of each model take each role (``measures.role_count_rows``)."""
+    title = "Head roles per model"
+    chart = _bars(
+        ROLES_KEY,
+        models,
+        alt.X("role:N", title=None, sort=None, axis=alt.Axis(labelAngle=0, labelLimit=140)),
+        alt.Y("percent:Q", title="heads (% of the model's heads)"),
+        [
+            alt.Tooltip("role:N", title="role"),
+            alt.Tooltip("heads:Q", title="heads"),
+            alt.Tooltip("percent:Q", title="% of heads", format=".0f"),
+        ],
+        title,
+        (520, 220),
     )
     caption = (
         "The share of each model's heads that take each role (a head's strongest role "
@@ -117,32 +130,29 @@ def roles_figure(rows: Columns, models: Sequence[str]) -> Figure:
         "token gets more than 0.3 of its attention). Shares, not counts: the models have "
         "different numbers of heads."
     )
-    return build_figure(key=ROLES_KEY, title="Head roles per model", caption=caption, chart=chart, rows=rows)  # fmt: skip
+    return build_figure(key=ROLES_KEY, title=title, caption=caption, chart=chart, rows=rows)
 
 
 def kl_figure(rows: Columns, models: Sequence[str], match: str) -> Figure:
     """The next-token KL of every intervention, per model at its own intervention layer."""
-    chart = (
-        alt.Chart(alt.Data(name=KL_KEY))
-        .mark_bar()
-        .encode(
-            x=alt.X("cell:N", title="intervention", sort=None, axis=alt.Axis(labelAngle=0)),
-            xOffset=alt.XOffset("model:N", sort=list(models)),
-            y=alt.Y("mean_kl:Q", title="mean KL of the next token (nats)"),
-            color=model_color(models),
-            tooltip=[
-                alt.Tooltip("model:N", title="model"),
-                alt.Tooltip("cell:N", title="intervention"),
-                alt.Tooltip("layer:Q", title="at layer"),
-                alt.Tooltip("depth:Q", title="relative depth", format=".2f"),
-                alt.Tooltip("mean_kl:Q", title="mean KL (nats)", format=".3g"),
-            ],
-        )
-        .properties(title="Next-token change under each intervention", width=560, height=240)
+    title = "Next-token change under each intervention"
+    chart = _bars(
+        KL_KEY,
+        models,
+        alt.X("cell:N", title="intervention", sort=None, axis=alt.Axis(labelAngle=0)),
+        alt.Y("mean_kl:Q", title="mean KL of the next token (nats)"),
+        [
+            alt.Tooltip("cell:N", title="intervention"),
+            alt.Tooltip("layer:Q", title="at layer"),
+            alt.Tooltip("depth:Q", title="relative depth", format=".2f"),
+            alt.Tooltip("mean_kl:Q", title="mean KL (nats)", format=".3g"),
+        ],
+        title,
+        (560, 240),
     )
     caption = (
         "Q, K or V of every head of one layer scaled by epsilon or replaced by its mean "
         "over positions; the bar is KL(p_base || p_modified) of the next-token "
         "distribution, in nats, averaged over positions (and inputs). " + match
     )
-    return build_figure(key=KL_KEY, title="Next-token change under each intervention", caption=caption, chart=chart, rows=rows)  # fmt: skip
+    return build_figure(key=KL_KEY, title=title, caption=caption, chart=chart, rows=rows)
