@@ -126,6 +126,8 @@ def tapped(fn: Callable[[AttentionCall], Any]) -> Callable[..., Any]:
             )
         if score_bias is None and isinstance(_kwargs.get("position_bias"), torch.Tensor):
             score_bias = _kwargs["position_bias"]  # Inkling's relative position bias, added alike
+        if score_bias is None and attention_mask is not None:  # Doge: biases in the mask
+            attention_mask, score_bias = split_mask(attention_mask, query.shape[1])
         if tap is not None:
             query, key, value = tap.modify(module, query, key, value)
         scale = float(query.shape[-1] ** -0.5 if scaling is None else scaling)
@@ -133,6 +135,20 @@ def tapped(fn: Callable[[AttentionCall], Any]) -> Callable[..., Any]:
                                 sliding_window, s_aux, score_bias, tap))  # fmt: skip
 
     return call
+
+
+def split_mask(mask: torch.Tensor, heads: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(mask, score bias): a float mask holding learned biases where it allows keys (Doge's
+    dynamic mask, (batch, head, query, key)) split into 0 / blocked and the biases, which
+    are added to the logits as a score bias; any other mask as it is, with no bias."""
+    if mask.dtype == torch.bool or not mask.is_floating_point():
+        return mask, None
+    blocked = mask <= torch.finfo(mask.dtype).min / 2
+    bias = mask.masked_fill(blocked, 0.0)
+    if not bool(bias.any()):
+        return mask, None
+    batch, _, n, keys = mask.shape
+    return mask.masked_fill(~blocked, 0.0), bias.expand(batch, heads, n, keys)
 
 
 def repeat_kv(t: torch.Tensor, groups: int) -> torch.Tensor:

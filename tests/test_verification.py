@@ -126,11 +126,47 @@ def test_gated_output_heads_include_the_gate():
     assert (ungated - expected).abs().max() > 1e-3  # the gate matters
 
 
-def test_a_norm_before_the_output_projection_is_refused():
-    """BitNet normalises the attention output over all heads before o_proj: not a per-head
-    gate (it does not double when v does), so refused in one line naming the layer."""
-    model, why = build_zoo_model("bitnet")
+def test_a_norm_before_the_output_projection_is_a_per_token_gate():
+    """BitNet normalises the attention output over all heads before o_proj: g * z / rms(z)
+    is one scale per token times an elementwise weight, so each head's update is
+    W_O,h (g_h * z_h) / rms(z), computed here from the norm's own weight and epsilon."""
+    model, specs = _zoo("bitnet")
+    spec = specs[0]
+    norm = spec.attention.attn_sub_norm
+    assert spec.out_proj is spec.attention.o_proj and "output_gate" in spec.features
+    assert "qk_norm" not in spec.features  # the output's norm is not a norm of q or k
+    record = capture_attention(model, specs, IDS).record(0)
+    z = record.context.transpose(0, 1).reshape(len(IDS), -1)  # (query, head * d)
+    scale = torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + norm.variance_epsilon)
+    gated = (norm.weight.detach() * z * scale).reshape(len(IDS), record.n_heads, -1)
+    weight = spec.attention.o_proj.weight.detach().t().reshape(record.n_heads, -1, 32)
+    expected = torch.einsum("qhd,hdm->hqm", gated, weight)
+    torch.testing.assert_close(record.updates, expected, atol=1e-6, rtol=1e-5)
+    plain = torch.einsum("hqd,hdm->hqm", record.context, weight)
+    assert (plain - expected).abs().max() > 1e-3  # the norm matters
+
+
+def test_learned_biases_in_the_mask_are_a_score_bias():
+    """Doge adds exp(A * softplus(dt_proj(v))) per head and key to the scores, inside its
+    mask: the logit minus c q.k (q and k as scored) is that bias wherever a key is allowed,
+    and the blocked keys stay blocked."""
+    model, why = build_zoo_model("doge")
     assert model is not None, why
-    with pytest.raises(AttnReportError, match=r"^layer 0: .*output projection") as err:
-        verified_layers(family_for("bitnet"), model)
-    assert "\n" not in str(err.value)
+    with torch.no_grad():  # A starts at 0 (a bias of 1 everywhere): make the biases differ
+        for layer in model.model.layers:
+            layer.self_attn.A.copy_(torch.linspace(-1.0, 1.0, layer.self_attn.A.numel()))
+    specs = verified_layers(family_for("doge"), model)
+    attn = specs[0].attention
+    assert "score_bias" in specs[0].features and "alibi" not in specs[0].features
+    record = capture_attention(model, specs, IDS).record(0)
+    groups = record.n_heads // record.k.shape[0]
+    k_all = record.k.repeat_interleave(groups, dim=0)
+    bias = record.logits - record.q @ k_all.transpose(1, 2) * record.scaling
+    with torch.no_grad():
+        v = record.v.transpose(0, 1).reshape(len(IDS), -1)  # (key, kv_head * d)
+        dt = torch.exp(attn.A * torch.nn.functional.softplus(attn.dt_proj(v)))  # (key, kv_head)
+    expected = dt.t().repeat_interleave(groups, dim=0)[:, None, :].expand_as(bias)
+    allowed = record.allowed.expand_as(bias)
+    assert torch.equal(record.allowed, torch.ones(len(IDS), len(IDS), dtype=torch.bool).tril())
+    torch.testing.assert_close(bias[allowed], expected[allowed], atol=1e-5, rtol=1e-5)
+    assert expected[allowed].std() > 0.05  # biases that change the probabilities

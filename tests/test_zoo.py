@@ -32,7 +32,7 @@ def test_outcomes_are_disjoint_and_mostly_verified():
     assert set(zoo.HYBRID) <= set(zoo.VERIFIED)
     assert set(zoo.ATTENTION_FREE) <= set(zoo.REFUSED)
     built = len(zoo.VERIFIED) + len(zoo.REFUSED)
-    assert len(zoo.VERIFIED) / built >= 0.85  # 87% with transformers 5.23 (the goal is 90%)
+    assert len(zoo.VERIFIED) / built >= 0.88  # 105 of 119 with transformers 5.23 (goal: 90%)
 
 
 @pytest.mark.slow

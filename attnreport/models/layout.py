@@ -166,6 +166,12 @@ def _attending(found, called: list[nn.Module], blocks) -> list[tuple[int, nn.Mod
     each and in order; else a one-line refusal naming the layer."""
     attending = [(i, a) for i, a in found if any(m is a for m in called)]
     if not called:
+        if "Attention" in type(blocks[0]).__name__:  # XLM: its blocks are a list of attentions
+            raise AttnReportError(
+                f"{type(blocks[0]).__name__}: the model's layers are bare attention modules "
+                "that do not call the transformers attention interface (missing: decoder "
+                "blocks with attention through AttentionInterface)"
+            )
         if not found:
             raise AttnReportError(
                 f"{type(blocks[0]).__name__}: no block has an attention module (missing: "
@@ -209,6 +215,14 @@ def _output_projection(layer: int, attn: nn.Module, tap: Discovery) -> tuple[nn.
     ]
     if not readers and len(linear) == 1:
         return linear[0], True
+    normed = [  # a linear child reading a norm of the output: g * z / rms(z) (BitNet)
+        child
+        for child, seen in tap.after.get(id(attn), [])
+        for _, written in tap.normed.get(id(attn), [])
+        if torch.equal(seen, written)
+    ]
+    if not readers and len(normed) == 1:
+        return normed[0], True
     raise AttnReportError(
         f"layer {layer}: cannot identify the output projection of {type(attn).__name__} "
         f"({len(readers)} children read the attention output; missing: an output "
@@ -251,7 +265,7 @@ def _layer_spec(index, family, block, attn, computed: Computed, tap: Discovery) 
     )
     rotate, positions = _rotation(index, attn, computed, tap, family)
     rotary = tap.kwargs[id(attn)]["kwargs"].get("position_embeddings")
-    features = _features(computed, layout, attn, rotate, rotary) | (
+    features = _features(computed, layout, attn, rotate, rotary, tap) | (
         {"output_gate"} if gated else set()
     )
     q_bias = k_bias = None
@@ -278,19 +292,20 @@ def _window(computed: Computed) -> int | None:
     return None if window is None else int(window)
 
 
-def _features(computed: Computed, layout: HeadLayout, attn: nn.Module, rotate, rotary):
+def _features(computed: Computed, layout: HeadLayout, attn: nn.Module, rotate, rotary, tap):
     """The attention features one layer uses, as found in its discovery call."""
     found = set()
     if layout.n_kv_heads < layout.n_heads:
         found.add("gqa")
-    if any("Norm" in type(c).__name__ for c in attn.children()):
+    out_norms = {id(n) for n, _ in tap.normed.get(id(attn), [])}  # BitNet's, not q's or k's
+    if any("Norm" in type(c).__name__ and id(c) not in out_norms for c in attn.children()):
         found.add("qk_norm")
     if rotate is not None:
         found.add("rope")
         if rotated_dims(rotate, rotary, layout.head_dim) < layout.head_dim:  # NeoX, Phi, latent
             found.add("partial_rotary")
-    if computed.score_bias is not None:
-        found.add("alibi")
+    if computed.score_bias is not None:  # with RoPE: learned biases (Doge), not positions
+        found.add("score_bias" if rotate is not None else "alibi")
     if computed.softcap is not None:
         found.add("softcap")
     if computed.sliding_window is not None:

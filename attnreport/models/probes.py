@@ -11,7 +11,9 @@ right after its call (its hooks do not run twice), with the same arguments but:
 - ``doubled``: only where no child reads the function's output as it is, v doubled: a
   child that reads a gated output (Qwen3-Next, AFMoE: g * z) reads exactly twice as much.
 The children of the module that read exactly the function's output are recorded (the
-output projection), and those that read something of its size after it (``after``).
+output projection), and those that read something of its size after it (``after``); so
+are its norm children that read exactly the function's output, with what they write
+(``normed``: BitNet's RMSNorm of z before ``o_proj``, a per-token gate g * z / rms(z)).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Discovery:
         self.probing: tuple[int, str] | None = None
         self.after: dict[int, list[tuple[nn.Module, torch.Tensor]]] = {}
         self.doubled: dict[int, torch.Tensor] = {}  # id(child) -> its input with v doubled
+        self.normed: dict[int, list[tuple[nn.Module, torch.Tensor]]] = {}  # norm, its output
 
     def modify(self, module, q, k, v):
         if self.probing is not None and self.probing[1] == "doubled":
@@ -103,6 +106,20 @@ def _reader(tap: Discovery, attn: nn.Module, child: nn.Module):
     return hook
 
 
+def _norm_reader(tap: Discovery, attn: nn.Module):
+    """A forward hook recording a norm child that reads exactly the function's output."""
+
+    def hook(norm, args, output):
+        last = tap.calls[-1] if tap.calls and tap.probing is None else None
+        if last is None or last[0] is not attn or not args:
+            return
+        expected = last[1].context.transpose(0, 1).reshape(-1)
+        if args[0].numel() == expected.numel() and torch.equal(args[0].reshape(-1), expected):
+            tap.normed.setdefault(id(attn), []).append((norm, output))
+
+    return hook
+
+
 def discovery_hooks(attn: nn.Module, tap: Discovery) -> list:
     """Hook handles (to remove) that fill ``tap`` for one attention module."""
 
@@ -116,4 +133,9 @@ def discovery_hooks(attn: nn.Module, tap: Discovery) -> list:
     children = [c for c in attn.children() if _is_linear(c)] or [
         c for child in attn.children() for c in child.children() if _is_linear(c)
     ]  # an attention module wrapping the one with the projections (GPT-Neo)
-    return handles + [c.register_forward_pre_hook(_reader(tap, attn, c)) for c in children]
+    norms = [c for c in attn.children() if "Norm" in type(c).__name__]
+    return (
+        handles
+        + [c.register_forward_pre_hook(_reader(tap, attn, c)) for c in children]
+        + [n.register_forward_hook(_norm_reader(tap, attn)) for n in norms]
+    )

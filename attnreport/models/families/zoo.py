@@ -23,6 +23,7 @@ VERIFIED: tuple[str, ...] = (
     "bamba",
     "beam",
     "biogpt",
+    "bitnet",
     "bloom",
     "codegen",
     "cohere",
@@ -32,6 +33,7 @@ VERIFIED: tuple[str, ...] = (
     "cwm",
     "deepseek_v3",
     "deepseek_v32",
+    "doge",
     "dots3_note_text",
     "ernie4_5",
     "ernie4_5_moe",
@@ -120,11 +122,9 @@ VERIFIED: tuple[str, ...] = (
 )
 
 REFUSED: dict[str, str] = {
-    "bitnet": "an output projection applied to the attention output as it is or gated",
     "cpmant": "attention through AttentionInterface",
     "deepseek_v4": "an output projection applied to the attention output as it is or gated",
     "diffllama": "attention through AttentionInterface, one call per layer",
-    "doge": "a mask of 0 for allowed keys and -inf for blocked ones",
     "falcon_mamba": "attention layers; state-space and recurrent models have none",
     "hrm_text": "decoder blocks",
     "inkling2_text": "learned sink logits, one per head",
@@ -132,7 +132,7 @@ REFUSED: dict[str, str] = {
     "longcat_flash": "decoder blocks",
     "mamba": "attention layers; state-space and recurrent models have none",
     "rwkv": "attention through AttentionInterface",
-    "xlm": "attention layers; state-space and recurrent models have none",
+    "xlm": "decoder blocks with attention through AttentionInterface",
     "xlnet": "attention through AttentionInterface",
     "xlstm": "attention layers; state-space and recurrent models have none",
     "zamba2": "not by a block's own attention module",
