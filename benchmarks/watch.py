@@ -79,7 +79,8 @@ def _project(ctx: Context, work: Path) -> tuple[Path, list[str], dict[str, str]]
     shutil.copy(REPO / "pyproject.toml", checkout / "pyproject.toml")
     sentences = read_sentences(ctx.sentences_file)
     (work / "sentences.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
-    text = EXAMPLE_CONFIG.read_text(encoding="utf-8")
+    # serve --watch keeps one model loaded: the example's first model (it compares two)
+    text = re.sub(r"^models = .*$", 'model = "default"', EXAMPLE_CONFIG.read_text(encoding="utf-8"), flags=re.M)  # fmt: skip
     if ctx.quick:
         text = text.replace("images = true", "images = false")
     config = work / "attnreport.toml"
@@ -110,6 +111,9 @@ class Server:
         )  # fmt: skip
         self.lines: list[str] = []
         threading.Thread(target=lambda: self.lines.extend(self.process.stdout), daemon=True).start()
+
+    def ended(self) -> bool:
+        return self.process.poll() is not None
 
     def said(self, pattern: str, after: int = 0) -> bool:
         return any(re.search(pattern, line) for line in self.lines[after:])
@@ -194,7 +198,9 @@ def watch_section(ctx: Context) -> Section:
     build = _build(config, work / "built", env)
     server = Server(work, config, env)
     try:
-        _until(lambda: server.said("^first build"), "the first build", 0.05)
+        _until(lambda: server.said("^first build") or server.ended(), "the first build", 0.05)
+        if server.ended():
+            raise RuntimeError(f"serve --watch exited ({server.process.returncode}) before its first build")  # fmt: skip
         first = time.perf_counter() - server.started  # from process start
         with chromium() as browser:
             context = browser.new_context(viewport={"width": 1000, "height": 800})

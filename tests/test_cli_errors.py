@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from transformers import GPTNeoConfig, GPTNeoForCausalLM
 
 from attnreport.cli import main
 from attnreport.models import loading
-from tests.tiny_models import tiny_tokenizer
 
 
 def run(*args: str):
@@ -71,21 +69,16 @@ def test_uncached_hub_id_without_network(monkeypatch, sentence_file):
 
 
 def test_architecture_that_cannot_be_captured_is_refused_naming_the_layer(tmp_path, sentence_file):
-    """GPT-Neo computes its attention inline, not through the interface: one line naming
-    the layer, the module and what is missing (no list of names decides)."""
-    config = GPTNeoConfig(
-        hidden_size=32,
-        num_layers=1,
-        num_heads=4,
-        attention_types=[[["global"], 1]],
-        vocab_size=40,
-    )
-    GPTNeoForCausalLM(config).save_pretrained(tmp_path / "neo")
-    tiny_tokenizer().save_pretrained(tmp_path / "neo")
+    """XLNet computes its relative attention inline, not through the interface, and no
+    adapter routes it there: one line naming the layer, the module and what is missing
+    (no list of names decides)."""
+    from tests.zoo_models import save_zoo_model
+
+    save_zoo_model("xlnet", tmp_path / "xlnet")
     assert_one_line_error(
-        ["verify", "--model", str(tmp_path / "neo"), "--sentences", sentence_file],
+        ["verify", "--model", str(tmp_path / "xlnet"), "--sentences", sentence_file],
         "layer 0",
-        "GPTNeoAttention",
+        "XLNetRelativeAttention",
         "AttentionInterface",
     )
 

@@ -220,6 +220,7 @@ def test_jsonl_sentences(tmp_path):
 
 def test_engine_ray_without_ray_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    monkeypatch.chdir(tmp_path)  # not the repository's attnreport.toml (two models)
     corpus = write_corpus(tmp_path / "c.txt", 2)
     code, output = analyze(
         "--sentences", str(corpus), "--out", str(tmp_path / "r"), "--engine", "ray"

@@ -123,7 +123,8 @@ def test_swapped_forward_puts_back_what_was_there():
     assert vars(wrapped)["forward"] is wrapper
 
 
-def test_ray_workers_and_a_device_map_are_refused_together(tmp_path, sentence_file):
+def test_ray_workers_and_a_device_map_are_refused_together(tmp_path, sentence_file, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # not the repository's attnreport.toml (two models)
     args = ["analyze", "--sentences", sentence_file, "--out", str(tmp_path / "out")]
     result = CliRunner().invoke(main, [*args, "--engine", "ray", "--device-map", "auto"])
     assert result.exit_code == 1

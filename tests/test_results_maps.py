@@ -218,7 +218,7 @@ def test_the_committed_example_keeps_its_maps_through_version_3():
     of 6-digit scores: |dp| <= p * (2 * 5e-6 * max|s| of the row + 5e-6)."""
     from attnreport.results.io import parse_files
 
-    example = load(Path(__file__).parents[1] / "site" / "results")
+    example = load(Path(__file__).parents[1] / "site" / "smollm2-135m-instruct" / "results")
     again = parse_files(dump(example))
     fixes = 0
     for a, b in zip(example.sentences, again.sentences, strict=True):

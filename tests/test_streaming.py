@@ -147,7 +147,7 @@ def test_streamed_json_is_byte_identical_to_the_committed_sentences():
     from attnreport.results.layout import decode
     from attnreport.results.types import sentence_to_json
 
-    folder = Path(__file__).parents[1] / "site" / "results"
+    folder = Path(__file__).parents[1] / "site" / "smollm2-135m-instruct" / "results"
     manifest = json.loads((folder / "manifest.json").read_text())
     current, layout = manifest["schema"] == SCHEMA, layout_of(manifest)
     for sentence in load(folder).sentences:
