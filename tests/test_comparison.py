@@ -335,3 +335,25 @@ def test_the_role_panels_wrap_to_the_window(site_dir, offline_page, width, colum
     assert len(lefts) == 4 and len(set(lefts)) == columns, lefts
     assert page.evaluate(OVERFLOW) == []
     assert offline_page.errors == []
+
+
+def test_every_comparison_figure_has_alt_text_from_its_rows(site):
+    """Each chart of the comparison index is described to a screen reader: what is plotted
+    and, per model, the peak its own rows hold (recomputed here from comparison.json)."""
+    from html.parser import HTMLParser
+
+    labels: dict[str, str] = {}
+
+    class Charts(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if "ar-chart" in (a.get("class") or "").split():
+                labels[a["data-key"]] = a.get("aria-label", "")
+
+    Charts().feed(site["index.html"].decode())
+    assert labels and all("chart" in text.lower() for text in labels.values()), labels
+    lines = curves(site)
+    for model in ("windowed", "full"):
+        peak = max(lines[(model, "first_focus")].items(), key=lambda kv: kv[1])
+        assert f"{model} peaks at {peak[1]:.3g} at depth {peak[0]:.2f}" in labels["compare-first-focus"]  # fmt: skip
+    assert "%" in labels["compare-sink-rate"].split("peaks at", 1)[1]

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
 from attnreport.charts.spec.theme import CATEGORY_RANGE
+from attnreport.multi import alt_text as alt
 from attnreport.multi import findings, measures
 from attnreport.multi.folders import models_json, unique_slugs
 from attnreport.multi.measures import ModelSide, short_name
@@ -117,14 +118,22 @@ def _figures(
     from attnreport.charts.figures import comparison as figs
 
     models = [s.name for s in sides]
-    made = [figs.curve_figure(tables["curves"], stat, models) for stat in measures.CURVES]
+    made = [
+        (
+            figs.curve_figure(tables["curves"], stat, models),
+            alt.curve_alt(tables["curves"], stat, models),
+        )  # fmt: skip
+        for stat in measures.CURVES
+    ]
     if tables["roles"]["model"]:
-        made.append(figs.roles_figure(tables["roles"], models))
-        made.append(figs.role_curves_figure(tables["role_curves"], models))
+        made.append((figs.roles_figure(tables["roles"], models), alt.roles_alt(tables["roles"], models)))  # fmt: skip
+        curves = tables["role_curves"]
+        made.append((figs.role_curves_figure(curves, models), alt.role_curves_alt(curves, models)))  # fmt: skip
     if tables["kl"]["model"]:
-        made.append(figs.kl_figure(tables["kl"], models, measures.depth_match(sides)))
+        kl = figs.kl_figure(tables["kl"], models, measures.depth_match(sides))
+        made.append((kl, alt.kl_alt(tables["kl"], models)))
     out = []
-    for number, fig in enumerate(made, start=1):
+    for number, (fig, alt_text) in enumerate(made, start=1):
         images = charts.images(fig) if options.images else {}
         svg = f"figures/index/{fig.key}.svg" if "svg" in images else None
         png = f"figures/index/{fig.key}.png" if options.png and "png" in images else None
@@ -136,7 +145,7 @@ def _figures(
             FigureContext(
                 number=number, key=fig.key, anchor=f"fig-{fig.key}", title=fig.title,
                 caption=fig.caption, payload=charts.payload(fig), chunk_dir=None, svg=svg,
-                png=png, data=DATA_FILE,
+                png=png, data=DATA_FILE, alt=alt_text,
             )
         )  # fmt: skip
     return tuple(out)
