@@ -42,15 +42,22 @@ def curve_alt(table: Columns, statistic: str, models: Sequence[str]) -> str:
     )
 
 
+def _tops(table: Columns, models: Sequence[str], value: str, say) -> str:
+    """``say(model, row)`` of each model's row with the largest ``value``, joined."""
+    tops = [
+        say(model, max(rows, key=lambda r: r[value]))
+        for model in models
+        if (rows := _rows(table, model=model))
+    ]
+    return "; ".join(tops) + "."
+
+
 def roles_alt(table: Columns, models: Sequence[str]) -> str:
     """Bars of each model's share of heads per role."""
-    parts = []
-    for model in models:
-        rows = _rows(table, model=model)
-        if rows:
-            top = max(rows, key=lambda r: r["percent"])
-            parts.append(f"{model}'s most common is {top['role']} ({top['percent']:.0f}% of its heads)")  # fmt: skip
-    return "Bar chart: the share of each model's heads that take each role, one bar per model and role. " + "; ".join(parts) + "."  # fmt: skip
+    return "Bar chart: the share of each model's heads that take each role, one bar per model and role. " + _tops(  # fmt: skip
+        table, models, "percent",
+        lambda model, top: f"{model}'s most common is {top['role']} ({top['percent']:.0f}% of its heads)",  # fmt: skip
+    )  # fmt: skip
 
 
 def role_curves_alt(table: Columns, models: Sequence[str]) -> str:
@@ -69,10 +76,7 @@ def role_curves_alt(table: Columns, models: Sequence[str]) -> str:
 
 def kl_alt(table: Columns, models: Sequence[str]) -> str:
     """Bars of the next-token KL of every intervention, per model."""
-    parts = []
-    for model in models:
-        rows = _rows(table, model=model)
-        if rows:
-            top = max(rows, key=lambda r: r["mean_kl"])
-            parts.append(f"{model} changes most under {top['cell']} ({top['mean_kl']:.3g} nats at layer {top['layer']})")  # fmt: skip
-    return "Bar chart: the mean KL divergence of the next-token distribution under each intervention, one bar per model. " + "; ".join(parts) + "."  # fmt: skip
+    return "Bar chart: the mean KL divergence of the next-token distribution under each intervention, one bar per model. " + _tops(  # fmt: skip
+        table, models, "mean_kl",
+        lambda model, top: f"{model} changes most under {top['cell']} ({top['mean_kl']:.3g} nats at layer {top['layer']})",  # fmt: skip
+    )  # fmt: skip
