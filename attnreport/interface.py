@@ -144,10 +144,10 @@ def split_mask(mask: torch.Tensor, heads: int) -> tuple[torch.Tensor, torch.Tens
     if mask.dtype == torch.bool or not mask.is_floating_point():
         return mask, None
     blocked = mask <= torch.finfo(mask.dtype).min / 2
-    bias = mask.masked_fill(blocked, 0.0)
-    if not bool(bias.any()):
+    if not bool((~blocked & (mask != 0)).any()):  # every call of a plain mask: no float copy
         return mask, None
     batch, _, n, keys = mask.shape
+    bias = mask.masked_fill(blocked, 0.0)
     return mask.masked_fill(~blocked, 0.0), bias.expand(batch, heads, n, keys)
 
 
