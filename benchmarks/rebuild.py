@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from benchmarks.report import Section, ratio_target, seconds
-from benchmarks.sections import EXAMPLE_CONFIG, TITLES, Context
+from benchmarks.sections import EXAMPLE_CONFIG, TITLES, Context, build_cache
 
 PAIRS = 3  # analyze/build pairs (1 in quick mode)
 COLD = 3  # renders from scratch, each with an empty cache (1 in quick mode)
@@ -52,7 +52,7 @@ def _study_args(ctx: Context) -> list[str]:
 def rebuild_section(ctx: Context) -> Section:
     """analyze vs warm build, render from scratch and unchanged (see the module docstring)."""
     section = Section(TITLES["rebuild"])
-    work, models = ctx.work / "rebuild", ctx.work / "cache-build"  # section 4's warm cache
+    work, models = ctx.work / "rebuild", build_cache(ctx)  # section 4's warm cache
     shutil.rmtree(work, ignore_errors=True)
     study = _study_args(ctx)
     images = ["--no-images"] if ctx.quick else []

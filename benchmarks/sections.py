@@ -58,6 +58,20 @@ class Context:
         return self.session
 
 
+def build_cache(ctx: Context) -> Path:
+    """Section 4's cache folder (``ATTNREPORT_CACHE`` of its builds), for the sections after
+    it. Quick mode builds on this machine's model cache instead, so the folder is made
+    here with its ``models`` linked to that cache: a later section then loads the default
+    model from the cache, and does not dequantise the GGUF again (about 40 s)."""
+    from attnreport.usercache import cache_dir
+
+    cache = ctx.work / "cache-build"
+    if not (cache / "models").exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / "models").symlink_to((cache_dir() / "models").resolve(), target_is_directory=True)
+    return cache
+
+
 def ms(value: float) -> str:
     return f"{value * 1000:.1f} ms"
 

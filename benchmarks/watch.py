@@ -35,7 +35,7 @@ from typing import Any
 
 from benchmarks.browser import ALL_DRAWN, WATCH_CHARTS, chromium
 from benchmarks.report import Section, ratio_target, seconds
-from benchmarks.sections import EXAMPLE_CONFIG, REPO, TITLES, Context
+from benchmarks.sections import EXAMPLE_CONFIG, REPO, TITLES, Context, build_cache
 
 WAIT_S = 600  # bound on any one wait (a busy machine)
 
@@ -67,12 +67,8 @@ def _served(port: int, page: str = "index.html") -> str:
 def _project(ctx: Context, work: Path) -> tuple[Path, list[str], dict[str, str]]:
     """The settings file, its sentences and the environment of every process."""
     from attnreport.sentences import read_sentences
-    from attnreport.usercache import cache_dir
 
-    cache = ctx.work / "cache-build"  # section 4's warm cache, when it ran
-    if not (cache / "models").exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / "models").symlink_to((cache_dir() / "models").resolve(), target_is_directory=True)
+    cache = build_cache(ctx)  # section 4's warm cache, when it ran
     checkout = work / "checkout"
     shutil.copytree(REPO / "attnreport", checkout / "attnreport")  # with its __pycache__
     shutil.copytree(REPO / "templates", checkout / "templates")
