@@ -13,6 +13,7 @@ Reusing expensive work, for a new test:
 - Tiny saved models: ask for ``tiny_model_dirs`` (family -> folder) or ``tiny_model_dir``
   (parametrised over every family). They are saved once per run for all workers. Read
   them; a test that must change one copies it first (``shutil.copytree``).
+- The committed example rendered by this checkout: ``example_render`` (read-only).
 - Anything else expensive that several modules need (a built site, an analysis of the
   default model): in a session fixture, ``build_once(shared_dir, name, make)``, where
   ``shared_dir`` is the fixture and ``make(folder)`` fills ``folder``. The first worker
@@ -174,3 +175,20 @@ def tiny_model_dirs(shared_dir):
 @pytest.fixture(params=FAMILY_NAMES)
 def tiny_model_dir(request, tiny_model_dirs):
     return tiny_model_dirs[request.param]
+
+
+@pytest.fixture(scope="session")
+def example_render(shared_dir) -> Path:
+    """The committed example (``site/``) rendered again by this checkout from its committed
+    results, once per run for every worker (read-only: copy it before changing it)."""
+    from click.testing import CliRunner
+
+    from attnreport.cli import main
+
+    results = Path(__file__).resolve().parent.parent / "site" / "results"
+
+    def render(folder: Path) -> None:
+        done = CliRunner().invoke(main, ["render", str(results), "--out", str(folder / "site")])
+        assert done.exit_code == 0, done.output
+
+    return build_once(shared_dir, "example-render", render) / "site"

@@ -31,12 +31,10 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-def test_committed_site_is_the_render_of_its_results(tmp_path):
-    """Rendering is a pure function of the results files and the stored options."""
-    fresh = tmp_path / "site"
-    result = CliRunner().invoke(main, ["render", str(SITE / "results"), "--out", str(fresh)])
-    assert result.exit_code == 0, result.output
-    built, committed = tree(fresh), tree(SITE)
+def test_committed_site_is_the_render_of_its_results(example_render):
+    """Rendering is a pure function of the results files and the stored options
+    (``example_render``: ``attnreport render site/results --out DIR``, tests/conftest.py)."""
+    built, committed = tree(example_render), tree(SITE)
     assert sorted(built) == sorted(committed), "run `make example` and commit site/"
     stale = [name for name in built if built[name] != committed[name]]
     assert not stale, f"{len(stale)} files differ, e.g. {stale[:3]}: run `make site`"

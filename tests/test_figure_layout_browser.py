@@ -15,11 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from attnreport.cli import main
 from tests.fixtures.fake_results import fake_study
-from tests.test_browser import ALL_DRAWN, EXAMPLE, OPTIONS, build
+from tests.test_browser import ALL_DRAWN, OPTIONS, build
 
 pytestmark = pytest.mark.browser
 WIDTHS = (1280, 390)
@@ -61,12 +59,10 @@ VIEWS = """() => window.attnreport.state.charts.map(c => {
 
 
 @pytest.fixture(scope="module")
-def example(tmp_path_factory) -> Path:
-    """The example, rendered by this checkout from the committed results."""
-    folder = tmp_path_factory.mktemp("example") / "site"
-    result = CliRunner().invoke(main, ["render", str(EXAMPLE / "results"), "--out", str(folder)])
-    assert result.exit_code == 0, result.output
-    return folder
+def example(example_render) -> Path:
+    """The example, rendered by this checkout from the committed results (once per run:
+    tests/conftest.py)."""
+    return example_render
 
 
 @pytest.fixture(scope="module")
