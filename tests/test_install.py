@@ -48,7 +48,10 @@ SKIPPED = {
 
 def _env(venv: Path | None = None, **extra: str) -> dict[str, str]:
     """This process's environment less its venv, with ``venv`` first on PATH, torch pinned
-    by constraints.txt, and pip quiet about its own version."""
+    by constraints.txt, pip quiet about its own version, and one retry of a page it cannot
+    fetch, not five: where the CPU index cannot be reached (a mirror serves the packages),
+    pip's five retries with back-off waited 7.5 s on every package's page there, 80 s of
+    the README's torch line."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     ours = str(Path(sys.executable).parent)
     path = [p for p in env["PATH"].split(os.pathsep) if p != ours]
@@ -58,6 +61,7 @@ def _env(venv: Path | None = None, **extra: str) -> dict[str, str]:
     env["PATH"] = os.pathsep.join(path)
     env["PIP_CONSTRAINT"] = str(ROOT / "constraints.txt")
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["PIP_RETRIES"] = "1"
     return env | extra
 
 
