@@ -3,7 +3,8 @@
 One ``serve --watch`` process on the example's settings (the default model, the six
 built-in sentences written to a file, images on; quick mode: two sentences, no images),
 with warm caches (the model cache of this machine, and one ``build`` of the same
-settings first, which fills the figure and image caches). It runs from a copy of the
+settings first, which fills the figure and image caches; quick mode skips that build:
+section 4b has just built the same two sentences into the same cache). It runs from a copy of the
 package and its templates (``PYTHONPATH``), so the template edit never touches the
 checkout. Timed, one after another:
 
@@ -190,7 +191,8 @@ def watch_section(ctx: Context) -> Section:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     config, sentences, env = _project(ctx, work)
-    _build(config, work / "warm-up", env)  # fills the figure and image caches
+    if not ctx.quick:  # quick mode: section 4b's build of the same study filled them
+        _build(config, work / "warm-up", env)  # fills the figure and image caches
     build = _build(config, work / "built", env)
     server = Server(work, config, env)
     try:
