@@ -8,8 +8,9 @@ Layout::
     results/render.json  results/models.json    options; the models' results folders
     results/comparison.json                     the rows every comparison figure draws
     SLUG/index.html  SLUG/s000-....html ...     each model's report as one model's site
-    SLUG/results/ ... SLUG/data/ SLUG/figures/  (``site.assemble``), its pages pointing
-                                                at the shared ``../assets/``
+    SLUG/results/ ... SLUG/data/ SLUG/figures/  (``site.assemble``), its pages drawn
+                                                with the shared ``../assets/`` and a
+                                                link up to the index (``SiteOptions``)
 
 With one model the site is ``site.assemble``'s, unchanged. Rendering is a pure function
 of the results folders and the options (``build`` renders the folders it analysed), and
@@ -40,18 +41,8 @@ from attnreport.text import display_token
 from attnreport.vocabulary import MARKER, OPTIONS_FILE
 
 SHARED = ("assets/", "404.html", ".nojekyll", MARKER)  # a model's files the top level holds
-ASSET_LINKS = (b'href="assets/', b'src="assets/')
-HOME = b'<header class="site">\n<a class="home" href="index.html">'
-UP = b'<header class="site">\n<a class="up" href="../index.html">All models</a> \xe2\x80\xba <a class="home" href="index.html">'  # fmt: skip
+UP = ("../index.html", "All models")  # each model's pages link up to the comparison
 DATA_FILE = "results/comparison.json"
-
-
-def relocated_page(html: bytes) -> bytes:
-    """A model's page moved one folder down: the shared assets one level up, and a link
-    to the comparison index before its own home link."""
-    for link in ASSET_LINKS:
-        html = html.replace(link, link.replace(b'"assets/', b'"../assets/'))
-    return html.replace(HOME, UP, 1)
 
 
 class ComparisonFiles(Mapping[str, bytes]):
@@ -70,8 +61,7 @@ class ComparisonFiles(Mapping[str, bytes]):
         if name in self._top:
             return self._top[name]
         slug, _, rest = name.partition("/")
-        data = self._parts[slug][rest]
-        return relocated_page(data) if rest.endswith(".html") and "/" not in rest else data
+        return self._parts[slug][rest]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
@@ -210,7 +200,9 @@ def assemble_comparison(
     notes = split_notes(sides, [m[1] for m in made], options.notes)
     parts = []
     for side, source in zip(sides, sources, strict=True):
-        sub = replace(options, title=f"{side.name}: {options.title}", notes=notes)
+        sub = replace(
+            options, title=f"{side.name}: {options.title}", notes=notes, asset_prefix="../", up=UP
+        )
         parts.append((side.slug, assemble_site(source, sub, charts)))
     top: dict[str, bytes] = {}
     tables = comparison_tables(sides)

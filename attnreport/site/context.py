@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from attnreport import vocabulary as V
@@ -38,11 +38,21 @@ class SiteOptions:
     rebuild: str | None = None  # the command line that built it (None: derived from results)
     afterword: str | None = None  # Markdown closing the index page
     notes: tuple[tuple[str, str], ...] = ()  # (sentence text, Markdown note for its page)
+    # Where the pages sit in a larger site, set by the site that holds them (the
+    # comparison puts each model's report one folder down), never stored in
+    # ``render.json``: the path from a page to the folder of the shared ``assets/``, and
+    # a link (href, label) shown in the header before the site's own home link.
+    asset_prefix: str = field(default="", metadata={"placement": True})
+    up: tuple[str, str] | None = field(default=None, metadata={"placement": True})
 
     @property
     def png_export(self) -> bool | float:
         """What the image export's ``png`` takes: False for no PNG, else the PNG's scale."""
         return self.png_scale if self.png else False
+
+
+# The options that say where the pages sit, not what they show: never in ``render.json``.
+PLACEMENT = frozenset(f.name for f in fields(SiteOptions) if f.metadata.get("placement"))
 
 
 @dataclass(frozen=True)
@@ -156,6 +166,8 @@ class PageMeta:
     authors: tuple[str, ...]
     model_name: str
     version: str
+    asset_prefix: str = ""  # from a page to the folder of ``assets/`` ("../" one folder down)
+    up: Link | None = None  # the header's link above the site's home ("All models")
 
 
 @dataclass(frozen=True)

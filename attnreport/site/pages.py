@@ -126,6 +126,8 @@ def page_meta(results: Results, options: SiteOptions) -> PageMeta:
         authors=tuple(visible(a) for a in options.authors),
         model_name=visible(name) if name else "the model",
         version=attnreport.__version__,
+        asset_prefix=options.asset_prefix,
+        up=Link(*options.up) if options.up else None,
     )
 
 
