@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnreport.analyses import sinks
-from attnreport.multi.measures import CURVES, ModelSide, depth, depth_match, layer_values
+from attnreport.multi.measures import CURVES, ModelSide, apart, depth, depth_match, layer_values
 
 MOST = 0.5  # "most heads", "most queries": more than half, as the single-model findings
 SAME = 1e-6  # the results keep 6 significant digits: closer curves read as identical
@@ -58,7 +58,7 @@ def sink_onset(sides: Sequence[ModelSide]) -> Comparison:
     text = "Where the sink forms: " + "; ".join(parts)
     if len(depths) == len(sides) > 1:
         gap = max(depths) - min(depths)
-        text += " (the same relative depth)" if gap < SAME else f" ({gap:.2f} apart in depth)"
+        text += " (the same relative depth)" if gap < SAME else f" ({apart(gap)} in depth)"
     text += ". A sink layer is one where most heads make the first token the top key for most queries."  # fmt: skip
     return Comparison("sink-onset", text, "compare-first-focus")
 

@@ -24,7 +24,7 @@ from attnreport.site.words.claims import (
     sink_values_small,
 )
 from attnreport.site.words.readings import columns, per_head
-from attnreport.site.words.verdicts import Evidence, verdict
+from attnreport.site.words.verdicts import INCONCLUSIVE, Evidence, Verdict, verdict
 from attnreport.site.words.wording import count, number, quantity
 
 Maps = Sequence[Sequence[Sequence[float]]]  # head -> query -> key
@@ -89,7 +89,9 @@ def v_scaling_next_layer(iv: Interventions) -> Claim | None:
 
     Effect: the next layer's largest weight change minus ``UNIFORM_TOL`` (it must move);
     a head of the intervention layer breaks it when its weights moved by more than
-    ``UNCHANGED_TOL``."""
+    ``UNCHANGED_TOL``. When no attention layer follows the intervention layer (a hybrid's
+    last attention layer: the "next" observed is the layer itself) only the first half
+    can be tested: the verdict is inconclusive and says why."""
     grid = iv.scaling
     cells = _cells(grid, "V")
     if not cells or not grid.baseline:
@@ -101,15 +103,24 @@ def v_scaling_next_layer(iv: Interventions) -> Claim | None:
     next_layer = iv.observed_layers.get("next", layer + 1)
     broken = [(layer, h) for h, v in enumerate(own) if v > UNCHANGED_TOL]
     ev = Evidence(max(nxt, default=0.0) - UNIFORM_TOL, 1, len(own), len(broken), needed=1)
-    text = (
-        f"V scaled by {float(cell.setting):g} in layer {layer}: the layer's weights move at most "
-        f"{number(max(own, default=0.0), 2)}, layer {next_layer}'s up to "
-        f"{number(max(nxt, default=0.0), 2)}; the next-token distribution moves "
-        f"{quantity(effects.mean_kl(cell), 'nat')} (mean KL per position)."
-    )
+    kl = f"the next-token distribution moves {quantity(effects.mean_kl(cell), 'nat')} (mean KL per position)"  # fmt: skip
+    scaled = f"V scaled by {float(cell.setting):g} in layer {layer}"
+    moved = number(max(own, default=0.0), 2)
+    if next_layer <= layer:  # no attention layer after it to show the change
+        text = (
+            f"{scaled}, the last attention layer: its weights move at most {moved}; no later "
+            f"attention layer can show the change, but {kl}."
+        )
+        found = Verdict(INCONCLUSIVE, f"no attention layer after layer {layer}")
+    else:
+        text = (
+            f"{scaled}: the layer's weights move at most {moved}, layer {next_layer}'s up to "
+            f"{number(max(nxt, default=0.0), 2)}; {kl}."
+        )
+        found = verdict(ev)
     breaks = f"{fit.heads_words(broken)} change their own weights" if broken else ""
     return Claim("v-next-layer", "Scaling V leaves the layer's own weights unchanged and moves "
-                 "the next layer's.", "seeds", verdict(ev), text, breaks, "scaling-grid",
+                 "the next layer's.", "seeds", found, text, breaks, "scaling-grid",
                  grid.sentence)  # fmt: skip
 
 
