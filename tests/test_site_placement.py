@@ -99,7 +99,7 @@ def test_placement_changes_only_the_asset_links_and_the_header(sites):
 
 
 def test_render_json_never_stores_where_the_pages_sit(sites):
-    assert PLACEMENT == {"asset_prefix", "up"}
+    assert {"asset_prefix", "up"} == PLACEMENT
     stored = json.loads(sites["down"]["results/render.json"])
     assert not PLACEMENT & stored.keys()
     assert sites["down"]["results/render.json"] == sites["top"]["results/render.json"]

@@ -24,7 +24,10 @@ def token_axis(title: str, n_tokens: int, angle: int = 0) -> dict[str, Any]:
     """X or Y channel options for a token position field: fixed domain, token labels.
 
     ``angle`` is for a few tokens; past 30 tokens an angled axis turns vertical and every
-    axis uses a smaller font, so one label fits in one cell.
+    axis uses a smaller font, so one label fits in one cell; and labels that would still
+    overlap (cells drawn smaller than the font, to fit the column) are left out, every
+    other one in turn, so those shown stay readable (and no tick is drawn: a tick per
+    token is a grey band).
     """
     dense = n_tokens > 30
     axis = alt.Axis(
@@ -33,6 +36,7 @@ def token_axis(title: str, n_tokens: int, angle: int = 0) -> dict[str, Any]:
         labelAngle=-90 if dense and angle else angle,
         labelFontSize=9 if dense else 11,
         labelLimit=120,
+        **({"labelOverlap": "parity", "ticks": False} if dense else {}),
     )
     return {"axis": axis, "scale": alt.Scale(domain=list(range(n_tokens)))}
 
