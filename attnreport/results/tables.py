@@ -275,6 +275,24 @@ class ImpactPooledTable(Table):
 
 
 @dataclass(frozen=True, eq=False)
+class PooledTable(Table):
+    """A ``set.json`` table pooled over the corpus from the sentence table named ``POOLS``
+    (a field of ``SentenceTables``), with no pooling code of its own (``corpus.pooled``):
+    one row per distinct ``KEYS`` value; each other column but ``n_rows`` is the mean of
+    the source column of the same name over every row with those keys in every sentence
+    (exact sums, rounded once, so any split of the corpus gives the same value);
+    ``n_rows`` (declared by the subclass, an int column) counts those rows."""
+
+    POOLS: ClassVar[str] = ""
+    KEYS: ClassVar[tuple[str, ...]] = ("layer", "head")
+
+    @classmethod
+    def means_of(cls) -> tuple[str, ...]:
+        """The columns that are means of the source's columns (not keys, not ``n_rows``)."""
+        return tuple(c for c in cls.columns_of() if c not in cls.KEYS and c != "n_rows")
+
+
+@dataclass(frozen=True, eq=False)
 class LazyColumn:
     """A table column whose JSON value (rounded, then encoded) is made when written."""
 

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any, get_args, get_type_hints
@@ -239,7 +240,9 @@ def table_kinds(holder: type) -> dict[str, type[rt.Table]]:
     """Table name -> table class of one results file, from the fields of ``holder`` (its
     typed value: ``SentenceTables``, ``SetResults``) whose type is a table, in field
     order, which is the file's order. The one list of a file's tables: a new table is a
-    class in ``tables`` (or ``roles``) and a field here."""
+    class in ``tables`` (or ``roles``), a field here and the analysis that fills it (a
+    module of ``analyses.layer_tables``); a ``tables.PooledTable`` field of ``SetResults``
+    naming it is pooled over the corpus with no further code (``tests/test_table_entry.py``)."""
     hints = get_type_hints(holder)
     out = {}
     for f in fields(holder):
@@ -313,6 +316,13 @@ def sentence_to_json(s: SentenceResults, lazy: bool = False) -> dict[str, Any]:
     return out
 
 
+def sentence_tables_from(tables: Mapping[str, Mapping[str, Any]]) -> SentenceTables:
+    """A sentence's typed tables from its tables' columns by name (``merge_layers``): every
+    table field of ``SentenceTables`` that ``tables`` has (a new table is only its field)."""
+    kinds = table_kinds(SentenceTables).items()
+    return SentenceTables(**{name: kind(**tables[name]) for name, kind in kinds if name in tables})
+
+
 def sentence_tables(s: SentenceResults) -> dict[str, Any]:
     """A sentence's typed tables by their results name (those it has), in file order."""
     return {name: getattr(s.tables, name) for name in _present(s.tables)}
@@ -333,6 +343,20 @@ class SetResults:
     bos_contrast: rt.BosContrastTable | None = None  # runs without a BOS only
     value_norms: rt.ValueNormsTable | None = None
     probes: tuple[tuple[int, ...], ...] | None = None  # the induction probes' token ids
+
+
+def set_results_from(tables: Mapping[str, Mapping[str, Any]]) -> SetResults:
+    """``set.json``'s typed tables from their columns by name: every table field of
+    ``SetResults`` that ``tables`` has (no probes; ``study.with_roles`` adds them)."""
+    kinds = table_kinds(SetResults).items()
+    return SetResults(**{name: kind(**tables[name]) for name, kind in kinds if name in tables})
+
+
+def pooled_kinds() -> dict[str, type[rt.PooledTable]]:
+    """The set tables pooled from a sentence table by the corpus itself (``rt.PooledTable``),
+    by name, in ``set.json``'s order."""
+    kinds = table_kinds(SetResults).items()
+    return {name: kind for name, kind in kinds if issubclass(kind, rt.PooledTable)}
 
 
 def set_from_json(obj: Any, where: str = "set.json") -> SetResults:
