@@ -76,4 +76,3 @@ class LayerRecord(QueryHeads):
     sink_probs: torch.Tensor | None = None  # (head, query) probability on the learned sink
     terms: dict[str, torch.Tensor] = field(default_factory=dict)  # TERM_NAMES -> (head, query, key)
     dtype: torch.dtype = torch.float32  # the model's: logits, scores, probs were rounded to it
-
