@@ -33,6 +33,7 @@ from attnreport.analyses.role_pooling import RoleTotals
 from attnreport.analyses.tables import Table
 from attnreport.analyses.weights import FIRST_TOKEN_MEASURES, query_weights
 from attnreport.corpus.pooled import PoolTotals
+from attnreport.jsontypes import Json
 from attnreport.results import SetResults
 from attnreport.results.types import pooled_kinds, set_results_from
 from attnreport.vocabulary import FOCUS_STATISTICS
@@ -91,9 +92,9 @@ class SentencePartial:
         sources = {name: _arrays(table) for name, table in (pooled or {}).items()}
         return cls(index, focus, impact, _arrays(roles), _arrays(massive), sources)  # type: ignore[arg-type]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> Json:
         """Full-precision JSON (floats round-trip exactly), so a resumed run loses nothing."""
-        out: dict[str, Any] = {"index": self.index}
+        out: Json = {"index": self.index}
         for name in ("focus", "impact", "roles", "massive"):
             value = getattr(self, name)
             if value is not None:
@@ -106,7 +107,7 @@ class SentencePartial:
         return out
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> SentencePartial:
+    def from_json(cls, value: Json) -> SentencePartial:
         tables = {
             name: _arrays(value.get(name)) for name in ("focus", "impact", "roles", "massive")
         }

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from attnreport.errors import AttnReportError
+from attnreport.jsontypes import Json
 from attnreport.results.interventions import (
     Interventions,
     interventions_from_json,
@@ -103,7 +104,7 @@ def dump(results: Results) -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
-def to_json(results: Results) -> dict[str, Any]:
+def to_json(results: Results) -> Json:
     """The parts as JSON values: {"manifest", "set", "sentences", "interventions"}."""
     files = {name: json.loads(decode(data, name, name)) for name, data in dump(results).items()}
     return {

@@ -15,6 +15,7 @@ from typing import Any, get_args, get_type_hints
 
 from attnreport import vocabulary as V
 from attnreport.errors import AttnReportError
+from attnreport.jsontypes import Json
 from attnreport.results import tables as rt
 from attnreport.results.layers import LayerFacts, layer_facts_from_json, layer_facts_to_json
 from attnreport.results.maps import AttentionMaps
@@ -71,7 +72,7 @@ class ModelInfo:
     # layer -> sliding window in tokens, for the layers that attend through one
     layer_windows: dict[int, int] = field(default_factory=dict)
     layers: tuple[LayerFacts, ...] = ()  # one per block, as found at load (version 6)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: Json = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class StudySettings:
     map_tokens: int = V.MAP_TOKENS
     view_head: tuple[int, ...] | None = None
     bos: str = V.BOS_DEFAULT  # one of vocabulary.BOS
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: Json = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def _tuple_or_none(value: Any) -> tuple[Any, ...] | None:
     return None if value is None else tuple(value)
 
 
-def _known(cls: type, obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _known(cls: type, obj: Json) -> tuple[Json, Json]:
     names = {f.name for f in fields(cls)} - {"extra"}
     return {k: v for k, v in obj.items() if k in names}, {
         k: v for k, v in obj.items() if k not in names
@@ -122,12 +123,12 @@ def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _with_extra(obj: Any) -> dict[str, Any]:
+def _with_extra(obj: Any) -> Json:
     out = {f.name: _plain(getattr(obj, f.name)) for f in fields(obj) if f.name != "extra"}
     return {**obj.extra, **out}
 
 
-def _model_json(model: ModelInfo) -> dict[str, Any]:
+def _model_json(model: ModelInfo) -> Json:
     """The manifest's model object; ``layers`` only where found (folders written before
     version 6 round-trip without it)."""
     out = _with_extra(model)
@@ -187,7 +188,7 @@ def manifest_from_json(obj: Any, where: str = "manifest.json") -> Manifest:
     )
 
 
-def manifest_to_json(manifest: Manifest) -> dict[str, Any]:
+def manifest_to_json(manifest: Manifest) -> Json:
     out = {
         "schema": SCHEMA,
         "attnreport_version": manifest.attnreport_version,
@@ -259,7 +260,7 @@ def optional_tables(holder: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(holder) if f.default is None) & set(table_kinds(holder))
 
 
-def _parse_tables(holder: type, obj: Any, where: str) -> dict[str, Any]:
+def _parse_tables(holder: type, obj: Any, where: str) -> dict[str, rt.Table]:
     tables, optional = need(obj, "tables", where), optional_tables(holder)
     return {
         name: kind.from_json(need(tables, name, where), where)
@@ -302,9 +303,9 @@ def sentence_from_json(obj: Any, where: str) -> SentenceResults:
     )
 
 
-def sentence_to_json(s: SentenceResults, lazy: bool = False) -> dict[str, Any]:
+def sentence_to_json(s: SentenceResults, lazy: bool = False) -> Json:
     """The JSON value of ``sentences/NNN.json``; ``lazy``: table columns as ``LazyColumn``."""
-    out: dict[str, Any] = {
+    out: Json = {
         "schema": SCHEMA,
         "sentence": {"index": s.index, "text": s.text, "n_tokens": s.n_tokens},
         "tokens": s.tokens.to_json(),
@@ -323,7 +324,7 @@ def sentence_tables_from(tables: Mapping[str, Mapping[str, Any]]) -> SentenceTab
     return SentenceTables(**{name: kind(**tables[name]) for name, kind in kinds if name in tables})
 
 
-def sentence_tables(s: SentenceResults) -> dict[str, Any]:
+def sentence_tables(s: SentenceResults) -> dict[str, rt.Table]:
     """A sentence's typed tables by their results name (those it has), in file order."""
     return {name: getattr(s.tables, name) for name in _present(s.tables)}
 
@@ -368,14 +369,14 @@ def set_from_json(obj: Any, where: str = "set.json") -> SetResults:
     return SetResults(**_parse_tables(SetResults, obj, where), probes=listed)
 
 
-def set_tables(s: SetResults) -> dict[str, Any]:
+def set_tables(s: SetResults) -> dict[str, rt.Table]:
     """The set's typed tables by their results name (those it has), in file order."""
     return {name: getattr(s, name) for name in _present(s)}
 
 
-def set_to_json(s: SetResults) -> dict[str, Any]:
+def set_to_json(s: SetResults) -> Json:
     tables = {n: getattr(s, n).to_json() for n in _present(s)}
-    out: dict[str, Any] = {"schema": SCHEMA, "tables": tables}
+    out: Json = {"schema": SCHEMA, "tables": tables}
     if s.probes is not None:
         out["probes"] = [list(p) for p in s.probes]
     return out
