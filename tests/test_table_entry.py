@@ -2,13 +2,14 @@
 it: a toy sentence table and a toy set table pooled from it, declared here alone (the
 fields added by subclassing the results types, as a new table adds them to
 ``results/types.py``), are computed by a real corpus run, written, read back, and pooled
-over the corpus exactly, in any split of it."""
+over the corpus exactly, in any split of it; the results schema's listing follows."""
 
 from __future__ import annotations
 
 import gzip
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from attnreport.analyses.tables import Table
 from attnreport.config import load_settings
 from attnreport.corpus import run_corpus
 from attnreport.corpus.partial import SentencePartial, SetPartial
+from attnreport.docs import with_schema_tables
 from attnreport.records import LayerRecord
 from attnreport.results import CURRENT, load, types
 from attnreport.results.tables import PooledTable, _table, col
@@ -85,6 +87,10 @@ def test_the_table_kinds_follow_from_the_fields(toy_table):
     assert list(types.table_kinds(types.SentenceTables))[-1] == "first_token"
     assert types.pooled_kinds() == {"first_token_pooled": FirstTokenPooledTable}
     assert FirstTokenPooledTable.means_of() == ("first_prob",)
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "results-schema.md").read_text()
+    listed = with_schema_tables(doc)  # what ``python -m attnreport.docs`` would write
+    assert '    "first_token":  layer, head, query, first_prob\n' in listed
+    assert '    "first_token_pooled": layer, head, first_prob, n_rows\n' in listed
 
 
 def test_a_new_table_is_written_read_back_and_pooled_over_a_corpus(
