@@ -34,7 +34,7 @@ from attnreport.jsontypes import Json
 from attnreport.results import Manifest
 from attnreport.results.io import dump_json
 from attnreport.results.layout import CURRENT, MANIFEST
-from attnreport.results.types import manifest_to_json
+from attnreport.results.manifest import manifest_to_json
 from attnreport.vocabulary import MARKER  # this folder is attnreport's
 
 log = logging.getLogger(__name__)

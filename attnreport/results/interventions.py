@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attnreport.jsontypes import Json
-from attnreport.results.types import SCHEMA, Observations, need
+from attnreport.results.manifest import SCHEMA, Observations, need
 
 
 @dataclass(frozen=True)

@@ -24,15 +24,17 @@ from attnreport.results.interventions import (
     interventions_to_json,
 )
 from attnreport.results.layout import CURRENT, MANIFEST, Layout, decode, is_results_file
-from attnreport.results.tables import LazyColumn
-from attnreport.results.types import (
+from attnreport.results.manifest import (
     READABLE_VERSIONS,
     SCHEMA_VERSION,
     Manifest,
-    SentenceResults,
-    SetResults,
     manifest_from_json,
     manifest_to_json,
+)
+from attnreport.results.tables import LazyColumn
+from attnreport.results.types import (
+    SentenceResults,
+    SetResults,
     sentence_from_json,
     sentence_to_json,
     set_from_json,
