@@ -79,11 +79,17 @@ class StudySettings:
     extra: Json = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class ListedSentence:
+@dataclass(frozen=True, eq=False)
+class SentenceId:
+    """Which sentence: what the manifest lists of it and its results file begins with."""
+
     index: int
     text: str
     n_tokens: int
+
+
+@dataclass(frozen=True)
+class ListedSentence(SentenceId):
     token_ids: tuple[int, ...]
 
 

@@ -16,7 +16,7 @@ from typing import Any, get_args, get_type_hints
 from attnreport.errors import AttnReportError
 from attnreport.jsontypes import Json
 from attnreport.results import tables as rt
-from attnreport.results.manifest import SCHEMA, need
+from attnreport.results.manifest import SCHEMA, SentenceId, need
 from attnreport.results.maps import AttentionMaps
 from attnreport.results.roles import (
     HeadRolesBySentenceTable,
@@ -40,12 +40,9 @@ class SentenceTables:
 
 
 @dataclass(frozen=True, eq=False)
-class SentenceResults:
+class SentenceResults(SentenceId):
     """One ``sentences/NNN.json``."""
 
-    index: int
-    text: str
-    n_tokens: int
     tokens: rt.TokensTable
     tables: SentenceTables
     attention: AttentionMaps | None = None  # None past ``map_tokens`` tokens
