@@ -23,7 +23,7 @@ Columns = dict[str, list]
 # statistic -> (what the curve shows, its axis title)
 CURVES = {
     "first_focus": ("first-token focus", "share of queries whose top key is the first token"),
-    "sink_rate": ("sink rate", f"sink heads, % of the layer (Gu et al., eps = {sinks.EPS:g})"),
+    "sink_rate": ("sink rate", "sink heads, % of the layer"),  # the caption names the measure
     "self_focus": ("self focus", "share of queries whose top key is the query itself"),
     "head_impact": ("head impact", "||u|| / ||x||, mean of the layer's heads"),
 }
