@@ -52,3 +52,12 @@ def test_the_finding_names_the_largest_gap_among_the_shares_and_its_numbers():
     assert findings.difference([a]) is None
     same = findings.difference([a, side("A2", 3, 0)])
     assert same is not None and same.text.startswith("No difference")
+
+
+def test_depth_gaps_read_as_words_at_two_places():
+    from attnreport.multi.measures import apart
+
+    assert apart(0.0041) == "less than 0.01 apart"  # 24/29 against 14/17: not "0.00 apart"
+    assert apart(0.07) == "0.07 apart" and apart(0.005) == "0.01 apart"
+    onset = findings.sink_onset([side("A", 3, 0), side("B", 5, 1)]).text
+    assert ") (" not in onset and onset.startswith("Where the sink forms: ")

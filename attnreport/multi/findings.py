@@ -58,7 +58,9 @@ def sink_onset(sides: Sequence[ModelSide]) -> Comparison:
     text = "Where the sink forms: " + "; ".join(parts)
     if len(depths) == len(sides) > 1:
         gap = max(depths) - min(depths)
-        text += " (the same relative depth)" if gap < SAME else f" ({apart(gap)} in depth)"
+        text += (
+            "; at the same relative depth" if gap < SAME else f"; {apart(gap)} in relative depth"
+        )
     text += ". A sink layer is one where most heads make the first token the top key for most queries."  # fmt: skip
     return Comparison("sink-onset", text, "compare-first-focus")
 
