@@ -47,7 +47,11 @@ def families_table() -> str:
         rows.append(
             f"| {family.name} | {types} | {family.positional} | {family.route} | {features} |"
         )
-    note = f"Every family is checked for: {CHECKED}."
+    note = (
+        f"Every family is checked for: {CHECKED}. RecurrentGemma (a hybrid), JetMoE, DiffLlama "
+        "and DeepSeek V2 are verified in the zoo below; the last three also give the model's "
+        "own logits when adapted."
+    )
     return "\n".join(rows) + f"\n\n{note}\n\n{zoo_summary()}"
 
 

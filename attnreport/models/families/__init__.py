@@ -6,9 +6,11 @@ makes it. It admits nothing: every model, named here or not, is admitted by the
 self-check at load (``attnreport.verify.verified_layers``), and ``family_for`` gives an
 unnamed ``model_type`` a plain interface family named after it. To name a family: a
 module here with a ``FAMILY`` record, listed in ``_MODULES``, and a tiny model in
-``tests/tiny_models.py`` (``tests/tiny_adapters.py`` for adapters; a hybrid's adapter is
-verified in the zoo, ``tests/test_zoo.py``). An adapter is an ``AdapterFamily``
-(``adapter.py``): the attention class it replaces and the forward that calls the interface.
+``tests/tiny_models.py`` (``tests/tiny_adapters.py`` for adapters; a hybrid's adapter, and
+JetMoE's, DiffLlama's and DeepSeek V2's, are verified in the zoo, ``tests/test_zoo.py``, and their numbers
+checked in ``tests/test_zoo_adapters.py``). An adapter is an ``AdapterFamily``
+(``adapter.py``): the attention class it replaces and the forward that calls the interface;
+where the model has no one output projection, the one it composes (``composed.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ _MODULES = (
     "falcon",
     "recurrent_gemma",
     "llama4",
+    "jetmoe",
+    "diffllama",
+    "deepseek_v2",
 )
 FAMILIES: tuple[Family, ...] = tuple(
     import_module(f"{__name__}.{name}").FAMILY for name in _MODULES

@@ -114,6 +114,12 @@ class AdapterFamily:
     positions: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
     # rotate(q, k, cos, sin) as the forward applies it (what discovery inverts)
     rotate: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
+    # attention module -> the output projection its forward calls on a gated output g * z,
+    # for a model with no one linear map from the heads' outputs (``composed.py``); or None
+    output: Callable[[nn.Module], nn.Module] | None = None
+    # (spec, record) -> our probabilities laid out as the model's ``output_attentions``
+    # reports them, where its heads are not ours (JetMoE's routed slots); or None
+    reported: Callable[..., torch.Tensor] | None = None
 
     def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
         return forwards_swapped(model, self.attention_class, self.forward, self.positions)
