@@ -120,7 +120,9 @@ def run_probes(session: Session) -> ProbeResult:
     scores = remembered(
         session.model,
         key,
-        lambda: probe_scores(session.model, probes, [s.layer for s in session.specs]),
+        lambda: probe_scores(
+            session.model, probes, [s.layer for s in session.specs], session.loaded.family
+        ),
     )
     return ProbeResult(probes, scores)
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import pytest
 import torch
+from click.testing import CliRunner
 from transformers import FalconConfig, FalconForCausalLM
 
 from attnreport.capture import capture_attention
+from attnreport.cli import main
+from attnreport.interventions import identity, run_modified, scale
 from attnreport.models.families import family_for
 from attnreport.verify import verified_layers
-from tests.zoo_models import build_zoo_model
+from tests.zoo_models import build_zoo_model, save_zoo_model
 
 IDS = torch.tensor([5, 3, 9, 9, 2, 7, 1, 4, 4, 8, 6, 3])
 ATOL = 1e-5  # float32 models of magnitude ~1: a few hundred float32 units
@@ -119,3 +122,34 @@ def test_falcon_alibi_position_term_is_the_alibi_bias():
     torch.testing.assert_close(position[record.allowed.expand(heads, -1, -1)],
                                expected.expand(-1, n, -1)[record.allowed.expand(heads, -1, -1)],
                                atol=1e-6, rtol=0)  # fmt: skip
+
+
+@pytest.mark.parametrize("model_type", ["jetmoe", "diffllama", "deepseek_v2"])
+def test_scaled_q_gives_uniform_attention_and_scaled_v_keeps_the_layer(model_type):
+    """Interventions act on the adapters' heads: Q scaled to ~0 gives uniform attention over
+    the allowed keys; V scaled leaves the layer's probabilities and changes the next's."""
+    model, specs, base = _verified(model_type)
+    out = run_modified(model, specs, IDS, 0, scale("Q", 1e-10), (0,))
+    allowed = base.allowed.expand(base.n_heads, -1, -1)
+    uniform = allowed.float() / allowed.sum(-1, keepdim=True)
+    torch.testing.assert_close(out.probs[0], uniform, atol=1e-6, rtol=0)
+    same = run_modified(model, specs, IDS, 0, identity, (0, 1))
+    changed = run_modified(model, specs, IDS, 0, scale("V", 1e-3), (0, 1))
+    assert torch.equal(changed.probs[0], same.probs[0])
+    assert (changed.probs[1] - same.probs[1]).abs().max() > 1e-5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_type", ["jetmoe", "diffllama", "deepseek_v2"])
+def test_adapted_zoo_model_builds_a_site(tmp_path, model_type):
+    """The whole build (roles, induction probes on the adapter's heads, interventions)."""
+    save_zoo_model(model_type, tmp_path / "model")
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the cat chased the mouse and the dog sat on the mat\n")
+    out = tmp_path / "site"
+    args = ["build", "--model", str(tmp_path / "model"), "--sentences", str(sentences),
+            "--out", str(out), "--no-images"]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    page = next(out.glob("s00*.html")).read_text(encoding="utf-8")
+    assert 'data-key="attention-map"' in page and 'data-key="scaling-grid"' in page
