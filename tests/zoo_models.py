@@ -74,9 +74,13 @@ SMALL = {
     "block_ff_dim": 64,
 }
 N_LAYERS = SMALL["num_hidden_layers"]
+EXPERTS = {"num_experts_per_token": 2, "num_expert_group": 1, "topk_group": 1}  # of 4
 HYBRID = {  # hybrids whose default layer list has no attention layer to cut: layer 1 attends
     "bamba": {"attn_layer_indices": [1]},
     "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"]},  # its default list is None
+    "kimi_linear": EXPERTS,  # expert fields under names of their own
+    "bailing_hybrid": EXPERTS,
 }
 
 

@@ -20,6 +20,7 @@ VERIFIED: tuple[str, ...] = (
     "aria_text",
     "axk1",
     "axk2",
+    "bailing_hybrid",
     "bamba",
     "beam",
     "biogpt",
@@ -80,9 +81,11 @@ VERIFIED: tuple[str, ...] = (
     "jais2",
     "jamba",
     "jetmoe",
+    "kimi_linear",
     "kolibri1",
     "laguna",
     "lfm2",
+    "lfm2_moe",
     "lfm3",
     "llama",
     "llama4_text",
@@ -145,9 +148,12 @@ REFUSED: dict[str, str] = {
 }
 
 HYBRID: tuple[str, ...] = (  # verified, with blocks that are not attention
+    "bailing_hybrid",
     "bamba",
     "granitemoehybrid",
     "jamba",
+    "kimi_linear",
+    "lfm2_moe",
     "lfm3",
     "minimax",
     "nemotron_h",
@@ -166,11 +172,8 @@ ATTENTION_FREE: tuple[str, ...] = (  # refused: no softmax over keys anywhere in
 )
 
 NOT_TINY: tuple[str, ...] = (
-    "bailing_hybrid",
     "cohere_compass_text",
     "gemma3n_text",
-    "kimi_linear",
-    "lfm2_moe",
     "mamba2",
     "qwen4_exp_text",
     "zamba",
