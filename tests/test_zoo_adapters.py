@@ -1,6 +1,7 @@
 """The adapters that define a head where the model has no one output projection (JetMoE's
-attention experts, DiffLlama's differential heads), DeepSeek V2's complex rotation, and
-Falcon's ALiBi, on tiny random models built from small configs (no download).
+attention experts, DiffLlama's differential heads), DeepSeek V2's complex rotation,
+Inkling 2's sink logit per query, and Falcon's ALiBi, on tiny random models built from
+small configs (no download).
 
 Each adapter's numbers are checked against an independent computation from the model's
 own weights: the per-head updates against the definition its module documents, the
@@ -10,6 +11,7 @@ model's own (what the self-check's last layer cannot see: nothing reads its outp
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
@@ -17,8 +19,10 @@ from transformers import FalconConfig, FalconForCausalLM
 
 from attnreport.capture import capture_attention
 from attnreport.cli import main
+from attnreport.config import Settings
 from attnreport.interventions import identity, run_modified, scale
 from attnreport.models.families import family_for
+from attnreport.sentence_pass import analyze_pass
 from attnreport.verify import verified_layers
 from tests.zoo_models import build_zoo_model, save_zoo_model
 
@@ -140,7 +144,7 @@ def test_scaled_q_gives_uniform_attention_and_scaled_v_keeps_the_layer(model_typ
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model_type", ["jetmoe", "diffllama", "deepseek_v2"])
+@pytest.mark.parametrize("model_type", ["jetmoe", "diffllama", "deepseek_v2", "inkling2_text"])
 def test_adapted_zoo_model_builds_a_site(tmp_path, model_type):
     """The whole build (roles, induction probes on the adapter's heads, interventions)."""
     save_zoo_model(model_type, tmp_path / "model")
@@ -153,3 +157,25 @@ def test_adapted_zoo_model_builds_a_site(tmp_path, model_type):
     assert result.exit_code == 0, result.output
     page = next(out.glob("s00*.html")).read_text(encoding="utf-8")
     assert 'data-key="attention-map"' in page and 'data-key="scaling-grid"' in page
+
+
+def test_inkling2_sink_logit_per_query_is_in_its_softmax_and_its_maps():
+    """Inkling 2 computes each head's sink logit from the query token (``sink_proj``): the
+    probabilities over the keys and the sink's share are the softmax of the scores and that
+    logit, computed here from the module's weights; the stored maps keep one logit per
+    query, and the probabilities derived from them are the captured ones."""
+    model, specs, record = _verified("inkling2_text")
+    spec = specs[-1]
+    assert "sinks" in spec.features
+    record = capture_attention(model, specs, IDS).record(spec.layer)
+    sinks = (record.a @ spec.attention.sink_proj.weight.detach().t()).t()  # (head, query)
+    full = torch.cat([record.scores, sinks[..., None]], dim=-1).softmax(-1)
+    torch.testing.assert_close(record.probs, full[..., :-1], atol=1e-6, rtol=0)
+    torch.testing.assert_close(record.sink_probs, full[..., -1], atol=1e-6, rtol=0)
+    _, maps = analyze_pass(model, specs, IDS, Settings(map_tokens=len(IDS)))
+    stored = np.asarray(maps.sinks[-1])  # (head, query)
+    np.testing.assert_allclose(stored, sinks.numpy(), rtol=1e-5, atol=1e-6)  # 6 digits kept
+    for head in range(record.n_heads):
+        for q in range(len(IDS)):
+            derived = np.asarray(maps.probs[-1][head][q])
+            np.testing.assert_allclose(derived, record.probs[head, q, : q + 1], atol=1e-5, rtol=0)
