@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attnreport.results.types import SCHEMA, Observations, need
+from attnreport.jsontypes import Json
+from attnreport.results.manifest import SCHEMA, Observations, need
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def _cell(obj: Any, key: str, where: str) -> GridCell:
     )
 
 
-def _cell_json(cell: GridCell, key: str) -> dict[str, Any]:
+def _cell_json(cell: GridCell, key: str) -> Json:
     return {
         "target": cell.target,
         key: cell.setting,
@@ -87,7 +88,7 @@ def interventions_from_json(obj: Any, where: str = "interventions.json") -> Inte
     )
 
 
-def interventions_to_json(iv: Interventions) -> dict[str, Any]:
+def interventions_to_json(iv: Interventions) -> Json:
     return {
         "schema": SCHEMA,
         "layer": iv.layer,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from attnreport.models.families.adapter import AdapterFamily, interface_function
+from attnreport.models.families.adapter import Adapter, interface_function
 from attnreport.models.families.llama4 import positions, rotate
 
 
@@ -45,13 +45,4 @@ def routed_forward(self, config, hidden_states, attention_mask=None, past_key_va
     return self.o_proj(context.reshape(batch, n, -1).contiguous()), probs
 
 
-FAMILY = AdapterFamily(
-    name="DeepSeek V2",
-    model_types=("deepseek_v2",),
-    positional="rope",
-    attention_class="DeepseekV2Attention",
-    forward=routed_forward,
-    verified=("rope", "partial_rotary", "latent_attention"),
-    positions=positions,
-    rotate=rotate,
-)
+ADAPTER = Adapter("DeepseekV2Attention", routed_forward, positions, rotate)

@@ -22,7 +22,7 @@ import sys
 import torch
 from torch import nn
 
-from attnreport.models.families.adapter import AdapterFamily, interface_function
+from attnreport.models.families.adapter import Adapter, interface_function
 from attnreport.models.families.composed import ComposedLinear, composed_for
 
 
@@ -84,12 +84,4 @@ def routed_forward(self, config, hidden_states, position_embeddings=None, attent
     return output(self)(gated.reshape(batch, n, -1)), probs
 
 
-FAMILY = AdapterFamily(
-    name="DiffLlama",
-    model_types=("diffllama",),
-    positional="rope",
-    attention_class="DiffLlamaAttention",
-    forward=routed_forward,
-    verified=("rope", "gqa", "output_gate", "differential"),
-    output=output,
-)
+ADAPTER = Adapter("DiffLlamaAttention", routed_forward, output=output)

@@ -21,7 +21,7 @@ import sys
 import torch
 from torch import nn
 
-from attnreport.models.families.adapter import AdapterFamily, interface_function
+from attnreport.models.families.adapter import Adapter, interface_function
 from attnreport.models.families.composed import ComposedLinear, composed_for
 
 
@@ -89,13 +89,4 @@ def reported(spec, record) -> torch.Tensor:
     return record.probs[index.cpu(), torch.arange(n)[None, :]]
 
 
-FAMILY = AdapterFamily(
-    name="JetMoE",
-    model_types=("jetmoe",),
-    positional="rope",
-    attention_class="JetMoeAttention",
-    forward=routed_forward,
-    verified=("rope", "gqa", "output_gate", "attention_experts"),
-    output=output,
-    reported=reported,
-)
+ADAPTER = Adapter("JetMoeAttention", routed_forward, output=output, reported=reported)
