@@ -49,6 +49,7 @@ from attnreport.results import (
     TokensTable,
 )
 from attnreport.results import tables as rt
+from attnreport.results.pooling import pool_sentence_tables
 from attnreport.results.roles import (
     HeadRolesBySentenceTable,
     HeadRolesSetTable,
@@ -78,7 +79,9 @@ def analyze_sentence(
 ) -> SentenceAnalysis:
     """Every per-sentence table of ``sentence`` (schema ``sentences/NNN.json``) on
     ``session``'s model; each layer is analysed as soon as it has run and then dropped
-    (``sentence_pass.analyze_pass``, which reports each to ``on_layer``)."""
+    (``sentence_pass.analyze_pass``, which reports each to ``on_layer``). The result's
+    per-query tables pool past ``map_tokens`` queries (``results.pooling``); the arrays
+    the set-wide totals add up are every query's."""
     index = sentence.index
     ids = torch.tensor(sentence.token_ids)
     tables, maps = analyze_pass(session.model, session.specs, ids, settings, on_layer)
@@ -92,7 +95,7 @@ def analyze_sentence(
             token=list(sentence.tokens),
             token_id=np.array(sentence.token_ids),
         ),
-        tables=tables,
+        tables=pool_sentence_tables(tables, settings.map_tokens),
         attention=maps,
         view_head=None if settings.view_head is None else tuple(settings.view_head),  # type: ignore[arg-type]
     )
