@@ -95,8 +95,10 @@ def save_tiny_long_model(directory: Path, words: list[str]) -> Path:
 def growth_factors() -> dict[str, float]:
     """How each part of the long input's site grows from the tiny model to the default
     one: ``heads`` (every (layer, head) row: the results' tables, the figures' data files,
-    22.5x), ``layer_heads`` (what holds one layer's heads: the interventions observe
-    every head of three layers, the pages inline one layer, 3x) and 1 for the rest."""
+    22.5x), ``layer_heads`` (what holds one layer's heads: the interventions and their
+    grids' data files observe every head of three layers, the pages inline one layer,
+    3x) and 1 for the rest (the shared assets). An upper bound: ``block_impact`` and the
+    manifest grow less."""
     tiny = TINY_LONG["layers"] * TINY_LONG["heads"]
     default = DEFAULT_SHAPE["layers"] * DEFAULT_SHAPE["heads"]
     return {"heads": default / tiny, "layer_heads": DEFAULT_SHAPE["heads"] / TINY_LONG["heads"]}
@@ -110,7 +112,8 @@ def default_model_estimate(site: Path) -> dict[str, Any]:
     sizes = {}
     for path in (p for p in site.rglob("*") if p.is_file()):
         name = path.relative_to(site).as_posix()
-        if name.endswith("interventions.json.gz") or name.endswith(".html"):
+        grid = name.startswith("data/") and "-grid/" in name  # all heads of one layer
+        if grid or name.endswith(("interventions.json.gz", ".html")):
             factor = factors["layer_heads"]
         elif name.split("/", 1)[0] in ("results", "data"):
             factor = factors["heads"]

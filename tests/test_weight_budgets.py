@@ -27,6 +27,7 @@ def test_default_model_estimate_scales_each_part(tmp_path):
         "results/sentences/000.json.gz": 1000,
         "results/interventions.json.gz": 500,
         "data/s000/attention-breakdown/a.js": 200,
+        "data/s000/mean-grid/mean-grid--same.js": 40,
         "s000-long.html": 100,
         "assets/vega.js": 300,
     }
@@ -35,7 +36,7 @@ def test_default_model_estimate_scales_each_part(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"x" * size)
     got = default_model_estimate(tmp_path)
-    expected = (1000 + 200) * 270 / 12 + (500 + 100) * 3 + 300
+    expected = (1000 + 200) * 270 / 12 + (500 + 40 + 100) * 3 + 300
     assert got["total"] == pytest.approx(expected)
     assert got["largest"][0] == "results/sentences/000.json.gz"
     assert got["largest"][1] == pytest.approx(1000 * 270 / 12)
