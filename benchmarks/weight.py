@@ -9,8 +9,9 @@ Three sites, each measured on disk (every file, apparent size) and split by part
   here from a config (``TINY_LONG``: 4 layers of 3 heads, a word-level tokenizer over the
   prose's words), so a routine bench run can afford it: budget 25 MB, no file over
   10 MB. The default model has 30 layers of 9 heads, 22.5 times as many: every table
-  kept per (layer, head, query) grows with that ratio, so the same input on it weighs
-  much more (measured once by hand, see the notes after the marker);
+  kept per (layer, head, query) grows with that ratio, so the section also extrapolates
+  the same input to the default model file by file (``default_model_estimate``) and
+  judges the estimate against the same budgets;
 - the example (section 4's build): budget 10 MB.
 
 Quick mode: no newcomer's project (it is a default-model build of its own) and a
