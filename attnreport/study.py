@@ -49,7 +49,7 @@ from attnreport.results import (
     TokensTable,
 )
 from attnreport.results import tables as rt
-from attnreport.results.observed_blocks import blocked_cell
+from attnreport.results.observed_blocks import block_size, blocked_cell
 from attnreport.results.pooling import pool_sentence_tables
 from attnreport.results.roles import (
     HeadRolesBySentenceTable,
@@ -163,8 +163,9 @@ def _kept(probs: dict[str, np.ndarray]) -> dict[str, list[Any]]:
 
 
 def _cell(cell: Cell, observed: dict[str, int], base: dict[str, np.ndarray] | None) -> GridCell:
-    """A typed grid cell; ``base``: the unmodified pass of a long input (its observations
-    are kept as the grid's blocks, ``observed_blocks``), None for one kept whole."""
+    """A typed grid cell; ``base``: the unmodified pass of an input drawn as blocks (its
+    observations are kept as the grid's blocks, ``observed_blocks``), None for one kept
+    whole."""
     probs = _observations(cell.outcome, observed)
     kl = [round_sig(float(v)) for v in cell.kl.cpu()]
     if base is None:
@@ -173,15 +174,17 @@ def _cell(cell: Cell, observed: dict[str, int], base: dict[str, np.ndarray] | No
     return GridCell(cell.target, cell.setting, observations, kl, **fields)
 
 
-def _baseline(outcome: Outcome, observed: dict[str, int], long: bool) -> Any:
-    """The file's observations of an unmodified pass (blocks for a long input)."""
+def _baseline(outcome: Outcome, observed: dict[str, int], as_blocks: bool) -> Any:
+    """The file's observations of an unmodified pass (blocks for an input drawn so)."""
     probs = _observations(outcome, observed)
-    return blocked_cell(probs, probs)[0] if long else _kept(probs)
+    return blocked_cell(probs, probs)[0] if as_blocks else _kept(probs)
 
 
 def intervention_results(session: Session, settings: Settings, layer: int) -> Interventions:
     """Scaling and mean grids at ``layer`` (schema ``interventions.json``). The observations
-    of a sentence longer than ``map_tokens`` cover its first ``map_tokens`` queries."""
+    of a sentence longer than ``map_tokens`` cover its first ``map_tokens`` queries; those
+    of more than ``GRID_TOKENS`` positions are kept as the blocks the grids draw
+    (``results.observed_blocks``)."""
     observed = observed_layers(layer, attention_layers(session.specs))
     ids = session.token_tensors()
     model, specs, leading = session.model, session.specs, settings.map_tokens
@@ -191,13 +194,14 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
     inputs = {i: ids[i] for i in mean_inputs}
     baselines, mean_cells = mean_grid(model, specs, inputs, layer, leading)
     before = mean_grid_before_rotation(model, specs, inputs, layer, leading)
-    long = {i: len(ids[i]) > leading for i in (settings.scaling_sentence, *mean_inputs)}
+    drawn = (settings.scaling_sentence, *mean_inputs)
+    blocks = {i: block_size(min(len(ids[i]), leading)) > 1 for i in drawn}  # grids' blocks
 
     def kept(cells: list[Cell], sentence_of: Any, bases: dict[int, Outcome]) -> tuple:
         out = []
         for c in cells:
             i = sentence_of(c)
-            base = _observations(bases[i], observed) if long[i] else None
+            base = _observations(bases[i], observed) if blocks[i] else None
             out.append(_cell(c, observed, base))
         return tuple(out)
 
@@ -209,12 +213,12 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
         epsilons=tuple(settings.epsilons),
         scaling=ScalingGrid(
             sentence=settings.scaling_sentence,
-            baseline=_baseline(base, observed, long[settings.scaling_sentence]),
+            baseline=_baseline(base, observed, blocks[settings.scaling_sentence]),
             cells=kept(cells, lambda c: settings.scaling_sentence, scaled_base),
         ),
         mean=MeanGrid(
             sentences=tuple(mean_inputs),
-            baselines={i: _baseline(b, observed, long[i]) for i, b in baselines.items()},
+            baselines={i: _baseline(b, observed, blocks[i]) for i, b in baselines.items()},
             cells=kept(mean_cells, lambda c: int(c.setting), baselines),
             before_rotation=kept(before, lambda c: int(c.setting), baselines),
         ),

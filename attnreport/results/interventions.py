@@ -17,7 +17,7 @@ class GridCell:
     setting: float | int
     observations: Observations
     kl: list[float]
-    # an input longer than ``map_tokens`` (schema 7, ``observed_blocks``): ``blocks`` is
+    # an input of more than 32 observed positions (schema 7, ``observed_blocks``): ``blocks`` is
     # (block size, positions observed) and ``observations`` (and the grid's baseline of
     # the same input) hold block values; ``gaps`` and ``moved`` are per observation and
     # head, read off the exact rows. None for an input kept whole.
