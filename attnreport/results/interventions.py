@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attnreport.results.types import SCHEMA, Observations, need
+from attnreport.jsontypes import Json
+from attnreport.results.manifest import SCHEMA, Observations, need
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,8 @@ def _cell(obj: Any, key: str, where: str) -> GridCell:
     )
 
 
-def _cell_json(cell: GridCell, key: str) -> dict[str, Any]:
-    out = {
+def _cell_json(cell: GridCell, key: str) -> Json:
+    out: Json = {
         "target": cell.target,
         key: cell.setting,
         "observations": cell.observations,
@@ -101,7 +102,7 @@ def interventions_from_json(obj: Any, where: str = "interventions.json") -> Inte
     )
 
 
-def interventions_to_json(iv: Interventions) -> dict[str, Any]:
+def interventions_to_json(iv: Interventions) -> Json:
     return {
         "schema": SCHEMA,
         "layer": iv.layer,

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from attnreport.errors import AttnReportError
+from attnreport.jsontypes import Json
 from attnreport.results.codec import Encoded, decode_column, encode_column
 from attnreport.results.rounding import column_to_list
 
@@ -85,7 +86,7 @@ class Table:
         """Column name -> array (the names are the charts' field names)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
-    def to_json(self, lazy: bool = False) -> dict[str, Any]:
+    def to_json(self, lazy: bool = False) -> Json:
         """``{"columns": {...}}``, floats rounded to 6 significant digits, each column
         encoded (``codec.encode_column``); with ``lazy`` each column is a ``LazyColumn``,
         converted only when ``io.dump_json_streamed`` writes it (a long sentence's tables
@@ -108,7 +109,7 @@ class Table:
         columns = value.get("columns") if isinstance(value, dict) else None
         if not isinstance(columns, dict):
             raise AttnReportError(f"{where}: table {cls.NAME} is not a column table")
-        values: dict[str, Any] = {}
+        values: dict[str, list[Any]] = {}
         for f in fields(cls):
             if f.name in columns:
                 values[f.name] = _decoded(columns[f.name], f.name, where, cls.NAME)
@@ -289,6 +290,24 @@ class ImpactPooledTable(Table):
     magnitude: np.ndarray = col("float")
     orientation: np.ndarray = col("float")
     n_tokens: np.ndarray = col("int")
+
+
+@dataclass(frozen=True, eq=False)
+class PooledTable(Table):
+    """A ``set.json`` table pooled over the corpus from the sentence table named ``POOLS``
+    (a field of ``SentenceTables``), with no pooling code of its own (``corpus.pooled``):
+    one row per distinct ``KEYS`` value; each other column but ``n_rows`` is the mean of
+    the source column of the same name over every row with those keys in every sentence
+    (exact sums, rounded once, so any split of the corpus gives the same value);
+    ``n_rows`` (declared by the subclass, an int column) counts those rows."""
+
+    POOLS: ClassVar[str] = ""
+    KEYS: ClassVar[tuple[str, ...]] = ("layer", "head")
+
+    @classmethod
+    def means_of(cls) -> tuple[str, ...]:
+        """The columns that are means of the source's columns (not keys, not ``n_rows``)."""
+        return tuple(c for c in cls.columns_of() if c not in cls.KEYS and c != "n_rows")
 
 
 @dataclass(frozen=True, eq=False)

@@ -37,7 +37,7 @@ from attnreport.results.layout import Layout
 from attnreport.site import pages, render
 from attnreport.site.ahead import Ahead
 from attnreport.site.chart_source import ChartSource, Drawing, as_bytes
-from attnreport.site.context import FigureInput, Link, SiteOptions
+from attnreport.site.context import FigureFiles, FigureInput, Link, SiteOptions
 from attnreport.site.page_data import chosen_pages, intervention_inputs, page_results, placed
 from attnreport.site.real_charts import default_charts
 from attnreport.site.slugs import sentence_filename
@@ -97,17 +97,16 @@ def _figure_files(
             paths[kind] = f"figures/{page}/{fig.key}.{kind}"
             data = as_bytes(content)
             files[paths[kind]] = stable_svg_ids(data) if kind == "svg" else data
-    return FigureInput(
-        figure=fig,
-        entry=placed.entry,
-        data=data_link(placed, index, layout),
-        data_format=layout.format,
-        data_title=data_title(layout),
+    linked = FigureFiles(
         payload=encoded.payload if encoded else charts.payload(fig),
+        data=data_link(placed, index, layout),
         chunk_dir=chunk_dir,
         svg=paths.get("svg"),
         png=paths.get("png"),
+        data_format=layout.format,
+        data_title=data_title(layout),
     )
+    return FigureInput(figure=fig, entry=placed.entry, files=linked)
 
 
 def _start_images(

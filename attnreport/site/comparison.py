@@ -31,7 +31,7 @@ from attnreport.site import comparison_page as cp
 from attnreport.site import render
 from attnreport.site.assemble import assemble_site, options_json, vega_bundle
 from attnreport.site.chart_source import ChartSource, as_bytes
-from attnreport.site.context import FigureContext, SiteOptions
+from attnreport.site.context import FigureContext, FigureFiles, SiteOptions
 from attnreport.site.page_data import chosen_pages
 from attnreport.site.real_charts import default_charts
 from attnreport.site.slugs import sentence_filename
@@ -144,8 +144,8 @@ def _figures(
         out.append(
             FigureContext(
                 number=number, key=fig.key, anchor=f"fig-{fig.key}", title=fig.title,
-                caption=fig.caption, payload=charts.payload(fig), chunk_dir=None, svg=svg,
-                png=png, data=DATA_FILE, alt=alt_text,
+                caption=fig.caption, alt=alt_text,
+                files=FigureFiles(charts.payload(fig), DATA_FILE, svg=svg, png=png),
             )
         )  # fmt: skip
     return tuple(out)

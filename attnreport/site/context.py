@@ -46,18 +46,25 @@ class SiteOptions:
 
 
 @dataclass(frozen=True)
-class FigureInput:
-    """One figure as assembled: the builder's value plus its page-relative file paths."""
+class FigureFiles:
+    """What a figure's page embeds and links to, relative to the page."""
 
-    figure: Figure
-    entry: FigureEntry  # the registry entry that placed it (part, tables read)
-    data: str  # relative link to the results file the figure draws
     payload: str  # JSON text, already safe inside <script type="application/json">
+    data: str  # relative link to the results file the figure draws
     chunk_dir: str | None = None  # relative folder with the figure's chunk files, ends in "/"
     svg: str | None = None
     png: str | None = None
     data_format: str = "JSON"  # what ``data`` holds (``Layout.format``)
     data_title: str = ""  # the data link's tooltip, when the file needs saying how to read it
+
+
+@dataclass(frozen=True)
+class FigureInput:
+    """One figure as assembled: the builder's value plus its page-relative files."""
+
+    figure: Figure
+    entry: FigureEntry  # the registry entry that placed it (part, tables read)
+    files: FigureFiles
 
 
 @dataclass(frozen=True)
@@ -69,13 +76,7 @@ class FigureContext:
     anchor: str
     title: str
     caption: str
-    payload: str
-    chunk_dir: str | None
-    svg: str | None
-    png: str | None
-    data: str  # the results file the figure draws
-    data_format: str = "JSON"  # what that file holds: "JSON" or "gzip-compressed JSON"
-    data_title: str = ""  # the data link's tooltip (none for plain JSON)
+    files: FigureFiles
     sorted_lines: bool = False
     alt: str = ""  # what a screen reader hears: what is plotted and its main finding
     prefix: str = ""  # before the number, so figures are unique across the site ("S3.")
@@ -279,13 +280,7 @@ def number_figures(
                     anchor=f"figure-{n}",
                     title=f.title,
                     caption=next(captions),
-                    payload=item.payload,
-                    chunk_dir=item.chunk_dir,
-                    svg=item.svg,
-                    png=item.png,
-                    data=item.data,
-                    data_format=item.data_format,
-                    data_title=item.data_title,
+                    files=item.files,
                     sorted_lines=item.entry.sorted_lines,
                     prefix=prefix,
                     method=method_href(f.key, on_index=not prefix),

@@ -31,12 +31,13 @@ from attnreport.charts.figures.grids import (
     scaling_chart,
 )
 from attnreport.charts.spec.assemble import build_figure
+from attnreport.jsontypes import Row
 from attnreport.results import GridCell, Interventions, Manifest, SentenceResults
 from attnreport.results.maps import flat, triangle_index
 from attnreport.text import display_token
 
 
-def cell_rows(cell: GridCell, head: int, observation: str, extra: dict[str, Any]) -> Columns:
+def cell_rows(cell: GridCell, head: int, observation: str, extra: Row) -> Columns:
     """Rows of one grid cell for one head and observation: query, key, prob, kl, + extras.
 
     Past ``grid_blocks.GRID_TOKENS`` observed positions, query and key are block indices,

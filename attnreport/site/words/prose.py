@@ -12,13 +12,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from attnreport.jsontypes import Row
 from attnreport.results.interventions import MeanGrid, ScalingGrid
 from attnreport.site.words import effects, fit, wording
 from attnreport.site.words.readings import columns
 from attnreport.site.words.wording import capitalise, head_name, index_set, percent, times
 from attnreport.vocabulary import MOST
-
-Row = dict[str, Any]
 
 
 def rows(table: Any) -> list[Row]:
