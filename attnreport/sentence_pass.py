@@ -89,6 +89,9 @@ def analyze_pass(
     )
 
 
-def sink_logits(sinks: torch.Tensor | None) -> list[float] | None:
-    """A layer's learned sink logits (head,), as written: 6 significant digits."""
-    return None if sinks is None else [round_sig(float(v)) for v in sinks.float().cpu()]
+def sink_logits(sinks: torch.Tensor | None) -> list[float] | list[list[float]] | None:
+    """A layer's learned sink logits (head,), or (head, query) where each query has its own
+    (Inkling 2), as written: 6 significant digits."""
+    if sinks is None:
+        return None
+    return [round_sig(float(v)) if v.dim() == 0 else sink_logits(v) for v in sinks.float().cpu()]

@@ -114,7 +114,7 @@ class AttentionMaps:
                 rows, keys, starts = triangle_index(n)
                 scores = flat(triangle)
                 if name == "probs":
-                    sink = None if sinks is None else float(sinks[head])
+                    sink = None if sinks is None else np.asarray(sinks[head], np.float64)
                     out[-1].append(unflat(row_probs(rows, starts, scores, sink), n))
                 else:
                     ranks = row_ranks(rows, keys, scores)

@@ -30,9 +30,16 @@ def col(kind: str) -> Any:
     return field(metadata={"kind": kind, "fill": None})
 
 
-def optional_col(kind: str, fill: Any) -> Any:
-    """A column absent from older results: ``fill`` on every row when missing."""
-    return field(default=None, metadata={"kind": kind, "fill": fill})
+def optional_col(kind: str, fill: Any, omitted: bool = False) -> Any:
+    """A column absent from older results: ``fill`` on every row when missing. An
+    ``omitted`` one is also left out of the file when every row holds ``fill``."""
+    return field(default=None, metadata={"kind": kind, "fill": fill, "omitted": omitted})
+
+
+def span_col() -> Any:
+    """The queries a row stands for: 1 on an exact row, a bin's count on a pooled one
+    (``results.pooling``; written only when some row pools)."""
+    return optional_col("int", 1, omitted=True)
 
 
 def as_column(values: Any, kind: str) -> np.ndarray:
@@ -84,10 +91,17 @@ class Table:
         encoded (``codec.encode_column``); with ``lazy`` each column is a ``LazyColumn``,
         converted only when ``io.dump_json_streamed`` writes it (a long sentence's tables
         as Python lists would be several GB)."""
-        columns = {name: LazyColumn(v) for name, v in self.arrays().items()}
+        columns = {
+            name: LazyColumn(v) for name, v in self.arrays().items() if not self._left_out(name)
+        }
         if lazy:
             return {"columns": columns}
         return {"columns": {name: c.encoded() for name, c in columns.items()}}
+
+    def _left_out(self, name: str) -> bool:
+        """An ``omitted`` optional column whose every row holds its fill."""
+        meta = next(f.metadata for f in fields(self) if f.name == name)
+        return bool(meta.get("omitted")) and bool(np.all(getattr(self, name) == meta["fill"]))
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> Self:
@@ -141,6 +155,7 @@ class TopTable(Table):
     p_top1: np.ndarray = col("float")
     p_top2: np.ndarray = col("float")
     concentration: np.ndarray = col("float")
+    span: np.ndarray = span_col()
 
 
 @_table("breakdown")
@@ -155,6 +170,7 @@ class BreakdownTable(Table):
     bias: np.ndarray = col("float")
     content: np.ndarray = col("float")
     query_only: np.ndarray = col("float")
+    span: np.ndarray = span_col()
 
 
 @dataclass(frozen=True, eq=False)
@@ -197,6 +213,7 @@ class HeadImpactTable(Table):
     query: np.ndarray = col("int")
     magnitude: np.ndarray = col("float")
     orientation: np.ndarray = col("float")
+    span: np.ndarray = span_col()
 
 
 @_table("block_impact")

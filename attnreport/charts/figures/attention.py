@@ -94,8 +94,9 @@ def attention_map_rows(sentence: SentenceResults) -> dict[tuple[int, int], Colum
                 "score": ordered_scores(query, key, scores[keep], ranks),
             }
             if att.sinks is not None:  # a layer without one: a sink that takes nothing
-                sink = NO_SINK if sinks is None else float(sinks[head])
-                out[(layer, head)]["sink"] = [sink] * len(query)
+                sink = np.asarray(NO_SINK if sinks is None else sinks[head], np.float64)
+                per_row = np.broadcast_to(sink, (sentence.n_tokens,))  # one per query (Inkling 2)
+                out[(layer, head)]["sink"] = per_row[query].tolist()
     return out
 
 

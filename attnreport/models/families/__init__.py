@@ -6,9 +6,12 @@ makes it. It admits nothing: every model, named here or not, is admitted by the
 self-check at load (``attnreport.verify.verified_layers``), and ``family_for`` gives an
 unnamed ``model_type`` a plain interface family named after it. To name a family: a row
 in ``table.ROWS`` and a tiny model in ``tests/tiny_models.py`` (``tests/tiny_adapters.py``
-for adapters; a hybrid's adapter is verified in the zoo, ``tests/test_zoo.py``). An
-adapter is also a module here whose ``ADAPTER`` (``adapter.Adapter``) names the attention
-class it replaces and the forward that calls the interface; its row names the module.
+for adapters; a hybrid's adapter, and JetMoE's, DiffLlama's and DeepSeek V2's, are
+verified in the zoo, ``tests/test_zoo.py``, and their numbers checked in
+``tests/test_zoo_adapters.py``). An adapter is also a module here whose ``ADAPTER``
+(``adapter.Adapter``) names the attention class it replaces and the forward that calls
+the interface (and, where the model has no one output projection, the one it composes:
+``composed.py``); its row names the module.
 """
 
 from __future__ import annotations

@@ -111,6 +111,12 @@ class Adapter:
     positions: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
     # rotate(q, k, cos, sin) as the forward applies it (what discovery inverts)
     rotate: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
+    # attention module -> the output projection its forward calls on a gated output g * z,
+    # for a model with no one linear map from the heads' outputs (``composed.py``); or None
+    output: Callable[[nn.Module], nn.Module] | None = None
+    # (spec, record) -> our probabilities laid out as the model's ``output_attentions``
+    # reports them, where its heads are not ours (JetMoE's routed slots); or None
+    reported: Callable[..., torch.Tensor] | None = None
 
     def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
         return forwards_swapped(model, self.attention_class, self.forward, self.positions)
@@ -134,6 +140,16 @@ class AdapterFamily(FamilyRecord):
     @property
     def rotate(self) -> Callable[..., tuple[torch.Tensor, torch.Tensor]] | None:
         return self.adapter.rotate
+
+    @property
+    def output(self) -> Callable[[nn.Module], nn.Module] | None:
+        """The adapter's composed output projection (``Adapter.output``), or None."""
+        return getattr(self.adapter, "output", None)
+
+    @property
+    def reported(self) -> Callable[..., torch.Tensor] | None:
+        """The adapter's layout of our probabilities as the model reports them, or None."""
+        return getattr(self.adapter, "reported", None)
 
     def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
         return self.adapter.adapted(model)

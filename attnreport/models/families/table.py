@@ -37,5 +37,8 @@ ROWS: tuple[Row, ...] = (
     ("Falcon",            "falcon",         "rope",     "rope fused_qkv multi_query",                     "",                    "falcon"),
     ("RecurrentGemma",    "recurrent_gemma", "rope",    "rope partial_rotary gqa",                        "",                    "recurrent_gemma"),
     ("Llama 4",           "llama4_text",    "rope",     "rope qk_norm gqa",                               "",                    "llama4"),
+    ("JetMoE",            "jetmoe",         "rope",     "rope gqa output_gate attention_experts",         "",                    "jetmoe"),
+    ("DiffLlama",         "diffllama",      "rope",     "rope gqa output_gate differential",              "",                    "diffllama"),
+    ("DeepSeek V2",       "deepseek_v2",    "rope",     "rope partial_rotary latent_attention",           "",                    "deepseek_v2"),
 )
 # fmt: on

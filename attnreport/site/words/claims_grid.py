@@ -43,6 +43,22 @@ def changes(maps: Maps, base: Maps) -> list[float]:
                 default=0.0) for h, hb in zip(maps, base, strict=True)]  # fmt: skip
 
 
+def cell_gaps(cell: GridCell, observation: str = "same") -> list[float]:
+    """``uniform_gaps`` of a cell's maps; a long input's cell (kept as blocks) carries
+    them, read off its exact rows (``results.observed_blocks``)."""
+    if cell.gaps is not None:
+        return list(cell.gaps[observation])
+    return uniform_gaps(cell.observations[observation])
+
+
+def cell_changes(cell: GridCell, base: Any, observation: str) -> list[float]:
+    """``changes`` of a cell's maps against the unmodified ``base`` (a long input's cell
+    carries them)."""
+    if cell.moved is not None:
+        return list(cell.moved[observation])
+    return changes(cell.observations[observation], base[observation])
+
+
 def _cells(grid: ScalingGrid, target: str) -> list[GridCell]:
     return [c for c in grid.cells if c.target == target]
 
@@ -57,7 +73,7 @@ def qk_scaling_uniform(iv: Interventions) -> Claim | None:
         return None
     layer = iv.layer
     cells = [c for c in grid.cells if float(c.setting) == eps and c.target in "QK"]
-    gaps = {c.target: uniform_gaps(c.observations["same"]) for c in cells}
+    gaps = {c.target: cell_gaps(c) for c in cells}
     broken = sorted({(layer, h) for g in gaps.values() for h, v in enumerate(g) if v > UNIFORM_TOL})
     tested = sum(len(g) for g in gaps.values())
     ev = Evidence(1.0 if tested else 0.0, 1, tested, len(broken), needed=1)
@@ -97,8 +113,8 @@ def v_scaling_next_layer(iv: Interventions) -> Claim | None:
     if not cells or not grid.baseline:
         return None
     cell = min(cells, key=lambda c: float(c.setting))
-    base, obs = grid.baseline, cell.observations
-    own, nxt = changes(obs["same"], base["same"]), changes(obs["next"], base["next"])
+    base = grid.baseline
+    own, nxt = cell_changes(cell, base, "same"), cell_changes(cell, base, "next")
     layer = iv.layer
     next_layer = iv.observed_layers.get("next", layer + 1)
     broken = [(layer, h) for h, v in enumerate(own) if v > UNCHANGED_TOL]
@@ -126,7 +142,7 @@ def v_scaling_next_layer(iv: Interventions) -> Claim | None:
 
 def _k_gaps(cells: Sequence[GridCell]) -> dict[int, float]:
     """Per sentence, the largest gap to uniform of any head's K-mean map (same layer)."""
-    return {int(c.setting): max(uniform_gaps(c.observations["same"]), default=0.0)
+    return {int(c.setting): max(cell_gaps(c), default=0.0)
             for c in cells if c.target == "K"}  # fmt: skip
 
 
