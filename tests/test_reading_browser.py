@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from attnreport.charts.figures.comparison import KL_KEY, ROLES_KEY
 from attnreport.cli import main
 from tests.fixtures.fake_results import fake_study
 from tests.test_browser import ALL_DRAWN, EXAMPLE, OPTIONS, build
@@ -178,4 +179,24 @@ def test_the_comparison_tables_keep_numbers_whole(example, offline_page, width):
     assert found["page"] <= found["window"], found  # a wide table scrolls in its box
     cells = page.locator("table.models tbody td").all_inner_texts()
     assert any(re.fullmatch(r"\d{1,3}(,\d{3})+", c) for c in cells), cells  # the parameters
+    assert offline_page.errors == []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_bar_of_the_comparison_is_named_on_a_phone(example, offline_page, width):
+    """The comparison's bar charts (head roles, the interventions' KL) name every category
+    on their x axis at both widths: on a phone the names turn upright rather than thin
+    out (a bar left unnamed could not be read), and no two overlap."""
+    page = open_at(offline_page, (example / "index.html").as_uri(), width)
+    for key in (ROLES_KEY, KL_KEY):
+        domain = page.evaluate(
+            "key => window.attnreport.state.charts.find(c => c.key === key).view.scale('x')"
+            ".domain()",
+            key,
+        )
+        drawing = page.evaluate(DRAWING, key)
+        assert_drawn_for_its_column(drawing, (key, width))
+        assert_labels_readable(drawing, (key, width))
+        shown = sorted(len(labels) for labels in drawing["axes"])
+        assert len(domain) >= 5 and len(domain) in shown, (key, width, domain, shown)
     assert offline_page.errors == []

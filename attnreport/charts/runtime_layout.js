@@ -69,7 +69,7 @@
         title.subtitle = wrapText(title.subtitle, Math.floor((width - AXIS_ROOM) / 7));
       }
     }
-    wrapFacets(out, columns);
+    wrapFacets(out, columns, {});
     out.data = (out.data || []).map(function (data) {
       return wrapDomain(data, columns);
     });
@@ -92,16 +92,28 @@
   }
 
   // Every group with a fixed column count (a wrapped facet) in at most COLUMNS columns,
-  // tick labels that would overlap left out, and row headers written along their row (a
-  // long label beside a grid on a phone takes the width its cells need; the tooltips
-  // name the row in full).
-  function wrapFacets(group, columns) {
+  // tick labels that would overlap left out on a continuous axis and turned upright on a
+  // horizontal axis of categories (each category keeps its name: a bar left unnamed
+  // could not be read), and row headers written along their row (a long label beside a
+  // grid on a phone takes the width its cells need; the tooltips name the row in full).
+  // SCALES: the scale types by name, of this group and the groups around it.
+  function wrapFacets(group, columns, scales) {
     var layout = group.layout;
     if (layout && typeof layout.columns === "number" && layout.columns > columns) {
       layout.columns = columns;
     }
+    scales = Object.assign({}, scales);
+    (group.scales || []).forEach(function (scale) {
+      scales[scale.name] = scale.type;
+    });
     (group.axes || []).forEach(function (axis) {
-      axis.labelOverlap = true; // a shrunk plot's tick labels would run into each other
+      var type = scales[axis.scale];
+      var across = axis.orient === "bottom";
+      if (across && (type === "band" || type === "point") && axis.labels !== false) {
+        Object.assign(axis, { labelAngle: -90, labelAlign: "right", labelBaseline: "middle" });
+      } else {
+        axis.labelOverlap = true; // a shrunk plot's tick labels would run into each other
+      }
     });
     var title = group.title;
     if (group.role === "row-header" && title && title.angle === 0 && columns === 1) {
@@ -109,7 +121,7 @@
     }
     (group.marks || []).forEach(function (mark) {
       if (mark.type === "group") {
-        wrapFacets(mark, columns);
+        wrapFacets(mark, columns, scales);
       }
     });
   }

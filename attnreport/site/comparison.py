@@ -169,24 +169,27 @@ def split_notes(
     sides: Sequence[ModelSide],
     tokens: Sequence[Sequence[Sequence[str] | None]],
     notes: tuple[tuple[str, str], ...],
-) -> tuple[tuple[str, str], ...]:
-    """Each sentence page's note (Markdown, after the author's own note for it): how
-    every model of the report split the sentence. tokens[m][i]: model m's tokens of
-    sentence i, None past ``SPLIT_SENTENCES`` (then only the count is given)."""
+) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """Each model's sentence-page notes (Markdown, after the author's own note for the
+    sentence): how the other models of the report split it; the page's own model's split
+    is the token strip below the note. out[m]: model m's (sentence text, note) pairs.
+    tokens[m][i]: model m's tokens of sentence i, None past ``SPLIT_SENTENCES`` (then
+    only the count is given)."""
     own = dict(notes)
     out = []
-    for i, listed in enumerate(sides[0].manifest.sentences):
-        parts = []
-        for m, side in enumerate(sides):
-            pieces = [code_span(t) for t in tokens[m][i] or ()]
-            count = side.manifest.sentences[i].n_tokens
-            parts.append(
-                f"{side.name}, {count} tokens" + (": " + " ".join(pieces) if pieces else "")
-            )
-        split = "How each model of this report split this sentence: " + "; ".join(parts)
-        split += ". The models are compared on the [comparison index](../index.html#tokens)."
-        mine = own.get(listed.text)
-        out.append((listed.text, f"{mine}\n\n{split}" if mine else split))
+    for m, side in enumerate(sides):
+        mine = []
+        for i, listed in enumerate(side.manifest.sentences):
+            split = f"{side.name} split this sentence into the {listed.n_tokens} tokens below"
+            for o, other in enumerate(sides):
+                if o != m:
+                    pieces = " ".join(code_span(t) for t in tokens[o][i] or ())
+                    count = other.manifest.sentences[i].n_tokens
+                    split += f"; {other.name} into {count}" + (f": {pieces}" if pieces else "")
+            split += ". The models are compared on the [comparison index](../index.html#tokens)."
+            author = own.get(listed.text)
+            mine.append((listed.text, f"{author}\n\n{split}" if author else split))
+        out.append(tuple(mine))
     return tuple(out)
 
 
@@ -199,9 +202,9 @@ def assemble_comparison(
     made = [_pages_and_tokens(s, side.slug, options) for s, side in zip(sources, sides, strict=True)]  # fmt: skip
     notes = split_notes(sides, [m[1] for m in made], options.notes)
     parts = []
-    for side, source in zip(sides, sources, strict=True):
+    for side, source, mine in zip(sides, sources, notes, strict=True):
         sub = replace(
-            options, title=f"{side.name}: {options.title}", notes=notes, asset_prefix="../", up=UP
+            options, title=f"{side.name}: {options.title}", notes=mine, asset_prefix="../", up=UP
         )
         parts.append((side.slug, assemble_site(source, sub, charts)))
     top: dict[str, bytes] = {}
