@@ -33,7 +33,7 @@ from attnreport.cli_options import (
     study_options,
     user_errors,
 )
-from attnreport.config import default_of
+from attnreport.config import SettingValues, default_of
 from attnreport.errors import AttnReportError
 
 
@@ -233,7 +233,7 @@ def render(
     base = stored_options(results_dir)
     if config_file is None and base is None and Path("attnreport.toml").is_file():
         config_file = "attnreport.toml"
-    values: dict[str, Any] = {
+    values: SettingValues = {
         "title": title,
         "images": False if no_images else None,
         "png": png,

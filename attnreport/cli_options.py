@@ -15,7 +15,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from attnreport.config import KEYS, RULES, Settings, default_of, load_settings
+from attnreport.config import KEYS, RULES, Settings, SettingValues, default_of, load_settings
 from attnreport.errors import AttnReportError
 
 MODEL_HELP = (
@@ -78,7 +78,7 @@ MODEL = click.option(
 )
 
 
-def model_values(models: tuple[str, ...]) -> dict[str, Any]:
+def model_values(models: tuple[str, ...]) -> SettingValues:
     """The settings that ``--model`` given (once or more) sets: ``model``, and ``models``
     when it was given more than once (None otherwise, over the settings file's list)."""
     return {"model": models[0], "models": models if len(models) > 1 else None}

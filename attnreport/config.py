@@ -27,6 +27,9 @@ from attnreport.page_choice import parse_pages
 from attnreport.vocabulary import BOS, DEVICE_MAPS, DEVICES, DTYPES
 
 Check = Callable[[str, Any], str | None]  # (key, value) -> what is wrong, or None
+# setting name -> value, as a settings file, the command line or a manifest gives them,
+# before ``make_settings`` checks them (``Settings`` is the typed value)
+SettingValues = dict[str, Any]
 
 
 class SettingError(AttnReportError):
@@ -165,7 +168,7 @@ class Settings:
         """The models of the report, in order: ``models``, else ``model`` alone."""
         return self.models if self.models else (self.model,)
 
-    def recorded(self) -> dict[str, Any]:
+    def recorded(self) -> SettingValues:
         """The settings that change the numbers, JSON-ready: the manifest's ``settings``."""
         return {
             f.name: list(value) if isinstance(value := getattr(self, f.name), tuple) else value
@@ -205,7 +208,7 @@ def default_of(key: str) -> Any:
     return next(f.default for f in fields(Settings) if f.name == key)
 
 
-def make_settings(values: dict[str, Any], origin: str | dict[str, str]) -> Settings:
+def make_settings(values: SettingValues, origin: str | dict[str, str]) -> Settings:
     """``Settings(**values)``, with one-line errors that say where the bad value came from
     (``origin``: one name for every value, or one per key)."""
     where = origin if isinstance(origin, dict) else dict.fromkeys(values, origin)
@@ -220,7 +223,7 @@ def make_settings(values: dict[str, Any], origin: str | dict[str, str]) -> Setti
         raise AttnReportError(f"{where.get(err.key, 'settings')}: {err}") from None
 
 
-def read_settings_file(path: str | Path) -> dict[str, Any]:
+def read_settings_file(path: str | Path) -> SettingValues:
     """The raw values of a settings file, paths resolved against its folder (unchecked:
     ``make_settings`` checks them)."""
     path = Path(path)
@@ -237,7 +240,7 @@ def read_settings_file(path: str | Path) -> dict[str, Any]:
     return values
 
 
-def _relative_models(values: dict[str, Any], folder: Path) -> dict[str, Any]:
+def _relative_models(values: SettingValues, folder: Path) -> SettingValues:
     """``model`` and the items of ``models`` that are relative paths, made relative to
     the settings file's ``folder``."""
 
@@ -252,7 +255,7 @@ def _relative_models(values: dict[str, Any], folder: Path) -> dict[str, Any]:
     return out
 
 
-def load_settings(path: str | Path | None, given: dict[str, Any] | None = None) -> Settings:
+def load_settings(path: str | Path | None, given: SettingValues | None = None) -> Settings:
     """Defaults < the settings file at ``path`` (None: no file) < ``given`` (the options
     given on the command line). Checked once; an error names the file or the command line."""
     given = dict(given or {})
@@ -282,7 +285,7 @@ epsilons = [5e-1, 1e-3, 1e-10]
 # intervene_layer = 12       # default: the layer with the strongest first-token focus
 scaling_sentence = 0
 # mean_sentences = [0, 1, 2]
-map_tokens = 256             # attention maps (n x n per head) are kept up to this many tokens
+map_tokens = 256             # n x n attention maps and exact per-query rows up to this many tokens (past it: bins of 32)
 # view_head = [3, 4]         # layer and head the pages open on (default: strongest first-token focus)
 images = true                # a static SVG of every figure (for readers without JavaScript)
 png = false                  # a static PNG of every figure too (slower; the chart menu saves PNGs)

@@ -1,12 +1,15 @@
-"""Generate the README's CLI reference and its table of supported families.
+"""Generate the README's CLI reference and its table of supported families, and the
+results schema's lists of tables.
 
 ``python -m attnreport.docs`` rewrites the sections between the markers in README.md
-(from the commands' own ``--help`` text and from the family registry); a test fails
-when the README has drifted from either.
+(from the commands' own ``--help`` text and from the family registry) and each file's
+``"tables"`` list in docs/results-schema.md (from the typed results: a new table is
+listed by its field); a test fails when either has drifted.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import click
 
 from attnreport.cli import main
 from attnreport.models.families import FAMILIES, zoo
+from attnreport.results import types
 
 START, END = "<!-- cli-reference:start -->", "<!-- cli-reference:end -->"
 FAMILY_START, FAMILY_END = "<!-- families:start -->", "<!-- families:end -->"
@@ -47,7 +51,11 @@ def families_table() -> str:
         rows.append(
             f"| {family.name} | {types} | {family.positional} | {family.route} | {features} |"
         )
-    note = f"Every family is checked for: {CHECKED}."
+    note = (
+        f"Every family is checked for: {CHECKED}; except RecurrentGemma (a hybrid), JetMoE, "
+        "DiffLlama and DeepSeek V2, verified in the zoo below. The last three are also checked "
+        "for the Q and V interventions, the build, and the model's own logits when adapted."
+    )
     return "\n".join(rows) + f"\n\n{note}\n\n{zoo_summary()}"
 
 
@@ -103,6 +111,31 @@ def with_reference(readme: str) -> str:
     return _between(readme, START, END, cli_reference())
 
 
+def schema_tables(holder: type, width: int) -> list[str]:
+    """The lines of a results file's ``"tables"`` list: each table field of ``holder``
+    with its columns, the names padded to ``width``."""
+    kinds = types.table_kinds(holder).items()
+    return [
+        f"    {json.dumps(name) + ':':<{width}} {', '.join(k.columns_of())}" for name, k in kinds
+    ]
+
+
+def with_schema_tables(doc: str) -> str:
+    """docs/results-schema.md with the ``"tables"`` list of each results file's section
+    (``## `sentences/NNN.json.gz```, ``## `set.json.gz```) generated from its typed value."""
+    lines = doc.split("\n")
+    files = (("sentences/NNN.json.gz", types.SentenceTables, 15),
+             ("set.json.gz", types.SetResults, 20))  # fmt: skip
+    for file, holder, width in files:
+        section = lines.index(f"## `{file}`")
+        start = lines.index('  "tables": {', section) + 1
+        end = lines.index("  },", start)
+        lines[start:end] = schema_tables(holder, width)
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     path = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
     path.write_text(with_reference(path.read_text(encoding="utf-8")), encoding="utf-8")
+    schema = path.parent / "docs" / "results-schema.md"
+    schema.write_text(with_schema_tables(schema.read_text(encoding="utf-8")), encoding="utf-8")

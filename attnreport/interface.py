@@ -28,8 +28,6 @@ from torch import nn
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
-from attnreport.errors import AttnReportError
-
 NAME = "attnreport"
 
 
@@ -50,7 +48,7 @@ class Computed:
     scaling: float
     softcap: float | None
     sliding_window: int | None
-    sinks: torch.Tensor | None  # (head,) learned sink logits
+    sinks: torch.Tensor | None  # (head,) learned sink logits, or (head, query): one per query
     score_bias: torch.Tensor | None  # (head, query or 1, key) e.g. ALiBi, added to the logits
     logits: torch.Tensor
     scores: torch.Tensor
@@ -88,7 +86,7 @@ class AttentionCall:
     scaling: float
     softcap: float | None
     window: int | None  # sliding window in tokens
-    sinks: torch.Tensor | None  # learned sink logits (head,): transformers' ``s_aux``
+    sinks: torch.Tensor | None  # sink logits (head,): ``s_aux``; Inkling 2's (batch, head, query)
     bias: torch.Tensor | None  # an additive score bias (ALiBi): ``score_bias``
     tap: Tap | None  # records what was computed; None when no capture is active
 
@@ -119,11 +117,10 @@ def tapped(fn: Callable[[AttentionCall], Any]) -> Callable[..., Any]:
         **_kwargs: object,
     ):
         tap = _ACTIVE[-1] if _ACTIVE else None
-        if isinstance(_kwargs.get("sinks"), torch.Tensor):  # Inkling 2: (batch, head, query, 1)
-            raise AttnReportError(
-                f"{type(module).__name__} passes a sink logit per query (missing: learned "
-                "sink logits, one per head)"
-            )
+        if s_aux is None and isinstance(_kwargs.get("sinks"), torch.Tensor):
+            s_aux = _kwargs["sinks"][
+                ..., 0
+            ]  # Inkling 2: a sink logit per query (batch, head, query)
         if score_bias is None and isinstance(_kwargs.get("position_bias"), torch.Tensor):
             score_bias = _kwargs["position_bias"]  # Inkling's relative position bias, added alike
         if score_bias is None and attention_mask is not None:  # Doge: biases in the mask
@@ -169,12 +166,15 @@ def _logits(q, k_all, scaling: float, score_bias) -> torch.Tensor:
 
 
 def _softmax(scores: torch.Tensor, sinks: torch.Tensor | None, dtype: torch.dtype):
-    """Probabilities over real keys and the sink's share (as gpt-oss computes them)."""
+    """Probabilities over real keys and the sink's share (as gpt-oss computes them; a sink
+    logit per query (batch, head, query) in float32, as Inkling 2 computes them)."""
     if sinks is None:
         return torch.softmax(scores, dim=-1, dtype=torch.float32).to(dtype), None
     batch, heads, n, _ = scores.shape
-    sink = sinks.reshape(1, -1, 1, 1).expand(batch, -1, n, -1)
-    combined = torch.cat([scores, sink], dim=-1)
+    if sinks.dim() == 1:
+        combined = torch.cat([scores, sinks.reshape(1, -1, 1, 1).expand(batch, -1, n, -1)], -1)
+    else:
+        combined = torch.cat([scores, sinks.reshape(batch, heads, n, 1)], -1).float()
     combined = combined - combined.max(dim=-1, keepdim=True).values
     full = torch.softmax(combined, dim=-1, dtype=combined.dtype)
     return full[..., :-1].to(dtype), full[..., -1]
@@ -202,7 +202,7 @@ def eager_attention(call: AttentionCall) -> tuple[torch.Tensor, torch.Tensor]:
             call.module,
             Computed(
                 query[0], key[0], value[0], mask, call.scaling, softcap, call.window,
-                None if s_aux is None else s_aux.detach(),
+                None if s_aux is None else (s_aux[0] if s_aux.dim() == 3 else s_aux).detach(),
                 None if score_bias is None else score_bias.reshape(query.shape[1], -1, key.shape[2]),
                 logits[0], scores[0], probs[0],
                 None if sink_probs is None else sink_probs[0], context[0],

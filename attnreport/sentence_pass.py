@@ -19,6 +19,7 @@ import torch
 
 from attnreport.analyses import analyze_layer, attention_triangles, key_order, merge_layers
 from attnreport.analyses.blockwise import analyze_layer_blockwise
+from attnreport.analyses.layer_tables import layer_tables
 from attnreport.analyses.sentence import layer_role_tables
 from attnreport.analyses.tables import Table, round_sig
 from attnreport.attention import RawLayer, layer_record
@@ -27,8 +28,7 @@ from attnreport.models.layout import LayerSpec
 from attnreport.models.placement import host
 from attnreport.records import LayerRecord
 from attnreport.results import AttentionMaps, SentenceTables
-from attnreport.results import tables as rt
-from attnreport.results.roles import HeadRolesTable, MassiveActivationsTable
+from attnreport.results.types import sentence_tables_from
 from attnreport.streaming import layer_tensors, stream_layers
 
 LayerProgress = Callable[[int, int], None]  # (layers done, layers in the model)
@@ -64,6 +64,7 @@ def analyze_pass(
         order = key_order(record.scores, record.allowed)
         tables = analyze_layer(record, settings.breakdown_ranks, order)
         tables.update(layer_role_tables(record, token_ids.cpu(), host(spec.out_weight).float()))
+        tables.update(layer_tables(record))
         per_layer.append(tables)
         kept = attention_triangles(record, order)
         maps.scores.append(kept["scores"])
@@ -83,25 +84,14 @@ def analyze_pass(
     sinks = maps.sinks if any(layer is not None for layer in maps.sinks or ()) else None
     numbers = tuple(s.layer for s in specs)  # a hybrid's attention layers: not 0..n-1
     layers = None if numbers == tuple(range(len(specs))) else numbers
-    return typed_tables(merge_layers(per_layer)), (
+    return sentence_tables_from(merge_layers(per_layer)), (
         AttentionMaps(maps.scores, sinks, maps.rank_fixes, None, layers) if keep_maps else None
     )
 
 
-def typed_tables(tables: dict[str, Table]) -> SentenceTables:
-    """The merged per-sentence tables (name -> columns) as the results' typed tables."""
-    return SentenceTables(
-        top=rt.TopTable(**tables["top"]),
-        breakdown=rt.BreakdownTable(**tables["breakdown"]),
-        focus=rt.FocusTable(**tables["focus"]),
-        focus_sorted=rt.FocusSortedTable(**tables["focus_sorted"]),
-        head_impact=rt.HeadImpactTable(**tables["head_impact"]),
-        block_impact=rt.BlockImpactTable(**tables["block_impact"]),
-        head_roles=HeadRolesTable(**tables["head_roles"]),
-        massive_activations=MassiveActivationsTable(**tables["massive_activations"]),
-    )
-
-
-def sink_logits(sinks: torch.Tensor | None) -> list[float] | None:
-    """A layer's learned sink logits (head,), as written: 6 significant digits."""
-    return None if sinks is None else [round_sig(float(v)) for v in sinks.float().cpu()]
+def sink_logits(sinks: torch.Tensor | None) -> list[float] | list[list[float]] | None:
+    """A layer's learned sink logits (head,), or (head, query) where each query has its own
+    (Inkling 2), as written: 6 significant digits."""
+    if sinks is None:
+        return None
+    return [round_sig(float(v)) if v.dim() == 0 else sink_logits(v) for v in sinks.float().cpu()]

@@ -60,7 +60,7 @@ class Scored:
     scaling: float
     softcap: float | None
     sliding_window: int | None
-    sinks: torch.Tensor | None  # (head,)
+    sinks: torch.Tensor | None  # (head,), or (head, query): one per query (Inkling 2)
     score_bias: torch.Tensor | None  # (head, query or 1, key), e.g. ALiBi
     context: torch.Tensor  # (head, query, d) probs @ v
     leading_probs: torch.Tensor | None = None
@@ -70,6 +70,8 @@ def _block_probs(query, k_all, mask, start, stop, options) -> torch.Tensor:
     """(batch, head, stop - start, stop) probabilities of queries start..stop-1 over keys
     0..stop-1, in ``interface.attention``'s order of operations (rounded to v's dtype)."""
     scaling, softcap, window, sinks, score_bias, dtype = options
+    if sinks is not None and sinks.dim() == 3:  # a sink logit per query: the block's rows
+        sinks = sinks[..., start:stop]
     bias = None
     if score_bias is not None:
         rows = score_bias if score_bias.shape[-2] == 1 else score_bias[..., start:stop, :]
@@ -138,12 +140,12 @@ def alibi_slopes(score_bias: torch.Tensor | None, n: int) -> torch.Tensor | None
 
 def layer_tensors(spec: LayerSpec, raw: RawLayer) -> LayerTensors:
     """The ``LayerTensors`` of one streamed layer (``raw.computed`` a ``Scored``), on the CPU."""
-    if spec.gated:
-        raise AttnReportError(
-            f"layer {spec.layer}: the blockwise analyses do not support output gates; "
-            "pass fewer tokens"
-        )
     scored = raw.computed
+    if spec.gated or (scored.sinks is not None and scored.sinks.dim() > 1):
+        what = "output gates" if spec.gated else "a sink logit per query"
+        raise AttnReportError(
+            f"layer {spec.layer}: the blockwise analyses do not support {what}; pass fewer tokens"
+        )
     q_raw, k_raw = unrotated(spec, raw)
     heads, kv_heads, d = scored.q.shape[0], scored.k.shape[0], scored.q.shape[-1]
     tensors = LayerTensors(

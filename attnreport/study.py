@@ -49,6 +49,8 @@ from attnreport.results import (
     TokensTable,
 )
 from attnreport.results import tables as rt
+from attnreport.results.observed_blocks import block_size, blocked_cell
+from attnreport.results.pooling import pool_sentence_tables
 from attnreport.results.roles import (
     HeadRolesBySentenceTable,
     HeadRolesSetTable,
@@ -78,7 +80,9 @@ def analyze_sentence(
 ) -> SentenceAnalysis:
     """Every per-sentence table of ``sentence`` (schema ``sentences/NNN.json``) on
     ``session``'s model; each layer is analysed as soon as it has run and then dropped
-    (``sentence_pass.analyze_pass``, which reports each to ``on_layer``)."""
+    (``sentence_pass.analyze_pass``, which reports each to ``on_layer``). The result's
+    per-query tables pool past ``map_tokens`` queries (``results.pooling``); the arrays
+    the set-wide totals add up are every query's."""
     index = sentence.index
     ids = torch.tensor(sentence.token_ids)
     tables, maps = analyze_pass(session.model, session.specs, ids, settings, on_layer)
@@ -92,7 +96,7 @@ def analyze_sentence(
             token=list(sentence.tokens),
             token_id=np.array(sentence.token_ids),
         ),
-        tables=tables,
+        tables=pool_sentence_tables(tables, settings.map_tokens),
         attention=maps,
         view_head=None if settings.view_head is None else tuple(settings.view_head),  # type: ignore[arg-type]
     )
@@ -120,7 +124,9 @@ def run_probes(session: Session) -> ProbeResult:
     scores = remembered(
         session.model,
         key,
-        lambda: probe_scores(session.model, probes, [s.layer for s in session.specs]),
+        lambda: probe_scores(
+            session.model, probes, [s.layer for s in session.specs], session.loaded.family
+        ),
     )
     return ProbeResult(probes, scores)
 
@@ -145,26 +151,42 @@ def strongest_first_token_layer(pooled: dict[str, np.ndarray]) -> int:
     return int(np.unique(layers)[int(np.argmax(means))])  # argmax: ties to the lower layer
 
 
-def _observations(outcome: Outcome, observed: dict[str, int]) -> dict[str, list[Any]]:
-    """Observed layer name -> [head] -> triangle of p_ij at ``PROB_PLACES`` decimals."""
+def _observations(outcome: Outcome, observed: dict[str, int]) -> dict[str, np.ndarray]:
+    """Observed layer name -> (head, query, key) p_ij at ``PROB_PLACES`` decimals."""
     return {
-        name: [triangle(round_places(head.float().numpy())) for head in outcome.probs[layer].cpu()]
+        name: round_places(outcome.probs[layer].float().cpu().numpy().astype(np.float64))
         for name, layer in observed.items()
     }
 
 
-def _cell(cell: Cell, observed: dict[str, int]) -> GridCell:
-    return GridCell(
-        target=cell.target,
-        setting=cell.setting,
-        observations=_observations(cell.outcome, observed),
-        kl=[round_sig(float(v)) for v in cell.kl.cpu()],
-    )
+def _kept(probs: dict[str, np.ndarray]) -> dict[str, list[Any]]:
+    """[head] -> triangle of each observation, as the file keeps an input kept whole."""
+    return {name: [triangle(head) for head in p] for name, p in probs.items()}
+
+
+def _cell(cell: Cell, observed: dict[str, int], base: dict[str, np.ndarray] | None) -> GridCell:
+    """A typed grid cell; ``base``: the unmodified pass of an input drawn as blocks (its
+    observations are kept as the grid's blocks, ``observed_blocks``), None for one kept
+    whole."""
+    probs = _observations(cell.outcome, observed)
+    kl = [round_sig(float(v)) for v in cell.kl.cpu()]
+    if base is None:
+        return GridCell(target=cell.target, setting=cell.setting, observations=_kept(probs), kl=kl)
+    observations, fields = blocked_cell(probs, base)
+    return GridCell(cell.target, cell.setting, observations, kl, **fields)
+
+
+def _baseline(outcome: Outcome, observed: dict[str, int], as_blocks: bool) -> Any:
+    """The file's observations of an unmodified pass (blocks for an input drawn so)."""
+    probs = _observations(outcome, observed)
+    return blocked_cell(probs, probs)[0] if as_blocks else _kept(probs)
 
 
 def intervention_results(session: Session, settings: Settings, layer: int) -> Interventions:
     """Scaling and mean grids at ``layer`` (schema ``interventions.json``). The observations
-    of a sentence longer than ``map_tokens`` cover its first ``map_tokens`` queries."""
+    of a sentence longer than ``map_tokens`` cover its first ``map_tokens`` queries; those
+    of more than ``GRID_TOKENS`` positions are kept as the blocks the grids draw
+    (``results.observed_blocks``)."""
     observed = observed_layers(layer, attention_layers(session.specs))
     ids = session.token_tensors()
     model, specs, leading = session.model, session.specs, settings.map_tokens
@@ -174,6 +196,18 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
     inputs = {i: ids[i] for i in mean_inputs}
     baselines, mean_cells = mean_grid(model, specs, inputs, layer, leading)
     before = mean_grid_before_rotation(model, specs, inputs, layer, leading)
+    drawn = (settings.scaling_sentence, *mean_inputs)
+    blocks = {i: block_size(min(len(ids[i]), leading)) > 1 for i in drawn}  # grids' blocks
+
+    def kept(cells: list[Cell], sentence_of: Any, bases: dict[int, Outcome]) -> tuple:
+        out = []
+        for c in cells:
+            i = sentence_of(c)
+            base = _observations(bases[i], observed) if blocks[i] else None
+            out.append(_cell(c, observed, base))
+        return tuple(out)
+
+    scaled_base = {settings.scaling_sentence: base}
     return Interventions(
         layer=layer,
         observed_layers=dict(observed),
@@ -181,14 +215,14 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
         epsilons=tuple(settings.epsilons),
         scaling=ScalingGrid(
             sentence=settings.scaling_sentence,
-            baseline=_observations(base, observed),
-            cells=tuple(_cell(c, observed) for c in cells),
+            baseline=_baseline(base, observed, blocks[settings.scaling_sentence]),
+            cells=kept(cells, lambda c: settings.scaling_sentence, scaled_base),
         ),
         mean=MeanGrid(
             sentences=tuple(mean_inputs),
-            baselines={i: _observations(b, observed) for i, b in baselines.items()},
-            cells=tuple(_cell(c, observed) for c in mean_cells),
-            before_rotation=tuple(_cell(c, observed) for c in before),
+            baselines={i: _baseline(b, observed, blocks[i]) for i, b in baselines.items()},
+            cells=kept(mean_cells, lambda c: int(c.setting), baselines),
+            before_rotation=kept(before, lambda c: int(c.setting), baselines),
         ),
     )
 

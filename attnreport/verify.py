@@ -81,9 +81,12 @@ class _Maxima:
     score_scale: float = 0.0
     head_dim: int = 1
 
-    def add_layer(self, record: LayerRecord, model_probs: torch.Tensor) -> None:
+    def add_layer(self, record: LayerRecord, model_probs: torch.Tensor, spec=None) -> None:
+        """One layer's errors; ``spec`` (its ``LayerSpec``) for a family whose model reports
+        its probabilities in another head layout (``AdapterFamily.reported``)."""
         model_probs = model_probs.detach().cpu().float()
-        probs = _as_the_model_reports(record, model_probs)
+        reported = getattr(getattr(spec, "family", None), "reported", None)
+        probs = reported(spec, record) if reported else _as_the_model_reports(record, model_probs)
         self.probs = max(self.probs, (probs - model_probs).abs().max().item())
         self.prob_scale = max(self.prob_scale, _max_abs(probs, model_probs))
         self.keys = max(self.keys, record.n_tokens)
@@ -135,12 +138,13 @@ def verify_sentences(
                 output_attentions=True,
                 use_cache=False,
             )
-        for record, model_probs in zip(
+        for spec, record, model_probs in zip(
+            specs,
             capture.records(),
             own_probs(out, specs, int(model.config.num_hidden_layers)),
             strict=True,
         ):
-            maxima.add_layer(record, model_probs[0])
+            maxima.add_layer(record, model_probs[0], spec)
             dtype = record.dtype
     return checks_from(maxima, dtype)
 
@@ -234,9 +238,9 @@ def _first_failure(model: torch.nn.Module, specs: list[LayerSpec]) -> tuple[int,
             f"probabilities for {len(specs)} attention layers (missing: the model's own "
             "probabilities to check against)"
         )
-    for record, model_probs in zip(capture.records(), attentions, strict=True):
+    for spec, record, model_probs in zip(specs, capture.records(), attentions, strict=True):
         maxima = _Maxima()
-        maxima.add_layer(record, model_probs[0])
+        maxima.add_layer(record, model_probs[0], spec)
         for check in checks_from(maxima, record.dtype):
             if not check.passed:
                 return record.layer, check

@@ -145,7 +145,7 @@ def test_windowed_layers_are_shaded_on_layer_axes_and_named_in_captions(studies)
             [[{"from": 0.5, "to": 1.5, "layer": 1, "window": 3}]] if fig.key in shaded else []
         )
         if fig.key in shaded or fig.key in ("attention-map", "attention-breakdown"):
-            assert "layer 1 a window of 3 tokens" in fig.caption, fig.key
+            assert "layer 1 has a window of 3 tokens" in fig.caption, fig.key
         validate_jsonschema(fig.spec, schema)
 
 

@@ -161,3 +161,33 @@ def test_sink_values_small_true_false_and_too_small():
     noisy = claims.sink_values_small(_norms(lambda s, lay: 0.1 + 0.8 * (s == 2), 1.0), first)
     assert noisy.verdict.label == INCONCLUSIVE and "spread" in noisy.verdict.reason
     assert claims.sink_values_small({}, first) is None
+
+
+def test_sentences_that_all_start_with_the_bos_say_the_claim_is_not_tested_by_them():
+    """Gemma's case: a BOS before every sentence, so one first token; the verdict names
+    what is missing (different first tokens, not sentences) and the text says why."""
+    sinks = {s: _heads(value=lambda lay, h: 0.95 if h else 0.2) for s in range(6)}
+    c = claims.sink_on_any_first_token(by_sentence(sinks), [2] * 6, bos_added=True)
+    assert c.verdict.label == INCONCLUSIVE
+    assert c.verdict.reason == "too small to call: 1 of the 3 different first tokens needed"
+    assert c.evidence.startswith("All 6 sentences start with the BOS token the tokenizer puts")
+    assert "cannot tell whether the sink follows any first token" in c.evidence
+    assert "the share of heads that are sinks is 67%" in c.evidence  # 2 of 3 heads, each
+    same = claims.sink_on_any_first_token(by_sentence(sinks), [7] * 6, bos_added=False)
+    assert same.evidence.startswith("All 6 sentences start with the same token")
+    varied = claims.sink_on_any_first_token(by_sentence(sinks), [1, 2, 3, 4, 5, 6], False)
+    assert "6 sentences starting with 6 different tokens: the share" in varied.evidence
+
+
+def test_v_scaling_at_the_last_attention_layer_is_not_called_contradicted():
+    """A hybrid intervened at its last attention layer observes "next" at that layer
+    itself: no later attention layer can move, so only the first half is tested."""
+    last = _iv([_uniform(4)] * 2, [_peaked(4)] * 2, [_peaked(4)] * 2, [_uniform(4)] * 2)
+    last = replace(last, observed_layers={"same": 5, "next": 5, "last": 5})
+    v = claims_grid.v_scaling_next_layer(last)
+    assert v.verdict.label == INCONCLUSIVE
+    assert v.verdict.reason == "no attention layer after layer 5"
+    assert "layer 5, the last attention layer: its weights move at most 0;" in v.evidence
+    assert "layer 5's up to" not in v.evidence and v.breakers == ""
+    later = replace(last, observed_layers={"same": 5, "next": 6, "last": 7})
+    assert claims_grid.v_scaling_next_layer(later).verdict.label == CONTRADICTED

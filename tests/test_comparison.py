@@ -166,9 +166,10 @@ def test_each_model_has_its_own_pages_results_and_the_shared_assets(site):
         assert '<a class="up" href="../index.html">' in html
         page = site[pages[0]].decode()  # every sentence page says how each model split it
         text = re.sub(r"<[^>]+>", "", page)
-        said = re.search(r"How each model of this report split this sentence: (.*)", text)
-        assert said and "windowed, " in said[1] and "full, " in said[1], pages[0]
-        assert re.search(r"windowed, 15 tokens: &lt;s&gt; the cat sat on", said[1]), said[1]
+        said = re.search(rf"{slug} split this sentence into the (\d+) tokens below; (.*)", text)
+        other = "full" if slug == "windowed" else "windowed"
+        assert said and said[1] == "15" and said[2].startswith(f"{other} into 15: "), pages[0]
+        assert re.search(r"into 15: &lt;s&gt; the cat sat on", said[2]), said[2]
         assert not any(n.startswith(f"{slug}/assets/") for n in site)
     index = site["index.html"].decode()
     assert 'href="windowed/index.html"' in index and 'href="full/index.html"' in index

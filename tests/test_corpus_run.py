@@ -82,7 +82,8 @@ def test_corpus_files_equal_the_per_sentence_code_and_a_one_pass_pooling(
     equal an independent one-pass pooling (``tests/pooling_reference.py``)."""
     from attnreport.results.interventions import interventions_to_json
     from attnreport.results.io import dump_json
-    from attnreport.results.types import manifest_to_json, sentence_to_json
+    from attnreport.results.manifest import manifest_to_json
+    from attnreport.results.types import sentence_to_json
     from attnreport.session import session_for
     from attnreport.study import (
         analyze_sentence,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnreport.cli import main
-from attnreport.docs import cli_reference, with_reference
+from attnreport.docs import cli_reference, with_reference, with_schema_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,6 +23,11 @@ def test_readme_cli_reference_is_current():
     assert readme == with_reference(readme), "run: python -m attnreport.docs"
     for name in main.commands:
         assert f"### `attnreport {name}`" in cli_reference()
+
+
+def test_results_schema_lists_the_typed_tables():
+    doc = (ROOT / "docs" / "results-schema.md").read_text(encoding="utf-8")
+    assert doc == with_schema_tables(doc), "run: python -m attnreport.docs"
 
 
 def test_readme_commands_are_make_targets():

@@ -254,12 +254,10 @@ def test_every_finding_names_a_figure_key(n_sentences):
 
 
 def test_figure_links_point_at_the_index_figure_or_the_sentence_page():
-    from attnreport.site.context import FigureContext
+    from attnreport.site.context import FigureContext, FigureFiles
     from attnreport.site.highlights import figure_link
 
-    fig = FigureContext(
-        2, "set-first-focus", "figure-2", "t", "c", "{}", None, None, None, "data.json"
-    )
+    fig = FigureContext(2, "set-first-focus", "figure-2", "t", "c", FigureFiles("{}", "data.json"))
     on_index = readings.Finding("sink-onset", "x.", "set-first-focus")
     assert figure_link(on_index, [fig], ["s0.html"]).href == "#figure-2"
     assert figure_link(readings.Finding("k", "x.", "set-head-impact"), [fig], []) is None

@@ -110,6 +110,11 @@ def test_interventions_ran_at_the_attention_layer(built):
     for triangle in tiny_q.observations["same"]:  # ~0 queries: uniform over the allowed keys
         for query, row in enumerate(triangle):
             np.testing.assert_allclose(row, np.full(query + 1, 1 / (query + 1)), atol=TOL)
+    # layer 3 is the last attention layer: V scaling has no later attention layer to move,
+    # and the index says so instead of calling the claim contradicted
+    claim = page_text(site / "index.html").split("Scaling V leaves the layer's own weights")[0]
+    said = "Inconclusive (no attention layer after layer 3) :"
+    assert claim.rstrip().endswith(said), claim[-200:]
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from attnreport.models.facts import layer_facts
 from attnreport.models.families import family_for
 from attnreport.models.layout import positional_scheme
 from attnreport.results.layers import LayerFacts
-from attnreport.results.types import manifest_from_json, model_from_json
+from attnreport.results.manifest import manifest_from_json, model_from_json
 from attnreport.site.layer_card import layer_rows
 from attnreport.verify import verified_layers
 from tests.zoo_models import build_zoo_model
@@ -73,7 +73,7 @@ def _model_json(layers):
 
 
 def test_manifest_round_trip_and_older_folders():
-    from attnreport.results.types import _model_json as model_to_json
+    from attnreport.results.manifest import _model_json as model_to_json
 
     facts = _facts("phi")
     info = model_from_json(_model_json([json.loads(json.dumps(f.__dict__)) for f in facts]), "m")

@@ -16,7 +16,7 @@ from attnreport.cli import main
 from attnreport.dates import analysis_date, report_date
 from attnreport.output import write_site
 from attnreport.results import dump, load
-from attnreport.results.types import manifest_from_json, manifest_to_json
+from attnreport.results.manifest import manifest_from_json, manifest_to_json
 from tests.fixtures.fake_results import fake_study, typed
 
 DAY = 1_700_000_000  # 2023-11-14T22:13:20Z

@@ -80,7 +80,24 @@ def test_windowed_layers_are_shaded_and_named():
     manifest = replace(results.manifest, model=model)
     windowed = replace(results, manifest=manifest, set=set_with([0.5] * 4, [1.0] * 4, [2] * 4))
     fig = place(entry_of("set-sink-rate"), Inputs(windowed)).figure  # as the index builds it
-    assert "Sliding windows (shaded): layer 1 a window of 4 tokens" in fig.caption
+    assert "Sliding windows (shaded): layer 1 has a window of 4 tokens" in fig.caption
+    longest = max(s.n_tokens for s in manifest.sentences)
+    assert ("no window hides a token" in fig.caption) == (longest <= 4), longest
     bands = [layer for layer in fig.spec["layer"] if layer.get("mark", {}).get("type") == "rect"]
     assert len(bands) == 1
     assert bands[0]["data"]["values"] == [{"from": 0.5, "to": 1.5, "layer": 1, "window": 4}]
+
+
+def test_a_window_longer_than_every_sentence_is_said_to_hide_nothing():
+    """Gemma's case: 512-token windows over short sentences mask no key; the caption says
+    so with the longest sentence's length, and says nothing of it when a window cuts."""
+    results = typed(fake_study(2))
+    longest = max(s.n_tokens for s in results.manifest.sentences)
+    for size, hides in ((longest, False), (longest - 1, True)):
+        model = replace(results.manifest.model, layer_windows={0: size, 1: size})
+        manifest = replace(results.manifest, model=model)
+        windowed = replace(results, manifest=manifest)
+        caption = place(entry_of("set-sink-rate"), Inputs(windowed)).figure.caption
+        assert f"have a window of {size} tokens" in caption
+        said = f"(the longest has {longest} tokens), so no window hides a token" in caption
+        assert said == (not hides), (size, caption)

@@ -74,9 +74,13 @@ SMALL = {
     "block_ff_dim": 64,
 }
 N_LAYERS = SMALL["num_hidden_layers"]
+EXPERTS = {"num_experts_per_token": 2, "num_expert_group": 1, "topk_group": 1}  # of 4
 HYBRID = {  # hybrids whose default layer list has no attention layer to cut: layer 1 attends
     "bamba": {"attn_layer_indices": [1]},
     "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"]},  # its default list is None
+    "kimi_linear": EXPERTS,  # expert fields under names of their own
+    "bailing_hybrid": EXPERTS,
 }
 
 
@@ -98,14 +102,20 @@ def zoo_types() -> list[str]:
     return found
 
 
-def small_config(model_type: str, **overrides):
+def small_config(model_type: str, fill_unset: bool = False, **overrides):
     """The type's default config rebuilt with every ``SMALL`` field it has (so the fields the
-    config derives in its constructor follow), per-layer lists cut to ``N_LAYERS``."""
+    config derives in its constructor follow), per-layer lists cut to ``N_LAYERS``; with
+    ``fill_unset`` also the ``SMALL`` fields it declares but leaves None (Ministral's
+    ``head_dim``, DeepSeek V2's ``num_experts_per_tok``)."""
     from transformers import CONFIG_MAPPING
 
     config_cls = CONFIG_MAPPING[model_type]
     defaults = config_cls().to_dict()
-    kwargs = {k: v for k, v in SMALL.items() if defaults.get(k) is not None}
+    kwargs = {
+        k: v
+        for k, v in SMALL.items()
+        if defaults.get(k) is not None or (fill_unset and k in defaults)
+    }
     if "head_dim" in kwargs and "qk_rope_head_dim" in kwargs:  # latent attention: the rotary width
         kwargs["head_dim"] = kwargs["qk_rope_head_dim"]
     if "kv_lora_rank" in kwargs and "num_key_value_heads" in kwargs:  # k is shared by every head
@@ -134,12 +144,18 @@ def build_zoo_model(
     model_type: str, seed: int = 0, **overrides
 ) -> tuple[torch.nn.Module | None, str]:
     """(tiny model in eval mode with eager attention, "") or (None, why it does not build or
-    run its own plain forward pass of 8 tokens)."""
+    run its own plain forward pass of 8 tokens). A type that does not build from its set
+    fields is tried once more with its unset ones filled (``small_config``)."""
+    model, why = _built(model_type, seed, False, overrides)
+    return (model, why) if model is not None else _built(model_type, seed, True, overrides)
+
+
+def _built(model_type: str, seed: int, fill_unset: bool, overrides: dict):
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
     try:
-        config = small_config(model_type, **overrides)
+        config = small_config(model_type, fill_unset, **overrides)
         model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
         model = model.float().eval()
         with torch.no_grad():  # a model that cannot run its own plain pass does not build

@@ -9,14 +9,15 @@ every allowed key and get rank -1.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 import torch
 
 from attnreport.analyses.tables import Table, as_numpy, triangle
 from attnreport.records import LayerRecord
-from attnreport.results.maps import rank_fixes
+from attnreport.results.maps import Row as MapRow
+from attnreport.results.maps import Triangle, rank_fixes
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,14 @@ def top_columns(
     return table
 
 
-def attention_triangles(record: LayerRecord, order: KeyOrder | None = None) -> dict[str, Any]:
+class KeptMaps(TypedDict):
+    """What ``attention_triangles`` keeps of one layer (``results.maps.AttentionMaps``)."""
+
+    scores: list[Triangle]  # [head] -> rows of the scores, 6 significant digits
+    rank_fixes: dict[MapRow, tuple[int, ...]]  # (layer, head, query) -> that row's ranks
+
+
+def attention_triangles(record: LayerRecord, order: KeyOrder | None = None) -> KeptMaps:
     """What the results keep of one layer's maps (``results.maps``): ``scores``, a
     ``[head] -> triangle`` of the scores rounded to 6 significant digits (None where a
     window masks), and ``rank_fixes``, the rows whose key order (``order``, over the

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
+from attnreport.records import QueryHeads
+
 # Float32 (query-block x key) tensors alive at once per head while one block is analysed:
 # raw scores, capped/masked scores, the unrotated product, probabilities, and a copy
 # argmax masks; 8 leaves room for the temporaries torch allocates along the way.
@@ -24,7 +26,7 @@ DEFAULT_BUDGET_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
-class LayerTensors:
+class LayerTensors(QueryHeads):
     """Everything one attention layer needs for the per-sentence tables, O(n x d) in memory.
 
     Score of query i and key j (allowed iff ``i - window < j <= i``, or ``j <= i`` without a
@@ -61,14 +63,6 @@ class LayerTensors:
             raise ValueError(f"a sliding window must be >= 1, got {self.window}")
         if self.k.shape[1] != n or self.x.shape[0] != n:
             raise ValueError("q, k and x must cover the same tokens")
-
-    @property
-    def n_heads(self) -> int:
-        return int(self.q.shape[0])
-
-    @property
-    def n_tokens(self) -> int:
-        return int(self.q.shape[1])
 
     @property
     def groups(self) -> int:

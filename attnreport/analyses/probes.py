@@ -76,16 +76,18 @@ def probe_table(
     """The probe scores per (layer, head): ``per_probe[p][i]`` is that probe's
     ``(induction, previous_token)`` arrays (head,) of attention layer ``layers[i]``
     (``i`` itself when None; a hybrid's other layers have no row). Columns: layer, head,
-    induction, previous_token_probe, each the mean over probes (all of one length)."""
-    induction = np.mean([[layer[0] for layer in probe] for probe in per_probe], axis=0)
-    previous = np.mean([[layer[1] for layer in probe] for probe in per_probe], axis=0)
-    n_layers, n_heads = induction.shape
+    induction, previous_token_probe, each the mean over probes (all of one length). Layers
+    may have different numbers of heads (Inkling's sliding and full layers)."""
+    n_layers = len(per_probe[0])
+    induction = [np.mean([probe[i][0] for probe in per_probe], axis=0) for i in range(n_layers)]
+    previous = [np.mean([probe[i][1] for probe in per_probe], axis=0) for i in range(n_layers)]
     numbers = np.arange(n_layers) if layers is None else np.asarray(layers)
+    heads = [len(scores) for scores in induction]
     return {
-        "layer": np.repeat(numbers.astype(np.int64), n_heads),
-        "head": np.tile(np.arange(n_heads, dtype=np.int64), n_layers),
-        "induction": induction.reshape(-1),
-        "previous_token_probe": previous.reshape(-1),
+        "layer": np.repeat(numbers.astype(np.int64), heads),
+        "head": np.concatenate([np.arange(n, dtype=np.int64) for n in heads]),
+        "induction": np.concatenate(induction),
+        "previous_token_probe": np.concatenate(previous),
     }
 
 

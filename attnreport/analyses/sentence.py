@@ -30,7 +30,7 @@ SENTENCE_TABLES: tuple[str, ...] = (
     "block_impact",
 )
 # Per-layer tables a pass adds when it computes head roles (``layer_role_tables``);
-# ``merge_layers`` keeps them when every layer has them, after ``SENTENCE_TABLES``.
+# ``merge_layers`` keeps them (as any further table) when every layer has them.
 ROLE_TABLES: tuple[str, ...] = ("head_roles", "massive_activations")
 
 
@@ -71,14 +71,19 @@ def layer_role_tables(
 
 def merge_layers(per_layer: Sequence[Mapping[str, Table]]) -> dict[str, Table]:
     """One sentence's tables: each per-layer table concatenated in the order given, plus
-    ``focus_sorted`` from the merged focus rows, and the ``ROLE_TABLES`` every layer has.
-    Keys in schema order (``SENTENCE_TABLES``, then ``ROLE_TABLES``).
+    ``focus_sorted`` from the merged focus rows, and every further table (``ROLE_TABLES``,
+    those of ``analyses.layer_tables``) that every layer has. Keys in schema order
+    (``SENTENCE_TABLES``, then the further tables in the first layer's order).
     ValueError when ``per_layer`` is empty.
     """
     if not per_layer:
         raise ValueError("a sentence needs at least one analysed layer")
     merged = {name: concat_tables([tables[name] for tables in per_layer]) for name in LAYER_TABLES}
     merged["focus_sorted"] = focus_sorted(merged["focus"])
-    roles = [name for name in ROLE_TABLES if all(name in tables for tables in per_layer)]
-    merged.update({name: concat_tables([tables[name] for tables in per_layer]) for name in roles})
-    return {name: merged[name] for name in (*SENTENCE_TABLES, *roles)}
+    further = [
+        name
+        for name in per_layer[0]
+        if name not in LAYER_TABLES and all(name in tables for tables in per_layer)
+    ]
+    merged.update({name: concat_tables([tables[name] for tables in per_layer]) for name in further})
+    return {name: merged[name] for name in (*SENTENCE_TABLES, *further)}

@@ -34,6 +34,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from attnreport.jsontypes import VegaSpec
+
 SAFE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")  # dataset and column-file names in specs
 
 Columns = dict[str, list[Any]]  # column name -> values; every column has the same length
@@ -44,13 +46,13 @@ class Figure:
     key: str  # stable id unique within a page, [a-z0-9-]; also the dataset name
     title: str
     caption: str  # plain text: what the reader should look at
-    spec: dict[str, Any]  # Vega-Lite spec (Altair ``to_dict()``), data = {"name": key}
+    spec: VegaSpec  # Vega-Lite spec (Altair ``to_dict()``), data = {"name": key}
     inline: Columns  # rows of the default view
     chunks: dict[str, Columns] = field(default_factory=dict)  # chunk name -> rows
     chunk_param: str | None = None  # Vega-Lite param whose value selects a chunk
     chunk_names: dict[str, str] = field(default_factory=dict)  # "v1|v2" param values -> chunk
     inline_chunk: str | None = None  # the chunk name already covered by ``inline``
-    static_spec: dict[str, Any] | None = None  # default view with inline values for vl-convert
+    static_spec: VegaSpec | None = None  # default view with inline values for vl-convert
     chunk_params: tuple[str, ...] = ()  # params whose joined values select a chunk
     renderer: str = "svg"  # Vega renderer for the page: "svg" or "canvas"
     chunk_source: str | None = None  # key of the figure on the page whose chunk files it reads

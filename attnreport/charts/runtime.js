@@ -305,7 +305,7 @@
         return self.view.runAsync();
       })
       .then(function () {
-        return layout.shrinkToFit(self.el, self.view, spec.signals, self.fit);
+        return layout.shrinkToFit(self.el, self.view, spec.signals, self.fit, spec.usermeta);
       })
       .then(function () {
         self.drawing = false;

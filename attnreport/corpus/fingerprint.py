@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 from attnreport.config import Settings
+from attnreport.jsontypes import Json
 from attnreport.results import SCHEMA
 from attnreport.session import Session
 
@@ -28,12 +29,34 @@ def sentences_digest(session: Session) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def settings_json(settings: Settings) -> dict[str, Any]:
+def settings_json(settings: Settings) -> Json:
     """Every setting that changes the numbers (``Settings.recorded``), as JSON values."""
     return json.loads(json.dumps(settings.recorded()))
 
 
-def run_fingerprint(session: Session, settings: Settings) -> dict[str, Any]:
+class ModelId(TypedDict):
+    name: str
+    fingerprint: str
+
+
+class SentencesId(TypedDict):
+    count: int
+    digest: str
+
+
+class RunFingerprint(TypedDict):
+    """``run.json``: what a resumed run must share with the run it continues."""
+
+    schema: str
+    results_schema: str
+    model: ModelId
+    dtype: str
+    device: str
+    settings: Json
+    sentences: SentencesId
+
+
+def run_fingerprint(session: Session, settings: Settings) -> RunFingerprint:
     """``run.json``: model fingerprint and name, dtype, device, settings, sentences digest."""
     loaded = session.loaded
     return {
@@ -52,7 +75,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
-def difference(stored: dict[str, Any], current: dict[str, Any]) -> str | None:
+def difference(stored: Json, current: RunFingerprint) -> str | None:
     """The first difference between two fingerprints, as a phrase; None when they match."""
     if (
         stored.get("schema") != current["schema"]

@@ -32,7 +32,10 @@ from attnreport.analyses.focus import focus_sorted
 from attnreport.analyses.role_pooling import RoleTotals
 from attnreport.analyses.tables import Table
 from attnreport.analyses.weights import FIRST_TOKEN_MEASURES, query_weights
+from attnreport.corpus.pooled import PoolTotals
+from attnreport.jsontypes import Json
 from attnreport.results import SetResults
+from attnreport.results.types import pooled_kinds, set_results_from
 from attnreport.vocabulary import FOCUS_STATISTICS
 
 SPREAD_COLUMNS: tuple[str, ...] = ("min", "q1", "median", "q3", "max")  # across sentences
@@ -56,6 +59,8 @@ class SentencePartial:
     impact: Table
     roles: Table | None = None  # the sentence's head_roles table (None: written before them)
     massive: Table | None = None  # its massive_activations table
+    # set table name -> the sentence table a ``PooledTable`` pools (``pooled.pooled_sources``)
+    pooled: dict[str, Table] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -65,8 +70,10 @@ class SentencePartial:
         head_impact: Table,
         roles: Table | None = None,
         massive: Table | None = None,
+        pooled: dict[str, Table] | None = None,
     ) -> SentencePartial:
-        """From a sentence's ``focus``, ``head_impact`` (and head-role) tables."""
+        """From a sentence's ``focus``, ``head_impact`` (and head-role) tables and the
+        sources of the generically pooled set tables."""
         pairs = np.stack([head_impact["layer"], head_impact["head"]], axis=1).astype(np.int64)
         unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
@@ -82,23 +89,30 @@ class SentencePartial:
             "n_tokens": np.bincount(inverse, minlength=len(unique)).astype(np.int64),
         }
         focus = {k: np.asarray(v) for k, v in focus.items()}
-        return cls(index, focus, impact, _arrays(roles), _arrays(massive))
+        sources = {name: _arrays(table) for name, table in (pooled or {}).items()}
+        return cls(index, focus, impact, _arrays(roles), _arrays(massive), sources)  # type: ignore[arg-type]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> Json:
         """Full-precision JSON (floats round-trip exactly), so a resumed run loses nothing."""
-        out: dict[str, Any] = {"index": self.index}
+        out: Json = {"index": self.index}
         for name in ("focus", "impact", "roles", "massive"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = {k: np.asarray(v).tolist() for k, v in value.items()}
+        if self.pooled:
+            out["pooled"] = {
+                name: {k: np.asarray(v).tolist() for k, v in table.items()}
+                for name, table in self.pooled.items()
+            }
         return out
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> SentencePartial:
+    def from_json(cls, value: Json) -> SentencePartial:
         tables = {
             name: _arrays(value.get(name)) for name in ("focus", "impact", "roles", "massive")
         }
-        return cls(int(value["index"]), **tables)  # type: ignore[arg-type]
+        pooled = {name: _arrays(table) for name, table in value.get("pooled", {}).items()}
+        return cls(int(value["index"]), **tables, pooled=pooled)  # type: ignore[arg-type]
 
 
 def _arrays(columns: Any) -> Table | None:
@@ -116,6 +130,7 @@ class SetPartial:
     impact_sums: list[list[int]] = field(default_factory=list)  # [magnitude|orientation][row]
     tokens: list[int] = field(default_factory=list)  # per impact row: tokens pooled
     roles: RoleTotals = field(default_factory=RoleTotals)  # head roles of the sentences with them
+    pooled: dict[str, PoolTotals] = field(default_factory=dict)  # set table name -> totals
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -140,6 +155,12 @@ class SetPartial:
         one.tokens = np.asarray(impact["n_tokens"], dtype=np.int64).tolist()
         if part.roles is not None and part.massive is not None:
             one.roles.add(part.index, part.roles, part.massive)
+        kinds = pooled_kinds()
+        one.pooled = {
+            name: PoolTotals.of(kinds[name], source)
+            for name, source in part.pooled.items()
+            if name in kinds
+        }
         self.merge(one)
 
     def merge(self, other: SetPartial) -> None:
@@ -150,6 +171,8 @@ class SetPartial:
         if twice:
             raise ValueError(f"sentence {min(twice)} is counted twice")
         self.roles.merge(other.roles)
+        for name, totals in other.pooled.items():
+            self.pooled.setdefault(name, PoolTotals()).merge(totals)
         if not self.rows:
             self.keys, self.impact_keys = other.keys, other.impact_keys
             self.focus_sums = [list(s) for s in other.focus_sums]
@@ -205,16 +228,11 @@ class SetPartial:
         }
 
     def set_results(self) -> SetResults:
-        """``tables()`` as the typed ``set.json`` (``attnreport.results.SetResults``)."""
-        from attnreport.results import tables as rt
-
-        tables = self.tables()
-        return SetResults(
-            focus_by_sentence=rt.FocusBySentenceTable(**tables["focus_by_sentence"]),
-            focus_pooled=rt.FocusPooledTable(**tables["focus_pooled"]),
-            focus_sorted=rt.PooledSortedTable(**tables["focus_sorted"]),
-            impact_pooled=rt.ImpactPooledTable(**tables["impact_pooled"]),
-        )
+        """``tables()`` and the generically pooled tables (``PooledTable``) as the typed
+        ``set.json`` (``attnreport.results.SetResults``)."""
+        kinds = pooled_kinds()
+        pooled = {name: totals.table(kinds[name]) for name, totals in self.pooled.items()}
+        return set_results_from({**self.tables(), **pooled})
 
     def has_roles(self) -> bool:
         """Whether every counted sentence brought its head roles (a run resumed from

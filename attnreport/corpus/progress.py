@@ -6,7 +6,6 @@ The commands import this only when they run, so ``--help`` does not load rich.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -16,6 +15,7 @@ from rich.progress import (
     ProgressColumn,
     SpinnerColumn,
     Task,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -73,7 +73,7 @@ class RichProgress:
             console=Console(stderr=True),
             transient=False,
         )
-        self.tasks: dict[str, Any] = {}
+        self.tasks: dict[str, TaskID] = {}
         self.current: str | None = None
 
     def __call__(self, stage: str, done: int, total: int) -> None:

@@ -26,15 +26,15 @@ import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from attnreport.corpus.fingerprint import difference
+from attnreport.corpus.fingerprint import RunFingerprint, difference
 from attnreport.corpus.partial import SentencePartial
 from attnreport.errors import AttnReportError
+from attnreport.jsontypes import Json
 from attnreport.results import Manifest
 from attnreport.results.io import dump_json
 from attnreport.results.layout import CURRENT, MANIFEST
-from attnreport.results.types import manifest_to_json
+from attnreport.results.manifest import manifest_to_json
 from attnreport.vocabulary import MARKER  # this folder is attnreport's
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class RunStore:
     def __init__(self, out: Path) -> None:
         self.out = Path(out).expanduser().absolute()
 
-    def start(self, fingerprint: dict[str, Any], resume: bool) -> set[int]:
+    def start(self, fingerprint: RunFingerprint, resume: bool) -> set[int]:
         """Prepare the folder; return the indices of sentences already finished (resume)."""
         stored = self._stored_fingerprint() if resume else None
         if stored is not None:
@@ -89,7 +89,7 @@ class RunStore:
         write_file(self.out, RUN_FILE, dump_json(fingerprint))
         return set()
 
-    def forget_sentences(self, indices: set[int], fingerprint: dict[str, Any]) -> None:
+    def forget_sentences(self, indices: set[int], fingerprint: RunFingerprint) -> None:
         """Make a complete run of other sentences resumable as a run of ``fingerprint``
         (the same but for its sentences): the manifest goes first (the folder is then
         incomplete), then the files of sentences ``indices`` (changed, or past the new
@@ -101,11 +101,11 @@ class RunStore:
             (self.out / sentence_name(index)).unlink(missing_ok=True)
         write_file(self.out, RUN_FILE, dump_json(fingerprint))
 
-    def stored_fingerprint(self) -> dict[str, Any] | None:
+    def stored_fingerprint(self) -> Json | None:  # as stored: read before it is trusted
         """The fingerprint in ``run.json``, or None when there is none."""
         return self._stored_fingerprint()
 
-    def _stored_fingerprint(self) -> dict[str, Any] | None:
+    def _stored_fingerprint(self) -> Json | None:  # as stored: read before it is trusted
         path = self.out / RUN_FILE
         if not path.is_file():
             return None

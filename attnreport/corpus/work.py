@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from attnreport.config import Settings
 from attnreport.corpus.partial import SentencePartial
+from attnreport.corpus.pooled import pooled_sources
 from attnreport.results.io import dump_json_streamed
 from attnreport.results.layout import CURRENT
 from attnreport.results.types import sentence_to_json
@@ -33,7 +34,7 @@ def analyze_one(
     result = analyze_sentence(session, sentence, settings, on_layer)
     partial = SentencePartial.of(
         sentence.index, result.focus, result.head_impact, result.head_roles,
-        result.massive_activations,
+        result.massive_activations, pooled_sources(result.result.tables),
     )  # fmt: skip
     # Streamed, so one table column's Python values exist at a time; compressed at once
     # (the JSON, then about 0.4 of it compressed, are the largest copies held).

@@ -251,7 +251,8 @@ def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery, f
     if rotary is None or plain is None:
         return None, "alibi" if computed.score_bias is not None else "none"
     if torch.equal(plain.q, computed.q) and torch.equal(plain.k, computed.k):
-        return None, "none"  # handed cos and sin, but rotates nothing (SmolLM3's NoPE layers)
+        # handed cos and sin, but rotates nothing (SmolLM3's NoPE layers, ALiBi Falcons)
+        return None, "alibi" if computed.score_bias is not None else "none"
     scored, unrotated = (computed.q, computed.k), (plain.q, plain.k)
     own = getattr(family, "rotate", None)  # an adapter's rotation (GPT-J's every-two pairs)
     return inverse_for(attn, layer, rotary, scored, unrotated, own, computed.v.dtype), "rope"
@@ -259,13 +260,15 @@ def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery, f
 
 def _layer_spec(index, family, block, attn, computed: Computed, tap: Discovery) -> LayerSpec:
     n_heads, _, d = computed.q.shape
-    out_proj, gated = _output_projection(index, attn, tap)
+    own = getattr(family, "output", None)  # an adapter's composed projection (JetMoE)
+    out_proj, gated = (own(attn), True) if own else _output_projection(index, attn, tap)
     layout = HeadLayout(
         n_heads, int(computed.k.shape[0]), d, _out_features(out_proj), int(computed.v.shape[-1])
     )
     rotate, positions = _rotation(index, attn, computed, tap, family)
     rotary = tap.kwargs[id(attn)]["kwargs"].get("position_embeddings")
-    features = _features(computed, layout, attn, rotate, rotary, tap) | (
+    folded = getattr(out_proj, "folded", ())  # norms a composed projection's gate does
+    features = _features(computed, layout, attn, rotate, rotary, tap, folded) | (
         {"output_gate"} if gated else set()
     )
     q_bias = k_bias = None
@@ -292,12 +295,15 @@ def _window(computed: Computed) -> int | None:
     return None if window is None else int(window)
 
 
-def _features(computed: Computed, layout: HeadLayout, attn: nn.Module, rotate, rotary, tap):
-    """The attention features one layer uses, as found in its discovery call."""
+def _features(computed: Computed, layout: HeadLayout, attn: nn.Module, rotate, rotary, tap,
+              folded=()):  # fmt: skip
+    """The attention features one layer uses, as found in its discovery call. ``folded``:
+    norm children of the output path, not q's or k's (DiffLlama's, in its composed gate)."""
     found = set()
     if layout.n_kv_heads < layout.n_heads:
         found.add("gqa")
     out_norms = {id(n) for n, _ in tap.normed.get(id(attn), [])}  # BitNet's, not q's or k's
+    out_norms |= {id(n) for n in folded}
     if any("Norm" in type(c).__name__ and id(c) not in out_norms for c in attn.children()):
         found.add("qk_norm")
     if rotate is not None:

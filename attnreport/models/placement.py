@@ -23,6 +23,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnreport.jsontypes import Options
+
 _MISSING = object()
 
 
@@ -102,7 +104,7 @@ def swapped_forward(module: nn.Module, forward: Callable[..., Any]) -> Iterator[
             module.forward = previous
 
 
-def map_options(device: str, device_map: str, max_memory: dict | None = None) -> dict[str, Any]:
+def map_options(device: str, device_map: str, max_memory: dict | None = None) -> Options:
     """``from_pretrained`` keyword arguments that let accelerate place the model.
 
     ``device_map`` is ``auto`` (fill the GPUs in order) or ``balanced`` (spread evenly);

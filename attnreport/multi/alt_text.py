@@ -11,19 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from attnreport.jsontypes import Row
 from attnreport.multi.measures import CURVES
 
 Columns = Mapping[str, Sequence[Any]]
 
 
-def _rows(table: Columns, **match: Any) -> list[dict[str, Any]]:
+def _rows(table: Columns, **match: Any) -> list[Row]:
     """The table's rows (dicts) whose columns equal ``match``."""
     names = list(table)
     rows = [dict(zip(names, values, strict=True)) for values in zip(*table.values(), strict=True)]
     return [r for r in rows if all(r[k] == v for k, v in match.items())]
 
 
-def _peak(rows: list[dict[str, Any]], value: str, unit: str = "") -> str:
+def _peak(rows: list[Row], value: str, unit: str = "") -> str:
     top = max(rows, key=lambda r: r[value])
     return f"{top[value]:.3g}{unit} at depth {top['depth']:.2f} (layer {top['layer']})"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnreport.analyses import sinks
-from attnreport.multi.measures import CURVES, ModelSide, depth, depth_match, layer_values
+from attnreport.multi.measures import CURVES, ModelSide, apart, depth, depth_match, layer_values
 
 MOST = 0.5  # "most heads", "most queries": more than half, as the single-model findings
 SAME = 1e-6  # the results keep 6 significant digits: closer curves read as identical
@@ -58,7 +58,9 @@ def sink_onset(sides: Sequence[ModelSide]) -> Comparison:
     text = "Where the sink forms: " + "; ".join(parts)
     if len(depths) == len(sides) > 1:
         gap = max(depths) - min(depths)
-        text += " (the same relative depth)" if gap < SAME else f" ({gap:.2f} apart in depth)"
+        text += (
+            "; at the same relative depth" if gap < SAME else f"; {apart(gap)} in relative depth"
+        )
     text += ". A sink layer is one where most heads make the first token the top key for most queries."  # fmt: skip
     return Comparison("sink-onset", text, "compare-first-focus")
 
@@ -77,45 +79,48 @@ def sink_share(sides: Sequence[ModelSide]) -> Comparison:
     return Comparison("sink-share", text, "compare-sink-rate")
 
 
-def largest_gap(
-    sides: Sequence[ModelSide], statistics: Sequence[str] = SHARES
-) -> tuple[str, float, float, float, float] | None:
-    """(statistic, depth, gap, first model's value, other's value) of the largest gap
-    between the first model's curves and each other's (interpolated on depth) among
-    ``statistics``; None with one model. Sink rates count as shares (percent / 100)."""
-    best: tuple[str, float, float, float, float] | None = None
+Gap = tuple[str, float, float, float, float]  # statistic, depth, gap, first's, other's
+
+
+def statistic_gap(sides: Sequence[ModelSide], statistic: str) -> Gap:
+    """(statistic, depth, gap, first model's value, other's value) of the largest gap on
+    one curve between the first model and each other model (interpolated on depth, at
+    the first model's layers). Sink rates count as shares (percent / 100). ``sides``:
+    at least two models."""
     first = sides[0]
-    for statistic in statistics:
-        base = layer_values(first, statistic)
-        x = np.array([depth(lay, first.n_layers) for lay in sorted(base)])
-        y = np.array([base[lay] for lay in sorted(base)])
-        for other in sides[1:]:
-            theirs = layer_values(other, statistic)
-            ox = np.array([depth(lay, other.n_layers) for lay in sorted(theirs)])
-            oy = np.interp(x, ox, np.array([theirs[lay] for lay in sorted(theirs)]))
-            scale = 100.0 if statistic == "sink_rate" else 1.0  # percent: compare as shares
-            gaps = np.abs(y - oy) / scale
-            k = int(gaps.argmax())
-            if best is None or gaps[k] > best[2]:
-                best = (statistic, float(x[k]), float(gaps[k]), float(y[k]), float(oy[k]))
+    base = layer_values(first, statistic)
+    x = np.array([depth(lay, first.n_layers) for lay in sorted(base)])
+    y = np.array([base[lay] for lay in sorted(base)])
+    scale = 100.0 if statistic == "sink_rate" else 1.0  # percent: compare as shares
+    best: Gap | None = None
+    for other in sides[1:]:
+        theirs = layer_values(other, statistic)
+        ox = np.array([depth(lay, other.n_layers) for lay in sorted(theirs)])
+        oy = np.interp(x, ox, np.array([theirs[lay] for lay in sorted(theirs)]))
+        gaps = np.abs(y - oy) / scale
+        k = int(gaps.argmax())
+        if best is None or gaps[k] > best[2]:
+            best = (statistic, float(x[k]), float(gaps[k]), float(y[k]), float(oy[k]))
+    assert best is not None, "statistic_gap needs two models"
     return best
 
 
 def difference(sides: Sequence[ModelSide]) -> Comparison | None:
-    """The largest difference between the models' per-layer curves, or "no difference"."""
-    gap = largest_gap(sides) if len(sides) > 1 else None
-    if gap is None:
+    """The largest difference between the models' per-layer curves (on the curves that
+    share one scale, ``SHARES``), or "no difference" when no curve differs at all. Each
+    curve's gap is computed once."""
+    if len(sides) < 2:
         return None
-    statistic, at, size, mine, theirs = gap
+    gaps = {s: statistic_gap(sides, s) for s in CURVES}
     others = ", ".join(s.name for s in sides[1:])
-    every = largest_gap(sides, tuple(CURVES))
-    if every is not None and every[2] <= SAME:
+    if max(g[2] for g in gaps.values()) <= SAME:
         text = (
             f"No difference: {sides[0].name} and {others} give the same per-layer curves "
             "(first-token focus, sink rate, self focus, head impact) at every relative "
             "depth, to the results' precision."
         )
         return Comparison("difference", text, "compare-first-focus")
+    statistic, at, size, mine, theirs = max((gaps[s] for s in SHARES), key=lambda g: g[2])
     name = CURVES[statistic][0]
     layer = round(at * (sides[0].n_layers - 1))
     unit = "% of heads" if statistic == "sink_rate" else ""

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnreport.errors import AttnReportError
-from attnreport.results.types import manifest_from_json
+from attnreport.results.manifest import manifest_from_json
 from attnreport.site.slugs import ascii_words
 
 MODELS_FILE = "models.json"

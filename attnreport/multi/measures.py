@@ -23,7 +23,7 @@ Columns = dict[str, list]
 # statistic -> (what the curve shows, its axis title)
 CURVES = {
     "first_focus": ("first-token focus", "share of queries whose top key is the first token"),
-    "sink_rate": ("sink rate", f"sink heads, % of the layer (Gu et al., eps = {sinks.EPS:g})"),
+    "sink_rate": ("sink rate", "sink heads, % of the layer"),  # the caption names the measure
     "self_focus": ("self focus", "share of queries whose top key is the query itself"),
     "head_impact": ("head impact", "||u|| / ||x||, mean of the layer's heads"),
 }
@@ -169,6 +169,12 @@ def matched_layer(reference_depth: float, n_layers: int) -> int:
     return int(np.floor(reference_depth * (n_layers - 1) + 0.5 - 1e-9))
 
 
+def apart(gap: float) -> str:
+    """A positive gap in relative depth in words, at two places: ``0.07 apart``, or ``less
+    than 0.01 apart`` where two places would print 0.00."""
+    return "less than 0.01 apart" if gap < 0.005 else f"{gap:.2f} apart"
+
+
 def depth_match(sides: Sequence[ModelSide]) -> str:
     """The intervention layers and how closely their relative depths match, in words."""
     with_iv = [s for s in sides if s.interventions is not None]
@@ -186,7 +192,7 @@ def depth_match(sides: Sequence[ModelSide]) -> str:
     match = (
         "the same relative depth"
         if gap < 1e-9
-        else f"{gap:.2f} apart in relative depth"
+        else f"{apart(gap)} in relative depth"
         + (", the nearest the layers allow" if gap <= max(steps, default=0) / 2 + 1e-9 else "")
     )
     return "The interventions ran " + "; ".join(parts) + f": {match}."

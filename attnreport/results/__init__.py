@@ -7,6 +7,15 @@ Nothing here imports torch or transformers: a site renders from results alone.
 from attnreport.results.interventions import GridCell, Interventions, MeanGrid, ScalingGrid
 from attnreport.results.io import Results, as_results, dump, dump_json, from_parts, load, to_json
 from attnreport.results.layout import CURRENT, Layout, read_json
+from attnreport.results.manifest import (
+    READABLE_VERSIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    ListedSentence,
+    Manifest,
+    ModelInfo,
+    StudySettings,
+)
 from attnreport.results.tables import (
     BlockImpactTable,
     BreakdownTable,
@@ -21,19 +30,7 @@ from attnreport.results.tables import (
     TokensTable,
     TopTable,
 )
-from attnreport.results.types import (
-    READABLE_VERSIONS,
-    SCHEMA,
-    SCHEMA_VERSION,
-    AttentionMaps,
-    ListedSentence,
-    Manifest,
-    ModelInfo,
-    SentenceResults,
-    SentenceTables,
-    SetResults,
-    StudySettings,
-)
+from attnreport.results.types import AttentionMaps, SentenceResults, SentenceTables, SetResults
 
 __all__ = [
     "CURRENT",

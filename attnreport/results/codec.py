@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from attnreport.jsontypes import Json
 from attnreport.results.packed import (
     apply_exceptions,
     packed_column,
@@ -185,7 +186,7 @@ def _shortest_readable(
     return (chosen, best) if best < plain_size else (plain, plain_size)
 
 
-def _unpack(encoded: dict[str, Any]) -> list[Any]:
+def _unpack(encoded: Json) -> list[Any]:
     """The values of a packed form (the reference for ``runtime.js``), integral floats as
     ints as everywhere in this codec."""
     numbers = unpacked_numbers(encoded)

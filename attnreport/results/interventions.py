@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attnreport.results.types import SCHEMA, Observations, need
+from attnreport.jsontypes import Json
+from attnreport.results.manifest import SCHEMA, Observations, need
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,13 @@ class GridCell:
     setting: float | int
     observations: Observations
     kl: list[float]
+    # an input of more than 32 observed positions (schema 7, ``observed_blocks``): ``blocks`` is
+    # (block size, positions observed) and ``observations`` (and the grid's baseline of
+    # the same input) hold block values; ``gaps`` and ``moved`` are per observation and
+    # head, read off the exact rows. None for an input kept whole.
+    blocks: tuple[int, int] | None = None
+    gaps: dict[str, list[float]] | None = None
+    moved: dict[str, list[float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -47,21 +55,28 @@ class Interventions:
 
 
 def _cell(obj: Any, key: str, where: str) -> GridCell:
+    blocks = obj.get("blocks")
     return GridCell(
         target=str(need(obj, "target", where)),
         setting=need(obj, key, where),
         observations=need(obj, "observations", where),
         kl=list(need(obj, "kl", where)),
+        blocks=None if blocks is None else (int(blocks[0]), int(blocks[1])),
+        gaps=obj.get("gaps"),
+        moved=obj.get("moved"),
     )
 
 
-def _cell_json(cell: GridCell, key: str) -> dict[str, Any]:
-    return {
+def _cell_json(cell: GridCell, key: str) -> Json:
+    out: Json = {
         "target": cell.target,
         key: cell.setting,
         "observations": cell.observations,
         "kl": cell.kl,
     }
+    if cell.blocks is not None:
+        out.update(blocks=list(cell.blocks), gaps=cell.gaps, moved=cell.moved)
+    return out
 
 
 def interventions_from_json(obj: Any, where: str = "interventions.json") -> Interventions:
@@ -87,7 +102,7 @@ def interventions_from_json(obj: Any, where: str = "interventions.json") -> Inte
     )
 
 
-def interventions_to_json(iv: Interventions) -> dict[str, Any]:
+def interventions_to_json(iv: Interventions) -> Json:
     return {
         "schema": SCHEMA,
         "layer": iv.layer,

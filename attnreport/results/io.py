@@ -17,21 +17,24 @@ from pathlib import Path
 from typing import Any
 
 from attnreport.errors import AttnReportError
+from attnreport.jsontypes import Json
 from attnreport.results.interventions import (
     Interventions,
     interventions_from_json,
     interventions_to_json,
 )
 from attnreport.results.layout import CURRENT, MANIFEST, Layout, decode, is_results_file
-from attnreport.results.tables import LazyColumn
-from attnreport.results.types import (
+from attnreport.results.manifest import (
     READABLE_VERSIONS,
     SCHEMA_VERSION,
     Manifest,
-    SentenceResults,
-    SetResults,
     manifest_from_json,
     manifest_to_json,
+)
+from attnreport.results.tables import LazyColumn
+from attnreport.results.types import (
+    SentenceResults,
+    SetResults,
     sentence_from_json,
     sentence_to_json,
     set_from_json,
@@ -103,7 +106,7 @@ def dump(results: Results) -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
-def to_json(results: Results) -> dict[str, Any]:
+def to_json(results: Results) -> Json:
     """The parts as JSON values: {"manifest", "set", "sentences", "interventions"}."""
     files = {name: json.loads(decode(data, name, name)) for name, data in dump(results).items()}
     return {

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from attnreport.errors import AttnReportError
+from attnreport.jsontypes import Json
 
 POSITIONS = ("rope", "partial_rope", "alibi", "absolute", "none")
 
@@ -36,7 +37,7 @@ class LayerFacts:
     output_gate: bool = False
 
 
-def layer_facts_to_json(facts: tuple[LayerFacts, ...]) -> list[dict[str, Any]]:
+def layer_facts_to_json(facts: tuple[LayerFacts, ...]) -> list[Json]:
     return [asdict(f) for f in facts]
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from attnreport.errors import AttnReportError
-from attnreport.results.types import SCHEMA_VERSION
+from attnreport.results.manifest import SCHEMA_VERSION
 
 MANIFEST = "manifest.json"
 GZIP_SINCE = 4  # the first schema version whose parts are gzip-compressed

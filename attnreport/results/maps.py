@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from attnreport.jsontypes import Json
+
 Triangle = list[list[Any]]  # tri[i] holds keys 0..i of query row i
 Row = tuple[int, int, int]  # (layer, head, query)
 SINK_EVIDENCE = 1e-4  # a stored row whose probabilities sum below 1 - this shows a sink
@@ -112,7 +114,7 @@ class AttentionMaps:
                 rows, keys, starts = triangle_index(n)
                 scores = flat(triangle)
                 if name == "probs":
-                    sink = None if sinks is None else float(sinks[head])
+                    sink = None if sinks is None else np.asarray(sinks[head], np.float64)
                     out[-1].append(unflat(row_probs(rows, starts, scores, sink), n))
                 else:
                     ranks = row_ranks(rows, keys, scores)
@@ -128,8 +130,8 @@ class AttentionMaps:
     def ranks(self) -> list[list[Triangle]]:
         return self._derived("ranks")
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> Json:
+        out: Json = {
             "scores": self.scores,
             "rank_fixes": [[*row, list(ranks)] for row, ranks in sorted(self.rank_fixes.items())],
         }
@@ -140,7 +142,7 @@ class AttentionMaps:
         return out
 
     @classmethod
-    def from_json(cls, att: dict[str, Any]) -> AttentionMaps:
+    def from_json(cls, att: Json) -> AttentionMaps:
         """A version-3 ``attention`` object (KeyError/ValueError/TypeError if malformed)."""
         fixes = {(int(la), int(h), int(q)): tuple(int(r) for r in row) for la, h, q, row in att["rank_fixes"]}  # fmt: skip
         layers = att.get("layers")

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from attnreport.jsontypes import Json
+
 MAX_DECIMALS = 6  # the site rounds to 3 or 4; 6 keeps 6-significant-digit values < 10
 _SCALE = 10**MAX_DECIMALS
 _MAX_D = 22  # 10**d is exact in float64 up to here: the decoder accepts d <= 22
@@ -201,7 +203,7 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def unpacked_numbers(encoded: dict[str, Any]) -> np.ndarray:
+def unpacked_numbers(encoded: Json) -> np.ndarray:
     """The numbers of a packed form before its exceptions: int64 for d = 0, else float64
     (``codec.decode_column`` writes the integral ones as ints and applies
     ``apply_exceptions``); ValueError, in one line, when malformed."""

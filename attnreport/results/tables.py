@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from attnreport.errors import AttnReportError
+from attnreport.jsontypes import Json
 from attnreport.results.codec import Encoded, decode_column, encode_column
 from attnreport.results.rounding import column_to_list
 
@@ -29,9 +30,16 @@ def col(kind: str) -> Any:
     return field(metadata={"kind": kind, "fill": None})
 
 
-def optional_col(kind: str, fill: Any) -> Any:
-    """A column absent from older results: ``fill`` on every row when missing."""
-    return field(default=None, metadata={"kind": kind, "fill": fill})
+def optional_col(kind: str, fill: Any, omitted: bool = False) -> Any:
+    """A column absent from older results: ``fill`` on every row when missing. An
+    ``omitted`` one is also left out of the file when every row holds ``fill``."""
+    return field(default=None, metadata={"kind": kind, "fill": fill, "omitted": omitted})
+
+
+def span_col() -> Any:
+    """The queries a row stands for: 1 on an exact row, a bin's count on a pooled one
+    (``results.pooling``; written only when some row pools)."""
+    return optional_col("int", 1, omitted=True)
 
 
 def as_column(values: Any, kind: str) -> np.ndarray:
@@ -78,15 +86,22 @@ class Table:
         """Column name -> array (the names are the charts' field names)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
-    def to_json(self, lazy: bool = False) -> dict[str, Any]:
+    def to_json(self, lazy: bool = False) -> Json:
         """``{"columns": {...}}``, floats rounded to 6 significant digits, each column
         encoded (``codec.encode_column``); with ``lazy`` each column is a ``LazyColumn``,
         converted only when ``io.dump_json_streamed`` writes it (a long sentence's tables
         as Python lists would be several GB)."""
-        columns = {name: LazyColumn(v) for name, v in self.arrays().items()}
+        columns = {
+            name: LazyColumn(v) for name, v in self.arrays().items() if not self._left_out(name)
+        }
         if lazy:
             return {"columns": columns}
         return {"columns": {name: c.encoded() for name, c in columns.items()}}
+
+    def _left_out(self, name: str) -> bool:
+        """An ``omitted`` optional column whose every row holds its fill."""
+        meta = next(f.metadata for f in fields(self) if f.name == name)
+        return bool(meta.get("omitted")) and bool(np.all(getattr(self, name) == meta["fill"]))
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> Self:
@@ -94,7 +109,7 @@ class Table:
         columns = value.get("columns") if isinstance(value, dict) else None
         if not isinstance(columns, dict):
             raise AttnReportError(f"{where}: table {cls.NAME} is not a column table")
-        values: dict[str, Any] = {}
+        values: dict[str, list[Any]] = {}
         for f in fields(cls):
             if f.name in columns:
                 values[f.name] = _decoded(columns[f.name], f.name, where, cls.NAME)
@@ -140,6 +155,7 @@ class TopTable(Table):
     p_top1: np.ndarray = col("float")
     p_top2: np.ndarray = col("float")
     concentration: np.ndarray = col("float")
+    span: np.ndarray = span_col()
 
 
 @_table("breakdown")
@@ -154,6 +170,7 @@ class BreakdownTable(Table):
     bias: np.ndarray = col("float")
     content: np.ndarray = col("float")
     query_only: np.ndarray = col("float")
+    span: np.ndarray = span_col()
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,6 +213,7 @@ class HeadImpactTable(Table):
     query: np.ndarray = col("int")
     magnitude: np.ndarray = col("float")
     orientation: np.ndarray = col("float")
+    span: np.ndarray = span_col()
 
 
 @_table("block_impact")
@@ -272,6 +290,24 @@ class ImpactPooledTable(Table):
     magnitude: np.ndarray = col("float")
     orientation: np.ndarray = col("float")
     n_tokens: np.ndarray = col("int")
+
+
+@dataclass(frozen=True, eq=False)
+class PooledTable(Table):
+    """A ``set.json`` table pooled over the corpus from the sentence table named ``POOLS``
+    (a field of ``SentenceTables``), with no pooling code of its own (``corpus.pooled``):
+    one row per distinct ``KEYS`` value; each other column but ``n_rows`` is the mean of
+    the source column of the same name over every row with those keys in every sentence
+    (exact sums, rounded once, so any split of the corpus gives the same value);
+    ``n_rows`` (declared by the subclass, an int column) counts those rows."""
+
+    POOLS: ClassVar[str] = ""
+    KEYS: ClassVar[tuple[str, ...]] = ("layer", "head")
+
+    @classmethod
+    def means_of(cls) -> tuple[str, ...]:
+        """The columns that are means of the source's columns (not keys, not ``n_rows``)."""
+        return tuple(c for c in cls.columns_of() if c not in cls.KEYS and c != "n_rows")
 
 
 @dataclass(frozen=True, eq=False)

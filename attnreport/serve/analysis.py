@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from attnreport.config import Settings
-from attnreport.corpus.fingerprint import difference, run_fingerprint
+from attnreport.corpus.fingerprint import RunFingerprint, difference, run_fingerprint
 from attnreport.corpus.run import CorpusOptions, InterventionsAt, Progress, run_corpus
 from attnreport.corpus.store import RunStore
 from attnreport.errors import AttnReportError
+from attnreport.jsontypes import Json
 from attnreport.results import Interventions
 from attnreport.results.interventions import interventions_from_json
 from attnreport.results.layout import CURRENT, MANIFEST, read_json
@@ -54,11 +54,11 @@ def listed_sentences(folder: Path) -> Listed:
     return {int(s["index"]): (s["text"], tuple(s["token_ids"])) for s in raw["sentences"]}
 
 
-def _without_sentences(fingerprint: dict[str, Any]) -> dict[str, Any]:
+def _without_sentences(fingerprint: Json | RunFingerprint) -> Json:
     return {k: v for k, v in fingerprint.items() if k != "sentences"}
 
 
-def plan_analysis(folder: Path, session: Session, fingerprint: dict[str, Any]) -> Plan:
+def plan_analysis(folder: Path, session: Session, fingerprint: RunFingerprint) -> Plan:
     """What ``folder`` needs to hold the results of ``session`` (see the module docstring)."""
     try:
         stored = RunStore(folder).stored_fingerprint() if folder.is_dir() else None

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from attnreport.build import Progress, site_options
-from attnreport.config import Settings, load_settings
+from attnreport.config import Settings, SettingValues, load_settings
 from attnreport.errors import AttnReportError
 from attnreport.output import check_output, input_paths
 
@@ -62,7 +62,7 @@ class Project:
     site) and the model loaded for them."""
 
     def __init__(
-        self, config: Path | None, given: dict[str, Any], results: Path | None = None
+        self, config: Path | None, given: SettingValues, results: Path | None = None
     ) -> None:
         self.config, self.given, self.results_option = config, dict(given), results
         self.loaded: Any = None  # the LoadedModel kept between builds

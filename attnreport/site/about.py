@@ -20,7 +20,7 @@ from typing import Any
 
 from attnreport.results import Manifest
 from attnreport.results.layout import CURRENT, Layout
-from attnreport.results.types import manifest_to_json
+from attnreport.results.manifest import manifest_to_json
 
 LISTING = "-printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum"
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from attnreport.results import Interventions, Manifest
+from attnreport.results.pooling import POOL_WIDTH
 from attnreport.site.words.fit import BOOTSTRAP_FROM
 from attnreport.site.words.verdicts import MIN_SENTENCES
 from attnreport.site.words.wording import count, join_and
@@ -108,7 +109,11 @@ def limitations(manifest: Manifest, iv: Interventions | None) -> list[str]:
     if longest > s.map_tokens:
         out.append(
             f"Full attention maps are kept for sentences of up to {s.map_tokens} tokens (the "
-            f"longest has {longest}); longer ones show every figure but the map."
+            f"longest has {longest}); longer ones show every figure but the map. Past "
+            f"{s.map_tokens} tokens the per-query tables (the breakdown, the top keys, each "
+            f"head's update size) are kept as means over bins of {POOL_WIDTH} positions, "
+            "which the figures draw; every statistic over a sentence's queries (focus, "
+            "sink rates, head roles) is computed from every query."
         )
     out.append(
         "Update sizes are pooled over the set's tokens: the claim about sink heads and update "

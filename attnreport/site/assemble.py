@@ -37,7 +37,7 @@ from attnreport.results.layout import Layout
 from attnreport.site import pages, render
 from attnreport.site.ahead import Ahead
 from attnreport.site.chart_source import ChartSource, Drawing, as_bytes
-from attnreport.site.context import FigureInput, Link, SiteOptions
+from attnreport.site.context import PLACEMENT, FigureFiles, FigureInput, Link, SiteOptions
 from attnreport.site.page_data import chosen_pages, intervention_inputs, page_results, placed
 from attnreport.site.real_charts import default_charts
 from attnreport.site.slugs import sentence_filename
@@ -97,17 +97,16 @@ def _figure_files(
             paths[kind] = f"figures/{page}/{fig.key}.{kind}"
             data = as_bytes(content)
             files[paths[kind]] = stable_svg_ids(data) if kind == "svg" else data
-    return FigureInput(
-        figure=fig,
-        entry=placed.entry,
-        data=data_link(placed, index, layout),
-        data_format=layout.format,
-        data_title=data_title(layout),
+    linked = FigureFiles(
         payload=encoded.payload if encoded else charts.payload(fig),
+        data=data_link(placed, index, layout),
         chunk_dir=chunk_dir,
         svg=paths.get("svg"),
         png=paths.get("png"),
+        data_format=layout.format,
+        data_title=data_title(layout),
     )
+    return FigureInput(figure=fig, entry=placed.entry, files=linked)
 
 
 def _start_images(
@@ -171,8 +170,13 @@ def _figures(
 def options_json(options: SiteOptions) -> bytes:
     """The site options as canonical JSON (``results/render.json``). ``pages`` is left out
     when every sentence has a page, and ``rebuild`` when unknown, so sites drawn before
-    those options existed keep their bytes."""
-    values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
+    those options existed keep their bytes. Where the pages sit (``unplaced``) is not
+    stored (``PLACEMENT``): the results render the same report wherever they are drawn."""
+    values = {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in asdict(options).items()
+        if k not in PLACEMENT
+    }
     if values.get("pages") == "all":
         del values["pages"]
     for key in ("rebuild", "afterword"):

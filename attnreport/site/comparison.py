@@ -8,8 +8,9 @@ Layout::
     results/render.json  results/models.json    options; the models' results folders
     results/comparison.json                     the rows every comparison figure draws
     SLUG/index.html  SLUG/s000-....html ...     each model's report as one model's site
-    SLUG/results/ ... SLUG/data/ SLUG/figures/  (``site.assemble``), its pages pointing
-                                                at the shared ``../assets/``
+    SLUG/results/ ... SLUG/data/ SLUG/figures/  (``site.assemble``), its pages drawn
+                                                with the shared ``../assets/`` and a
+                                                link up to the index (``SiteOptions``)
 
 With one model the site is ``site.assemble``'s, unchanged. Rendering is a pure function
 of the results folders and the options (``build`` renders the folders it analysed), and
@@ -31,7 +32,7 @@ from attnreport.site import comparison_page as cp
 from attnreport.site import render
 from attnreport.site.assemble import assemble_site, options_json, vega_bundle
 from attnreport.site.chart_source import ChartSource, as_bytes
-from attnreport.site.context import FigureContext, SiteOptions
+from attnreport.site.context import FigureContext, FigureFiles, SiteOptions
 from attnreport.site.page_data import chosen_pages
 from attnreport.site.real_charts import default_charts
 from attnreport.site.slugs import sentence_filename
@@ -40,18 +41,8 @@ from attnreport.text import display_token
 from attnreport.vocabulary import MARKER, OPTIONS_FILE
 
 SHARED = ("assets/", "404.html", ".nojekyll", MARKER)  # a model's files the top level holds
-ASSET_LINKS = (b'href="assets/', b'src="assets/')
-HOME = b'<header class="site">\n<a class="home" href="index.html">'
-UP = b'<header class="site">\n<a class="up" href="../index.html">All models</a> \xe2\x80\xba <a class="home" href="index.html">'  # fmt: skip
+UP = ("../index.html", "All models")  # each model's pages link up to the comparison
 DATA_FILE = "results/comparison.json"
-
-
-def relocated_page(html: bytes) -> bytes:
-    """A model's page moved one folder down: the shared assets one level up, and a link
-    to the comparison index before its own home link."""
-    for link in ASSET_LINKS:
-        html = html.replace(link, link.replace(b'"assets/', b'"../assets/'))
-    return html.replace(HOME, UP, 1)
 
 
 class ComparisonFiles(Mapping[str, bytes]):
@@ -70,8 +61,7 @@ class ComparisonFiles(Mapping[str, bytes]):
         if name in self._top:
             return self._top[name]
         slug, _, rest = name.partition("/")
-        data = self._parts[slug][rest]
-        return relocated_page(data) if rest.endswith(".html") and "/" not in rest else data
+        return self._parts[slug][rest]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
@@ -144,8 +134,8 @@ def _figures(
         out.append(
             FigureContext(
                 number=number, key=fig.key, anchor=f"fig-{fig.key}", title=fig.title,
-                caption=fig.caption, payload=charts.payload(fig), chunk_dir=None, svg=svg,
-                png=png, data=DATA_FILE, alt=alt_text,
+                caption=fig.caption, alt=alt_text,
+                files=FigureFiles(charts.payload(fig), DATA_FILE, svg=svg, png=png),
             )
         )  # fmt: skip
     return tuple(out)
@@ -179,24 +169,27 @@ def split_notes(
     sides: Sequence[ModelSide],
     tokens: Sequence[Sequence[Sequence[str] | None]],
     notes: tuple[tuple[str, str], ...],
-) -> tuple[tuple[str, str], ...]:
-    """Each sentence page's note (Markdown, after the author's own note for it): how
-    every model of the report split the sentence. tokens[m][i]: model m's tokens of
-    sentence i, None past ``SPLIT_SENTENCES`` (then only the count is given)."""
+) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """Each model's sentence-page notes (Markdown, after the author's own note for the
+    sentence): how the other models of the report split it; the page's own model's split
+    is the token strip below the note. out[m]: model m's (sentence text, note) pairs.
+    tokens[m][i]: model m's tokens of sentence i, None past ``SPLIT_SENTENCES`` (then
+    only the count is given)."""
     own = dict(notes)
     out = []
-    for i, listed in enumerate(sides[0].manifest.sentences):
-        parts = []
-        for m, side in enumerate(sides):
-            pieces = [code_span(t) for t in tokens[m][i] or ()]
-            count = side.manifest.sentences[i].n_tokens
-            parts.append(
-                f"{side.name}, {count} tokens" + (": " + " ".join(pieces) if pieces else "")
-            )
-        split = "How each model of this report split this sentence: " + "; ".join(parts)
-        split += ". The models are compared on the [comparison index](../index.html#tokens)."
-        mine = own.get(listed.text)
-        out.append((listed.text, f"{mine}\n\n{split}" if mine else split))
+    for m, side in enumerate(sides):
+        mine = []
+        for i, listed in enumerate(side.manifest.sentences):
+            split = f"{side.name} split this sentence into the {listed.n_tokens} tokens below"
+            for o, other in enumerate(sides):
+                if o != m:
+                    pieces = " ".join(code_span(t) for t in tokens[o][i] or ())
+                    count = other.manifest.sentences[i].n_tokens
+                    split += f"; {other.name} into {count}" + (f": {pieces}" if pieces else "")
+            split += ". The models are compared on the [comparison index](../index.html#tokens)."
+            author = own.get(listed.text)
+            mine.append((listed.text, f"{author}\n\n{split}" if author else split))
+        out.append(tuple(mine))
     return tuple(out)
 
 
@@ -209,8 +202,10 @@ def assemble_comparison(
     made = [_pages_and_tokens(s, side.slug, options) for s, side in zip(sources, sides, strict=True)]  # fmt: skip
     notes = split_notes(sides, [m[1] for m in made], options.notes)
     parts = []
-    for side, source in zip(sides, sources, strict=True):
-        sub = replace(options, title=f"{side.name}: {options.title}", notes=notes)
+    for side, source, mine in zip(sides, sources, notes, strict=True):
+        sub = replace(
+            options, title=f"{side.name}: {options.title}", notes=mine, asset_prefix="../", up=UP
+        )
         parts.append((side.slug, assemble_site(source, sub, charts)))
     top: dict[str, bytes] = {}
     tables = comparison_tables(sides)

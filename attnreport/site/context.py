@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from attnreport import vocabulary as V
@@ -38,6 +38,12 @@ class SiteOptions:
     rebuild: str | None = None  # the command line that built it (None: derived from results)
     afterword: str | None = None  # Markdown closing the index page
     notes: tuple[tuple[str, str], ...] = ()  # (sentence text, Markdown note for its page)
+    # Where the pages sit in a larger site, set by the site that holds them (the
+    # comparison puts each model's report one folder down), never stored in
+    # ``render.json``: the path from a page to the folder of the shared ``assets/``, and
+    # a link (href, label) shown in the header before the site's own home link.
+    asset_prefix: str = field(default="", metadata={"placement": True})
+    up: tuple[str, str] | None = field(default=None, metadata={"placement": True})
 
     @property
     def png_export(self) -> bool | float:
@@ -45,19 +51,30 @@ class SiteOptions:
         return self.png_scale if self.png else False
 
 
-@dataclass(frozen=True)
-class FigureInput:
-    """One figure as assembled: the builder's value plus its page-relative file paths."""
+# The options that say where the pages sit, not what they show: never in ``render.json``.
+PLACEMENT = frozenset(f.name for f in fields(SiteOptions) if f.metadata.get("placement"))
 
-    figure: Figure
-    entry: FigureEntry  # the registry entry that placed it (part, tables read)
-    data: str  # relative link to the results file the figure draws
+
+@dataclass(frozen=True)
+class FigureFiles:
+    """What a figure's page embeds and links to, relative to the page."""
+
     payload: str  # JSON text, already safe inside <script type="application/json">
+    data: str  # relative link to the results file the figure draws
     chunk_dir: str | None = None  # relative folder with the figure's chunk files, ends in "/"
     svg: str | None = None
     png: str | None = None
     data_format: str = "JSON"  # what ``data`` holds (``Layout.format``)
     data_title: str = ""  # the data link's tooltip, when the file needs saying how to read it
+
+
+@dataclass(frozen=True)
+class FigureInput:
+    """One figure as assembled: the builder's value plus its page-relative files."""
+
+    figure: Figure
+    entry: FigureEntry  # the registry entry that placed it (part, tables read)
+    files: FigureFiles
 
 
 @dataclass(frozen=True)
@@ -69,13 +86,7 @@ class FigureContext:
     anchor: str
     title: str
     caption: str
-    payload: str
-    chunk_dir: str | None
-    svg: str | None
-    png: str | None
-    data: str  # the results file the figure draws
-    data_format: str = "JSON"  # what that file holds: "JSON" or "gzip-compressed JSON"
-    data_title: str = ""  # the data link's tooltip (none for plain JSON)
+    files: FigureFiles
     sorted_lines: bool = False
     alt: str = ""  # what a screen reader hears: what is plotted and its main finding
     prefix: str = ""  # before the number, so figures are unique across the site ("S3.")
@@ -156,6 +167,8 @@ class PageMeta:
     authors: tuple[str, ...]
     model_name: str
     version: str
+    asset_prefix: str = ""  # from a page to the folder of ``assets/`` ("../" one folder down)
+    up: Link | None = None  # the header's link above the site's home ("All models")
 
 
 @dataclass(frozen=True)
@@ -279,13 +292,7 @@ def number_figures(
                     anchor=f"figure-{n}",
                     title=f.title,
                     caption=next(captions),
-                    payload=item.payload,
-                    chunk_dir=item.chunk_dir,
-                    svg=item.svg,
-                    png=item.png,
-                    data=item.data,
-                    data_format=item.data_format,
-                    data_title=item.data_title,
+                    files=item.files,
                     sorted_lines=item.entry.sorted_lines,
                     prefix=prefix,
                     method=method_href(f.key, on_index=not prefix),

@@ -10,6 +10,7 @@ import attnreport
 from attnreport.dates import report_date
 from attnreport.results import Interventions, Manifest, Results, SentenceResults
 from attnreport.results.layout import CURRENT, Layout
+from attnreport.results.pooling import POOL_WIDTH, pooled_from
 from attnreport.results.types import sentence_tables, set_tables
 from attnreport.results.view import default_head
 from attnreport.site import about, apparatus, argument, highlights, methods
@@ -126,6 +127,8 @@ def page_meta(results: Results, options: SiteOptions) -> PageMeta:
         authors=tuple(visible(a) for a in options.authors),
         model_name=visible(name) if name else "the model",
         version=attnreport.__version__,
+        asset_prefix=options.asset_prefix,
+        up=Link(*options.up) if options.up else None,
     )
 
 
@@ -199,7 +202,7 @@ def _part_texts(
         p1.insert(0, Paragraph(
             f"This sentence has {n} tokens, more than the report keeps full attention maps for "
             "(the map_tokens setting), so the attention map figure is left out; every other "
-            "figure covers all of its tokens.", ()))  # fmt: skip
+            "figure covers all of its tokens" + _bins_words(tables.breakdown) + ".", ()))  # fmt: skip
     split = prose.breakdown_summary(prose.rows(tables.breakdown), TERMS)
     if split:
         p1.append(Paragraph(split, notes.ref("shift", NOTES["shift"])))
@@ -295,6 +298,12 @@ def sentence_page(
         toc=tuple(Link("#" + s.anchor, s.title) for s in sections),
         note_html=markdown_html(dict(options.notes).get(text)),
     )
+
+
+def _bins_words(breakdown: Any) -> str:
+    """The words ", from position N on in bins of 32 positions" where rows pool, else ""."""
+    start = pooled_from(breakdown)
+    return "" if start is None else f", from position {start} on in bins of {POOL_WIDTH} positions"
 
 
 def _sentence_lede(results: Results, sentence: SentenceResults) -> tuple[Paragraph, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,7 @@ def render_404(meta: PageMeta | None = None) -> str:
         model_name="",
         version=attnreport.__version__,
     )
+    meta = replace(meta, asset_prefix="", up=None)
     css = template_asset("style.css").decode("utf-8")
     if "</style" in css.lower():
         raise ValueError("style.css must not contain '</style'")

@@ -28,7 +28,8 @@ from attnreport.results import Interventions, Manifest, Results, SentenceResults
 from attnreport.results.interventions import interventions_from_json
 from attnreport.results.io import check_sizes, dump, layout_of, load, read_part
 from attnreport.results.layout import CURRENT, MANIFEST, Layout
-from attnreport.results.types import manifest_from_json, sentence_from_json, set_from_json
+from attnreport.results.manifest import manifest_from_json
+from attnreport.results.types import sentence_from_json, set_from_json
 
 
 @dataclass(frozen=True)

@@ -223,7 +223,8 @@
  * "narrow" (500-700 px) with legends below the plot and every wrapped facet in two
  * columns, "phone" (under 500 px) the same with wrapped facets in one column. A chart
  * still wider than its figure (a grid of facet rows and columns, a long input) then
- * shrinks its plots, not its text, down to LEAST of their size. When the window is
+ * shrinks its plots, not its text, down to LEAST of their size (a dense map, to any
+ * size: it is then drawn at its column's width, not scaled down). When the window is
  * resized so that a chart's fit changes, the chart is drawn again (runtime.js,
  * Chart.refit). Exposes window.attnreport.layout.
  */
@@ -234,6 +235,9 @@
   var NARROW = 700; // px: a chart narrower than this puts its legends below the plot
   var PHONE = 500; // px: and narrower than this, its wrapped facets in one column
   var RESIZE_DELAY = 150; // ms the window must rest before charts are fitted again
+  // px a title leaves for the axis beside the plot: it starts where the plot does, right
+  // of the y axis's labels (a long input's token labels take about 60 px)
+  var AXIS_ROOM = 100;
 
   function own(object, name) {
     return Object.prototype.hasOwnProperty.call(object, name);
@@ -274,17 +278,17 @@
     var out = JSON.parse(JSON.stringify(spec));
     var title = out.title;
     if (title && typeof title === "object") {
-      var chars = Math.floor((width - 40) / 9);
+      var chars = Math.floor((width - AXIS_ROOM) / 9);
       if (typeof title.text === "string") {
         title.text = wrapText(title.text, chars);
       } else if (title.text && typeof title.text.signal === "string") {
         title.text = { signal: wrapSignal(title.text.signal, chars) };
       }
       if (typeof title.subtitle === "string") {
-        title.subtitle = wrapText(title.subtitle, Math.floor((width - 40) / 7));
+        title.subtitle = wrapText(title.subtitle, Math.floor((width - AXIS_ROOM) / 7));
       }
     }
-    wrapFacets(out, columns, false);
+    wrapFacets(out, columns, {});
     out.data = (out.data || []).map(function (data) {
       return wrapDomain(data, columns);
     });
@@ -307,15 +311,28 @@
   }
 
   // Every group with a fixed column count (a wrapped facet) in at most COLUMNS columns,
-  // and row headers written along their row (a long label beside a grid on a phone takes
-  // the width its cells need; the tooltips name the row in full).
-  function wrapFacets(group, columns, nested) {
+  // tick labels that would overlap left out on a continuous axis and turned upright on a
+  // horizontal axis of categories (each category keeps its name: a bar left unnamed
+  // could not be read), and row headers written along their row (a long label beside a
+  // grid on a phone takes the width its cells need; the tooltips name the row in full).
+  // SCALES: the scale types by name, of this group and the groups around it.
+  function wrapFacets(group, columns, scales) {
     var layout = group.layout;
     if (layout && typeof layout.columns === "number" && layout.columns > columns) {
       layout.columns = columns;
     }
-    (nested ? group.axes || [] : []).forEach(function (axis) {
-      axis.labelOverlap = true; // a shrunk facet cell's tick labels would run into each other
+    scales = Object.assign({}, scales);
+    (group.scales || []).forEach(function (scale) {
+      scales[scale.name] = scale.type;
+    });
+    (group.axes || []).forEach(function (axis) {
+      var type = scales[axis.scale];
+      var across = axis.orient === "bottom";
+      if (across && (type === "band" || type === "point") && axis.labels !== false) {
+        Object.assign(axis, { labelAngle: -90, labelAlign: "right", labelBaseline: "middle" });
+      } else {
+        axis.labelOverlap = true; // a shrunk plot's tick labels would run into each other
+      }
     });
     var title = group.title;
     if (group.role === "row-header" && title && title.angle === 0 && columns === 1) {
@@ -323,7 +340,7 @@
     }
     (group.marks || []).forEach(function (mark) {
       if (mark.type === "group") {
-        wrapFacets(mark, columns, true);
+        wrapFacets(mark, columns, scales);
       }
     });
   }
@@ -345,9 +362,18 @@
     return JSON.parse(text);
   }
 
-  // Legends below the plot, in every view of a compiled spec: gradients horizontal, symbol
-  // entries one per line (side by side, two long labels are wider than a phone).
+  // Legends below the plot, in every view of a compiled spec, one under the other (side
+  // by side, a gradient and a symbol legend are wider than a phone): gradients
+  // horizontal, symbol entries one per line.
   function legendsBelow(spec) {
+    spec.config = spec.config || {};
+    spec.config.legend = Object.assign({}, spec.config.legend, {
+      layout: { bottom: { anchor: "start", direction: "vertical" } },
+    });
+    legendsBelowIn(spec);
+  }
+
+  function legendsBelowIn(spec) {
     (spec.legends || []).forEach(function (legend) {
       legend.orient = "bottom";
       if (own(legend, "gradientLength")) {
@@ -359,7 +385,7 @@
     });
     (spec.marks || []).forEach(function (mark) {
       if (mark.type === "group") {
-        legendsBelow(mark);
+        legendsBelowIn(mark);
       }
     });
   }
@@ -395,19 +421,43 @@
   var WRAPPED = /_child_(width|height)$/;
   var LEAST = 0.3; // the smallest a plot is shrunk, as a share of its compiled size
   var TRIES = 3; // text does not shrink with the plots, so a few passes get it to fit
+  var FILL_TRIES = 6; // a chart that fills its column: text is most of what is left
 
-  // The width a drawn chart takes (its SVG's or canvas's own pixels, before the
+  // The width a drawn chart takes (its SVG's or canvas's own CSS pixels, before the
   // stylesheet scales it to the figure).
   function drawnWidth(el) {
     var marks = el.querySelector("svg.marks, canvas.marks");
-    return marks ? parseFloat(marks.getAttribute("width")) || parseFloat(marks.style.width) || 0 : 0;
+    if (!marks) {
+      return 0;
+    }
+    // a canvas holds devicePixelRatio pixels per CSS pixel; its style gives its CSS width
+    var css = marks.tagName === "CANVAS" ? parseFloat(marks.style.width) : 0;
+    return css || parseFloat(marks.getAttribute("width")) || parseFloat(marks.style.width) || 0;
+  }
+
+  // The width of a single view's plot (its "width" signal), or 0 (none: a facet grid).
+  function plotWidth(view) {
+    try {
+      return +view.signal("width") || 0;
+    } catch (error) {
+      return 0;
+    }
+  }
+
+  // The width a chart's drawing has in EL: its box less its padding (vega-embed keeps
+  // room on the right for its actions menu).
+  function roomOf(el) {
+    var style = window.getComputedStyle(el);
+    return el.clientWidth - (parseFloat(style.paddingLeft) || 0) - (parseFloat(style.paddingRight) || 0);
   }
 
   // A fitted chart still wider than its figure (a grid of facet rows and columns, which
   // cannot wrap; a long input's axis): its plots shrink (steps and panel sizes of the compiled SIGNALS), its
   // text keeps its size, until it fits or is LEAST of its size; again whenever the view
-  // grows (rows loaded later). Resolves when the first fitting is drawn.
-  function shrinkToFit(el, view, signals, fit) {
+  // grows (rows loaded later). A chart whose spec says {usermeta: {fit: "fill"}} (a long
+  // input's attention map) shrinks until it fits, to fractions of a pixel per cell.
+  // Resolves when the first fitting is drawn.
+  function shrinkToFit(el, view, signals, fit, usermeta) {
     var sizes = signals.filter(function (signal) {
       var name = signal.name;
       return SIZE.test(name) && (fit === "wide" || !WRAPPED.test(name)) &&
@@ -416,19 +466,42 @@
     if (!sizes.length) {
       return Promise.resolve();
     }
+    var fill = Boolean(usermeta && usermeta.fit === "fill");
     var scale = 1;
     var busy = false;
-    function pass(left) {
+    function apply() {
+      sizes.forEach(function (signal) {
+        var size = signal.value * scale;
+        view.signal(signal.name, fill ? Math.max(0.05, size) : Math.max(1, Math.floor(size)));
+      });
+      return view.runAsync();
+    }
+    // The next scale of the plots for a drawing WIDTH px wide in ROOM px. Text does not
+    // shrink, so a chart that fills its column takes all of the excess off its plot (the
+    // "width" signal); any other aims a little under the column, to fit in TRIES.
+    function nextScale(width, room) {
+      var plot = fill ? plotWidth(view) : 0;
+      if (plot > 0) {
+        return Math.max(0, (scale * (plot - (width - room) - 1)) / plot);
+      }
+      return Math.max(fill ? 0 : LEAST, (scale * (room - 1)) / width);
+    }
+    // LAST: the width and scale before the previous pass; when that pass did not narrow
+    // the drawing, its text alone is that wide and shrinking the plot only hid it: undo.
+    function pass(left, last) {
       var width = drawnWidth(el);
-      if (!width || width <= el.clientWidth + 1 || !left || scale <= LEAST) {
+      var room = roomOf(el);
+      if (last && width >= last.width - 0.5) {
+        scale = last.scale;
+        return apply();
+      }
+      if (!width || width <= room + 1 || !left || scale <= (fill ? 0 : LEAST)) {
         return Promise.resolve();
       }
-      scale = Math.max(LEAST, (scale * el.clientWidth) / width);
-      sizes.forEach(function (signal) {
-        view.signal(signal.name, Math.max(1, Math.floor(signal.value * scale)));
-      });
-      return view.runAsync().then(function () {
-        return pass(left - 1);
+      var before = { width: width, scale: scale };
+      scale = nextScale(width, room);
+      return apply().then(function () {
+        return pass(left - 1, fill ? before : null);
       });
     }
     function fitNow() {
@@ -436,7 +509,7 @@
         return Promise.resolve();
       }
       busy = true;
-      return pass(TRIES).then(function () {
+      return pass(fill ? FILL_TRIES : TRIES, null).then(function () {
         busy = false;
       });
     }
@@ -776,7 +849,7 @@
         return self.view.runAsync();
       })
       .then(function () {
-        return layout.shrinkToFit(self.el, self.view, spec.signals, self.fit);
+        return layout.shrinkToFit(self.el, self.view, spec.signals, self.fit, spec.usermeta);
       })
       .then(function () {
         self.drawing = false;

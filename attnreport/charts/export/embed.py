@@ -85,21 +85,35 @@ open a comment; ``JSON.parse`` gives back the same text.
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 from attnreport.charts.export.vega_spec import page_vega
 from attnreport.charts.figure import SAFE_NAME, Columns, Figure
+from attnreport.jsontypes import Json, VegaSpec
 from attnreport.results.codec import decode_column, encode_column
 from attnreport.text import script_json as script_safe_json
 
 
-def encode_columns(columns: Columns) -> dict[str, Any]:
+class Payload(TypedDict):
+    """A figure's inline payload as the page's runtime reads it (see the module docstring)."""
+
+    key: str
+    spec: VegaSpec
+    renderer: str
+    inline: Json | None  # encoded columns (``encode_columns``); None: the chunk source's
+    inline_chunk: str | None
+    chunk_params: list[str]
+    chunks: dict[str, str]
+    chunk_source: str | None
+
+
+def encode_columns(columns: Columns) -> Json:
     """Every column encoded with ``encode_column``, packed forms allowed: the data files
     and inline payloads of the site are about half the size of their JSON decimals."""
     return {name: encode_column(list(values), binary=True) for name, values in columns.items()}
 
 
-def decode_columns(encoded: dict[str, Any]) -> Columns:
+def decode_columns(encoded: Json) -> Columns:
     """Inverse of ``encode_columns``."""
     return {name: decode_column(values) for name, values in encoded.items()}
 
@@ -110,7 +124,7 @@ def shares_inline(fig: Figure) -> bool:
     return fig.chunk_source is not None and fig.inline_chunk is not None
 
 
-def payload_dict(fig: Figure) -> dict[str, Any]:
+def payload_dict(fig: Figure) -> Payload:
     """The payload object before serialisation (see the module docstring)."""
     return {
         "key": fig.key,

@@ -23,19 +23,20 @@ import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+
+from attnreport.jsontypes import VegaSpec
 
 log = logging.getLogger(__name__)
 
 MAGIC = b"attnreport-images 1"
 
 
-def canonical_json(spec: dict[str, Any]) -> bytes:
+def canonical_json(spec: VegaSpec) -> bytes:
     """The spec as compact JSON with sorted keys: equal specs give equal bytes."""
     return json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def image_key(spec: dict[str, Any], exporter: str) -> str:
+def image_key(spec: VegaSpec, exporter: str) -> str:
     """Cache key (64 hex digits) of a static spec drawn by exporter version ``exporter``."""
     digest = hashlib.sha256(exporter.encode() + b"\n")
     digest.update(canonical_json(spec))

@@ -41,17 +41,18 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from attnreport.charts.export import images
 from attnreport.charts.export.image_cache import ImageCache, default_cache, image_key
 from attnreport.charts.figure import Figure
+from attnreport.jsontypes import VegaSpec
 
 log = logging.getLogger(__name__)
 
 MAX_WORKERS = 4  # processes that draw, this one included
 MIN_PARALLEL = 4  # fewer figures than this are drawn here: starting workers costs more
 Drawn = tuple[bytes, bytes] | str  # (svg, png or b""), or vl-convert's error message
+Started = dict[str, "cf.Future[Drawn]"]  # key -> its drawing, under way in a worker process
 
 _pool: tuple[int, cf.ProcessPoolExecutor] | None = None
 
@@ -120,7 +121,7 @@ def worker_count(n_figures: int) -> int:
     return drawers()
 
 
-def draw(spec: dict[str, Any], png: bool | float = True) -> Drawn:
+def draw(spec: VegaSpec, png: bool | float = True) -> Drawn:
     """One static spec's (SVG, PNG), or the error text; runs here or in a worker."""
     try:
         return images.render_static(spec, png)
@@ -155,9 +156,9 @@ def _broken(error: BaseException) -> None:
     shutdown_pool()
 
 
-def _submit(specs: Mapping[str, dict[str, Any]], png: bool | float, workers: int) -> dict[str, Any]:
+def _submit(specs: Mapping[str, VegaSpec], png: bool | float, workers: int) -> Started:
     """key -> future of ``draw`` (or the drawing itself when drawn here)."""
-    started: dict[str, Any] = {}
+    started: Started = {}
     if workers > 1:
         try:
             pool = _executor(workers)
@@ -184,8 +185,8 @@ class Export:
     figs: Sequence[Figure]
     keys: list[str | None]  # each figure's cache key (None: no static image)
     found: dict[str, Drawn | None]  # key -> drawing (None: not drawn yet)
-    specs: dict[str, dict[str, Any]]  # key -> spec of each drawing still to come
-    started: dict[str, Any]  # key -> future, for those given to the worker processes
+    specs: dict[str, VegaSpec]  # key -> spec of each drawing still to come
+    started: Started  # key -> future, for those given to the worker processes
     png: bool | float  # False: no PNG; True: at ``images.PNG_SCALE``; a number: that scale
     store: ImageCache | None
 

@@ -36,6 +36,7 @@ import vl_convert
 from attnreport.charts.export import fonts
 from attnreport.charts.export.svg import compact_svg, stable_svg_ids
 from attnreport.charts.figure import Figure
+from attnreport.jsontypes import VegaSpec
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +66,12 @@ def _count_rows(spec: Any) -> int:
     return 0
 
 
-def static_size(spec: dict[str, Any]) -> tuple[int, int]:
+def static_size(spec: VegaSpec) -> tuple[int, int]:
     """(rows, bytes of compact JSON) of a static spec."""
     return _count_rows(spec), len(json.dumps(spec, separators=(",", ":")))
 
 
-def within_bounds(spec: dict[str, Any]) -> bool:
+def within_bounds(spec: VegaSpec) -> bool:
     """Whether vl-convert may be given this spec (see the module docstring)."""
     rows, size = static_size(spec)
     return rows <= MAX_ROWS and size <= MAX_BYTES
@@ -188,7 +189,7 @@ def exporter_version() -> str:
     )
 
 
-def render_static(spec: dict[str, Any], png: bool | float = True) -> tuple[bytes, bytes]:
+def render_static(spec: VegaSpec, png: bool | float = True) -> tuple[bytes, bytes]:
     """(SVG, PNG) bytes of a static spec: vl-convert's drawing, SVG ids renumbered
     (``stable_svg_ids``) and inert bytes dropped (``compact_svg``), PNG re-encoded (``optimize_png``); the PNG is ``b""`` when
     ``png`` is False, else drawn at ``PNG_SCALE`` (``png`` True) or at the scale ``png``

@@ -14,16 +14,15 @@ render, then inserts chunk rows into it (``embed`` documents the protocol).
 
 from __future__ import annotations
 
-from typing import Any
-
 import vl_convert
 
 from attnreport.charts.export.images import VL_VERSION
+from attnreport.jsontypes import VegaSpec
 
 MULTI_VIEW = ("facet", "hconcat", "vconcat", "concat", "repeat")
 
 
-def fitted(spec: dict[str, Any]) -> dict[str, Any]:
+def fitted(spec: VegaSpec) -> VegaSpec:
     """A single view of a fixed pixel width (a line chart, a scatter) as the page draws it:
     as wide as its column (``width: "container"``, autosize ``fit-x`` with the padding
     inside), so its text keeps its size on a phone. A step-sized view (a heatmap: one cell
@@ -35,7 +34,7 @@ def fitted(spec: dict[str, Any]) -> dict[str, Any]:
     return {**spec, "width": "container", "autosize": {"type": "fit-x", "contains": "padding"}}
 
 
-def page_vega(spec: dict[str, Any], key: str) -> dict[str, Any]:
+def page_vega(spec: VegaSpec, key: str) -> VegaSpec:
     """The Vega spec compiled from the Vega-Lite ``spec`` of figure ``key`` (``fitted`` to
     its column), whose data set ``key`` has no rows yet. ValueError when vl-convert cannot
     compile it, or the compiled spec has no data set ``key`` for the runtime to fill."""

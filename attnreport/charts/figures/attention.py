@@ -33,6 +33,12 @@ from attnreport.results.maps import flat, row_ranks, triangle_index
 
 ROW_FILTER = "datum.layer == layer && datum.head == head"
 NO_SINK = -1e9  # the sink logit of a layer without sinks in a model with them: exp() is 0
+DOT_SIZE = "0.4 * pow(bandwidth('x'), 2)"  # a top-target dot, px²: 0.4 of its cell's area
+DOT_STROKE = "min(0.8, bandwidth('x') / 8)"  # its white ring, px: thin on a tiny cell
+# The runtime may shrink this map's cells to any size so that it fits its column (a long
+# input's map is read as a pattern, its tooltips naming each cell; its labels thin out
+# and keep their size), instead of scaling the drawing and its text down.
+FILL = {"fit": "fill"}
 
 
 def ordered_scores(
@@ -88,8 +94,9 @@ def attention_map_rows(sentence: SentenceResults) -> dict[tuple[int, int], Colum
                 "score": ordered_scores(query, key, scores[keep], ranks),
             }
             if att.sinks is not None:  # a layer without one: a sink that takes nothing
-                sink = NO_SINK if sinks is None else float(sinks[head])
-                out[(layer, head)]["sink"] = [sink] * len(query)
+                sink = np.asarray(NO_SINK if sinks is None else sinks[head], np.float64)
+                per_row = np.broadcast_to(sink, (sentence.n_tokens,))  # one per query (Inkling 2)
+                out[(layer, head)]["sink"] = per_row[query].tolist()
     return out
 
 
@@ -158,9 +165,9 @@ def attention_map_chart(
         .mark_point(
             filled=True,
             shape="circle",
-            size=step * step * 0.4,
+            size=alt.expr(DOT_SIZE),  # drawn smaller, the map's dots stay in their cells
             stroke="white",
-            strokeWidth=0.8,
+            strokeWidth=alt.expr(DOT_STROKE),
             opacity=1,
         )
         .encode(
@@ -183,7 +190,7 @@ def attention_map_chart(
             widgets.layer_param(n_layers, default[0], layers),
             widgets.head_param(n_heads, default[1]),
         )
-        .properties(title=title, width=alt.Step(step), height=alt.Step(step))
+        .properties(title=title, width=alt.Step(step), height=alt.Step(step), usermeta=FILL)
     )
 
 

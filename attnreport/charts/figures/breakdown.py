@@ -35,6 +35,7 @@ from attnreport.charts.spec.position_window import (
 )
 from attnreport.charts.spec.theme import TERM_COLORS, TERM_LABELS
 from attnreport.results import Manifest, SentenceResults
+from attnreport.results.pooling import pooled_caption
 from attnreport.vocabulary import TERMS
 
 ROW_FILTER = "datum.layer == layer && datum.head == head && datum.rank == sort_idx"
@@ -249,6 +250,7 @@ def breakdown_figure(
         "term shifts a whole row by the same amount, so it has no effect after softmax."
         + notes
         + window_caption(len(s.tokens))
+        + pooled_caption(sentence.tables.breakdown, "each bar")
     )
     chunks, params, default = chunking(sentence, s.terms, s.default)
     return build_figure(
@@ -278,15 +280,19 @@ def bias_position_figure(
     chart = bias_position_chart(key, s, terms)
     with_position = "position" in terms
     caption = (
-        "The bias term and the position term of the same targets as in the attention breakdown, against the "
-        "current token. Adding the same value to every target of a row changes nothing after "
-        "softmax, so look at how each term differs between targets and along the sentence, "
-        "not at its level."
-        if with_position
-        else "The bias term of the same targets as in the attention breakdown, against the current token. "
-        + _position_note(manifest, False)
-        + " Only the trend matters: a shift shared by a whole row changes nothing after softmax."
-    ) + window_caption(len(s.tokens))
+        (
+            "The bias term and the position term of the same targets as in the attention breakdown, against the "
+            "current token. Adding the same value to every target of a row changes nothing after "
+            "softmax, so look at how each term differs between targets and along the sentence, "
+            "not at its level."
+            if with_position
+            else "The bias term of the same targets as in the attention breakdown, against the current token. "
+            + _position_note(manifest, False)
+            + " Only the trend matters: a shift shared by a whole row changes nothing after softmax."
+        )
+        + window_caption(len(s.tokens))
+        + pooled_caption(sentence.tables.breakdown, "each point")
+    )
     title = "Bias vs position" if with_position else "Bias term (no position term)"
     if note and terms == ("position",):
         title = "Position term"
@@ -294,7 +300,9 @@ def bias_position_figure(
             f"{note} The position term of the same targets as in the attention breakdown, "
             "against the current token. Adding the same value to every target of a row "
             "changes nothing after softmax, so look at how it differs between targets and "
-            "along the sentence, not at its level." + window_caption(len(s.tokens))
+            "along the sentence, not at its level."
+            + window_caption(len(s.tokens))
+            + pooled_caption(sentence.tables.breakdown, "each point")
         )
     if note and note not in caption:
         caption = f"{note} {caption}"  # said once, in the caption: the reader looks there

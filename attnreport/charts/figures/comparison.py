@@ -39,6 +39,11 @@ DEPTH_NOTE = (
 )
 
 
+# the tooltips every comparison chart drawn against depth shows (its own follow them)
+MODEL_TIP = alt.Tooltip("model:N", title="model")
+DEPTH_TIP = alt.Tooltip("depth:Q", title="relative depth", format=".2f")
+
+
 def model_color(models: Sequence[str]) -> alt.Color:
     """One colour per model, in the report's order (``theme.CATEGORY_RANGE``)."""
     range_ = [CATEGORY_RANGE[i % len(CATEGORY_RANGE)] for i in range(len(models))]
@@ -70,9 +75,9 @@ def curve_figure(rows: Columns, statistic: str, models: Sequence[str]) -> Figure
             y=y,
             color=model_color(models),
             tooltip=[
-                alt.Tooltip("model:N", title="model"),
+                MODEL_TIP,
                 alt.Tooltip("layer:Q", title="layer"),
-                alt.Tooltip("depth:Q", title="relative depth", format=".2f"),
+                DEPTH_TIP,
                 alt.Tooltip("value:Q", title=name, format=".3g"),
             ],
         )
@@ -104,7 +109,7 @@ def _bars(key: str, models: Sequence[str], x: alt.X, y: alt.Y, tips: list[alt.To
             xOffset=alt.XOffset("model:N", sort=list(models)),
             y=y,
             color=model_color(models),
-            tooltip=[alt.Tooltip("model:N", title="model"), *tips],
+            tooltip=[MODEL_TIP, *tips],
         )
         .properties(title=title, width=size[0], height=size[1])
     )
@@ -148,10 +153,10 @@ def role_curves_chart(models: Sequence[str], roles: Sequence[str]) -> alt.FacetC
             y=alt.Y("percent:Q", title="% of the layer's heads", scale=percent),
             color=model_color(models),
             tooltip=[
-                alt.Tooltip("model:N", title="model"),
+                MODEL_TIP,
                 alt.Tooltip("role:N", title="role"),
                 alt.Tooltip("layer:Q", title="layer"),
-                alt.Tooltip("depth:Q", title="relative depth", format=".2f"),
+                DEPTH_TIP,
                 alt.Tooltip("heads:Q", title="heads with the role"),
                 alt.Tooltip("of:Q", title="heads of the layer"),
                 alt.Tooltip("percent:Q", title="% of the layer's heads", format=".0f"),
@@ -200,7 +205,7 @@ def kl_figure(rows: Columns, models: Sequence[str], match: str) -> Figure:
         [
             alt.Tooltip("cell:N", title="intervention"),
             alt.Tooltip("layer:Q", title="at layer"),
-            alt.Tooltip("depth:Q", title="relative depth", format=".2f"),
+            DEPTH_TIP,
             alt.Tooltip("mean_kl:Q", title="mean KL (nats)", format=".3g"),
         ],
         title,

@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-GRID_TOKENS = 32  # the most positions a grid cell draws per axis
+from attnreport.results.observed_blocks import GRID_TOKENS  # the most positions a cell draws
 
 
 @dataclass(frozen=True)

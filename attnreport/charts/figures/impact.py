@@ -23,6 +23,7 @@ from attnreport.charts.spec.theme import (
     kind_scale,
 )
 from attnreport.results import SentenceResults
+from attnreport.results.pooling import pooled_caption
 
 # ``target`` column: 0 self, 1 first token, 2 other (KIND_DOMAIN order).
 TARGET_LABEL = "[" + ", ".join(f"'{k}'" for k in KIND_DOMAIN) + "][datum.target]"
@@ -42,9 +43,11 @@ def head_impact_rows(
     """(layer,) -> rows layer, head, target (0/1/2) and ``fields`` of that layer."""
     impact = sort_rows(sentence.tables.head_impact.arrays(), ("layer", "head", "query"))
     top = sentence.tables.top.arrays()
-    kind = {
-        (int(a), int(b), int(c)): 0 if c == k else (1 if k == 0 else 2)
-        for a, b, c, k in zip(top["layer"], top["head"], top["query"], top["top_key"], strict=True)
+    names = ("layer", "head", "query", "top_is_self", "top_is_first")
+    cells = zip(*(top[name] for name in names), strict=True)
+    kind = {  # a pooled row (``results.pooling``): most of its bin's queries
+        (int(a), int(b), int(c)): 0 if is_self else (1 if is_first else 2)
+        for a, b, c, is_self, is_first in cells
     }
     out = {}
     for layer in sorted(set(impact["layer"].tolist())):
@@ -161,7 +164,8 @@ def histogram_figure(
     return build_figure(
         key=key,
         title=MEASURES[measure][0],
-        caption=HISTOGRAM_CAPTIONS[measure],
+        caption=HISTOGRAM_CAPTIONS[measure]
+        + pooled_caption(sentence.tables.head_impact, "each count"),
         chart=chart,
         chunks=head_impact_rows(sentence, (measure,)),
         params=("layer",),
@@ -182,7 +186,7 @@ def scatter_figure(sentence: SentenceResults) -> Figure:
         "changes that token's hidden state (x) against the direction of the change (y). "
         "Points near y = 0 are orthogonal updates; points below 0 cancel part of the hidden "
         "state. Purple points are tokens the head attends to the first token for."
-    )
+    ) + pooled_caption(sentence.tables.head_impact, "each point")
     rows = head_impact_rows(sentence, ("query", "magnitude", "orientation"))
     return build_figure(
         key=key,

@@ -16,6 +16,7 @@ from typing import Any
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.figures.columns import rounded, sentence_tokens
 from attnreport.charts.figures.grid_blocks import (
+    Blocks,
     block_kl,
     block_labels,
     block_shares,
@@ -30,19 +31,25 @@ from attnreport.charts.figures.grids import (
     scaling_chart,
 )
 from attnreport.charts.spec.assemble import build_figure
+from attnreport.jsontypes import Row
 from attnreport.results import GridCell, Interventions, Manifest, SentenceResults
 from attnreport.results.maps import flat, triangle_index
 from attnreport.text import display_token
 
 
-def cell_rows(cell: GridCell, head: int, observation: str, extra: dict[str, Any]) -> Columns:
+def cell_rows(cell: GridCell, head: int, observation: str, extra: Row) -> Columns:
     """Rows of one grid cell for one head and observation: query, key, prob, kl, + extras.
 
     Past ``grid_blocks.GRID_TOKENS`` observed positions, query and key are block indices,
     prob the block's share of attention and kl its mean (``grid_blocks``)."""
     triangle = cell.observations[observation][head]
     blocks = blocks_for(len(triangle))
-    if blocks.blocked:
+    if cell.blocks is not None:  # kept as the blocks drawn (``results.observed_blocks``)
+        blocks = Blocks(cell.blocks[1], cell.blocks[0])
+        query, key, _ = triangle_index(len(triangle))
+        query_list, key_list, prob = query.tolist(), key.tolist(), rounded(flat(triangle))
+        kl = rounded(block_kl(cell.kl, blocks))
+    elif blocks.blocked:
         query_list, key_list, probs = block_shares(triangle, blocks)
         kl = rounded(block_kl(cell.kl, blocks))
         prob = rounded(probs)
@@ -60,6 +67,8 @@ def cell_rows(cell: GridCell, head: int, observation: str, extra: dict[str, Any]
 
 def _observed(cell: GridCell) -> int:
     """Positions a cell's triangles cover (a long input: only its first ``map_tokens``)."""
+    if cell.blocks is not None:
+        return cell.blocks[1]
     return len(cell.observations["same"][0]) if cell.observations["same"] else 0
 
 
@@ -128,7 +137,8 @@ def _unmodified(baseline: Any, cells: Sequence[GridCell]) -> list[GridCell]:
     shows it beside the scaled ones."""
     if not cells:
         return []
-    return [GridCell(t, 1.0, baseline, [0.0] * len(cells[0].kl)) for t in TARGETS]
+    kl = [0.0] * len(cells[0].kl)
+    return [GridCell(t, 1.0, baseline, kl, cells[0].blocks) for t in TARGETS]
 
 
 def _n_heads(cells: Sequence[GridCell]) -> int:

@@ -12,6 +12,7 @@ import altair as alt
 from attnreport.charts.figure import SAFE_NAME, Columns, Figure
 from attnreport.charts.spec.renderer import choose_renderer, page_spec
 from attnreport.charts.spec.theme import site_config
+from attnreport.jsontypes import Row, VegaSpec
 
 # Chunks with fewer rows than this are packed with their neighbours into one data file
 # (consecutive param values, the default view's chunk always alone): a short sentence
@@ -86,13 +87,13 @@ def _concat(parts: list[Columns]) -> Columns:
     return {name: [v for part in parts for v in part[name]] for name in parts[0]}
 
 
-def columns_to_rows(columns: Columns) -> list[dict[str, Any]]:
+def columns_to_rows(columns: Columns) -> list[Row]:
     """Column arrays -> one dict per row (for the static spec only)."""
     names = list(columns)
     return [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
 
 
-def to_spec(chart: alt.TopLevelMixin, key: str) -> dict[str, Any]:
+def to_spec(chart: alt.TopLevelMixin, key: str) -> VegaSpec:
     """Vega-Lite dict of a chart that reads the named dataset ``key``.
 
     Not validated against the Vega-Lite schema here: that took a quarter of ``render``,
@@ -108,13 +109,13 @@ def to_spec(chart: alt.TopLevelMixin, key: str) -> dict[str, Any]:
     return spec
 
 
-def interaction_only(layer: dict[str, Any]) -> bool:
+def interaction_only(layer: VegaSpec) -> bool:
     """Whether a layer draws nothing (mark opacity 0): it is there to catch the pointer."""
     mark = layer.get("mark")
     return isinstance(mark, dict) and mark.get("opacity") == 0
 
 
-def _each_dict(node: Any, visit: Callable[[dict[str, Any]], None]) -> None:
+def _each_dict(node: Any, visit: Callable[[VegaSpec], None]) -> None:
     """Call ``visit`` on every dict in ``node`` (a spec), a dict before what it then holds."""
     if isinstance(node, list):
         for item in node:
@@ -128,7 +129,7 @@ def _each_dict(node: Any, visit: Callable[[dict[str, Any]], None]) -> None:
 def _drop_layers(node: Any, dropped: set[str], params: set[str]) -> None:
     """Remove interaction-only layers everywhere in ``node``; collect their names and params."""
 
-    def visit(view: dict[str, Any]) -> None:
+    def visit(view: VegaSpec) -> None:
         if not isinstance(view.get("layer"), list):
             return
         for layer in (layer for layer in view["layer"] if interaction_only(layer)):
@@ -142,7 +143,7 @@ def _drop_layers(node: Any, dropped: set[str], params: set[str]) -> None:
 def _drop_params(node: Any, dropped: set[str], params: set[str]) -> None:
     """Remove params defined for dropped views only (Altair lifts a layer's params to the top)."""
 
-    def visit(view: dict[str, Any]) -> None:
+    def visit(view: VegaSpec) -> None:
         if not isinstance(view.get("params"), list):
             return
         kept = []
@@ -202,7 +203,7 @@ def _plain_marks(node: Any) -> None:
             _plain_marks(value)
 
 
-def static_view(spec: dict[str, Any], inline: Columns) -> dict[str, Any]:
+def static_view(spec: VegaSpec, inline: Columns) -> VegaSpec:
     """The spec with its named dataset replaced by the default view's rows, for vl-convert.
 
     The image is for reading and printing, not for the pointer, so it leaves out:

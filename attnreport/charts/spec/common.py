@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import altair as alt
 import numpy as np
 
 from attnreport.charts.spec import position_window
+from attnreport.jsontypes import VegaSpec
 from attnreport.results import Manifest, SentenceResults
 from attnreport.results.view import default_head  # noqa: F401  (builders use common.default_head)
 
@@ -20,11 +19,14 @@ def cell_step(n_tokens: int, width: float = 560.0, lo: float = 7.0, hi: float = 
     return float(min(hi, max(lo, round(width / max(n_tokens, 1), 1))))
 
 
-def token_axis(title: str, n_tokens: int, angle: int = 0) -> dict[str, Any]:
+def token_axis(title: str, n_tokens: int, angle: int = 0) -> VegaSpec:
     """X or Y channel options for a token position field: fixed domain, token labels.
 
     ``angle`` is for a few tokens; past 30 tokens an angled axis turns vertical and every
-    axis uses a smaller font, so one label fits in one cell.
+    axis uses a smaller font, so one label fits in one cell; and labels that would still
+    overlap (cells drawn smaller than the font, to fit the column) are left out, every
+    other one in turn, so those shown stay readable (and no tick is drawn: a tick per
+    token is a grey band).
     """
     dense = n_tokens > 30
     axis = alt.Axis(
@@ -33,11 +35,12 @@ def token_axis(title: str, n_tokens: int, angle: int = 0) -> dict[str, Any]:
         labelAngle=-90 if dense and angle else angle,
         labelFontSize=9 if dense else 11,
         labelLimit=120,
+        **({"labelOverlap": "parity", "ticks": False} if dense else {}),
     )
     return {"axis": axis, "scale": alt.Scale(domain=list(range(n_tokens)))}
 
 
-def position_axis(title: str, n_tokens: int, angle: int = 0) -> dict[str, Any]:
+def position_axis(title: str, n_tokens: int, angle: int = 0) -> VegaSpec:
     """``token_axis`` for a chart that windows a long input (see ``position_window``): sized
     for the positions shown, with the domain left to the window's rows."""
     if not position_window.is_windowed(n_tokens):

@@ -50,11 +50,19 @@ def window_note(manifest: Manifest, shaded: bool = False) -> str:
         by_size.setdefault(size, []).append(layer)
     n_layers = manifest.model.n_layers
     clauses = [
-        f"{wording.index_set(layers, 'layer', n_layers)} a window of {wording.count(size, 'token')}"
+        f"{wording.index_set(layers, 'layer', n_layers)} {'has' if len(layers) == 1 else 'have'} "
+        f"a window of {wording.count(size, 'token')}"
         for size, layers in sorted(by_size.items())
     ]
     where = " (shaded)" if shaded else ""
+    longest = max((s.n_tokens for s in manifest.sentences), default=0)
+    cut = (
+        f" No sentence here is longer than {'the window' if len(by_size) == 1 else 'any window'} "
+        f"(the longest has {wording.count(longest, 'token')}), so no window hides a token."
+        if longest <= min(by_size)
+        else ""
+    )
     return (
         f" Sliding windows{where}: {wording.join_and(clauses)}; a query there sees only "
-        "that many latest tokens, itself included."
+        f"that many latest tokens, itself included.{cut}"
     )

@@ -33,28 +33,30 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from attnreport.charts.figure import Columns
+from attnreport.jsontypes import VegaSpec
 
 CANVAS_MARKS = 1000  # a default view drawing more marks than this is drawn on a canvas
 CLAUSE = re.compile(r"^\s*datum\.(\w+)\s*(===?|<=|>=|<|>)\s*(.+?)\s*$")
 SUM = re.compile(r"^(\w+)\s*\+\s*(\d+(?:\.\d+)?)$")  # a param plus a literal
+ParamValues = dict[str, int | float | str]  # a spec's widget params: name -> initial value
 ORDERS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 LITERAL = re.compile(r"^(-?\d+(?:\.\d+)?|'[^'\\]*'|\"[^\"\\]*\")$")
 VIEWS = ("layer", "hconcat", "vconcat", "concat")
 
 
-def choose_renderer(spec: dict[str, Any], inline: Columns) -> str:
+def choose_renderer(spec: VegaSpec, inline: Columns) -> str:
     """A canvas when the default view draws more than ``CANVAS_MARKS`` marks, else SVG."""
     return "canvas" if default_marks(spec, inline) > CANVAS_MARKS else "svg"
 
 
-def page_spec(spec: dict[str, Any], renderer: str) -> dict[str, Any]:
+def page_spec(spec: VegaSpec, renderer: str) -> VegaSpec:
     """The spec the page draws: for a canvas, without per-mark ARIA descriptions."""
     if renderer != "canvas":
         return spec
     return {**spec, "config": {**spec.get("config", {}), "aria": False}}
 
 
-def default_marks(spec: dict[str, Any], inline: Columns) -> int:
+def default_marks(spec: VegaSpec, inline: Columns) -> int:
     """Upper bound of the scenegraph items (marks) the default view of ``spec`` draws from
     the rows ``inline`` (see the module docstring)."""
     values = _param_values(spec)
@@ -62,7 +64,7 @@ def default_marks(spec: dict[str, Any], inline: Columns) -> int:
     return sum(_view_marks(spec, inline, values, list(range(n_rows))))
 
 
-def _param_values(spec: dict[str, Any]) -> dict[str, Any]:
+def _param_values(spec: VegaSpec) -> ParamValues:
     """Initial values of the top-level params that have a scalar one (the widgets)."""
     return {
         p["name"]: p["value"]
@@ -72,9 +74,9 @@ def _param_values(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _view_marks(
-    view: dict[str, Any],
+    view: VegaSpec,
     inline: Columns,
-    values: dict[str, Any],
+    values: ParamValues,
     rows: list[int],
     folds: tuple[tuple[str, int], ...] = (),
 ) -> Iterator[int]:
@@ -121,7 +123,7 @@ def _clauses(expr: str) -> list[tuple[str, str, str]]:
     return [m.groups() for m in matches if m is not None]
 
 
-def _filtered(expr: str, inline: Columns, values: dict[str, Any], rows: list[int]) -> list[int]:
+def _filtered(expr: str, inline: Columns, values: ParamValues, rows: list[int]) -> list[int]:
     """The rows that pass the clauses of ``expr`` this module can read (see module doc)."""
     for field, op, operand in _clauses(expr):
         wanted = _operand(operand, values) if field in inline else None
@@ -135,7 +137,7 @@ def _filtered(expr: str, inline: Columns, values: dict[str, Any], rows: list[int
     return rows
 
 
-def _operand(text: str, values: dict[str, Any]) -> Any:
+def _operand(text: str, values: ParamValues) -> Any:
     """A literal's value, a param's initial value, a numeric param's plus a number, or
     None when it is none of them."""
     if LITERAL.match(text):

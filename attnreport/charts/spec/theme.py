@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
 
 import altair as alt
+
+from attnreport.jsontypes import VegaSpec
 
 ATTENTION_RANGE = ["#3b4cc0", "#8db0fe", "#dddddd", "#f49a7b", "#b40426"]
 SELF_COLOR = "#1a9850"
@@ -84,7 +85,7 @@ def kind_expr(query: str, key: str) -> str:
     return f"{key} == {query} ? '{KIND_SELF}' : ({key} == 0 ? '{KIND_FIRST}' : '{KIND_OTHER}')"
 
 
-def lines_scheme(statistic: str) -> dict[str, Any]:
+def lines_scheme(statistic: str) -> VegaSpec:
     """Sequential scheme for focus lines, darkest first (rank 0)."""
     return {"name": STATISTIC_SCHEMES[statistic], "extent": [1.0, 0.35]}
 
@@ -106,7 +107,7 @@ def _config_json() -> str:
     return json.dumps(configure(alt.Chart()).to_dict(validate=False)["config"])
 
 
-def site_config() -> dict[str, Any]:
+def site_config() -> VegaSpec:
     """The ``config`` of a spec with the site-wide look: what ``configure`` adds, as a new
     dict each call. Setting it on a spec dict is much cheaper than ``configure``, which
     deep-copies the whole chart once per ``configure_*`` call."""

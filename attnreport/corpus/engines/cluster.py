@@ -29,6 +29,7 @@ from typing import Any
 from attnreport.corpus.engines import EngineContext
 from attnreport.corpus.work import SentenceOutcome, analyze_one
 from attnreport.errors import AttnReportError
+from attnreport.jsontypes import Options
 from attnreport.sentences import Sentence
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ class RayEngine:
         gpus = resources.get("GPU", 0) if context.device != "cpu" else 0
         count = context.workers or int(gpus or resources.get("CPU", 1)) or 1
         device = "cuda" if gpus else "cpu"
-        options: dict[str, Any] = {"num_cpus": 1, "max_restarts": RESTARTS}
+        options: Options = {"num_cpus": 1, "max_restarts": RESTARTS}
         options["concurrency_groups"] = {PROGRESS: 1}  # the default group runs one at a time
         options["max_task_retries"] = RESTARTS
         if gpus:

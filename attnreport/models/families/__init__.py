@@ -1,14 +1,17 @@
-"""The family registry: one module per named architecture family or adapter.
+"""The family registry: one row per named architecture family, one module per adapter.
 
 A family record names an architecture (for the manifest and the README table) or, for a
 model whose attention does not call the interface (BLOOM), supplies the adapter that
 makes it. It admits nothing: every model, named here or not, is admitted by the
 self-check at load (``attnreport.verify.verified_layers``), and ``family_for`` gives an
-unnamed ``model_type`` a plain interface family named after it. To name a family: a
-module here with a ``FAMILY`` record, listed in ``_MODULES``, and a tiny model in
-``tests/tiny_models.py`` (``tests/tiny_adapters.py`` for adapters; a hybrid's adapter is
-verified in the zoo, ``tests/test_zoo.py``). An adapter is an ``AdapterFamily``
-(``adapter.py``): the attention class it replaces and the forward that calls the interface.
+unnamed ``model_type`` a plain interface family named after it. To name a family: a row
+in ``table.ROWS`` and a tiny model in ``tests/tiny_models.py`` (``tests/tiny_adapters.py``
+for adapters; a hybrid's adapter, and JetMoE's, DiffLlama's and DeepSeek V2's, are
+verified in the zoo, ``tests/test_zoo.py``, and their numbers checked in
+``tests/test_zoo_adapters.py``). An adapter is also a module here whose ``ADAPTER``
+(``adapter.Adapter``) names the attention class it replaces and the forward that calls
+the interface (and, where the model has no one output projection, the one it composes:
+``composed.py``); its row names the module.
 """
 
 from __future__ import annotations
@@ -16,34 +19,22 @@ from __future__ import annotations
 from importlib import import_module
 
 from attnreport.errors import AttnReportError
+from attnreport.models.families.adapter import AdapterFamily
 from attnreport.models.families.base import POSITIONAL, Family, InterfaceFamily
+from attnreport.models.families.table import ROWS, Row
 
-_MODULES = (
-    "llama",
-    "mistral",
-    "qwen2",
-    "qwen3",
-    "gemma2",
-    "gemma3",
-    "phi3",
-    "gpt_neox",
-    "olmo2",
-    "starcoder2",
-    "gpt_oss",
-    "gpt2",
-    "bloom",
-    "openai_gpt",
-    "gpt_neo",
-    "xglm",
-    "gptj",
-    "codegen",
-    "falcon",
-    "recurrent_gemma",
-    "llama4",
-)
-FAMILIES: tuple[Family, ...] = tuple(
-    import_module(f"{__name__}.{name}").FAMILY for name in _MODULES
-)
+
+def _family(row: Row) -> Family:
+    """The family of one row of ``table.ROWS`` (an adapter's code from its module)."""
+    name, types, positional, verified, architecture, adapter = row
+    record = (name, tuple(types.split()), positional, tuple(verified.split()))
+    if not adapter:
+        return InterfaceFamily(*record, tuple(architecture.split()))
+    code = import_module(f"{__name__}.{adapter}").ADAPTER
+    return AdapterFamily(*record, tuple(architecture.split()), adapter=code)
+
+
+FAMILIES: tuple[Family, ...] = tuple(_family(row) for row in ROWS)
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(t for f in FAMILIES for t in f.model_types)
 
 

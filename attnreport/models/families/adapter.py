@@ -4,21 +4,23 @@ each of its attention modules that computes q, k and v with the model's own modu
 hands the attention itself to the function registered under the model's attention
 implementation (``attnreport.interface.attention``, or the blockwise one of
 ``attnreport.streaming``). The output projection and everything after it are the
-model's own modules and ops. An adapter module defines that forward and an
-``AdapterFamily`` naming the attention class it replaces.
+model's own modules and ops. An adapter module defines that forward and an ``Adapter``
+(its ``ADAPTER``) naming the attention class it replaces; its row in ``table`` names it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
+from typing import Protocol
 
 import torch
 from torch import nn
 
 from attnreport.interface import attention
+from attnreport.models.families.base import FamilyRecord
 from attnreport.models.placement import swapped_forward
 
 Forward = Callable[..., object]
@@ -99,21 +101,55 @@ def forwards_swapped(
 
 
 @dataclass(frozen=True)
-class AdapterFamily:
-    """A family whose attention class ``attention_class`` runs ``forward`` while adapted."""
+class Adapter:
+    """What an adapter module supplies (its ``ADAPTER``): each module of class
+    ``attention_class`` runs ``forward`` while adapted."""
 
-    name: str
-    model_types: tuple[str, ...]
-    positional: str
     attention_class: str
     forward: Forward
-    verified: tuple[str, ...] = ()
-    architecture: tuple[str, ...] = ()
-    route: str = "adapter"
     # (module, kwargs) -> (cos, sin) handed to the forward as position_embeddings, or None
     positions: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
     # rotate(q, k, cos, sin) as the forward applies it (what discovery inverts)
     rotate: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
+    # attention module -> the output projection its forward calls on a gated output g * z,
+    # for a model with no one linear map from the heads' outputs (``composed.py``); or None
+    output: Callable[[nn.Module], nn.Module] | None = None
+    # (spec, record) -> our probabilities laid out as the model's ``output_attentions``
+    # reports them, where its heads are not ours (JetMoE's routed slots); or None
+    reported: Callable[..., torch.Tensor] | None = None
 
     def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
         return forwards_swapped(model, self.attention_class, self.forward, self.positions)
+
+
+class AdapterCode(Protocol):
+    """An adapter module's ``ADAPTER``: an ``Adapter``, or its own (BLOOM's refuses a layout)."""
+
+    rotate: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None
+
+    def adapted(self, model: nn.Module) -> AbstractContextManager[None]: ...
+
+
+@dataclass(frozen=True)
+class AdapterFamily(FamilyRecord):
+    """A family whose attention runs the forward of its ``adapter`` while adapted."""
+
+    adapter: AdapterCode = field(kw_only=True)
+    route: str = "adapter"
+
+    @property
+    def rotate(self) -> Callable[..., tuple[torch.Tensor, torch.Tensor]] | None:
+        return self.adapter.rotate
+
+    @property
+    def output(self) -> Callable[[nn.Module], nn.Module] | None:
+        """The adapter's composed output projection (``Adapter.output``), or None."""
+        return getattr(self.adapter, "output", None)
+
+    @property
+    def reported(self) -> Callable[..., torch.Tensor] | None:
+        """The adapter's layout of our probabilities as the model reports them, or None."""
+        return getattr(self.adapter, "reported", None)
+
+    def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
+        return self.adapter.adapted(model)

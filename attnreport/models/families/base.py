@@ -21,7 +21,7 @@ POSITIONAL = ("rope", "alibi", "absolute")
 
 
 class Family(Protocol):
-    """One architecture family (one module under ``attnreport.models.families``)."""
+    """One architecture family (a row of ``attnreport.models.families.table``)."""
 
     name: str
     model_types: tuple[str, ...]  # config.model_type values it covers
@@ -36,20 +36,26 @@ class Family(Protocol):
         ...
 
 
-@contextmanager
-def _unchanged(_model: nn.Module) -> Iterator[None]:
-    yield
-
-
 @dataclass(frozen=True)
-class InterfaceFamily:
-    """A family whose attention modules call ``ALL_ATTENTION_FUNCTIONS`` themselves."""
+class FamilyRecord:
+    """What every family says about itself (``Family``'s data; ``table`` gives it)."""
 
     name: str
     model_types: tuple[str, ...]
     positional: str
     verified: tuple[str, ...] = ()
     architecture: tuple[str, ...] = ()
+
+
+@contextmanager
+def _unchanged(_model: nn.Module) -> Iterator[None]:
+    yield
+
+
+@dataclass(frozen=True)
+class InterfaceFamily(FamilyRecord):
+    """A family whose attention modules call ``ALL_ATTENTION_FUNCTIONS`` themselves."""
+
     route: str = "interface"
 
     def adapted(self, model: nn.Module) -> AbstractContextManager[None]:

@@ -56,16 +56,13 @@ def _bloom_routed(model: nn.Module) -> Iterator[None]:
 
 
 @dataclass(frozen=True)
-class BloomFamily:
-    name: str = "BLOOM"
-    model_types: tuple[str, ...] = ("bloom",)
-    positional: str = "alibi"
-    verified: tuple[str, ...] = ("alibi", "fused_qkv", "qkv_bias")
-    architecture: tuple[str, ...] = ()
-    route: str = "adapter"
+class BloomAdapter:
+    """BLOOM's ``ADAPTER``: ``routed_forward`` on each ``BloomAttention`` while adapted."""
+
+    rotate: None = None  # ALiBi: nothing rotates q and k
 
     def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
         return _bloom_routed(model)
 
 
-FAMILY = BloomFamily()
+ADAPTER = BloomAdapter()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from attnreport.models.families.adapter import AdapterFamily, from_position_ids
+from attnreport.models.families.adapter import Adapter, from_position_ids
 from attnreport.models.families.gptj import rotate, scored
 
 MP_NUM = 4  # CodeGen's model-parallel slices of qkv_proj
@@ -36,13 +36,4 @@ def routed_forward(self, config, hidden_states, layer_past=None, attention_mask=
     return self.resid_dropout(self.out_proj(context)), probs
 
 
-FAMILY = AdapterFamily(
-    name="CodeGen",
-    model_types=("codegen",),
-    positional="rope",
-    attention_class="CodeGenAttention",
-    forward=routed_forward,
-    verified=("rope", "partial_rotary", "fused_qkv"),
-    positions=from_position_ids(positions),
-    rotate=rotate,
-)
+ADAPTER = Adapter("CodeGenAttention", routed_forward, from_position_ids(positions), rotate)

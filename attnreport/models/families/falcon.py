@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from attnreport.models.families.adapter import AdapterFamily, interface_function
+from attnreport.models.families.adapter import Adapter, interface_function
 
 
 def routed_forward(self, config, hidden_states, alibi, attention_mask, position_ids=None,
@@ -35,11 +35,4 @@ def routed_forward(self, config, hidden_states, alibi, attention_mask, position_
     return self.dense(context.reshape(batch, n, self.num_heads * self.head_dim)), probs
 
 
-FAMILY = AdapterFamily(
-    name="Falcon",
-    model_types=("falcon",),
-    positional="rope",
-    attention_class="FalconAttention",
-    forward=routed_forward,
-    verified=("rope", "fused_qkv", "multi_query"),
-)
+ADAPTER = Adapter("FalconAttention", routed_forward)

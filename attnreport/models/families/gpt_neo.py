@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from attnreport.models.families.adapter import AdapterFamily, interface_function, mask_for
+from attnreport.models.families.adapter import Adapter, interface_function, mask_for
 
 
 def routed_forward(self, config, hidden_states, layer_past=None, attention_mask=None,
@@ -30,11 +30,4 @@ def routed_forward(self, config, hidden_states, layer_past=None, attention_mask=
     return inner.resid_dropout(inner.out_proj(context.reshape(batch, n, -1))), probs
 
 
-FAMILY = AdapterFamily(
-    name="GPT-Neo",
-    model_types=("gpt_neo",),
-    positional="absolute",
-    attention_class="GPTNeoAttention",
-    forward=routed_forward,
-    verified=("local_attention",),
-)
+ADAPTER = Adapter("GPTNeoAttention", routed_forward)

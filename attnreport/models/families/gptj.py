@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from attnreport.models.families.adapter import AdapterFamily, from_position_ids, interface_function
+from attnreport.models.families.adapter import Adapter, from_position_ids, interface_function
 
 
 def rotate_every_two(x: torch.Tensor) -> torch.Tensor:
@@ -65,13 +65,4 @@ def routed_forward(self, config, hidden_states, layer_past=None, attention_mask=
     return self.resid_dropout(self.out_proj(context)), probs
 
 
-FAMILY = AdapterFamily(
-    name="GPT-J",
-    model_types=("gptj",),
-    positional="rope",
-    attention_class="GPTJAttention",
-    forward=routed_forward,
-    verified=("rope", "partial_rotary"),
-    positions=from_position_ids(positions),
-    rotate=rotate,
-)
+ADAPTER = Adapter("GPTJAttention", routed_forward, from_position_ids(positions), rotate)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from attnreport.models.families.adapter import AdapterFamily, interface_function
+from attnreport.models.families.adapter import Adapter, interface_function
 from attnreport.models.families.gptj import rotate as rotate_pairs
 
 
@@ -58,13 +58,4 @@ def routed_forward(self, config, hidden_states, position_embeddings, attention_m
     return self.o_proj(context.reshape(*hidden_states.shape[:-1], -1).contiguous()), probs
 
 
-FAMILY = AdapterFamily(
-    name="Llama 4",
-    model_types=("llama4_text",),
-    positional="rope",
-    attention_class="Llama4TextAttention",
-    forward=routed_forward,
-    verified=("rope", "qk_norm", "gqa"),
-    positions=positions,
-    rotate=rotate,
-)
+ADAPTER = Adapter("Llama4TextAttention", routed_forward, positions, rotate)

@@ -7,7 +7,7 @@ The model blocks keys with -1e4 where we use the dtype's minimum: both give exac
 
 from __future__ import annotations
 
-from attnreport.models.families.adapter import AdapterFamily, interface_function, mask_for
+from attnreport.models.families.adapter import Adapter, interface_function, mask_for
 
 
 def routed_forward(self, config, x, attention_mask=None, output_attentions=False):
@@ -25,11 +25,4 @@ def routed_forward(self, config, x, attention_mask=None, output_attentions=False
     return [out, probs] if output_attentions else [out]
 
 
-FAMILY = AdapterFamily(
-    name="GPT-1",
-    model_types=("openai-gpt",),
-    positional="absolute",
-    attention_class="Attention",
-    forward=routed_forward,
-    verified=("fused_qkv", "qkv_bias"),
-)
+ADAPTER = Adapter("Attention", routed_forward)

@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from attnreport.models.families.adapter import AdapterFamily, from_position_ids, interface_function
+from attnreport.models.families.adapter import Adapter, from_position_ids, interface_function
 
 
 def positions(module, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -41,12 +41,4 @@ def routed_forward(self, config, hidden_states, position_ids=None, attention_mas
     return self.o_proj(context.reshape(*hidden_states.shape[:-1], -1).contiguous()), probs
 
 
-FAMILY = AdapterFamily(
-    name="RecurrentGemma",
-    model_types=("recurrent_gemma",),
-    positional="rope",
-    attention_class="RecurrentGemmaAttention",
-    forward=routed_forward,
-    verified=("rope", "partial_rotary", "gqa"),
-    positions=from_position_ids(positions),
-)
+ADAPTER = Adapter("RecurrentGemmaAttention", routed_forward, positions=from_position_ids(positions))

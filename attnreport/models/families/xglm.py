@@ -7,7 +7,7 @@ the mask function registered with our attention function).
 
 from __future__ import annotations
 
-from attnreport.models.families.adapter import AdapterFamily, interface_function
+from attnreport.models.families.adapter import Adapter, interface_function
 
 
 def routed_forward(self, config, hidden_states, key_value_states=None, past_key_values=None,
@@ -25,11 +25,4 @@ def routed_forward(self, config, hidden_states, key_value_states=None, past_key_
     return self.out_proj(context.reshape(batch, n, self.embed_dim)), probs
 
 
-FAMILY = AdapterFamily(
-    name="XGLM",
-    model_types=("xglm",),
-    positional="absolute",
-    attention_class="XGLMAttention",
-    forward=routed_forward,
-    verified=("qkv_bias",),
-)
+ADAPTER = Adapter("XGLMAttention", routed_forward)

@@ -91,6 +91,21 @@ def _sink_shares(cols: Mapping[str, Sequence[Any]]) -> dict[int, float]:
     return {s: float(np.mean(v)) for s, v in share.items()}
 
 
+def _first_token_words(n_sentences: int, n_first: int, bos_added: bool, contrast: bool) -> str:
+    """How the sentences start, before the sink share: when they all start with one token
+    and no capture with a BOS first adds another, that nothing varies (so the claim is not
+    tested by them)."""
+    if n_first > 1 or n_sentences < 2 or contrast:
+        bos = "a BOS token" if bos_added else "no BOS token (the first token is the sentence's own)"
+        return f"With {bos}, {count(n_sentences, 'sentence')} starting with {count(n_first, 'different token')}: "  # fmt: skip
+    first = "the BOS token the tokenizer puts first" if bos_added else "the same token"
+    return (
+        f"All {n_sentences} sentences start with {first}, so the first token never varies "
+        "here and these sentences cannot tell whether the sink follows any first token; on "
+        "that one token, "
+    )
+
+
 def sink_on_any_first_token(
     by_sentence: Any, first_ids: Sequence[int], bos_added: bool, bos_contrast: Any = None
 ) -> Claim:
@@ -114,12 +129,12 @@ def sink_on_any_first_token(
     breakers = [(k, s) for k, v in conditions.items() for s, x in v.items() if x <= SINK]
     tested = sum(len(v) for v in conditions.values())
     ev = Evidence(min(means.values()) - SINK, distinct, tested, len(breakers),
-                  spread=max(spreads, default=0.0))  # fmt: skip
-    bos = "a BOS token" if bos_added else "no BOS token (the first token is the sentence's own)"
-    text = (
-        f"With {bos}, {count(len(shares), 'sentence')} starting with "
-        f"{count(distinct - len(conditions) + 1, 'different token')}: the share of heads that "
-        f"are sinks is {percent(means[''])} ({fit.spread_words(list(shares.values()))})."
+                  spread=max(spreads, default=0.0), unit="different first tokens")  # fmt: skip
+    n_first = distinct - len(conditions) + 1
+    text = _first_token_words(len(shares), n_first, bos_added, len(conditions) > 1)
+    text += (
+        f"the share of heads that are sinks is {percent(means[''])} "
+        f"({fit.spread_words(list(shares.values()))})."
     )
     if len(conditions) > 1:
         with_bos = conditions[" with a BOS first"]

@@ -24,7 +24,7 @@ from attnreport.site.words.claims import (
     sink_values_small,
 )
 from attnreport.site.words.readings import columns, per_head
-from attnreport.site.words.verdicts import Evidence, verdict
+from attnreport.site.words.verdicts import INCONCLUSIVE, Evidence, Verdict, verdict
 from attnreport.site.words.wording import count, number, quantity
 
 Maps = Sequence[Sequence[Sequence[float]]]  # head -> query -> key
@@ -43,6 +43,22 @@ def changes(maps: Maps, base: Maps) -> list[float]:
                 default=0.0) for h, hb in zip(maps, base, strict=True)]  # fmt: skip
 
 
+def cell_gaps(cell: GridCell, observation: str = "same") -> list[float]:
+    """``uniform_gaps`` of a cell's maps; a long input's cell (kept as blocks) carries
+    them, read off its exact rows (``results.observed_blocks``)."""
+    if cell.gaps is not None:
+        return list(cell.gaps[observation])
+    return uniform_gaps(cell.observations[observation])
+
+
+def cell_changes(cell: GridCell, base: Any, observation: str) -> list[float]:
+    """``changes`` of a cell's maps against the unmodified ``base`` (a long input's cell
+    carries them)."""
+    if cell.moved is not None:
+        return list(cell.moved[observation])
+    return changes(cell.observations[observation], base[observation])
+
+
 def _cells(grid: ScalingGrid, target: str) -> list[GridCell]:
     return [c for c in grid.cells if c.target == target]
 
@@ -57,7 +73,7 @@ def qk_scaling_uniform(iv: Interventions) -> Claim | None:
         return None
     layer = iv.layer
     cells = [c for c in grid.cells if float(c.setting) == eps and c.target in "QK"]
-    gaps = {c.target: uniform_gaps(c.observations["same"]) for c in cells}
+    gaps = {c.target: cell_gaps(c) for c in cells}
     broken = sorted({(layer, h) for g in gaps.values() for h, v in enumerate(g) if v > UNIFORM_TOL})
     tested = sum(len(g) for g in gaps.values())
     ev = Evidence(1.0 if tested else 0.0, 1, tested, len(broken), needed=1)
@@ -89,33 +105,44 @@ def v_scaling_next_layer(iv: Interventions) -> Claim | None:
 
     Effect: the next layer's largest weight change minus ``UNIFORM_TOL`` (it must move);
     a head of the intervention layer breaks it when its weights moved by more than
-    ``UNCHANGED_TOL``."""
+    ``UNCHANGED_TOL``. When no attention layer follows the intervention layer (a hybrid's
+    last attention layer: the "next" observed is the layer itself) only the first half
+    can be tested: the verdict is inconclusive and says why."""
     grid = iv.scaling
     cells = _cells(grid, "V")
     if not cells or not grid.baseline:
         return None
     cell = min(cells, key=lambda c: float(c.setting))
-    base, obs = grid.baseline, cell.observations
-    own, nxt = changes(obs["same"], base["same"]), changes(obs["next"], base["next"])
+    base = grid.baseline
+    own, nxt = cell_changes(cell, base, "same"), cell_changes(cell, base, "next")
     layer = iv.layer
     next_layer = iv.observed_layers.get("next", layer + 1)
     broken = [(layer, h) for h, v in enumerate(own) if v > UNCHANGED_TOL]
     ev = Evidence(max(nxt, default=0.0) - UNIFORM_TOL, 1, len(own), len(broken), needed=1)
-    text = (
-        f"V scaled by {float(cell.setting):g} in layer {layer}: the layer's weights move at most "
-        f"{number(max(own, default=0.0), 2)}, layer {next_layer}'s up to "
-        f"{number(max(nxt, default=0.0), 2)}; the next-token distribution moves "
-        f"{quantity(effects.mean_kl(cell), 'nat')} (mean KL per position)."
-    )
+    kl = f"the next-token distribution moves {quantity(effects.mean_kl(cell), 'nat')} (mean KL per position)"  # fmt: skip
+    scaled = f"V scaled by {float(cell.setting):g} in layer {layer}"
+    moved = number(max(own, default=0.0), 2)
+    if next_layer <= layer:  # no attention layer after it to show the change
+        text = (
+            f"{scaled}, the last attention layer: its weights move at most {moved}; no later "
+            f"attention layer can show the change, but {kl}."
+        )
+        found = Verdict(INCONCLUSIVE, f"no attention layer after layer {layer}")
+    else:
+        text = (
+            f"{scaled}: the layer's weights move at most {moved}, layer {next_layer}'s up to "
+            f"{number(max(nxt, default=0.0), 2)}; {kl}."
+        )
+        found = verdict(ev)
     breaks = f"{fit.heads_words(broken)} change their own weights" if broken else ""
     return Claim("v-next-layer", "Scaling V leaves the layer's own weights unchanged and moves "
-                 "the next layer's.", "seeds", verdict(ev), text, breaks, "scaling-grid",
+                 "the next layer's.", "seeds", found, text, breaks, "scaling-grid",
                  grid.sentence)  # fmt: skip
 
 
 def _k_gaps(cells: Sequence[GridCell]) -> dict[int, float]:
     """Per sentence, the largest gap to uniform of any head's K-mean map (same layer)."""
-    return {int(c.setting): max(uniform_gaps(c.observations["same"]), default=0.0)
+    return {int(c.setting): max(cell_gaps(c), default=0.0)
             for c in cells if c.target == "K"}  # fmt: skip
 
 

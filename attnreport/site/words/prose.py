@@ -12,13 +12,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from attnreport.jsontypes import Row
 from attnreport.results.interventions import MeanGrid, ScalingGrid
 from attnreport.site.words import effects, fit, wording
 from attnreport.site.words.readings import columns
 from attnreport.site.words.wording import capitalise, head_name, index_set, percent, times
 from attnreport.vocabulary import MOST
-
-Row = dict[str, Any]
 
 
 def rows(table: Any) -> list[Row]:
@@ -108,19 +107,28 @@ def focus_summary(focus: Sequence[Row]) -> list[str]:
     return text
 
 
+def _span(row: Row) -> int:
+    """The queries a row stands for: 1, or a pooled row's bin (``results.pooling``)."""
+    return int(row.get("span", 1))
+
+
+def _spans(rows: Sequence[Row]) -> int:
+    return sum(_span(r) for r in rows)
+
+
 def breakdown_summary(breakdown: Sequence[Row], terms: Sequence[str]) -> str | None:
     """Which score term is largest for the top key most often (rank-0 rows)."""
     top = [r for r in breakdown if int(r["rank"]) == 0 and all(t in r for t in terms)]
     if not top:
         return None
     wins: dict[str, int] = dict.fromkeys(terms, 0)
-    for r in top:
-        wins[max(terms, key=lambda t: (abs(float(r[t])), -terms.index(t)))] += 1
+    for r in top:  # a pooled row counts for its bin's queries, by the bin's mean terms
+        wins[max(terms, key=lambda t: (abs(float(r[t])), -terms.index(t)))] += _span(r)
     term = max(terms, key=lambda t: (wins[t], -terms.index(t)))
     name = term.replace("_", "-")
     return (
         f"Split into its parts, the {name} term is the largest part of the top key's score "
-        f"in {pct(wins[term] / len(top))} of rows."
+        f"in {pct(wins[term] / _spans(top))} of rows."
     )
 
 
@@ -189,8 +197,9 @@ def _mean_by_head(head_impact: Sequence[Row]) -> list[Row]:
         {
             "layer": lh[0],
             "head": lh[1],
-            "magnitude": sum(float(r["magnitude"]) for r in rs) / len(rs),
-            "orientation": sum(float(r["orientation"]) for r in rs) / len(rs),
+            # a pooled row (``results.pooling``) stands for its ``span`` queries
+            "magnitude": sum(float(r["magnitude"]) * _span(r) for r in rs) / _spans(rs),
+            "orientation": sum(float(r["orientation"]) * _span(r) for r in rs) / _spans(rs),
         }
         for lh, rs in sorted(acc.items())
     ]

@@ -39,8 +39,9 @@ class Evidence:
     """What one claim's test measured.
 
     effect: signed size (> 0: as claimed), in the claim's own unit; spread: max - min of the
-    per-sentence effect (None: not measured per sentence); n_sentences: sentences behind it;
-    needed: sentences it needs; tested: units tested; breakers: how many of them break it.
+    per-sentence effect (None: not measured per sentence); n_sentences: sentences behind it
+    (or what ``unit`` names: a claim about any first token counts different first tokens);
+    needed: how many it needs; tested: units tested; breakers: how many of them break it.
     """
 
     effect: float
@@ -49,6 +50,7 @@ class Evidence:
     breakers: int = 0
     spread: float | None = None
     needed: int = MIN_SENTENCES
+    unit: str = "sentences"  # what n_sentences counts, as the reason names it
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ def verdict(e: Evidence) -> Verdict:
     if e.tested == 0 or e.n_sentences < e.needed:
         return Verdict(
             INCONCLUSIVE,
-            f"too small to call: {e.n_sentences} of the {e.needed} sentences needed",
+            f"too small to call: {e.n_sentences} of the {e.needed} {e.unit} needed",
         )
     if e.spread is not None and e.spread > abs(e.effect):
         return Verdict(INCONCLUSIVE, "the spread across sentences is larger than the effect")

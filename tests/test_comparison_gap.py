@@ -1,0 +1,63 @@
+"""The comparison's "what differs" finding against an independent computation: two fake
+models of different depths (3 and 5 layers), each curve read straight from the typed
+tables, the other model interpolated on relative depth by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnreport.multi import findings
+from attnreport.multi.measures import ModelSide
+from tests.fixtures.fake_results import fake_study, typed
+
+TOL = 1e-12
+
+
+def side(name: str, n_layers: int, seed: int) -> ModelSide:
+    results = typed(fake_study(3, n_layers=n_layers, n_heads=2, seed=seed))
+    return ModelSide(name, name, results.manifest, results.set, results.interventions)
+
+
+def per_layer(s: ModelSide, statistic: str) -> tuple[np.ndarray, np.ndarray]:
+    """(relative depth, mean over the layer's heads) of a focus statistic, by hand."""
+    pooled = s.set.focus_pooled
+    rows = [(int(lay), float(v)) for st, lay, v in zip(pooled.statistic, pooled.layer, pooled.value, strict=True) if st == statistic]  # fmt: skip
+    layers = sorted({lay for lay, _ in rows})
+    means = [np.mean([v for lay, v in rows if lay == layer]) for layer in layers]
+    return np.array(layers) / (s.n_layers - 1), np.array(means)
+
+
+@pytest.mark.parametrize("statistic", ["first_focus", "self_focus"])
+def test_each_curves_largest_gap_is_the_hand_interpolated_one(statistic):
+    a, b = side("A", 3, 0), side("B", 5, 1)
+    x, y = per_layer(a, statistic)
+    bx, by = per_layer(b, statistic)
+    gaps = np.abs(y - np.interp(x, bx, by))
+    k = int(gaps.argmax())
+    got = findings.statistic_gap([a, b], statistic)
+    assert got[0] == statistic
+    np.testing.assert_allclose(got[1:], [x[k], gaps[k], y[k], np.interp(x, bx, by)[k]], atol=TOL)
+
+
+def test_the_finding_names_the_largest_gap_among_the_shares_and_its_numbers():
+    a, b = side("A", 3, 0), side("B", 5, 1)
+    gaps = [findings.statistic_gap([a, b], s) for s in findings.SHARES]
+    statistic, at, _, mine, theirs = max(gaps, key=lambda g: g[2])
+    found = findings.difference([a, b])
+    assert found is not None and found.figure == f"compare-{statistic.replace('_', '-')}"
+    unit = "% of heads" if statistic == "sink_rate" else ""
+    assert f"at depth {at:.2f}" in found.text
+    assert f"{mine:.3g}{unit} for A against {theirs:.3g}{unit} for B" in found.text
+    assert findings.difference([a]) is None
+    same = findings.difference([a, side("A2", 3, 0)])
+    assert same is not None and same.text.startswith("No difference")
+
+
+def test_depth_gaps_read_as_words_at_two_places():
+    from attnreport.multi.measures import apart
+
+    assert apart(0.0041) == "less than 0.01 apart"  # 24/29 against 14/17: not "0.00 apart"
+    assert apart(0.07) == "0.07 apart" and apart(0.005) == "0.01 apart"
+    onset = findings.sink_onset([side("A", 3, 0), side("B", 5, 1)]).text
+    assert ") (" not in onset and onset.startswith("Where the sink forms: ")
