@@ -13,7 +13,8 @@ Reusing expensive work, for a new test:
 - Tiny saved models: ask for ``tiny_model_dirs`` (family -> folder) or ``tiny_model_dir``
   (parametrised over every family). They are saved once per run for all workers. Read
   them; a test that must change one copies it first (``shutil.copytree``).
-- The committed example rendered by this checkout: ``example_render`` (read-only).
+- The committed example rendered by this checkout: ``example_render``; a 512-token
+  page of fake results: ``long_page`` (both read-only).
 - Anything else expensive that several modules need (a built site, an analysis of the
   default model): in a session fixture, ``build_once(shared_dir, name, make)``, where
   ``shared_dir`` is the fixture and ``make(folder)`` fills ``folder``. The first worker
@@ -192,3 +193,20 @@ def example_render(shared_dir) -> Path:
         assert done.exit_code == 0, done.output
 
     return build_once(shared_dir, "example-render", render) / "site"
+
+
+@pytest.fixture(scope="session")
+def long_page(shared_dir) -> Path:
+    """A 512-token sentence page with the default model's 9 heads and the intervention
+    grids, built from fake results once per run for every worker (4 layers, not 30: the
+    size of a figure depends on the tokens and heads; 30 layers take minutes to fake)."""
+    from dataclasses import replace
+
+    from tests.fixtures.fake_results import fake_study
+    from tests.test_browser import OPTIONS, build
+
+    def make(folder: Path) -> None:
+        study = fake_study(1, n_layers=4, n_heads=9, n_tokens=512)
+        build(study, folder / "site", replace(OPTIONS, images=False))
+
+    return next((build_once(shared_dir, "long-page", make) / "site").rglob("s000*.html"))

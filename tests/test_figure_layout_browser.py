@@ -11,13 +11,11 @@ cells to fit, its text stays readable).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.fake_results import fake_study
-from tests.test_browser import ALL_DRAWN, OPTIONS, build
+from tests.test_browser import ALL_DRAWN
 
 pytestmark = pytest.mark.browser
 WIDTHS = (1280, 390)
@@ -63,16 +61,6 @@ def example(example_render) -> Path:
     """The example, rendered by this checkout from the committed results (once per run:
     tests/conftest.py)."""
     return example_render
-
-
-@pytest.fixture(scope="module")
-def long_page(tmp_path_factory) -> Path:
-    """A 512-token sentence page with the default model's 9 heads (4 layers, not 30: the
-    width of a figure depends on the tokens and heads; 30 layers take minutes to fake),
-    with the intervention grids."""
-    study = fake_study(1, n_layers=4, n_heads=9, n_tokens=512)
-    site = build(study, tmp_path_factory.mktemp("long") / "site", replace(OPTIONS, images=False))
-    return next(site.rglob("s000*.html"))
 
 
 def open_at(offline, url: str, width: int):

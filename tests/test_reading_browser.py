@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from attnreport.charts.figures.comparison import KL_KEY, ROLES_KEY
-from attnreport.cli import main
-from tests.fixtures.fake_results import fake_study
-from tests.test_browser import ALL_DRAWN, EXAMPLE, OPTIONS, build
+from tests.test_browser import ALL_DRAWN
 
 pytestmark = pytest.mark.browser
 WIDTHS = (1280, 390)
@@ -102,28 +98,20 @@ def assert_labels_readable(drawing: dict, what: str, least: int = 2) -> None:
 
 
 @pytest.fixture(scope="module")
-def long_map(tmp_path_factory) -> Path:
-    """A 512-token sentence page (2 layers of 2 heads: the map's size depends on tokens)."""
-    study = fake_study(1, n_layers=2, n_heads=2, n_tokens=512)
-    site = build(study, tmp_path_factory.mktemp("long") / "site", replace(OPTIONS, images=False))
-    return next(site.rglob("s000*.html"))
-
-
-@pytest.fixture(scope="module")
-def example(tmp_path_factory) -> Path:
-    """The example (two models and their comparison), rendered by this checkout."""
-    folder = tmp_path_factory.mktemp("example") / "site"
-    result = CliRunner().invoke(main, ["render", str(EXAMPLE / "results"), "--out", str(folder)])
-    assert result.exit_code == 0, result.output
-    return folder
+def example(example_render) -> Path:
+    """The example (two models and their comparison), rendered by this checkout (once per
+    run: tests/conftest.py)."""
+    return example_render
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 def test_a_512_token_map_is_drawn_at_its_column_width_with_readable_labels(
-    long_map, offline_page, width
+    long_page, offline_page, width
 ):
-    page = open_at(offline_page, long_map.as_uri(), width)
+    """``long_page``: 512 tokens of 9 heads (tests/conftest.py); the map's size depends on
+    the tokens."""
+    page = open_at(offline_page, long_page.as_uri(), width)
     drawing = page.evaluate(DRAWING, "attention-map")
     assert_drawn_for_its_column(drawing, width)
     assert drawing["plot"] >= 0.5 * drawing["room"], (width, drawing["plot"], drawing["room"])
