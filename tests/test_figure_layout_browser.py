@@ -63,11 +63,15 @@ def example(example_render) -> Path:
     return example_render
 
 
-def open_at(offline, url: str, width: int):
+def open_at(offline, url: str, width: int, settle_ms: int = 0):
+    """The page at ``url`` in a ``width`` px window, every chart drawn (and ``settle_ms``
+    more for a last fitting pass)."""
     page = offline.page
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(url)
-    page.wait_for_function(ALL_DRAWN, timeout=60_000)
+    page.wait_for_function(ALL_DRAWN, timeout=120_000)
+    if settle_ms:
+        page.wait_for_timeout(settle_ms)
     return page
 
 

@@ -19,6 +19,7 @@ from attnreport.results import GridCell
 from attnreport.results.interventions import interventions_from_json, interventions_to_json
 from attnreport.session import open_session
 from attnreport.site.words.claims_grid import changes, uniform_gaps
+from tests.tiny_models import story
 
 LONG = 70
 MAP_TOKENS = (40, 256)  # 40 of the 70 positions observed (a long input), or all 70
@@ -30,22 +31,8 @@ TOL = 2e-6  # two roundings to 6 places (5e-7 each) and the blockwise pass's flo
 def both(request, tiny_model_dirs, tmp_path_factory):
     """Interventions at layer 0 of one 70-token input, kept as blocks and whole, and the
     positions observed."""
-    words = [
-        "the",
-        "cat",
-        "chased",
-        "the",
-        "mouse",
-        "on",
-        "the",
-        "mat",
-        "while",
-        "the",
-        "dog",
-        "slept",
-    ]
     file = tmp_path_factory.mktemp("blocks") / "s.txt"
-    file.write_text(" ".join(words[i % len(words)] for i in range(LONG)) + "\n")
+    file.write_text(story(LONG) + "\n")
     session = open_session(str(tiny_model_dirs["llama"]), str(file), bos="never")
     assert len(session.sentences[0].token_ids) == LONG
     settings = Settings(map_tokens=request.param)

@@ -18,6 +18,7 @@ from attnreport.results import tables as rt
 from attnreport.results.pooling import POOL_WIDTH, bin_starts, pool_table, pooled_caption
 from attnreport.sentence_pass import analyze_pass
 from attnreport.session import open_session
+from tests.tiny_models import story
 
 MAP_TOKENS = 8
 FLOAT_TOL = 1e-12  # means of the same float64 values, summed in another order
@@ -126,23 +127,9 @@ def test_pooled_top_takes_majorities_and_means():
 @pytest.fixture(scope="module")
 def long_run(tiny_model_dirs, tmp_path_factory):
     """A 45-token sentence and a 6-token one on the tiny Llama, ``map_tokens`` 8."""
-    words = [
-        "the",
-        "cat",
-        "chased",
-        "the",
-        "mouse",
-        "on",
-        "the",
-        "mat",
-        "while",
-        "the",
-        "dog",
-        "slept",
-    ]
     folder = tmp_path_factory.mktemp("pooled")
     sentences = folder / "s.txt"
-    long_text = " ".join(words[i % len(words)] for i in range(45))
+    long_text = story(45)
     sentences.write_text(f"{long_text}\nthe cat sat on the mat\n")
     session = open_session(str(tiny_model_dirs["llama"]), str(sentences), bos="never")
     settings = Settings(map_tokens=MAP_TOKENS)

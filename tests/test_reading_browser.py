@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from attnreport.charts.figures.comparison import KL_KEY, ROLES_KEY
-from tests.test_browser import ALL_DRAWN
+from tests.test_figure_layout_browser import open_at as layout_open_at
 
 pytestmark = pytest.mark.browser
 WIDTHS = (1280, 390)
@@ -74,12 +74,7 @@ def overlapping(labels: list[dict]) -> list[tuple[int, int]]:
 
 
 def open_at(offline, url: str, width: int):
-    page = offline.page
-    page.set_viewport_size({"width": width, "height": 900})
-    page.goto(url)
-    page.wait_for_function(ALL_DRAWN, timeout=120_000)
-    page.wait_for_timeout(300)  # the last shrink pass settles
-    return page
+    return layout_open_at(offline, url, width, settle_ms=300)  # the last shrink pass settles
 
 
 def assert_drawn_for_its_column(drawing: dict, what: str) -> None:

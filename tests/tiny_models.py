@@ -85,6 +85,15 @@ WORDS = [
 ]
 
 
+# A long input for the tiny models: one token a word ("while" and "slept" read as <unk>)
+STORY = ("the", "cat", "chased", "the", "mouse", "on", "the", "mat", "while", "the", "dog", "slept")
+
+
+def story(n_words: int) -> str:
+    """``n_words`` words of ``STORY``, repeated: a tiny-model input of ``n_words`` tokens."""
+    return " ".join(STORY[i % len(STORY)] for i in range(n_words))
+
+
 def tiny_tokenizer(add_bos: bool = False) -> PreTrainedTokenizerFast:
     vocab = {word: i for i, word in enumerate(WORDS)}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
