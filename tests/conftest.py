@@ -1,6 +1,6 @@
 """Shared fixtures, and how the suite runs in parallel.
 
-``make test`` runs pytest-xdist workers (``-n auto --dist loadfile``): each test module
+``make test`` runs pytest-xdist workers (one per CPU and one more, ``--dist loadfile``): each test module
 runs on one worker, so its ``scope="module"`` fixtures are made once, and modules start
 longest first (``pytest_collection_modifyitems``). Tests that must not run beside each
 other go in one module: every test that starts a local Ray cluster (mark ``ray``) is in
