@@ -98,11 +98,12 @@ def positional_scheme(manifest: Manifest) -> str:
 
 def layer_x(n_layers: int) -> alt.X:
     """The x axis of a chart drawn against layer: ``layer:Q`` over 0..n_layers-1, whole
-    numbers only (``window_bands`` shade on it)."""
+    numbers only (``window_bands`` shade on it; not rounded out to a "nice" end, which
+    drew a layer past the last)."""
     return alt.X(
         "layer:Q",
         title="layer",
-        scale=alt.Scale(domain=[0, max(n_layers - 1, 1)]),
+        scale=alt.Scale(domain=[0, max(n_layers - 1, 1)], nice=False),
         axis=alt.Axis(format="d", tickMinStep=1),
     )
 
