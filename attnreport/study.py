@@ -176,9 +176,9 @@ def _cell(cell: Cell, observed: dict[str, int], base: dict[str, np.ndarray] | No
     return GridCell(cell.target, cell.setting, observations, kl, **fields)
 
 
-def _baseline(outcome: Outcome, observed: dict[str, int], as_blocks: bool) -> Any:
-    """The file's observations of an unmodified pass (blocks for an input drawn so)."""
-    probs = _observations(outcome, observed)
+def _baseline(probs: dict[str, np.ndarray], as_blocks: bool) -> Any:
+    """The file's observations of an unmodified pass, from its ``_observations`` (blocks
+    for an input drawn so)."""
     return blocked_cell(probs, probs)[0] if as_blocks else _kept(probs)
 
 
@@ -199,15 +199,18 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
     drawn = (settings.scaling_sentence, *mean_inputs)
     blocks = {i: block_size(min(len(ids[i]), leading)) > 1 for i in drawn}  # grids' blocks
 
-    def kept(cells: list[Cell], sentence_of: Any, bases: dict[int, Outcome]) -> tuple:
-        out = []
-        for c in cells:
-            i = sentence_of(c)
-            base = _observations(bases[i], observed) if blocks[i] else None
-            out.append(_cell(c, observed, base))
-        return tuple(out)
+    # each unmodified pass's observations, read once: its baseline and every cell of an
+    # input drawn as blocks compare with them
+    first = settings.scaling_sentence
+    scaled_base = {first: _observations(base, observed)}
+    mean_bases = {i: _observations(b, observed) for i, b in baselines.items()}
 
-    scaled_base = {settings.scaling_sentence: base}
+    def kept(cells: list[Cell], sentence_of: Any, bases: dict[int, dict[str, np.ndarray]]):
+        return tuple(
+            _cell(c, observed, bases[i] if blocks[i] else None)
+            for c, i in ((c, sentence_of(c)) for c in cells)
+        )
+
     return Interventions(
         layer=layer,
         observed_layers=dict(observed),
@@ -215,14 +218,14 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
         epsilons=tuple(settings.epsilons),
         scaling=ScalingGrid(
             sentence=settings.scaling_sentence,
-            baseline=_baseline(base, observed, blocks[settings.scaling_sentence]),
-            cells=kept(cells, lambda c: settings.scaling_sentence, scaled_base),
+            baseline=_baseline(scaled_base[first], blocks[first]),
+            cells=kept(cells, lambda c: first, scaled_base),
         ),
         mean=MeanGrid(
             sentences=tuple(mean_inputs),
-            baselines={i: _baseline(b, observed, blocks[i]) for i, b in baselines.items()},
-            cells=kept(mean_cells, lambda c: int(c.setting), baselines),
-            before_rotation=kept(before, lambda c: int(c.setting), baselines),
+            baselines={i: _baseline(p, blocks[i]) for i, p in mean_bases.items()},
+            cells=kept(mean_cells, lambda c: int(c.setting), mean_bases),
+            before_rotation=kept(before, lambda c: int(c.setting), mean_bases),
         ),
     )
 
