@@ -28,12 +28,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):  # run as a script: import the repository, not this folder
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from benchmarks import pages, rebuild, sections, watch, weight  # noqa: E402
 from benchmarks.report import Section, kept_notes, render  # noqa: E402
+
+if TYPE_CHECKING:  # the sections import torch and transformers: only once a run starts,
+    from benchmarks import sections  # so that --help answers in a fraction of the time
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "BENCHMARKS.md"
@@ -173,6 +176,8 @@ def _quiet(_message: str) -> None:
 
 def section_plan(ctx: sections.Context) -> list[tuple[str, Callable[[], Section]]]:
     """(name, call) for sections 1-7 in order; lengths shrink in quick mode."""
+    from benchmarks import pages, rebuild, sections, watch, weight
+
     quick = ctx.quick
     page_lengths = (len(ctx.loaded().sentences[0].token_ids),) if quick else FULL_PAGES
     return [
@@ -191,15 +196,17 @@ def section_plan(ctx: sections.Context) -> list[tuple[str, Callable[[], Section]
 
 def run_sections(ctx: sections.Context, log: Log) -> tuple[list[Section], list[str]]:
     """Every section; one that raises is written as failed and named in the second list."""
+    from benchmarks.sections import TITLES
+
     done, failed = [], []
     for name, call in section_plan(ctx):
-        log(f"bench: {sections.TITLES[name]} ...")
+        log(f"bench: {TITLES[name]} ...")
         start = time.perf_counter()
         try:
             done.append(call())
         except Exception as err:  # a broken section must not lose the others' numbers
             failed.append(name)
-            section = Section(sections.TITLES[name])
+            section = Section(TITLES[name])
             section.add(f"**Failed**: `{type(err).__name__}: {err}`", "")
             done.append(section)
         log(f"bench:   {time.perf_counter() - start:.0f} s")
@@ -210,9 +217,10 @@ def profile(ctx: sections.Context, options: Options, log: Log) -> Section:
     """The Profile section, on the warm cache section 4 left behind."""
     from attnreport.config import load_settings
     from benchmarks.profiling import profile_section
+    from benchmarks.sections import EXAMPLE_CONFIG
 
     log("bench: profile ...")
-    settings = load_settings(sections.EXAMPLE_CONFIG, {"out": str(ctx.work / "site-profile")})
+    settings = load_settings(EXAMPLE_CONFIG, {"out": str(ctx.work / "site-profile")})
     cache = ctx.work / ("cache-build" if not ctx.quick else "unused")
     with environment("ATTNREPORT_CACHE", str(cache)):
         return profile_section(ctx.warm_stages, settings, options.profile)
@@ -238,6 +246,7 @@ def scratch(workdir: Path | None) -> Iterator[Path]:
 
 def run_bench(options: Options, log: Log = _quiet) -> tuple[str, list[str]]:
     """Measure everything; the Markdown text and the names of sections that failed."""
+    from benchmarks import sections
     from benchmarks.inputs import machine_info
 
     started = time.perf_counter()
