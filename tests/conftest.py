@@ -2,8 +2,9 @@
 
 ``make test`` runs pytest-xdist workers (one per CPU and one more, ``--dist loadfile``): each test module
 runs on one worker, so its ``scope="module"`` fixtures are made once, and modules start
-longest first (``pytest_collection_modifyitems``). Tests that must not run beside each
-other go in one module: every test that starts a local Ray cluster (mark ``ray``) is in
+longest first (``pytest_collection_modifyitems``, by the seconds each took in a measured
+run: ``tests/module_seconds.py`` says how to measure them again). Tests that must not run
+beside each other go in one module: every test that starts a local Ray cluster (mark ``ray``) is in
 ``test_corpus_ray.py``, and collection stops if ``ray`` marks spread to another module.
 (``--dist loadgroup`` cannot group across modules here: xdist 3.8 renames ``_nodeid``,
 which pytest 9 no longer reads.)
@@ -37,6 +38,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from tests import module_seconds
 from tests.tiny_models import FAMILY_NAMES, save_tiny_model
 
 pytest_plugins = ["tests.browser"]  # the browser and offline_page fixtures
@@ -71,8 +73,8 @@ def one_thread_per_worker() -> None:
     torch.set_num_threads(1)
 
 
-# Rough seconds a test with each mark costs (any other test: UNMARKED_COST), to start the
-# longest modules first so that no worker is left with a long one at the end.
+# Rough seconds a test with each mark costs (any other test: UNMARKED_COST), for a module
+# that tests/module_seconds.json (the seconds each module took in a measured run) lacks.
 MARK_COST = {"slow": 20.0, "default_model": 20.0, "ray": 20.0, "browser": 3.0}
 UNMARKED_COST = 0.3
 
@@ -100,12 +102,15 @@ def cost_of(item) -> float:
 
 
 def longest_modules_first(items: list) -> list:
-    """``items`` with their modules sorted by total ``cost_of``, highest first (stable)."""
+    """``items`` with their modules sorted by measured seconds (``tests/module_seconds.py``),
+    else by the total ``cost_of`` their tests, highest first (stable). The marks alone
+    started the quick bench, the longest test, 15th, and a 25-second module first."""
     costs: dict[str, float] = {}
     first: dict[str, int] = {}
     for index, item in enumerate(items):
         costs[module_of(item)] = costs.get(module_of(item), 0.0) + cost_of(item)
         first.setdefault(module_of(item), index)
+    costs |= {module: s for module, s in module_seconds.measured().items() if module in costs}
     return sorted(items, key=lambda item: (-costs[module_of(item)], first[module_of(item)]))
 
 
