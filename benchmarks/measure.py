@@ -176,15 +176,17 @@ def _grid_plans(session: Session, settings: Settings, layer: int) -> list[tuple]
 
 
 def grid_timings(
-    session: Session, settings: Settings, layer: int, repeats: int
+    session: Session, settings: Settings, layer: int, repeats: int, warm_up: bool = True
 ) -> list[GridTiming]:
     """Both grids and the whole ``intervention_results``, each repeat paired with the same
-    passes run as plain forward passes, so machine load affects both sides alike."""
+    passes run as plain forward passes, so machine load affects both sides alike; after
+    one untimed run of each when ``warm_up`` (quick mode, which judges nothing, skips it)."""
     ids = session.token_tensors()
     out = []
     for name, fn, used in _grid_plans(session, settings, layer):
         plain = lambda used=used: [forward(session, ids[i], False) for i in used]  # noqa: E731
-        fn(), plain()
+        if warm_up:
+            fn(), plain()
         pairs = [(_once(fn), _once(plain)) for _ in range(repeats)]
         calls = count_attention_calls(session, fn)
         grid, plain_s = [g for g, _ in pairs], [p for _, p in pairs]
