@@ -61,3 +61,14 @@ def test_depth_gaps_read_as_words_at_two_places():
     assert apart(0.07) == "0.07 apart" and apart(0.005) == "0.01 apart"
     onset = findings.sink_onset([side("A", 3, 0), side("B", 5, 1)]).text
     assert ") (" not in onset and onset.startswith("Where the sink forms: ")
+
+
+def test_a_value_read_between_two_layers_says_which():
+    """Depth 0.5 is a 5-layer model's layer 2; depth 1/3 falls between a 3-layer model's
+    layers 0 and 1, and depth 2/3 between its layers 1 and 2 and a 5-layer model's 2 and 3."""
+    three, five = side("A", 3, 0), side("B", 5, 1)
+    assert findings._between([five], 0.5) == ""
+    assert findings._between([three], 1 / 3) == " (A: interpolated between its layers 0 and 1)"
+    assert findings._between([three, five], 2 / 3) == (
+        " (A: interpolated between its layers 1 and 2; B: interpolated between its layers 2 and 3)"
+    )

@@ -177,10 +177,11 @@ def test_intervention_effect_names_target_epsilon_and_kl_with_q_k_ties():
     f = fnd.intervention_effect(iv)
     assert f.figure == "scaling-grid" and f.sentence == 3
     assert f.text == (
-        "Of the interventions in layer 20, scaling Q or K by 1e-10 (the same change: both scale every "
-        "score) moves the next-token distribution most: a mean KL divergence of 0.2 nats per position; "
-        "scaling V moves it at most 0.012 nats. Replacing K by its mean over the token positions moves "
-        "the distribution most (0.25 nats on average over 2 sentences)."
+        "Of the interventions that scale Q, K or V in layer 20, scaling Q or K by 1e-10 (the same "
+        "change: both scale every score) moves the next-token distribution most: a mean KL "
+        "divergence of 0.2 nats per position; scaling V moves it at most 0.012 nats. Of the "
+        "replacements by the mean over the token positions, replacing K moves it most (0.25 nats "
+        "on average over 2 sentences)."
     )
 
 

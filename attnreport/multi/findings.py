@@ -14,6 +14,7 @@ import numpy as np
 
 from attnreport.analyses import sinks
 from attnreport.multi.measures import CURVES, ModelSide, apart, depth, depth_match, layer_values
+from attnreport.site.words.wording import index_set
 
 MOST = 0.5  # "most heads", "most queries": more than half, as the single-model findings
 SAME = 1e-6  # the results keep 6 significant digits: closer curves read as identical
@@ -127,9 +128,21 @@ def difference(sides: Sequence[ModelSide]) -> Comparison | None:
     text = (
         f"The models differ most in {name}, at depth {at:.2f} ({sides[0].name}'s layer "
         f"{layer}): {mine:.3g}{unit} for {sides[0].name} against {theirs:.3g}{unit} for "
-        f"{others} (interpolated between the layers nearest that depth where it has none)."
+        f"{others}{_between(sides[1:], at)}."
     ) + bos_note(sides)
     return Comparison("difference", text, f"compare-{statistic.replace('_', '-')}")
+
+
+def _between(others: Sequence[ModelSide], at: float) -> str:
+    """Where the other models' values at relative depth ``at`` come from when a model has
+    no layer there: `` (Gemma-3-270M: interpolated between its layers 0 and 1)``."""
+    notes = []
+    for side in others:
+        position = at * (side.n_layers - 1)
+        if abs(position - round(position)) > 1e-9:
+            low = int(np.floor(position))
+            notes.append(f"{side.name}: interpolated between its layers {low} and {low + 1}")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def bos_note(sides: Sequence[ModelSide]) -> str:
@@ -156,7 +169,7 @@ def window_note(side: ModelSide) -> str | None:
     focus = layer_values(side, "first_focus")
     local = [focus[lay] for lay in windows if lay in focus]
     full = [v for lay, v in focus.items() if lay not in windows]
-    layers = ", ".join(str(lay) for lay in sorted(windows))
+    layers = index_set(windows, "layer", side.n_layers)
     means = (
         f"first-token focus averages {np.mean(local):.3g} on them against "
         f"{np.mean(full):.3g} on its {len(full)} full-attention layers"

@@ -332,6 +332,12 @@ def _lede(meta: PageMeta, n_sentences: int, options: SiteOptions) -> tuple[Parag
     )
 
 
+def _recaptured(results: Results) -> bool:
+    """Whether the set holds its sentences captured again with a BOS first."""
+    table = results.set.bos_contrast
+    return table is not None and len(table.sentence) > 0
+
+
 def index_page(
     results: Results,
     figures: Sequence[FigureInput],
@@ -388,7 +394,9 @@ def index_page(
         claims_rule=verdicts.RULE if claims else "",
         model_line=visible(apparatus.model_line(results.manifest)),
         methods=methods.METHODS,
-        limitations=tuple(apparatus.limitations(results.manifest, results.interventions)),
+        limitations=tuple(
+            apparatus.limitations(results.manifest, results.interventions, _recaptured(results))
+        ),
         citation=apparatus.citation(
             meta.site_title, meta.authors, meta.date, results.manifest, meta.version
         ),
