@@ -45,6 +45,10 @@ def test_limitations_follow_the_run():
     assert "up to 3 tokens" in " ".join(apparatus.limitations(short, None))
     iv = typed(fake_study(2)).interventions
     assert f"one layer ({iv.layer})" in " ".join(apparatus.limitations(m, iv))
+    assert "post-attention norm" not in text
+    normed = replace(m, model=replace(m.model, features=("gqa", "post_attention_norm")))
+    said = " ".join(apparatus.limitations(normed, None))
+    assert "u is its slice of the output projection before that norm" in said
 
 
 def test_citation_is_bibtex_with_escaped_fields():

@@ -14,7 +14,10 @@ import numpy as np
 
 from attnreport.analyses import sinks
 from attnreport.multi.measures import CURVES, ModelSide, apart, depth, depth_match, layer_values
-from attnreport.site.words.wording import index_set
+from attnreport.site.apparatus import post_norm
+from attnreport.site.words.effects import mean_kl
+from attnreport.site.words.findings import v_undone
+from attnreport.site.words.wording import index_set, join_and, quantity
 
 MOST = 0.5  # "most heads", "most queries": more than half, as the single-model findings
 SAME = 1e-6  # the results keep 6 significant digits: closer curves read as identical
@@ -198,10 +201,43 @@ def windows(sides: Sequence[ModelSide]) -> Comparison | None:
     return Comparison("windows", " ".join(notes), "compare-first-focus") if notes else None
 
 
+def _mildest_v(side: ModelSide) -> tuple[float, float] | None:
+    """(epsilon, mean KL) of the side's mildest scaling of V, or None without one."""
+    iv = side.interventions
+    cells = [c for c in iv.scaling.cells if c.target == "V"] if iv is not None else []
+    if not cells:
+        return None
+    mild = max(cells, key=lambda c: float(c.setting))
+    return float(mild.setting), mean_kl(mild)
+
+
+def v_norm_note(sides: Sequence[ModelSide]) -> str:
+    """When a model's post-attention norm undoes a mild scaling of V (``v_undone``) and
+    another model's output moves under the same scaling, the contrast in one sentence."""
+    undone = [s for s in sides if post_norm(s.manifest) and s.interventions is not None
+              and v_undone(s.interventions.scaling.cells)]  # fmt: skip
+    mild = {s.name: _mildest_v(s) for s in sides}
+    moved = [s for s in sides if s not in undone and mild[s.name] is not None]
+    if not undone or not moved:
+        return ""
+    eps = {mild[s.name][0] for s in [*undone, *moved]}  # type: ignore[index]
+    if len(eps) != 1:
+        return ""
+    parts = [f"{s.name}'s by {quantity(mild[s.name][1], 'nat')}" for s in [*moved, *undone]]  # type: ignore[index]
+    parts[0] = parts[0].replace("'s by", "'s next-token distribution by", 1)
+    names = join_and([s.name for s in undone])
+    return (
+        f" Scaling V by {eps.pop():g} moves {join_and(parts)}: {names} normalises the "
+        "attention block's output before adding it (a post-attention norm), which undoes a "
+        "scaling of V."
+    )
+
+
 def interventions(sides: Sequence[ModelSide]) -> Comparison | None:
-    """The intervention layers and their depth match."""
+    """The intervention layers and their depth match, and a post-attention norm undoing a
+    scaling of V where one model has it (``v_norm_note``)."""
     text = depth_match(sides)
-    return Comparison("interventions", text, "compare-kl") if text else None
+    return Comparison("interventions", text + v_norm_note(sides), "compare-kl") if text else None
 
 
 def comparisons(sides: Sequence[ModelSide]) -> list[Comparison]:

@@ -71,6 +71,24 @@ def _bos(manifest: Manifest, recaptured: bool) -> str:
     )
 
 
+def post_norm(manifest: Manifest) -> bool:
+    """Whether the model normalises each attention block's output before adding it to the
+    hidden state (Gemma 2 and 3, OLMo 2: the family feature ``post_attention_norm``)."""
+    return "post_attention_norm" in manifest.model.features
+
+
+def _post_norm(manifest: Manifest) -> str | None:
+    if not post_norm(manifest):
+        return None
+    return (
+        "The model normalises each attention block's output before adding it to the hidden "
+        "state (a post-attention norm). A head's update u is its slice of the output "
+        "projection before that norm, so ||u|| / ||x|| compares heads with each other but is "
+        "not the share the block adds; the claim that sink heads change the hidden state "
+        "little is tested on that measure."
+    )
+
+
 def _sentences(n: int) -> str:
     text = f"The set has {count(n, 'sentence')}."
     if n < MIN_SENTENCES:
@@ -118,6 +136,7 @@ def limitations(
         )
     out.append(_bos(manifest, recaptured))
     out.append(_interventions(iv) or "")
+    out.append(_post_norm(manifest) or "")
     longest = max((x.n_tokens for x in manifest.sentences), default=0)
     if longest > s.map_tokens:
         out.append(
