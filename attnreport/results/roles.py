@@ -6,17 +6,18 @@ Definitions in ``docs/results-schema.md`` (``head_roles``, ``massive_activations
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from attnreport.results.tables import Table, _table, col
+from attnreport.results.tables import HeadColumns, SentenceColumn, Table, _table, col
 
 
-@_table("head_roles")
-class HeadRolesTable(Table):
-    """One sentence's head-role scores (``analyses.roles``), one row per (layer, head)."""
+@dataclass(frozen=True, eq=False)
+class _HeadRolesColumns(HeadColumns):
+    """One sentence's head-role scores (``analyses.roles``), one row per (layer, head): the
+    columns of ``head_roles`` and, after its ``sentence`` column, of ``head_roles_by_sentence``."""
 
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
     previous_token: np.ndarray = col("float")
     duplicate_token: np.ndarray = col("float")
     entropy: np.ndarray = col("float")  # nats
@@ -29,31 +30,20 @@ class HeadRolesTable(Table):
     duplicate_weight: np.ndarray = col("float")
 
 
-@_table("head_roles_by_sentence")
-class HeadRolesBySentenceTable(Table):
-    """Every sentence's ``head_roles`` rows, with the sentence's index first."""
+@_table("head_roles")
+class HeadRolesTable(_HeadRolesColumns):
+    """One sentence's head-role scores (``analyses.roles``), one row per (layer, head)."""
 
-    sentence: np.ndarray = col("int")
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
-    previous_token: np.ndarray = col("float")
-    duplicate_token: np.ndarray = col("float")
-    entropy: np.ndarray = col("float")
-    entropy_normalised: np.ndarray = col("float")
-    distance: np.ndarray = col("float")
-    value_first_share: np.ndarray = col("float")
-    n_queries: np.ndarray = col("int")
-    n_first: np.ndarray = col("int")
-    n_duplicate: np.ndarray = col("int")
-    duplicate_weight: np.ndarray = col("float")
+
+@_table("head_roles_by_sentence")
+class HeadRolesBySentenceTable(_HeadRolesColumns, SentenceColumn):
+    """Every sentence's ``head_roles`` rows, with the sentence's index first."""
 
 
 @_table("head_roles")
-class HeadRolesSetTable(Table):
+class HeadRolesSetTable(HeadColumns):
     """The set's head-role scores: sentence scores pooled, probe scores on the probes."""
 
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
     previous_token: np.ndarray = col("float")
     previous_token_probe: np.ndarray = col("float")
     duplicate_token: np.ndarray = col("float")

@@ -144,11 +144,32 @@ class TokensTable(Table):
     token_id: np.ndarray = col("int")
 
 
-@_table("top")
-class TopTable(Table):
+@dataclass(frozen=True, eq=False)
+class SentenceColumn(Table):
+    """The leading ``sentence`` column of a set table that keeps every sentence's rows.
+    A table ``T(Columns, SentenceColumn)`` has ``sentence`` first, then the columns of
+    ``Columns``: dataclass fields follow the reversed method resolution order."""
+
+    sentence: np.ndarray = col("int")
+
+
+@dataclass(frozen=True, eq=False)
+class HeadColumns(Table):
+    """The keys of a table with one row per (layer, head)."""
+
     layer: np.ndarray = col("int")
     head: np.ndarray = col("int")
+
+
+@dataclass(frozen=True, eq=False)
+class QueryColumns(HeadColumns):
+    """The keys of a table with one row per (layer, head, query)."""
+
     query: np.ndarray = col("int")
+
+
+@_table("top")
+class TopTable(QueryColumns):
     top_key: np.ndarray = col("int")
     top_is_self: np.ndarray = col("bool")
     top_is_first: np.ndarray = col("bool")
@@ -159,10 +180,7 @@ class TopTable(Table):
 
 
 @_table("breakdown")
-class BreakdownTable(Table):
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
-    query: np.ndarray = col("int")
+class BreakdownTable(QueryColumns):
     rank: np.ndarray = col("int")
     key: np.ndarray = col("int")
     score: np.ndarray = col("float")
@@ -174,12 +192,10 @@ class BreakdownTable(Table):
 
 
 @dataclass(frozen=True, eq=False)
-class _FocusColumns(Table):
+class _FocusColumns(HeadColumns):
     """The focus statistics of one head over a sentence's queries: the columns of
     ``focus`` and, after its ``sentence`` column, of ``focus_by_sentence``."""
 
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
     self_focus: np.ndarray = col("float")
     first_focus: np.ndarray = col("float")
     concentration: np.ndarray = col("float")
@@ -197,8 +213,16 @@ class FocusTable(_FocusColumns):
     pass
 
 
-@_table("focus_sorted")
-class FocusSortedTable(Table):
+@_table("focus_by_sentence")
+class FocusBySentenceTable(_FocusColumns, SentenceColumn):
+    """``focus`` with a leading ``sentence`` column."""
+
+
+@dataclass(frozen=True, eq=False)
+class _SortedColumns(Table):
+    """Per focus statistic, the heads of each layer in the order of their value: the
+    columns of a sentence's ``focus_sorted`` and the first ones of the set's."""
+
     statistic: np.ndarray = col("str")
     layer: np.ndarray = col("int")
     line: np.ndarray = col("int")
@@ -206,11 +230,21 @@ class FocusSortedTable(Table):
     value: np.ndarray = col("float")
 
 
+@_table("focus_sorted")
+class FocusSortedTable(_SortedColumns):
+    pass
+
+
+@_table("focus_sorted")
+class PooledSortedTable(_SortedColumns):
+    """The set's ``focus_sorted``: the pooled value and its spread over the sentences."""
+
+    min: np.ndarray = col("float")
+    max: np.ndarray = col("float")
+
+
 @_table("head_impact")
-class HeadImpactTable(Table):
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
-    query: np.ndarray = col("int")
+class HeadImpactTable(QueryColumns):
     magnitude: np.ndarray = col("float")
     orientation: np.ndarray = col("float")
     span: np.ndarray = span_col()
@@ -224,21 +258,8 @@ class BlockImpactTable(Table):
     top_first_heads: np.ndarray = col("int")
 
 
-@dataclass(frozen=True, eq=False)
-class _SentenceColumn(Table):
-    sentence: np.ndarray = col("int")
-
-
-@_table("focus_by_sentence")
-class FocusBySentenceTable(_FocusColumns, _SentenceColumn):
-    """``focus`` with a leading ``sentence`` column (dataclass fields follow the reversed
-    method resolution order: ``sentence`` first, then the focus columns)."""
-
-
 @_table("focus_pooled")
-class FocusPooledTable(Table):
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
+class FocusPooledTable(HeadColumns):
     statistic: np.ndarray = col("str")
     value: np.ndarray = col("float")
     min: np.ndarray = col("float")
@@ -249,34 +270,19 @@ class FocusPooledTable(Table):
     n_sentences: np.ndarray = col("int")
 
 
-@_table("focus_sorted")
-class PooledSortedTable(Table):
-    statistic: np.ndarray = col("str")
-    layer: np.ndarray = col("int")
-    line: np.ndarray = col("int")
-    head: np.ndarray = col("int")
-    value: np.ndarray = col("float")
-    min: np.ndarray = col("float")
-    max: np.ndarray = col("float")
-
-
 @_table("bos_contrast")
-class BosContrastTable(Table):
+class BosContrastTable(HeadColumns, SentenceColumn):
     """The sentences captured again with the tokenizer's BOS first (schema 5; only when
     the run added none): per head, the share of queries whose top key is the BOS."""
 
-    sentence: np.ndarray = col("int")
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
     first_focus: np.ndarray = col("float")
     n_queries: np.ndarray = col("int")
 
 
 @_table("value_norms")
-class ValueNormsTable(Table):
+class ValueNormsTable(SentenceColumn):
     """Per sentence, layer and kv head: ‖v_0‖ and the mean ‖v_j‖ over j >= 1 (schema 5)."""
 
-    sentence: np.ndarray = col("int")
     layer: np.ndarray = col("int")
     kv_head: np.ndarray = col("int")
     first_norm: np.ndarray = col("float")
@@ -284,9 +290,7 @@ class ValueNormsTable(Table):
 
 
 @_table("impact_pooled")
-class ImpactPooledTable(Table):
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
+class ImpactPooledTable(HeadColumns):
     magnitude: np.ndarray = col("float")
     orientation: np.ndarray = col("float")
     n_tokens: np.ndarray = col("int")
