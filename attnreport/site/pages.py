@@ -199,6 +199,7 @@ def _part_texts(
     sorted_figs: list[int],
     iv_link: Link | None,
     hidden_size: int | None = None,
+    post_norm: bool = False,
 ) -> list[list[Paragraph]]:
     tables = sentence.tables
     focus = prose.rows(tables.focus)
@@ -221,7 +222,10 @@ def _part_texts(
         p2.append(Paragraph(roles))
     p3 = _paras(
         prose.impact_summary(
-            prose.rows(tables.head_impact), prose.rows(tables.block_impact), hidden_size
+            prose.rows(tables.head_impact),
+            prose.rows(tables.block_impact),
+            hidden_size,
+            post_norm,
         ),
         [notes.ref("hidden", NOTES["hidden"])],
     )
@@ -283,7 +287,7 @@ def sentence_page(
     sorted_figs = sorted_lines([f for g in numbered for f in g])
     texts = _part_texts(
         sentence, index, results.interventions, notes, sorted_figs, interventions_page,
-        results.manifest.model.hidden_size,
+        results.manifest.model.hidden_size, apparatus.post_norm(results.manifest),
     )  # fmt: skip
     sections = tuple(
         SectionContext(anchor, title, tuple(paras), figs)
@@ -338,6 +342,12 @@ def _lede(meta: PageMeta, n_sentences: int, options: SiteOptions) -> tuple[Parag
     )
 
 
+def _recaptured(results: Results) -> bool:
+    """Whether the set holds its sentences captured again with a BOS first."""
+    table = results.set.bos_contrast
+    return table is not None and len(table.sentence) > 0
+
+
 def index_page(
     results: Results,
     figures: Sequence[FigureInput],
@@ -365,7 +375,9 @@ def index_page(
     figs = with_alt(figs, figures, AltData(set_tables=tables))
     notes = Notes()
     iv = results.interventions
-    found = highlights.finding_paragraphs(tables, iv, figs, pages, notes)
+    found = highlights.finding_paragraphs(
+        tables, iv, figs, pages, notes, apparatus.post_norm(results.manifest)
+    )
     claims = argument.claim_contexts(
         tables, iv, first_ids(results.manifest),
         bool(results.manifest.settings.extra.get("bos_added", False)), figs, pages, notes,
@@ -394,7 +406,9 @@ def index_page(
         claims_rule=verdicts.RULE if claims else "",
         model_line=visible(apparatus.model_line(results.manifest)),
         methods=methods.METHODS,
-        limitations=tuple(apparatus.limitations(results.manifest, results.interventions)),
+        limitations=tuple(
+            apparatus.limitations(results.manifest, results.interventions, _recaptured(results))
+        ),
         citation=apparatus.citation(
             meta.site_title, meta.authors, meta.date, results.manifest, meta.version
         ),
