@@ -93,6 +93,12 @@ def find(tree: Any, keys: Sequence[str]) -> Any:
     return None
 
 
+def card_tree(manifest: Manifest) -> dict[str, Any]:
+    """What a card's keys are looked up in (``find``): the version and the model's facts,
+    the keys this version does not know (``ModelInfo.extra``) one level further down."""
+    return {"attnreport_version": manifest.attnreport_version, "model": asdict(manifest.model)}
+
+
 def _card_value(label: str, value: Any) -> str:
     """``134.5 million`` for a parameter count; any other value as text."""
     if label == "Parameters" and isinstance(value, int):
@@ -102,7 +108,7 @@ def _card_value(label: str, value: Any) -> str:
 
 def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
     """(label, value) rows of the model card; rows the manifest lacks are left out."""
-    tree = {"attnreport_version": manifest.attnreport_version, "model": asdict(manifest.model)}
+    tree = card_tree(manifest)
     out = []
     for label, keys in CARD:
         value = find(tree, keys)
