@@ -22,6 +22,7 @@ from attnreport.site.context import (
     Link,
     Notes,
     PageMeta,
+    Pager,
     Paragraph,
     SectionContext,
     SentencePageContext,
@@ -260,13 +261,13 @@ def sentence_page(
     index: int,
     figures: Sequence[FigureInput],
     options: SiteOptions,
-    prev: Link | None = None,
-    next_: Link | None = None,
+    pager: Pager | None = None,
     interventions_page: Link | None = None,
 ) -> SentencePageContext:
     """The context of sentence ``index``'s page.
 
-    ``interventions_page`` links to the page with the intervention figures (None on it).
+    ``pager``: the neighbouring pages (none: a page alone); ``interventions_page`` links to
+    the page with the intervention figures (None on it).
     """
     sentence = results.sentences[index]
     groups: list[list[FigureInput]] = [[] for _ in PARTS]
@@ -303,8 +304,7 @@ def sentence_page(
         tokens=tokens_of(sentence),
         sections=sections,
         footnotes=notes.all,
-        prev=prev,
-        next=next_,
+        pager=pager or Pager(),
         toc=tuple(Link("#" + s.anchor, s.title) for s in sections),
         note_html=markdown_html(dict(options.notes).get(text)),
     )
