@@ -125,6 +125,11 @@ def switch_option(key: str, help: str) -> Decorator:
     )
 
 
+def flag_option(key: str, help: str) -> Decorator:
+    """``--KEY``: a flag, off unless given (not a setting: the settings file has no say)."""
+    return click.option(f"--{key}", is_flag=True, help=help)
+
+
 TRUNCATE = switch_option(
     "truncate", "Cut sentences longer than the model's context instead of failing."
 )
@@ -174,14 +179,9 @@ RESULTS_OUT = click.option(
     required=True,
     help="Folder for the results (gzip-compressed JSON, see docs/results-schema.md).",
 )
-FORCE = click.option(
-    "--force", is_flag=True, help="Write into an existing non-empty folder not made by attnreport."
-)
-
-RESUME = click.option(
-    "--resume",
-    is_flag=True,
-    help="Continue an interrupted run in --out: skip finished sentences (same settings only).",
+FORCE = flag_option("force", "Write into an existing non-empty folder not made by attnreport.")
+RESUME = flag_option(
+    "resume", "Continue an interrupted run in --out: skip finished sentences (same settings only)."
 )
 ENGINE = click.option(
     "--engine",

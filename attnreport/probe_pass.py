@@ -7,7 +7,7 @@ attention with ``output_attentions=True``: the probabilities are the model's own
 of ten captured ones, which keeps the probes within the analysis' cost budget. The
 LM head runs on the last position only. A probe is 2 x 50 tokens (plus a BOS), or
 2 x R with R as long as fits when the model's context is shorter than that. A model whose
-heads are not the ones it reports (JetMoE's routed slots: ``AdapterFamily.reported``) runs
+heads are not the ones it reports (JetMoE's routed slots: ``Family.reported``) runs
 adapted, so the probabilities are those of the heads analysed (checked against the
 model's own by the self-check).
 """
@@ -28,6 +28,7 @@ from attnreport.analyses.probes import (
 )
 from attnreport.analyses.tables import Table
 from attnreport.errors import AttnReportError
+from attnreport.models.families import Family
 from attnreport.models.placement import host, input_device
 from attnreport.session import Session, context_length
 
@@ -54,14 +55,17 @@ def probe_length(context: int, bos: bool) -> int:
 
 
 def probe_scores(
-    model: torch.nn.Module, probes: list[list[int]], layers: list[int] | None = None, family=None
+    model: torch.nn.Module,
+    probes: list[list[int]],
+    layers: list[int] | None = None,
+    family: Family | None = None,
 ) -> Table:
     """``probes.probe_table`` of ``probes`` (token-id lists of one length) on ``model``;
     ``layers``: its attention layers (a hybrid's model gives probabilities for those only);
     ``family``: the model's, adapted while the probes run where it reports other heads."""
     ids = torch.tensor(probes).to(input_device(model))  # (probe, token)
-    own = getattr(family, "reported", None) is None
-    with torch.no_grad(), nullcontext() if own else family.adapted(model):
+    adapted = family.adapted(model) if family and family.reported else nullcontext()
+    with torch.no_grad(), adapted:
         out = model(input_ids=ids, output_attentions=True, use_cache=False, logits_to_keep=1)
     length = len(probes[0]) // 2  # 2R tokens, or 2R + 1 with a BOS
     offset = probe_offset(probes[0], length)

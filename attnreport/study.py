@@ -17,7 +17,7 @@ import torch
 
 from attnreport import __version__
 from attnreport.analyses.role_pooling import RoleTotals
-from attnreport.analyses.tables import Table, round_sig, triangle
+from attnreport.analyses.tables import Table, round_sig
 from attnreport.config import Settings
 from attnreport.dates import analysis_date
 from attnreport.errors import AttnReportError
@@ -49,7 +49,7 @@ from attnreport.results import (
     TokensTable,
 )
 from attnreport.results import tables as rt
-from attnreport.results.observed_blocks import block_size, blocked_cell
+from attnreport.results.observed_blocks import block_size, blocked_cell, kept_baseline, kept_whole
 from attnreport.results.pooling import pool_sentence_tables
 from attnreport.results.roles import (
     HeadRolesBySentenceTable,
@@ -159,11 +159,6 @@ def _observations(outcome: Outcome, observed: dict[str, int]) -> dict[str, np.nd
     }
 
 
-def _kept(probs: dict[str, np.ndarray]) -> dict[str, list[Any]]:
-    """[head] -> triangle of each observation, as the file keeps an input kept whole."""
-    return {name: [triangle(head) for head in p] for name, p in probs.items()}
-
-
 def _cell(cell: Cell, observed: dict[str, int], base: dict[str, np.ndarray] | None) -> GridCell:
     """A typed grid cell; ``base``: the unmodified pass of an input drawn as blocks (its
     observations are kept as the grid's blocks, ``observed_blocks``), None for one kept
@@ -171,15 +166,11 @@ def _cell(cell: Cell, observed: dict[str, int], base: dict[str, np.ndarray] | No
     probs = _observations(cell.outcome, observed)
     kl = [round_sig(float(v)) for v in cell.kl.cpu()]
     if base is None:
-        return GridCell(target=cell.target, setting=cell.setting, observations=_kept(probs), kl=kl)
+        return GridCell(
+            target=cell.target, setting=cell.setting, observations=kept_whole(probs), kl=kl
+        )
     observations, fields = blocked_cell(probs, base)
     return GridCell(cell.target, cell.setting, observations, kl, **fields)
-
-
-def _baseline(probs: dict[str, np.ndarray], as_blocks: bool) -> Any:
-    """The file's observations of an unmodified pass, from its ``_observations`` (blocks
-    for an input drawn so)."""
-    return blocked_cell(probs, probs)[0] if as_blocks else _kept(probs)
 
 
 def intervention_results(session: Session, settings: Settings, layer: int) -> Interventions:
@@ -218,12 +209,12 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
         epsilons=tuple(settings.epsilons),
         scaling=ScalingGrid(
             sentence=settings.scaling_sentence,
-            baseline=_baseline(scaled_base[first], blocks[first]),
+            baseline=kept_baseline(scaled_base[first], blocks[first]),
             cells=kept(cells, lambda c: first, scaled_base),
         ),
         mean=MeanGrid(
             sentences=tuple(mean_inputs),
-            baselines={i: _baseline(p, blocks[i]) for i, p in mean_bases.items()},
+            baselines={i: kept_baseline(p, blocks[i]) for i, p in mean_bases.items()},
             cells=kept(mean_cells, lambda c: int(c.setting), mean_bases),
             before_rotation=kept(before, lambda c: int(c.setting), mean_bases),
         ),

@@ -81,11 +81,13 @@ class _Maxima:
     score_scale: float = 0.0
     head_dim: int = 1
 
-    def add_layer(self, record: LayerRecord, model_probs: torch.Tensor, spec=None) -> None:
+    def add_layer(
+        self, record: LayerRecord, model_probs: torch.Tensor, spec: LayerSpec | None = None
+    ) -> None:
         """One layer's errors; ``spec`` (its ``LayerSpec``) for a family whose model reports
-        its probabilities in another head layout (``AdapterFamily.reported``)."""
+        its probabilities in another head layout (``Family.reported``)."""
         model_probs = model_probs.detach().cpu().float()
-        reported = getattr(getattr(spec, "family", None), "reported", None)
+        reported = spec.family.reported if spec else None
         probs = reported(spec, record) if reported else _as_the_model_reports(record, model_probs)
         self.probs = max(self.probs, (probs - model_probs).abs().max().item())
         self.prob_scale = max(self.prob_scale, _max_abs(probs, model_probs))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -502,7 +501,7 @@ def test_merged_sentence_tables_follow_the_schema() -> None:
     for name, table in merged.items():
         # a column written only where it is not its fill (``span``: where rows pool) is
         # absent from these exact rows
-        omitted = {f.name for f in fields(kinds[name]) if f.metadata.get("omitted")}
+        omitted = {c.name for c in kinds[name].columns() if c.omitted}
         assert list(table) == [c for c in columns[name] if c not in omitted], name
     assert merged["top"]["layer"].tolist() == [0] * 15 + [1] * 15 + [2] * 15
     assert merged["block_impact"]["layer"].tolist() == [0] * 5 + [1] * 5 + [2] * 5

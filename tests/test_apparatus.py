@@ -35,13 +35,20 @@ def test_limitations_follow_the_run():
     text = " ".join(apparatus.limitations(m, None))
     assert "The set has 2 sentences" in text and "inconclusive here" in text
     assert "quantised (Q8_0" in text and "No interventions were run." in text
-    assert "No BOS token was put first" in text
+    assert "No BOS token was put first" in text and "were not captured again" in text
+    again = " ".join(apparatus.limitations(m, None, recaptured=True))
+    assert "captured a second time with the tokenizer's BOS first" in again
+    assert "not captured again" not in again
     bos = replace(m, settings=replace(m.settings, extra={"bos_added": True}))
     assert "starts with the tokenizer's BOS token" in " ".join(apparatus.limitations(bos, None))
     short = replace(m, settings=replace(m.settings, map_tokens=3))
     assert "up to 3 tokens" in " ".join(apparatus.limitations(short, None))
     iv = typed(fake_study(2)).interventions
     assert f"one layer ({iv.layer})" in " ".join(apparatus.limitations(m, iv))
+    assert "post-attention norm" not in text
+    normed = replace(m, model=replace(m.model, features=("gqa", "post_attention_norm")))
+    said = " ".join(apparatus.limitations(normed, None))
+    assert "u is its slice of the output projection before that norm" in said
 
 
 def test_citation_is_bibtex_with_escaped_fields():

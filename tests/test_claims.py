@@ -14,6 +14,7 @@ from attnreport.site.words.verdicts import (
     Evidence,
     verdict,
 )
+from attnreport.site.words.wording import percent
 from tests.fixtures.grids import cell, grids
 from tests.test_findings import by_sentence
 
@@ -25,7 +26,10 @@ def test_verdict_rule_known_answers():
     assert verdict(Evidence(-0.1, 6, 10)).label == CONTRADICTED
     assert verdict(Evidence(0.0, 6, 10)).label == CONTRADICTED
     small = verdict(Evidence(0.5, n_sentences=2, tested=10))
-    assert small.label == INCONCLUSIVE and "too small to call: 2 of the 3" in small.reason
+    assert (
+        small.label == INCONCLUSIVE
+        and "too small to call: 3 sentences needed, 2 here" in small.reason
+    )
     assert verdict(Evidence(0.5, 6, 0)).label == INCONCLUSIVE  # nothing tested
     noisy = verdict(Evidence(0.1, 6, 10, spread=0.3))
     assert noisy.label == INCONCLUSIVE and "spread" in noisy.reason
@@ -53,6 +57,19 @@ def test_sink_heads_change_little_true_false_and_too_small():
     assert claims.sink_heads_change_little(first, small, 2).verdict.label == INCONCLUSIVE
 
 
+def test_a_breaker_just_above_the_median_reads_larger_than_it():
+    """Gemma's case: a sink head at 0.245% of ‖x‖ against a median of 0.238%, which
+    ``percent`` writes as 0.2% both."""
+    first = _heads(value=lambda lay, h: 0.9 if lay >= 2 else 0.1)
+    sizes = _heads(value=lambda lay, h: 0.001 if lay >= 2 else (0.0023, 0.00238, 0.0024)[h])
+    c = claims.sink_heads_change_little(first, {**sizes, (2, 0): 0.00245}, n_sentences=6)
+    assert percent(0.00245) == percent(0.00238) == "0.2%"
+    assert c.breakers == (
+        "layer 2, head 0: sink heads whose updates (0.245% of ‖x‖) are larger than the "
+        "median of the other heads (0.238%)"
+    )
+
+
 def test_sink_on_any_first_token():
     sinks = {s: _heads(value=lambda lay, h: 0.95) for s in range(4)}
     c = claims.sink_on_any_first_token(by_sentence(sinks), [10, 11, 12, 13], bos_added=False)
@@ -74,10 +91,13 @@ def test_sink_on_any_first_token_with_the_bos_contrast():
     same_start = [7, 7, 7]
     alone = claims.sink_on_any_first_token(by_sentence(sinks), same_start, False)
     assert alone.verdict.label == INCONCLUSIVE  # one first token
-    # with the BOS contrast the sink forms on a second, different token: 2 of the 3 needed
+    # with the BOS contrast the sink forms on a second, different token: 3 needed, 2 here
     both = claims.sink_on_any_first_token(by_sentence(sinks), same_start, False, by_sentence(sinks))
     assert "the sink moves to the BOS: 100% of heads" in both.evidence
-    assert both.verdict.label == INCONCLUSIVE and "2 of the 3" in both.verdict.reason
+    assert (
+        both.verdict.label == INCONCLUSIVE
+        and "3 different first tokens needed, 2 here" in both.verdict.reason
+    )
     varied = claims.sink_on_any_first_token(
         by_sentence(sinks), [7, 8, 9], False, by_sentence(sinks)
     )
@@ -112,7 +132,8 @@ def test_intervention_claims_on_hand_made_maps():
     assert qk.verdict.label == SUPPORTED and "s = ε q·k" in qk.evidence
     assert "Q and K give the same KL" in qk.evidence
     v = claims_grid.v_scaling_next_layer(good)
-    assert v.verdict.label == SUPPORTED and "layer 6's up to 0.75" in v.evidence
+    assert v.verdict.label == SUPPORTED and "layer 6's move up to 0.75" in v.evidence
+    assert "the layer's own weights do not move at all" in v.evidence
     k = claims_grid.mean_k_structured(good)
     assert k.verdict.label == CONTRADICTED and k.breakers.startswith("sentences 0, 1, 2")
     bad = _iv([_peaked(4), _uniform(4)], [_uniform(4), _peaked(4)], [_peaked(4)] * 2,
@@ -169,7 +190,7 @@ def test_sentences_that_all_start_with_the_bos_say_the_claim_is_not_tested_by_th
     sinks = {s: _heads(value=lambda lay, h: 0.95 if h else 0.2) for s in range(6)}
     c = claims.sink_on_any_first_token(by_sentence(sinks), [2] * 6, bos_added=True)
     assert c.verdict.label == INCONCLUSIVE
-    assert c.verdict.reason == "too small to call: 1 of the 3 different first tokens needed"
+    assert c.verdict.reason == "too small to call: 3 different first tokens needed, 1 here"
     assert c.evidence.startswith("All 6 sentences start with the BOS token the tokenizer puts")
     assert "cannot tell whether the sink follows any first token" in c.evidence
     assert "the share of heads that are sinks is 67%" in c.evidence  # 2 of 3 heads, each
@@ -187,7 +208,7 @@ def test_v_scaling_at_the_last_attention_layer_is_not_called_contradicted():
     v = claims_grid.v_scaling_next_layer(last)
     assert v.verdict.label == INCONCLUSIVE
     assert v.verdict.reason == "no attention layer after layer 5"
-    assert "layer 5, the last attention layer: its weights move at most 0;" in v.evidence
-    assert "layer 5's up to" not in v.evidence and v.breakers == ""
+    assert "layer 5, the last attention layer: its weights do not move at all;" in v.evidence
+    assert "layer 5's move up to" not in v.evidence and v.breakers == ""
     later = replace(last, observed_layers={"same": 5, "next": 6, "last": 7})
     assert claims_grid.v_scaling_next_layer(later).verdict.label == CONTRADICTED

@@ -187,7 +187,7 @@ def test_a_sliding_window_shows_at_the_windowed_layer_only(site):
     last = [abs(lines[("windowed", s)][1.0] - lines[("full", s)][1.0]) for s in ("first_focus", "self_focus")]  # fmt: skip
     assert max(last) > 0.01
     said = findings(site)
-    assert "windowed has sliding-window attention on 1 of its 3 layers (2)" in said["windows"]
+    assert "windowed has sliding-window attention on 1 of its 3 layers (layer 2)" in said["windows"]
     assert "shorter than the longest sentence" in said["windows"]
     assert re.search(r"at depth 1\.00 \(windowed's layer 2\)", said["difference"]), said
 

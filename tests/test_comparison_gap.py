@@ -61,3 +61,38 @@ def test_depth_gaps_read_as_words_at_two_places():
     assert apart(0.07) == "0.07 apart" and apart(0.005) == "0.01 apart"
     onset = findings.sink_onset([side("A", 3, 0), side("B", 5, 1)]).text
     assert ") (" not in onset and onset.startswith("Where the sink forms: ")
+
+
+def test_a_value_read_between_two_layers_says_which():
+    """Depth 0.5 is a 5-layer model's layer 2; depth 1/3 falls between a 3-layer model's
+    layers 0 and 1, and depth 2/3 between its layers 1 and 2 and a 5-layer model's 2 and 3."""
+    three, five = side("A", 3, 0), side("B", 5, 1)
+    assert findings._between([five], 0.5) == ""
+    assert findings._between([three], 1 / 3) == " (A: interpolated between its layers 0 and 1)"
+    assert findings._between([three, five], 2 / 3) == (
+        " (A: interpolated between its layers 1 and 2; B: interpolated between its layers 2 and 3)"
+    )
+
+
+def test_a_norm_undoing_v_scaling_is_set_against_a_model_that_moves():
+    """One model with a post-attention norm (V x 0.5: 1.4e-8 nats) beside one without
+    (0.12 nats): the interventions finding names both numbers and the norm."""
+    from dataclasses import replace
+
+    from tests.fixtures.grids import scaling_cells
+
+    def with_v(s: ModelSide, kl: dict, features: tuple[str, ...]) -> ModelSide:
+        iv = replace(s.interventions, scaling=replace(s.interventions.scaling, cells=scaling_cells(kl)))  # fmt: skip
+        model = replace(s.manifest.model, features=features)
+        return replace(s, manifest=replace(s.manifest, model=model), interventions=iv)
+
+    plain = with_v(side("A", 3, 0), {("V", 0.5): [0.12], ("V", 1e-10): [0.35]}, ("gqa",))
+    normed = with_v(side("B", 5, 1), {("V", 0.5): [1.4e-8], ("V", 1e-10): [0.33]},
+                    ("gqa", "post_attention_norm"))  # fmt: skip
+    assert findings.v_norm_note([plain, normed]) == (
+        " Scaling V by 0.5 moves A's next-token distribution by 0.12 nats and B's by 1.4e-8 "
+        "nats: B normalises the attention block's output before adding it (a post-attention "
+        "norm), which undoes a scaling of V."
+    )
+    assert findings.v_norm_note([plain, with_v(normed, {("V", 0.5): [1.4e-8], ("V", 1e-10): [0.33]}, ("gqa",))]) == ""  # fmt: skip
+    assert findings.v_norm_note([normed, normed]) == ""  # nothing moves to set it against

@@ -75,3 +75,25 @@ def test_committed_site_is_small_and_complete():
         pages = [n for n in pages if n.startswith(where.removesuffix("results"))]
         assert len(pages) >= 7  # its index and at least six sentences
         load(folder)  # complete and readable
+
+
+def test_the_limitations_never_deny_a_capture_the_claims_report():
+    """SmolLM2's run adds no BOS but captures its sentences again with one for the sink
+    claim: its Limitations must say so, not that no such capture was made."""
+    index = (SITE / "smollm2-135m-instruct" / "index.html").read_text(encoding="utf-8")
+    assert "Captured again with the tokenizer's BOS first" in index.replace("&#39;", "'")
+    assert "were not captured again with a BOS" not in index
+    assert "captured a second time with the tokenizer&#39;s BOS first" in index
+
+
+def test_gemmas_post_attention_norm_is_named_where_it_changes_a_reading():
+    """Gemma-3 normalises the attention output before adding it: the report says so where
+    its update sizes and its V scaling are read, and SmolLM2's report (no such norm) does
+    not."""
+    gemma = (SITE / "gemma-3-270m" / "index.html").read_text(encoding="utf-8")
+    smol = (SITE / "smollm2-135m-instruct" / "index.html").read_text(encoding="utf-8")
+    assert "the norm undoes a scaling of V" in gemma
+    assert "taken before the model&#39;s post-attention norm" in gemma
+    assert "post-attention norm" not in smol
+    comparison = (SITE / "index.html").read_text(encoding="utf-8")
+    assert "Gemma-3-270M normalises the attention block&#39;s output" in comparison

@@ -177,10 +177,11 @@ def test_intervention_effect_names_target_epsilon_and_kl_with_q_k_ties():
     f = fnd.intervention_effect(iv)
     assert f.figure == "scaling-grid" and f.sentence == 3
     assert f.text == (
-        "Of the interventions in layer 20, scaling Q or K by 1e-10 (the same change: both scale every "
-        "score) moves the next-token distribution most: a mean KL divergence of 0.2 nats per position; "
-        "scaling V moves it at most 0.012 nats. Replacing K by its mean over the token positions moves "
-        "the distribution most (0.25 nats on average over 2 sentences)."
+        "Of the interventions that scale Q, K or V in layer 20, scaling Q or K by 1e-10 (the same "
+        "change: both scale every score) moves the next-token distribution most: a mean KL "
+        "divergence of 0.2 nats per position; scaling V moves it at most 0.012 nats. Of the "
+        "replacements by the mean over the token positions, replacing K moves it most (0.25 nats "
+        "on average over 2 sentences)."
     )
 
 
@@ -276,3 +277,27 @@ def test_sink_strength_carries_its_spread_across_sentences():
     )
     six = {s: grid(3, 2, lambda lay, h, s=s: 0.5 + 0.05 * s if lay == 2 else 0.1) for s in range(6)}
     assert "95% bootstrap interval of the mean" in fnd.sink_onset(first, by_sentence(six)).text
+
+
+def test_a_post_attention_norm_undoing_a_scaling_of_v_is_said_with_its_numbers():
+    """Gemma's case: V x 0.5 moves the output by 1.4e-8 nats, V x 1e-10 by 0.33 (the norm
+    rescales the block's output until its epsilon matters); said only with the norm."""
+    cells = scaling_cells({("Q", 0.5): [0.01], ("Q", 1e-10): [0.13], ("V", 0.5): [1.4e-8],
+                           ("V", 1e-3): [0.0019], ("V", 1e-10): [0.33]})  # fmt: skip
+    iv = grids(14, cells)
+    said = fnd.intervention_effect(iv, post_norm=True).text
+    assert "Scaling V by 0.5 moves it only 1.4e-8 nats" in said
+    assert "(0.0019 nats at 0.001, 0.33 nats at 1e-10)" in said
+    assert "post-attention norm" not in fnd.intervention_effect(iv).text
+    moved = scaling_cells({("V", 0.5): [0.12], ("V", 1e-10): [0.35]})  # SmolLM2: no norm
+    assert fnd.v_undone(moved) == ""
+    assert fnd.v_undone(scaling_cells({("V", 0.5): [0.01], ("V", 1e-10): [0.5]})) == ""
+    assert fnd.v_undone(scaling_cells({("V", 0.5): [0.004], ("V", 1e-10): [0.5]})) != ""
+
+
+def test_update_sizes_before_a_post_attention_norm_say_what_they_compare():
+    impact = {"layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "magnitude": [2.5, 2.9, 0.01, 0.02]}
+    plain = fnd.impact_peak(impact).text
+    normed = fnd.impact_peak(impact, post_norm=True).text
+    assert normed.startswith(plain) and "before the model's post-attention norm" in normed
+    assert "post-attention" not in plain

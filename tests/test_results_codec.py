@@ -14,9 +14,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from attnreport.results.codec import _compacted, decode_column, decoded_column, encode_column
+from attnreport.results.columns import as_column
 from attnreport.results.packed import packed_column
 from attnreport.results.rounding import column_to_list
-from attnreport.results.tables import BreakdownTable, TopTable, as_column
+from attnreport.results.tables import BreakdownTable, TopTable
 
 
 def round_trip(values: np.ndarray, kind: str) -> np.ndarray:

@@ -117,7 +117,7 @@ def test_the_sentence_line_counts_the_heads_active_on_it():
     text = active_roles(table([0.8, 0.4, 0.1], [0.0, 0.9, 0.2], 2))
     assert text.startswith("On this sentence, 2 heads act as previous-token heads (strongest: "
                            "layer 0, head 0, 0.8) and 1 head acts as duplicate-token")  # fmt: skip
-    assert "2 tokens repeat an earlier one" in text
+    assert "2 tokens, punctuation included, repeat an earlier one" in text
     plain = active_roles(table([0.1, 0.2], [0.0, 0.0], 0))
     assert "no head reaches 0.3" in plain and "no token repeats" in plain
     assert active_roles(None) is None

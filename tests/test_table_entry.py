@@ -25,8 +25,9 @@ from attnreport.corpus.partial import SentencePartial, SetPartial
 from attnreport.docs import with_schema_tables
 from attnreport.records import LayerRecord
 from attnreport.results import CURRENT, load, types
-from attnreport.results.tables import PooledTable, _table, col
-from attnreport.results.tables import Table as ResultsTable
+from attnreport.results.columns import Float, Int, _table
+from attnreport.results.columns import Table as ResultsTable
+from attnreport.results.tables import PooledTable
 from tests.test_corpus_run import write_corpus
 
 
@@ -34,10 +35,10 @@ from tests.test_corpus_run import write_corpus
 class FirstTokenTable(ResultsTable):
     """Per layer, head and query i >= 1: p_i0, the probability on the first token."""
 
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
-    query: np.ndarray = col("int")
-    first_prob: np.ndarray = col("float")
+    layer: Int
+    head: Int
+    query: Int
+    first_prob: Float
 
 
 @_table("first_token_pooled")
@@ -45,10 +46,10 @@ class FirstTokenPooledTable(PooledTable):
     """Per (layer, head): p_i0 averaged over every query i >= 1 of every sentence."""
 
     POOLS = "first_token"
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
-    first_prob: np.ndarray = col("float")
-    n_rows: np.ndarray = col("int")
+    layer: Int
+    head: Int
+    first_prob: Float
+    n_rows: Int
 
 
 def first_token_rows(record: LayerRecord) -> Table:

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-import numpy as np
 import pytest
 
 from attnreport.errors import AttnReportError
 from attnreport.results import types
-from attnreport.results.tables import FocusTable, Table, _table, col
+from attnreport.results.columns import Int, Table, _table
+from attnreport.results.tables import FocusTable
 from tests.fixtures.fake_results import fake_study, typed
 
 
 @_table("toy_counts")
 class ToyCountsTable(Table):
-    layer: np.ndarray = col("int")
-    count: np.ndarray = col("int")
+    layer: Int
+    count: Int
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,6 +17,7 @@ import torch
 from attnreport.results.rounding import (
     _round_array,
     _round_one,
+    triangle_list,
 )
 from attnreport.results.rounding import column_to_list as _column_to_list
 
@@ -84,27 +85,5 @@ def table_to_json(table: Table) -> dict[str, dict[str, list[Any]]]:
 
 
 def triangle(matrix: Any, allowed: Any = None) -> list[list[Any]]:
-    """Causal lower triangle of an (n, n) matrix as a ragged list: row ``i`` keeps keys 0..i.
-
-    Floats are rounded as ``round_sig``; ints stay ints and bools stay bools. Entries above
-    the diagonal are never read (they may be -inf). Where ``allowed`` (n, n) bool is given,
-    float entries inside the triangle that it masks (e.g. outside a sliding window) become
-    ``None`` (JSON null) instead of the model's fill value.
-    """
-    array = as_numpy(matrix)
-    if array.ndim != 2 or array.shape[0] != array.shape[1]:
-        raise ValueError(f"triangle needs a square matrix, got shape {array.shape}")
-    n = array.shape[0]
-    rows, cols = np.tril_indices(n)
-    values = array[rows, cols]  # row-major: row i's keys 0..i are contiguous
-    if values.dtype.kind == "f":
-        keep = as_numpy(allowed).astype(bool)[rows, cols] if allowed is not None else None
-        values = _round_array(values if keep is None else np.where(keep, values, 0.0))
-        if keep is not None and not keep.all():
-            values = values.astype(object)
-            values[~keep] = None
-    elif values.dtype.kind in "iu":
-        values = values.astype(np.int64)
-    flat = values.tolist()
-    ends = (np.arange(1, n + 1) * np.arange(2, n + 2) // 2).tolist()
-    return [flat[end - i - 1 : end] for i, end in enumerate(ends)]
+    """``rounding.triangle_list`` of a tensor, array or list (and of its ``allowed`` mask)."""
+    return triangle_list(as_numpy(matrix), None if allowed is None else as_numpy(allowed))

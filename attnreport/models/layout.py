@@ -230,7 +230,7 @@ def _output_projection(layer: int, attn: nn.Module, tap: Discovery) -> tuple[nn.
     )
 
 
-def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery, family=None):
+def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery, family: Family):
     """(rotate or None, position kind) of one layer: "rope" where the model's rotation changes
     q or k (found against the identity-rotation rerun), else "alibi" or "none"."""
     rotary = tap.kwargs[id(attn)]["kwargs"].get("position_embeddings")
@@ -254,13 +254,15 @@ def _rotation(layer: int, attn: nn.Module, computed: Computed, tap: Discovery, f
         # handed cos and sin, but rotates nothing (SmolLM3's NoPE layers, ALiBi Falcons)
         return None, "alibi" if computed.score_bias is not None else "none"
     scored, unrotated = (computed.q, computed.k), (plain.q, plain.k)
-    own = getattr(family, "rotate", None)  # an adapter's rotation (GPT-J's every-two pairs)
+    own = family.rotate  # an adapter's rotation (GPT-J's every-two pairs), or None
     return inverse_for(attn, layer, rotary, scored, unrotated, own, computed.v.dtype), "rope"
 
 
-def _layer_spec(index, family, block, attn, computed: Computed, tap: Discovery) -> LayerSpec:
+def _layer_spec(
+    index, family: Family, block, attn, computed: Computed, tap: Discovery
+) -> LayerSpec:
     n_heads, _, d = computed.q.shape
-    own = getattr(family, "output", None)  # an adapter's composed projection (JetMoE)
+    own = family.output  # an adapter's composed projection (JetMoE), or None
     out_proj, gated = (own(attn), True) if own else _output_projection(index, attn, tap)
     layout = HeadLayout(
         n_heads, int(computed.k.shape[0]), d, _out_features(out_proj), int(computed.v.shape[-1])

@@ -14,6 +14,10 @@ import numpy as np
 
 from attnreport.analyses import sinks
 from attnreport.multi.measures import CURVES, ModelSide, apart, depth, depth_match, layer_values
+from attnreport.site.apparatus import post_norm
+from attnreport.site.words.effects import mean_kl
+from attnreport.site.words.findings import v_undone
+from attnreport.site.words.wording import index_set, join_and, quantity
 
 MOST = 0.5  # "most heads", "most queries": more than half, as the single-model findings
 SAME = 1e-6  # the results keep 6 significant digits: closer curves read as identical
@@ -127,9 +131,21 @@ def difference(sides: Sequence[ModelSide]) -> Comparison | None:
     text = (
         f"The models differ most in {name}, at depth {at:.2f} ({sides[0].name}'s layer "
         f"{layer}): {mine:.3g}{unit} for {sides[0].name} against {theirs:.3g}{unit} for "
-        f"{others} (interpolated between the layers nearest that depth where it has none)."
+        f"{others}{_between(sides[1:], at)}."
     ) + bos_note(sides)
     return Comparison("difference", text, f"compare-{statistic.replace('_', '-')}")
+
+
+def _between(others: Sequence[ModelSide], at: float) -> str:
+    """Where the other models' values at relative depth ``at`` come from when a model has
+    no layer there: `` (Gemma-3-270M: interpolated between its layers 0 and 1)``."""
+    notes = []
+    for side in others:
+        position = at * (side.n_layers - 1)
+        if abs(position - round(position)) > 1e-9:
+            low = int(np.floor(position))
+            notes.append(f"{side.name}: interpolated between its layers {low} and {low + 1}")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def bos_note(sides: Sequence[ModelSide]) -> str:
@@ -156,7 +172,7 @@ def window_note(side: ModelSide) -> str | None:
     focus = layer_values(side, "first_focus")
     local = [focus[lay] for lay in windows if lay in focus]
     full = [v for lay, v in focus.items() if lay not in windows]
-    layers = ", ".join(str(lay) for lay in sorted(windows))
+    layers = index_set(windows, "layer", side.n_layers)
     means = (
         f"first-token focus averages {np.mean(local):.3g} on them against "
         f"{np.mean(full):.3g} on its {len(full)} full-attention layers"
@@ -185,10 +201,43 @@ def windows(sides: Sequence[ModelSide]) -> Comparison | None:
     return Comparison("windows", " ".join(notes), "compare-first-focus") if notes else None
 
 
+def _mildest_v(side: ModelSide) -> tuple[float, float] | None:
+    """(epsilon, mean KL) of the side's mildest scaling of V, or None without one."""
+    iv = side.interventions
+    cells = [c for c in iv.scaling.cells if c.target == "V"] if iv is not None else []
+    if not cells:
+        return None
+    mild = max(cells, key=lambda c: float(c.setting))
+    return float(mild.setting), mean_kl(mild)
+
+
+def v_norm_note(sides: Sequence[ModelSide]) -> str:
+    """When a model's post-attention norm undoes a mild scaling of V (``v_undone``) and
+    another model's output moves under the same scaling, the contrast in one sentence."""
+    undone = [s for s in sides if post_norm(s.manifest) and s.interventions is not None
+              and v_undone(s.interventions.scaling.cells)]  # fmt: skip
+    mild = {s.name: _mildest_v(s) for s in sides}
+    moved = [s for s in sides if s not in undone and mild[s.name] is not None]
+    if not undone or not moved:
+        return ""
+    eps = {mild[s.name][0] for s in [*undone, *moved]}  # type: ignore[index]
+    if len(eps) != 1:
+        return ""
+    parts = [f"{s.name}'s by {quantity(mild[s.name][1], 'nat')}" for s in [*moved, *undone]]  # type: ignore[index]
+    parts[0] = parts[0].replace("'s by", "'s next-token distribution by", 1)
+    names = join_and([s.name for s in undone])
+    return (
+        f" Scaling V by {eps.pop():g} moves {join_and(parts)}: {names} normalises the "
+        "attention block's output before adding it (a post-attention norm), which undoes a "
+        "scaling of V."
+    )
+
+
 def interventions(sides: Sequence[ModelSide]) -> Comparison | None:
-    """The intervention layers and their depth match."""
+    """The intervention layers and their depth match, and a post-attention norm undoing a
+    scaling of V where one model has it (``v_norm_note``)."""
     text = depth_match(sides)
-    return Comparison("interventions", text, "compare-kl") if text else None
+    return Comparison("interventions", text + v_norm_note(sides), "compare-kl") if text else None
 
 
 def comparisons(sides: Sequence[ModelSide]) -> list[Comparison]:

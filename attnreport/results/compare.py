@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from attnreport.results.columns import Table
 from attnreport.results.io import Results
-from attnreport.results.tables import Table
 from attnreport.results.ties import Ties, Tolerance, find_ties
 
 FRACTIONS = ("self_focus", "first_focus")  # statistics that count top keys

@@ -18,6 +18,7 @@ from typing import Any
 
 from attnreport.errors import AttnReportError
 from attnreport.jsontypes import Json
+from attnreport.results.columns import LazyColumn
 from attnreport.results.interventions import (
     Interventions,
     interventions_from_json,
@@ -31,7 +32,6 @@ from attnreport.results.manifest import (
     manifest_from_json,
     manifest_to_json,
 )
-from attnreport.results.tables import LazyColumn
 from attnreport.results.types import (
     SentenceResults,
     SetResults,

@@ -97,6 +97,9 @@ class ListedSentence(SentenceId):
 
 @dataclass(frozen=True)
 class Manifest:
+    """``manifest.json``: what made the results (attnreport's version, the model, the
+    settings), the sentences in order with their token ids, and every other file's size."""
+
     attnreport_version: str
     model: ModelInfo
     settings: StudySettings

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from attnreport.results.rounding import round_places
+from attnreport.results.rounding import round_places, triangle_list
 
 GRID_TOKENS = 32  # the most positions a grid cell draws per axis (``grid_blocks``)
 
@@ -77,3 +77,15 @@ def blocked_cell(
         "moved": {name: moved(p, base[name]) for name, p in probs.items()},
     }
     return observations, fields
+
+
+def kept_whole(probs: dict[str, np.ndarray]) -> dict[str, list[Any]]:
+    """[head] -> triangle of each observation's rounded (head, m, m) ``probs``, as the file
+    keeps an input kept whole."""
+    return {name: [triangle_list(head) for head in p] for name, p in probs.items()}
+
+
+def kept_baseline(probs: dict[str, np.ndarray], as_blocks: bool) -> dict[str, Any]:
+    """The file's observations of an unmodified pass: its blocks for an input drawn as
+    blocks (``as_blocks``), else whole triangles."""
+    return blocked_cell(probs, probs)[0] if as_blocks else kept_whole(probs)

@@ -25,7 +25,7 @@ Nothing here imports torch.
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -84,16 +84,16 @@ def pool_table(table: rt.Table, map_tokens: int, width: int = POOL_WIDTH) -> rt.
     group, first = _groups(columns, starts)
     counts = np.bincount(group, minlength=len(first)).astype(np.float64)
     out = {}
-    for f in fields(table):
-        values = columns[f.name]
-        if f.name == "query":
-            out[f.name] = starts[first]
-        elif f.name == "span":
-            out[f.name] = counts.astype(np.int64)
-        elif f.name in _GROUPS:
-            out[f.name] = values[first]
+    for c in table.columns():
+        values = columns[c.name]
+        if c.name == "query":
+            out[c.name] = starts[first]
+        elif c.name == "span":
+            out[c.name] = counts.astype(np.int64)
+        elif c.name in _GROUPS:
+            out[c.name] = values[first]
         else:
-            out[f.name] = _pool_column(f.metadata["kind"], values, group, counts)
+            out[c.name] = _pool_column(c.kind, values, group, counts)
     return type(table)(**out)
 
 

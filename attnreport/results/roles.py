@@ -6,84 +6,73 @@ Definitions in ``docs/results-schema.md`` (``head_roles``, ``massive_activations
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import dataclass
 
-from attnreport.results.tables import Table, _table, col
+from attnreport.results.columns import Float, Int, Table, _table
+from attnreport.results.tables import HeadColumns, SentenceColumn
+
+
+@dataclass(frozen=True, eq=False)
+class _HeadRolesColumns(HeadColumns):
+    """One sentence's head-role scores (``analyses.roles``), one row per (layer, head): the
+    columns of ``head_roles`` and, after its ``sentence`` column, of ``head_roles_by_sentence``."""
+
+    previous_token: Float
+    duplicate_token: Float
+    entropy: Float  # nats
+    entropy_normalised: Float
+    distance: Float  # tokens
+    value_first_share: Float
+    n_queries: Int
+    n_first: Int
+    n_duplicate: Int
+    duplicate_weight: Float
 
 
 @_table("head_roles")
-class HeadRolesTable(Table):
+class HeadRolesTable(_HeadRolesColumns):
     """One sentence's head-role scores (``analyses.roles``), one row per (layer, head)."""
-
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
-    previous_token: np.ndarray = col("float")
-    duplicate_token: np.ndarray = col("float")
-    entropy: np.ndarray = col("float")  # nats
-    entropy_normalised: np.ndarray = col("float")
-    distance: np.ndarray = col("float")  # tokens
-    value_first_share: np.ndarray = col("float")
-    n_queries: np.ndarray = col("int")
-    n_first: np.ndarray = col("int")
-    n_duplicate: np.ndarray = col("int")
-    duplicate_weight: np.ndarray = col("float")
 
 
 @_table("head_roles_by_sentence")
-class HeadRolesBySentenceTable(Table):
+class HeadRolesBySentenceTable(_HeadRolesColumns, SentenceColumn):
     """Every sentence's ``head_roles`` rows, with the sentence's index first."""
-
-    sentence: np.ndarray = col("int")
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
-    previous_token: np.ndarray = col("float")
-    duplicate_token: np.ndarray = col("float")
-    entropy: np.ndarray = col("float")
-    entropy_normalised: np.ndarray = col("float")
-    distance: np.ndarray = col("float")
-    value_first_share: np.ndarray = col("float")
-    n_queries: np.ndarray = col("int")
-    n_first: np.ndarray = col("int")
-    n_duplicate: np.ndarray = col("int")
-    duplicate_weight: np.ndarray = col("float")
 
 
 @_table("head_roles")
-class HeadRolesSetTable(Table):
+class HeadRolesSetTable(HeadColumns):
     """The set's head-role scores: sentence scores pooled, probe scores on the probes."""
 
-    layer: np.ndarray = col("int")
-    head: np.ndarray = col("int")
-    previous_token: np.ndarray = col("float")
-    previous_token_probe: np.ndarray = col("float")
-    duplicate_token: np.ndarray = col("float")
-    induction: np.ndarray = col("float")
-    entropy: np.ndarray = col("float")
-    entropy_normalised: np.ndarray = col("float")
-    distance: np.ndarray = col("float")
-    value_first_share: np.ndarray = col("float")
+    previous_token: Float
+    previous_token_probe: Float
+    duplicate_token: Float
+    induction: Float
+    entropy: Float
+    entropy_normalised: Float
+    distance: Float
+    value_first_share: Float
 
 
 @_table("massive_activations")
 class MassiveActivationsTable(Table):
     """Per layer, the largest |residual activation| of a sentence (``analyses.probes``)."""
 
-    layer: np.ndarray = col("int")
-    position: np.ndarray = col("int")
-    dimension: np.ndarray = col("int")
-    value: np.ndarray = col("float")
-    median: np.ndarray = col("float")
-    ratio: np.ndarray = col("float")
+    layer: Int
+    position: Int
+    dimension: Int
+    value: Float
+    median: Float
+    ratio: Float
 
 
 @_table("massive_activations")
 class SetMassiveActivationsTable(Table):
     """Per layer, the largest |residual activation| of the set and the sentence it is in."""
 
-    layer: np.ndarray = col("int")
-    sentence: np.ndarray = col("int")
-    position: np.ndarray = col("int")
-    dimension: np.ndarray = col("int")
-    value: np.ndarray = col("float")
-    median: np.ndarray = col("float")
-    ratio: np.ndarray = col("float")
+    layer: Int
+    sentence: Int
+    position: Int
+    dimension: Int
+    value: Float
+    median: Float
+    ratio: Float

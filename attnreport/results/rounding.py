@@ -71,7 +71,7 @@ def round_places(values: Any, places: int = PROB_PLACES) -> np.ndarray:
     The interventions' observed probabilities are kept so (``docs/results-schema.md``):
     six significant digits of a probability of 1e-9 are noise that gzip cannot compress,
     and they made the interventions file of a 163-token input 8.5 MB instead of 4.6.
-    Rounding the result again to 6 significant digits (``triangle`` does) changes nothing
+    Rounding the result again to 6 significant digits (``triangle_list`` does) changes nothing
     for a value in [0, 1].
     """
     array = np.asarray(values, dtype=np.float64)
@@ -103,3 +103,30 @@ def _json_scalar(value: Any) -> Any:
     if isinstance(value, (float, np.floating)):
         return _round_one(float(value))
     raise TypeError(f"cannot publish a {type(value).__name__} in a table column")
+
+
+def triangle_list(array: np.ndarray, allowed: np.ndarray | None = None) -> list[list[Any]]:
+    """Causal lower triangle of an (n, n) array as the results files keep it: a ragged
+    list whose row ``i`` keeps keys 0..i.
+
+    Floats are rounded to 6 significant digits (as ``column_to_list``); ints stay ints and
+    bools stay bools. Entries above the diagonal are never read (they may be -inf). Where ``allowed`` (n, n) bool is given,
+    float entries inside the triangle that it masks (e.g. outside a sliding window) become
+    ``None`` (JSON null) instead of the model's fill value.
+    """
+    if array.ndim != 2 or array.shape[0] != array.shape[1]:
+        raise ValueError(f"triangle needs a square matrix, got shape {array.shape}")
+    n = array.shape[0]
+    rows, cols = np.tril_indices(n)
+    values = array[rows, cols]  # row-major: row i's keys 0..i are contiguous
+    if values.dtype.kind == "f":
+        keep = np.asarray(allowed).astype(bool)[rows, cols] if allowed is not None else None
+        values = _round_array(values if keep is None else np.where(keep, values, 0.0))
+        if keep is not None and not keep.all():
+            values = values.astype(object)
+            values[~keep] = None
+    elif values.dtype.kind in "iu":
+        values = values.astype(np.int64)
+    flat = values.tolist()
+    ends = (np.arange(1, n + 1) * np.arange(2, n + 2) // 2).tolist()
+    return [flat[end - i - 1 : end] for i, end in enumerate(ends)]

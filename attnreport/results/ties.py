@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnreport import vocabulary as V
+from attnreport.results.columns import Table
 from attnreport.results.io import Results
-from attnreport.results.tables import Table
 
 
 @dataclass(frozen=True)

@@ -46,18 +46,46 @@ def model_line(manifest: Manifest) -> str:
     return " · ".join(parts)
 
 
-def _bos(manifest: Manifest) -> str:
+def _bos(manifest: Manifest, recaptured: bool) -> str:
+    """The BOS limitation; ``recaptured``: the sentences were also captured with a BOS
+    first (the ``bos_contrast`` table), which the sink claim reads."""
     added = bool(manifest.settings.extra.get("bos_added", False))
     if added:
         return (
             "Every sentence starts with the tokenizer's BOS token, so the first token is the "
             "same in every sentence; a run without it would show whether the sink needs it."
         )
-    return (
+    start = (
         f"No BOS token was put first (--bos {manifest.settings.bos}), so the first token is "
-        "each sentence's own first word and any sink sits on a content token; the same "
-        "sentences were not captured again with a BOS, so the report cannot say whether a BOS "
-        "would take the sink over."
+        "each sentence's own first word and any sink sits on a content token"
+    )
+    if recaptured:
+        return (
+            f"{start}. The sentences were captured a second time with the tokenizer's BOS "
+            "first, but only to count where the sink goes (the claims); every other number "
+            "and figure is from the run without it."
+        )
+    return (
+        f"{start}; the same sentences were not captured again with a BOS, so the report "
+        "cannot say whether a BOS would take the sink over."
+    )
+
+
+def post_norm(manifest: Manifest) -> bool:
+    """Whether the model normalises each attention block's output before adding it to the
+    hidden state (Gemma 2 and 3, OLMo 2: the family feature ``post_attention_norm``)."""
+    return "post_attention_norm" in manifest.model.features
+
+
+def _post_norm(manifest: Manifest) -> str | None:
+    if not post_norm(manifest):
+        return None
+    return (
+        "The model normalises each attention block's output before adding it to the hidden "
+        "state (a post-attention norm). A head's update u is its slice of the output "
+        "projection before that norm, so ||u|| / ||x|| compares heads with each other but is "
+        "not the share the block adds; the claim that sink heads change the hidden state "
+        "little is tested on that measure."
     )
 
 
@@ -93,8 +121,11 @@ def _interventions(iv: Interventions | None) -> str | None:
     )
 
 
-def limitations(manifest: Manifest, iv: Interventions | None) -> list[str]:
-    """What this run cannot show, computed from it (one sentence or two each)."""
+def limitations(
+    manifest: Manifest, iv: Interventions | None, recaptured: bool = False
+) -> list[str]:
+    """What this run cannot show, computed from it (one sentence or two each);
+    ``recaptured``: the set holds the sentences captured again with a BOS first."""
     s = manifest.settings
     out = [_sentences(len(manifest.sentences))]
     quant = quantisation(manifest)
@@ -103,8 +134,9 @@ def limitations(manifest: Manifest, iv: Interventions | None) -> list[str]:
             f"The weights are quantised ({quant}): the numbers describe this quantised model, "
             "not the original floating-point weights."
         )
-    out.append(_bos(manifest))
+    out.append(_bos(manifest, recaptured))
     out.append(_interventions(iv) or "")
+    out.append(_post_norm(manifest) or "")
     longest = max((x.n_tokens for x in manifest.sentences), default=0)
     if longest > s.map_tokens:
         out.append(

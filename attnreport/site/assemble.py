@@ -37,7 +37,7 @@ from attnreport.results.layout import Layout
 from attnreport.site import pages, render
 from attnreport.site.ahead import Ahead
 from attnreport.site.chart_source import ChartSource, Drawing, as_bytes
-from attnreport.site.context import PLACEMENT, FigureFiles, FigureInput, Link, SiteOptions
+from attnreport.site.context import PLACEMENT, FigureFiles, FigureInput, Link, Pager, SiteOptions
 from attnreport.site.page_data import chosen_pages, intervention_inputs, page_results, placed
 from attnreport.site.real_charts import default_charts
 from attnreport.site.slugs import sentence_filename
@@ -220,12 +220,14 @@ def _sentence_pages(
         stem = name.removesuffix(".html")
         made = placed(source, results, i, charts)
         figs = _figures(stem, i, made, charts, options, files, source.layout, ahead is not None)
-        prev = _neighbour(names, chosen[k - 1] if k > 0 else None)
-        nxt = _neighbour(names, chosen[k + 1] if k + 1 < len(chosen) else None)
+        pager = Pager(
+            _neighbour(names, chosen[k - 1] if k > 0 else None),
+            _neighbour(names, chosen[k + 1] if k + 1 < len(chosen) else None),
+        )
         shown = iv is not None and iv != i and 0 <= iv < len(names) and names[iv]
         iv_link = Link(names[iv], f"sentence {iv}") if shown else None
 
-        def finish(i=i, name=name, results=results, figs=figs, links=(prev, nxt, iv_link)) -> None:
+        def finish(i=i, name=name, results=results, figs=figs, links=(pager, iv_link)) -> None:
             ctx = pages.sentence_page(results, i, figs(), options, *links)
             files[name] = _page(render.render_sentence(ctx))
 

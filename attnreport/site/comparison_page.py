@@ -12,24 +12,32 @@ from attnreport.dates import report_date
 from attnreport.multi.findings import ClaimRow, Comparison
 from attnreport.multi.measures import ModelSide, depth
 from attnreport.results import Manifest
+from attnreport.site import pages
 from attnreport.site.context import FigureContext, PageMeta, SiteOptions
-from attnreport.site.pages import find
+from attnreport.site.pages import card_tree, find
 from attnreport.text import display_token, visible
 
 SPLIT_SENTENCES = 20  # sentences whose split into tokens the index spells out
-CARD = (  # (label, manifest keys tried in order) of the cards side by side
-    ("Parameters", ("parameters",)),
-    ("Weights from", ("weights",)),
-    ("Quantisation", ("quantisation",)),
-    ("Architecture", ("family",)),
-    ("Layers", ("n_layers",)),
-    ("Heads", ("n_heads",)),
-    ("KV heads", ("n_kv_heads",)),
-    ("Head size", ("head_dim",)),
-    ("Positions", ("positional",)),
-    ("BOS token", ("bos_token",)),
-    ("Run dtype", ("dtype",)),
-    ("Tokenizer", ("tokenizer",)),
+# The model card's rows (``pages.CARD``) set side by side, in the card's order; the
+# comparison calls its dtype the "Run dtype"
+SIDE_BY_SIDE = (
+    "Parameters",
+    "Weights from",
+    "Quantisation",
+    "Architecture",
+    "Layers",
+    "Heads",
+    "KV heads",
+    "Head size",
+    "Positions",
+    "BOS token",
+    "Dtype",
+    "Tokenizer",
+)
+CARD = tuple(
+    ("Run dtype" if label == "Dtype" else label, keys)
+    for label, keys in pages.CARD
+    if label in SIDE_BY_SIDE
 )
 TOKENS_NOTE = (
     "The models' tokenizers split the same sentences differently, so no token of one is "
@@ -84,7 +92,7 @@ def windows_words(manifest: Manifest) -> str:
 
 def card_values(manifest: Manifest) -> tuple[str, ...]:
     """The card's values (``CARD`` then windows, QK-norm, soft-cap, intervention layer)."""
-    tree = {"model": {**manifest.model.extra, **vars(manifest.model)}}
+    tree = card_tree(manifest)
     values = [find(tree, keys) for _label, keys in CARD]
     shown = [f"{v:,}" if isinstance(v, int) and v >= 10_000 else str(v) for v in values]
     features = set(manifest.model.features)

@@ -196,6 +196,14 @@ class IndexContext:
 
 
 @dataclass(frozen=True)
+class Pager:
+    """A sentence page's neighbours among the pages made (None at either end)."""
+
+    prev: Link | None = None
+    next: Link | None = None
+
+
+@dataclass(frozen=True)
 class SentencePageContext:
     """One sentence's page: the token strip, the four parts, footnotes and navigation."""
 
@@ -205,8 +213,7 @@ class SentencePageContext:
     tokens: tuple[TokenContext, ...]
     sections: tuple[SectionContext, ...]
     footnotes: tuple[Footnote, ...]
-    prev: Link | None = None
-    next: Link | None = None
+    pager: Pager = field(default_factory=lambda: Pager())
     toc: tuple[Link, ...] = field(default=())
     lede: tuple[Paragraph, ...] = ()  # what is special about this sentence (``site.lede``)
     note_html: str = ""  # the author's note on this sentence (Markdown, raw HTML escaped)
@@ -214,18 +221,10 @@ class SentencePageContext:
 
 @dataclass(frozen=True)
 class Footnote:
-    """A numbered note; ``fn-N`` is its anchor and ``fnref-N`` the reference's anchor."""
+    """A numbered note (``templates/partials/notes.html`` names its anchors)."""
 
     number: int
     text: str
-
-    @property
-    def anchor(self) -> str:
-        return f"fn-{self.number}"
-
-    @property
-    def ref_anchor(self) -> str:
-        return f"fnref-{self.number}"
 
 
 class Notes:

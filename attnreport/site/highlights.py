@@ -64,14 +64,16 @@ def finding_paragraphs(
     figures: Sequence[FigureContext],
     pages: Sequence[str | None],
     notes: Notes,
+    post_norm: bool = False,
 ) -> tuple[Paragraph, ...]:
     """One paragraph per key finding, with its figure link and citation footnote.
 
     set_tables: ``set.json``'s tables; figures: the index page's numbered figures;
-    pages[i]: sentence ``i``'s file name (None: no page, no link); notes: the page's footnotes (cite in page order).
+    pages[i]: sentence ``i``'s file name (None: no page, no link); notes: the page's footnotes (cite in page order);
+    post_norm: the model has a post-attention norm (see ``key_findings``).
     """
     out = []
-    for finding in key_findings(set_tables, interventions):
+    for finding in key_findings(set_tables, interventions, post_norm):
         cite = CITATIONS.get(finding.key)
         refs = notes.ref(*cite) if cite else ()
         out.append(Paragraph(finding.text, refs, figure_link(finding, figures, pages)))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnreport.site.words.fit import BOOTSTRAP_FROM
+
 
 @dataclass(frozen=True)
 class Method:
@@ -75,7 +77,7 @@ METHODS = (
            "its mean first-token weight does."),
     Method("spread", "Spread and verdicts",
            "range = [min_s, max_s];  95% interval = 2.5th-97.5th percentile of 2,000 "
-           "bootstrap means (from 5 sentences)",
+           f"bootstrap means (with {BOOTSTRAP_FROM} or more sentences)",
            "Numbers over the set give their spread across sentences; a claim's verdict follows "
            "the rule stated in Claims tested."),
 )  # fmt: skip

@@ -22,6 +22,7 @@ from attnreport.site.context import (
     Link,
     Notes,
     PageMeta,
+    Pager,
     Paragraph,
     SectionContext,
     SentencePageContext,
@@ -93,6 +94,12 @@ def find(tree: Any, keys: Sequence[str]) -> Any:
     return None
 
 
+def card_tree(manifest: Manifest) -> dict[str, Any]:
+    """What a card's keys are looked up in (``find``): the version and the model's facts,
+    the keys this version does not know (``ModelInfo.extra``) one level further down."""
+    return {"attnreport_version": manifest.attnreport_version, "model": asdict(manifest.model)}
+
+
 def _card_value(label: str, value: Any) -> str:
     """``134.5 million`` for a parameter count; any other value as text."""
     if label == "Parameters" and isinstance(value, int):
@@ -102,7 +109,7 @@ def _card_value(label: str, value: Any) -> str:
 
 def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
     """(label, value) rows of the model card; rows the manifest lacks are left out."""
-    tree = {"attnreport_version": manifest.attnreport_version, "model": asdict(manifest.model)}
+    tree = card_tree(manifest)
     out = []
     for label, keys in CARD:
         value = find(tree, keys)
@@ -193,6 +200,7 @@ def _part_texts(
     sorted_figs: list[int],
     iv_link: Link | None,
     hidden_size: int | None = None,
+    post_norm: bool = False,
 ) -> list[list[Paragraph]]:
     tables = sentence.tables
     focus = prose.rows(tables.focus)
@@ -215,7 +223,10 @@ def _part_texts(
         p2.append(Paragraph(roles))
     p3 = _paras(
         prose.impact_summary(
-            prose.rows(tables.head_impact), prose.rows(tables.block_impact), hidden_size
+            prose.rows(tables.head_impact),
+            prose.rows(tables.block_impact),
+            hidden_size,
+            post_norm,
         ),
         [notes.ref("hidden", NOTES["hidden"])],
     )
@@ -250,13 +261,13 @@ def sentence_page(
     index: int,
     figures: Sequence[FigureInput],
     options: SiteOptions,
-    prev: Link | None = None,
-    next_: Link | None = None,
+    pager: Pager | None = None,
     interventions_page: Link | None = None,
 ) -> SentencePageContext:
     """The context of sentence ``index``'s page.
 
-    ``interventions_page`` links to the page with the intervention figures (None on it).
+    ``pager``: the neighbouring pages (none: a page alone); ``interventions_page`` links to
+    the page with the intervention figures (None on it).
     """
     sentence = results.sentences[index]
     groups: list[list[FigureInput]] = [[] for _ in PARTS]
@@ -277,7 +288,7 @@ def sentence_page(
     sorted_figs = sorted_lines([f for g in numbered for f in g])
     texts = _part_texts(
         sentence, index, results.interventions, notes, sorted_figs, interventions_page,
-        results.manifest.model.hidden_size,
+        results.manifest.model.hidden_size, apparatus.post_norm(results.manifest),
     )  # fmt: skip
     sections = tuple(
         SectionContext(anchor, title, tuple(paras), figs)
@@ -293,8 +304,7 @@ def sentence_page(
         tokens=tokens_of(sentence),
         sections=sections,
         footnotes=notes.all,
-        prev=prev,
-        next=next_,
+        pager=pager or Pager(),
         toc=tuple(Link("#" + s.anchor, s.title) for s in sections),
         note_html=markdown_html(dict(options.notes).get(text)),
     )
@@ -332,6 +342,12 @@ def _lede(meta: PageMeta, n_sentences: int, options: SiteOptions) -> tuple[Parag
     )
 
 
+def _recaptured(results: Results) -> bool:
+    """Whether the set holds its sentences captured again with a BOS first."""
+    table = results.set.bos_contrast
+    return table is not None and len(table.sentence) > 0
+
+
 def index_page(
     results: Results,
     figures: Sequence[FigureInput],
@@ -359,7 +375,9 @@ def index_page(
     figs = with_alt(figs, figures, AltData(set_tables=tables))
     notes = Notes()
     iv = results.interventions
-    found = highlights.finding_paragraphs(tables, iv, figs, pages, notes)
+    found = highlights.finding_paragraphs(
+        tables, iv, figs, pages, notes, apparatus.post_norm(results.manifest)
+    )
     claims = argument.claim_contexts(
         tables, iv, first_ids(results.manifest),
         bool(results.manifest.settings.extra.get("bos_added", False)), figs, pages, notes,
@@ -388,7 +406,9 @@ def index_page(
         claims_rule=verdicts.RULE if claims else "",
         model_line=visible(apparatus.model_line(results.manifest)),
         methods=methods.METHODS,
-        limitations=tuple(apparatus.limitations(results.manifest, results.interventions)),
+        limitations=tuple(
+            apparatus.limitations(results.manifest, results.interventions, _recaptured(results))
+        ),
         citation=apparatus.citation(
             meta.site_title, meta.authors, meta.date, results.manifest, meta.version
         ),

@@ -242,9 +242,9 @@ def breakdown_figure(
     s = _setup(sentence, manifest)
     chart = breakdown_chart(key, s, s.terms)
     caption = (
-        "For each current token, the target with the chosen rank in its row of the attention "
-        "map (sort_idx 0 = the highest score) and the additive terms that make up its score "
-        "s_ij; the black tick is their sum. "
+        "For each current token, one target (the menu says which: the highest-scoring by "
+        "default) and the additive terms that make up its score s_ij; the black tick is "
+        "their sum. "
         + _position_note(manifest, "position" in s.terms)
         + " Bias depends only on the target; content depends on both tokens. The query-only "
         "term shifts a whole row by the same amount, so it has no effect after softmax."
@@ -297,14 +297,14 @@ def bias_position_figure(
     if note and terms == ("position",):
         title = "Position term"
         caption = (
-            f"{note} The position term of the same targets as in the attention breakdown, "
-            "against the current token. Adding the same value to every target of a row "
-            "changes nothing after softmax, so look at how it differs between targets and "
-            "along the sentence, not at its level."
+            "The position term of the same targets as in the attention breakdown, against "
+            "the current token. Adding the same value to every target of a row changes "
+            "nothing after softmax, so look at how it differs between targets and along the "
+            f"sentence, not at its level. {note.removesuffix('.')}, so it is not drawn."
             + window_caption(len(s.tokens))
             + pooled_caption(sentence.tables.breakdown, "each point")
         )
-    if note and note not in caption:
+    if note and note.removesuffix(".") not in caption:
         caption = f"{note} {caption}"  # said once, in the caption: the reader looks there
     chunks, params, default = chunking(sentence, terms, s.default)
     fig = build_figure(

@@ -14,6 +14,7 @@ import altair as alt
 
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.spec.assemble import build_figure
+from attnreport.charts.spec.common import tip
 from attnreport.charts.spec.theme import CATEGORY_RANGE
 from attnreport.multi.measures import CURVES
 
@@ -40,8 +41,8 @@ DEPTH_NOTE = (
 
 
 # the tooltips every comparison chart drawn against depth shows (its own follow them)
-MODEL_TIP = alt.Tooltip("model:N", title="model")
-DEPTH_TIP = alt.Tooltip("depth:Q", title="relative depth", format=".2f")
+MODEL_TIP = tip("model:N", "model")
+DEPTH_TIP = tip("depth:Q", "relative depth", ".2f")
 
 
 def model_color(models: Sequence[str]) -> alt.Color:
@@ -76,9 +77,9 @@ def curve_figure(rows: Columns, statistic: str, models: Sequence[str]) -> Figure
             color=model_color(models),
             tooltip=[
                 MODEL_TIP,
-                alt.Tooltip("layer:Q", title="layer"),
+                tip("layer:Q", "layer"),
                 DEPTH_TIP,
-                alt.Tooltip("value:Q", title=name, format=".3g"),
+                tip("value:Q", name, ".3g"),
             ],
         )
         .properties(
@@ -123,11 +124,7 @@ def roles_figure(rows: Columns, models: Sequence[str]) -> Figure:
         models,
         alt.X("role:N", title=None, sort=None, axis=alt.Axis(labelAngle=0, labelLimit=140)),
         alt.Y("percent:Q", title="heads (% of the model's heads)"),
-        [
-            alt.Tooltip("role:N", title="role"),
-            alt.Tooltip("heads:Q", title="heads"),
-            alt.Tooltip("percent:Q", title="% of heads", format=".0f"),
-        ],
+        [tip("role:N", "role"), tip("heads:Q", "heads"), tip("percent:Q", "% of heads", ".0f")],
         title,
         (520, 220),
     )
@@ -154,12 +151,12 @@ def role_curves_chart(models: Sequence[str], roles: Sequence[str]) -> alt.FacetC
             color=model_color(models),
             tooltip=[
                 MODEL_TIP,
-                alt.Tooltip("role:N", title="role"),
-                alt.Tooltip("layer:Q", title="layer"),
+                tip("role:N", "role"),
+                tip("layer:Q", "layer"),
                 DEPTH_TIP,
-                alt.Tooltip("heads:Q", title="heads with the role"),
-                alt.Tooltip("of:Q", title="heads of the layer"),
-                alt.Tooltip("percent:Q", title="% of the layer's heads", format=".0f"),
+                tip("heads:Q", "heads with the role"),
+                tip("of:Q", "heads of the layer"),
+                tip("percent:Q", "% of the layer's heads", ".0f"),
             ],
         )
         .properties(width=240, height=130)
@@ -203,10 +200,10 @@ def kl_figure(rows: Columns, models: Sequence[str], match: str) -> Figure:
         alt.X("cell:N", title="intervention", sort=None, axis=alt.Axis(labelAngle=0)),
         alt.Y("mean_kl:Q", title="mean KL of the next token (nats)"),
         [
-            alt.Tooltip("cell:N", title="intervention"),
-            alt.Tooltip("layer:Q", title="at layer"),
+            tip("cell:N", "intervention"),
+            tip("layer:Q", "at layer"),
             DEPTH_TIP,
-            alt.Tooltip("mean_kl:Q", title="mean KL (nats)", format=".3g"),
+            tip("mean_kl:Q", "mean KL (nats)", ".3g"),
         ],
         title,
         (560, 240),

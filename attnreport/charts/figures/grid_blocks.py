@@ -22,7 +22,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from attnreport.results.observed_blocks import GRID_TOKENS  # the most positions a cell draws
+from attnreport.results.observed_blocks import (
+    GRID_TOKENS,  # the most positions a cell draws
+    block_size,
+)
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,9 @@ class Blocks:
 
 
 def blocks_for(positions: int, limit: int = GRID_TOKENS) -> Blocks:
-    """Single tokens up to ``limit`` positions, else the smallest block size that fits."""
-    return Blocks(positions, max(1, math.ceil(positions / limit)))
+    """Single tokens up to ``limit`` positions, else the smallest block size that fits
+    (``observed_blocks.block_size``: the blocks the file keeps are the ones drawn)."""
+    return Blocks(positions, block_size(positions, limit))
 
 
 def block_shares(

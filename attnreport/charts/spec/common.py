@@ -55,10 +55,19 @@ def token_calcs(**fields: str) -> dict[str, str]:
     return {name: f"tokens[{position}]" for name, position in fields.items()}
 
 
+# How a title names a widget's value where "name value" would show a code name:
+# "highest-scoring target", "2nd-highest target", "rank 4 target"; "observed in the next layer".
+TITLE_PARTS = {
+    "sort_idx": "(['highest-scoring', '2nd-highest', '3rd-highest'][sort_idx] || 'rank ' + sort_idx)"
+    " + ' target'",
+    "observation": "'observed in the ' + observation + ' layer'",
+}
+
+
 def selection_title(text: str, subtitle: str, *params: str, n_tokens: int = 0) -> alt.TitleParams:
     """A title that names the widgets' current values, e.g. "Attention map (layer 3, head 1)";
     with ``n_tokens`` of a windowed input, also the positions shown."""
-    parts = [f"'{p} ' + {p}" for p in params]
+    parts = [TITLE_PARTS.get(p, f"'{p} ' + {p}") for p in params]
     if position_window.is_windowed(n_tokens):
         parts.append(position_window.window_title_part(n_tokens))
     if not parts:

@@ -36,7 +36,7 @@ def sort_idx_param(n_ranks: int) -> alt.Parameter:
     """Rank of the target within its row (0 = highest score), as a select."""
     options = list(range(max(n_ranks, 1)))
     labels = [ORDINALS[r] if r < len(ORDINALS) else f"rank {r}" for r in options]
-    bind = alt.binding_select(options=options, labels=labels, name="target (sort_idx) ")
+    bind = alt.binding_select(options=options, labels=labels, name="target ")
     return alt.param(name="sort_idx", value=0, bind=bind)
 
 

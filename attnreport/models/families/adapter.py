@@ -20,8 +20,9 @@ import torch
 from torch import nn
 
 from attnreport.interface import attention
-from attnreport.models.families.base import FamilyRecord
+from attnreport.models.families.base import FamilyRecord, Output, Reported
 from attnreport.models.placement import swapped_forward
+from attnreport.models.rotary import Rotate
 
 Forward = Callable[..., object]
 
@@ -109,14 +110,10 @@ class Adapter:
     forward: Forward
     # (module, kwargs) -> (cos, sin) handed to the forward as position_embeddings, or None
     positions: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
-    # rotate(q, k, cos, sin) as the forward applies it (what discovery inverts)
-    rotate: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
-    # attention module -> the output projection its forward calls on a gated output g * z,
-    # for a model with no one linear map from the heads' outputs (``composed.py``); or None
-    output: Callable[[nn.Module], nn.Module] | None = None
-    # (spec, record) -> our probabilities laid out as the model's ``output_attentions``
-    # reports them, where its heads are not ours (JetMoE's routed slots); or None
-    reported: Callable[..., torch.Tensor] | None = None
+    # the optional hooks, as ``base.Family`` documents them
+    rotate: Rotate | None = None
+    output: Output | None = None
+    reported: Reported | None = None
 
     def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
         return forwards_swapped(model, self.attention_class, self.forward, self.positions)
@@ -125,7 +122,9 @@ class Adapter:
 class AdapterCode(Protocol):
     """An adapter module's ``ADAPTER``: an ``Adapter``, or its own (BLOOM's refuses a layout)."""
 
-    rotate: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None
+    rotate: Rotate | None
+    output: Output | None
+    reported: Reported | None
 
     def adapted(self, model: nn.Module) -> AbstractContextManager[None]: ...
 
@@ -138,18 +137,16 @@ class AdapterFamily(FamilyRecord):
     route: str = "adapter"
 
     @property
-    def rotate(self) -> Callable[..., tuple[torch.Tensor, torch.Tensor]] | None:
+    def rotate(self) -> Rotate | None:
         return self.adapter.rotate
 
     @property
-    def output(self) -> Callable[[nn.Module], nn.Module] | None:
-        """The adapter's composed output projection (``Adapter.output``), or None."""
-        return getattr(self.adapter, "output", None)
+    def output(self) -> Output | None:
+        return self.adapter.output
 
     @property
-    def reported(self) -> Callable[..., torch.Tensor] | None:
-        """The adapter's layout of our probabilities as the model reports them, or None."""
-        return getattr(self.adapter, "reported", None)
+    def reported(self) -> Reported | None:
+        return self.adapter.reported
 
     def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
         return self.adapter.adapted(model)

@@ -60,6 +60,8 @@ class BloomAdapter:
     """BLOOM's ``ADAPTER``: ``routed_forward`` on each ``BloomAttention`` while adapted."""
 
     rotate: None = None  # ALiBi: nothing rotates q and k
+    output: None = None  # its dense layer is the one output projection
+    reported: None = None  # it reports our heads
 
     def adapted(self, model: nn.Module) -> AbstractContextManager[None]:
         return _bloom_routed(model)

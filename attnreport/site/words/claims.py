@@ -7,7 +7,8 @@ The verdict comes from ``verdicts.verdict``, one rule for every claim.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,24 @@ SOURCES = {
 }
 
 
+def _significant(value: float, digits: int) -> str:
+    """``value`` with ``digits`` significant digits, never in exponent form (288.9 -> 289)."""
+    places = digits - 1 - math.floor(math.log10(abs(value))) if value else 0
+    return f"{value:.{max(places, 0)}f}"
+
+
+def _telling_apart(larger: float, smaller: float) -> Callable[[float], str]:
+    """How to write shares so that ``larger`` and ``smaller`` read as different: ``percent``,
+    or percentages with the fewest significant digits that part them (0.245% and 0.238%
+    where ``percent`` gives 0.2% for both)."""
+    if percent(larger) != percent(smaller):
+        return percent
+    digits = 2
+    while _significant(100 * larger, digits) == _significant(100 * smaller, digits) and digits < 6:
+        digits += 1
+    return lambda share: f"{_significant(100 * share, digits)}%"
+
+
 def sink_heads_change_little(first_focus: Mapping, magnitude: Mapping, n_sentences: int) -> Claim:
     """The blog's premise: heads that focus on the first token change the hidden state little.
 
@@ -67,16 +86,19 @@ def sink_heads_change_little(first_focus: Mapping, magnitude: Mapping, n_sentenc
     effect = 1 - mean_sink / mean_other if mean_other > 0 else 0.0
     ev = Evidence(effect, n_sentences, tested=len(sinks), breakers=len(breakers))
     text = (
-        f"The {count(len(sinks), 'sink head')} write updates of {percent(mean_sink)} of "
-        f"‖x‖ on average, the other {count(len(others), 'head')} {percent(mean_other)}."
+        f"The {count(len(sinks), 'sink head')} (the first token is their top key for most "
+        f"queries) write updates of {percent(mean_sink)} of ‖x‖ on average, the other "
+        f"{count(len(others), 'head')} {percent(mean_other)}."
     )
     broken = ""
     if breakers:
-        lo, hi = (percent(f(magnitude[k] for k in breakers)) for f in (min, max))
+        low, high = (f(magnitude[k] for k in breakers) for f in (min, max))
+        shown = _telling_apart(low, median_other)
+        lo, hi, median = shown(low), shown(high), shown(median_other)
         sizes = lo if lo == hi else f"{lo} to {hi}"
         broken = (
             f"{fit.heads_words(breakers)}: sink heads whose updates ({sizes} of ‖x‖) are larger "
-            f"than the median of the other heads ({percent(median_other)})"
+            f"than the median of the other heads ({median})"
         )
     return Claim("sink-small-update", hyp, "blog", verdict(ev), text, broken, "set-head-impact")
 

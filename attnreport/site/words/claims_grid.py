@@ -100,6 +100,12 @@ def qk_scaling_uniform(iv: Interventions) -> Claim | None:
                  grid.sentence)  # fmt: skip
 
 
+def _moved(change: float) -> str:
+    """How far the scaled layer's own weights moved, in words: ``do not move at all``
+    (exactly 0) or ``move at most 0.0049``."""
+    return "do not move at all" if change == 0 else f"move at most {number(change, 2)}"
+
+
 def v_scaling_next_layer(iv: Interventions) -> Claim | None:
     """Seeds 000-002: scaling V leaves the layer's own weights and moves the next layer's.
 
@@ -121,16 +127,16 @@ def v_scaling_next_layer(iv: Interventions) -> Claim | None:
     ev = Evidence(max(nxt, default=0.0) - UNIFORM_TOL, 1, len(own), len(broken), needed=1)
     kl = f"the next-token distribution moves {quantity(effects.mean_kl(cell), 'nat')} (mean KL per position)"  # fmt: skip
     scaled = f"V scaled by {float(cell.setting):g} in layer {layer}"
-    moved = number(max(own, default=0.0), 2)
+    moved = _moved(max(own, default=0.0))
     if next_layer <= layer:  # no attention layer after it to show the change
         text = (
-            f"{scaled}, the last attention layer: its weights move at most {moved}; no later "
+            f"{scaled}, the last attention layer: its weights {moved}; no later "
             f"attention layer can show the change, but {kl}."
         )
         found = Verdict(INCONCLUSIVE, f"no attention layer after layer {layer}")
     else:
         text = (
-            f"{scaled}: the layer's weights move at most {moved}, layer {next_layer}'s up to "
+            f"{scaled}: the layer's own weights {moved}, layer {next_layer}'s move up to "
             f"{number(max(nxt, default=0.0), 2)}; {kl}."
         )
         found = verdict(ev)

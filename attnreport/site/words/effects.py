@@ -43,7 +43,7 @@ def scaling_text(cells: Sequence[GridCell], layer: int) -> str:
     what = join_and(tied, "or")
     same = " (the same change: both scale every score)" if set(tied) == {"Q", "K"} else ""
     return (
-        f"Of the interventions in layer {layer}, scaling {what} by {eps:g}{same} moves the "
+        f"Of the interventions that scale Q, K or V in layer {layer}, scaling {what} by {eps:g}{same} moves the "
         f"next-token distribution most: a mean KL divergence of {quantity(top_kl, 'nat')} "
         "per position"
     )
@@ -59,6 +59,6 @@ def mean_text(mean: MeanGrid) -> str:
     top = min(avg, key=lambda t: (-avg[t], ORDER.get(t, 3)))
     n = max(len(v) for v in by_target.values())
     return (
-        f" Replacing {top} by its mean over the token positions moves the distribution most "
+        f" Of the replacements by the mean over the token positions, replacing {top} moves it most "
         f"({quantity(avg[top], 'nat')} on average over {count(n, 'sentence')})."
     )

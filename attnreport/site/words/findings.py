@@ -165,10 +165,12 @@ def self_focus_heads(self_focus: Heads) -> Finding:
     return Finding("self-focus", text, "set-self-focus")
 
 
-def impact_peak(impact: Any) -> Finding | None:
+def impact_peak(impact: Any, post_norm: bool = False) -> Finding | None:
     """The layer whose heads change the hidden state most (mean ``magnitude`` over heads).
 
     impact: columns layer, head, magnitude (impact_pooled: ||u|| / ||x||, averaged over tokens).
+    post_norm: the model normalises the block's output before adding it (Gemma, OLMo 2), so
+    the sizes are measured before that norm and the text says what they can compare.
     """
     heads = per_head(impact, "magnitude")
     if not heads:
@@ -184,14 +186,24 @@ def impact_peak(impact: Any) -> Finding | None:
     if low != top:
         low_size = percent(means[low]) if means[low] < 1 else f"{number(means[low])} times"
         text += f", against {low_size} in layer {low}"
-    return Finding("impact-peak", text + ".", "set-head-impact")
+    text += "."
+    if post_norm:
+        text += (
+            " These sizes are taken before the model's post-attention norm, which rescales "
+            "the block's summed output before it is added: they compare heads with each "
+            "other, not with what the block adds to the hidden state."
+        )
+    return Finding("impact-peak", text, "set-head-impact")
 
 
-def intervention_effect(interventions: Interventions | None) -> Finding | None:
+def intervention_effect(
+    interventions: Interventions | None, post_norm: bool = False
+) -> Finding | None:
     """Which of Q, K, V and which epsilon moved the next-token distribution most (KL).
 
     interventions: the typed grids (the scaling cells' target, epsilon and KL; the mean
-    cells' target and KL). None without scaling cells.
+    cells' target and KL). None without scaling cells. post_norm: the model normalises the
+    block's output before adding it, which can undo a scaling of V (``v_undone``).
     """
     if interventions is None:
         return None
@@ -209,9 +221,31 @@ def intervention_effect(interventions: Interventions | None) -> Finding | None:
         v = [mean_kl(c) for c in cells if c.target == "V"]
         if v and "V" not in top_scaling(cells)[0]:  # V's own effect, when V is not the top one
             text += f"; scaling V moves it at most {quantity(max(v), 'nat')}"
-        text += "."
+        text += "." + (v_undone(cells) if post_norm else "")
     text += mean_text(interventions.mean)
     return Finding("interventions", text, "scaling-grid", scaling.sentence)
+
+
+UNDONE = 0.01  # V's mildest scaling moves the output less than 1% of its strongest one
+
+
+def v_undone(cells: Sequence[Any]) -> str:
+    """For a model with a post-attention norm: V's mildest scaling barely moving the
+    next-token distribution (under ``UNDONE`` of what its strongest does), in words; "" when
+    the grid does not show it. cells: the scaling grid's cells (target, setting, KL)."""
+    v = sorted((c for c in cells if c.target == "V"), key=lambda c: -float(c.setting))
+    if len(v) < 2:
+        return ""
+    mild, strong = mean_kl(v[0]), max(mean_kl(c) for c in v)
+    if strong <= 0 or mild > UNDONE * strong:
+        return ""
+    nearer = "".join(f", {quantity(mean_kl(c), 'nat')} at {float(c.setting):g}" for c in v[1:])
+    return (
+        f" Scaling V by {float(v[0].setting):g} moves it only {quantity(mild, 'nat')}: the "
+        "model normalises the attention block's output before adding it to the hidden state "
+        "(a post-attention norm), and the norm undoes a scaling of V until the output is small enough "
+        f"for the norm's own epsilon to matter ({nearer[2:]})."
+    )
 
 
 def _named(heads: Sequence[tuple[int, int]]) -> str:
@@ -258,12 +292,13 @@ def sink_rate(first_prob: Heads, first_focus: Heads) -> Finding | None:
 
 
 def key_findings(
-    set_tables: Mapping[str, Any], interventions: Interventions | None
+    set_tables: Mapping[str, Any], interventions: Interventions | None, post_norm: bool = False
 ) -> list[Finding]:
     """Every finding the results support, in reading order.
 
     set_tables: ``set.json``'s ``tables`` (focus_by_sentence, focus_pooled, impact_pooled;
     focus_by_sentence may carry ``first_prob``). interventions: the typed grids (None: none).
+    post_norm: the model has a post-attention norm (its manifest's features).
     """
     pooled = set_tables.get("focus_pooled")
     by_sentence = columns(set_tables.get("focus_by_sentence"))
@@ -278,8 +313,8 @@ def key_findings(
     selves = per_head(pooled, "self_focus")
     if selves:
         out.append(self_focus_heads(selves))
-    out.append(impact_peak(set_tables.get("impact_pooled")))
-    out.append(intervention_effect(interventions))
+    out.append(impact_peak(set_tables.get("impact_pooled"), post_norm))
+    out.append(intervention_effect(interventions, post_norm))
 
     out.extend(role_findings(set_tables))
     return [f for f in out if f is not None]

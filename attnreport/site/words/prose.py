@@ -150,12 +150,16 @@ def layers_summary(focus: Sequence[Row]) -> list[str]:
 
 
 def impact_summary(
-    head_impact: Sequence[Row], block_impact: Sequence[Row], dim: int | None = None
+    head_impact: Sequence[Row],
+    block_impact: Sequence[Row],
+    dim: int | None = None,
+    post_norm: bool = False,
 ) -> list[str]:
     """Part 3 text: the layer whose attention block changes the hidden state most.
 
     dim: the hidden size, which decides when a cosine is a direction (``fit.cosine_words``);
-    None: the cosine is given without a direction.
+    None: the cosine is given without a direction. post_norm: the model normalises the
+    block's output before adding it, so the sizes are taken before that norm (said).
     """
     text = []
     layers = {k: sum(v) / len(v) for k, v in by_layer(block_impact, "magnitude").items()}
@@ -180,6 +184,12 @@ def impact_summary(
         text.append(
             f"The head with the largest update is {head_name(strongest['layer'], strongest['head'])}"
             f" ({times(strongest['magnitude'], 'the hidden state')}); on average {way}."
+        )
+    if text and post_norm:
+        text.append(
+            "This model normalises the attention block's output before adding it to the "
+            "hidden state (a post-attention norm), and these sizes are taken before that "
+            "norm: they compare layers and heads with each other, not with what the block adds."
         )
     return text
 

@@ -158,7 +158,8 @@ def active_roles(sentence_roles: Any) -> str | None:
         text += "; no token repeats an earlier one, so no head can attend to an earlier copy"
     else:
         text += (
-            f"; {count(repeats, 'token')} {'repeats' if repeats == 1 else 'repeat'} an earlier one"
+            f"; {count(repeats, 'token')}, punctuation included, "
+            f"{'repeats' if repeats == 1 else 'repeat'} an earlier one"
         )
     return text + f" (a head is counted when its score here reaches {ROLE_THRESHOLD:g})."
 

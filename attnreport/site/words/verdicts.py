@@ -55,7 +55,7 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The verdict and the reason, in words (``too few sentences: 2 of the 3 needed``)."""
+    """The verdict and the reason, in words (``too small to call: 3 sentences needed, 2 here``)."""
 
     label: str
     reason: str
@@ -66,7 +66,7 @@ def verdict(e: Evidence) -> Verdict:
     if e.tested == 0 or e.n_sentences < e.needed:
         return Verdict(
             INCONCLUSIVE,
-            f"too small to call: {e.n_sentences} of the {e.needed} {e.unit} needed",
+            f"too small to call: {e.needed} {e.unit} needed, {e.n_sentences} here",
         )
     if e.spread is not None and e.spread > abs(e.effect):
         return Verdict(INCONCLUSIVE, "the spread across sentences is larger than the effect")
