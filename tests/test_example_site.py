@@ -97,3 +97,13 @@ def test_gemmas_post_attention_norm_is_named_where_it_changes_a_reading():
     assert "post-attention norm" not in smol
     comparison = (SITE / "index.html").read_text(encoding="utf-8")
     assert "Gemma-3-270M normalises the attention block&#39;s output" in comparison
+
+
+def test_static_images_name_the_widgets_in_words():
+    """Titles of the committed SVGs say "top target" and "same layer", never the page
+    state's code names (``sort_idx 0``, ``observation same``)."""
+    svgs = {p.name: p.read_text(encoding="utf-8") for p in SITE.rglob("*.svg")}
+    breakdowns = [t for n, t in svgs.items() if n == "attention-breakdown.svg"]
+    assert breakdowns and all("top target)" in t for t in breakdowns)
+    for name, text in svgs.items():
+        assert "sort_idx" not in text and "observation " not in text, name

@@ -55,12 +55,12 @@ def token_calcs(**fields: str) -> dict[str, str]:
     return {name: f"tokens[{position}]" for name, position in fields.items()}
 
 
-# How a title names a widget's value where "name value" would show a code name:
-# "highest-scoring target", "2nd-highest target", "rank 4 target"; "observed in the next layer".
+# How a title names a widget's value where "name value" would show a code name, in as
+# few characters (a phone wraps the title at most once): "top target", "2nd target",
+# "rank 4 target"; "next layer" (where the attention is observed).
 TITLE_PARTS = {
-    "sort_idx": "(['highest-scoring', '2nd-highest', '3rd-highest'][sort_idx] || 'rank ' + sort_idx)"
-    " + ' target'",
-    "observation": "'observed in the ' + observation + ' layer'",
+    "sort_idx": "(['top', '2nd', '3rd'][sort_idx] || 'rank ' + sort_idx) + ' target'",
+    "observation": "observation + ' layer'",
 }
 
 
