@@ -79,6 +79,25 @@ def test_scaling_names_q_and_k_together_when_they_tie():
     )
 
 
+def test_scaling_with_a_post_attention_norm_says_why_v_barely_moves():
+    """Gemma's grid: V x 0.5 is the least change, and the norm is the reason, said once
+    (the number is not repeated); when another cell is the least, the number is given."""
+    grid = [("Q", 0.5, 0.0128), ("Q", 1e-10, 0.127), ("V", 0.5, 1.4e-8), ("V", 1e-10, 0.33)]
+    cells = [cell(t, e, [kl]) for t, e, kl in grid]
+    text = prose.scaling_summary(grids(14, cells).scaling, 14, post_norm=True)
+    assert text.endswith(
+        "scaling V by 0.5 changes it least (1.4e-8 nats). V scaled by 0.5 moves it so little "
+        "because the model normalises the attention block's output before adding it to the "
+        "hidden state (a post-attention norm), and the norm undoes a scaling of V until the "
+        "output is small enough for the norm's own epsilon to matter (0.33 nats at 1e-10)."
+    )
+    assert "post-attention" not in prose.scaling_summary(grids(14, cells).scaling, 14)
+    q_least = [cell("Q", 0.5, [1e-9]), *cells[1:]]
+    other = prose.scaling_summary(grids(14, q_least).scaling, 14, post_norm=True)
+    assert "scaling Q by 0.5 changes it least" in other
+    assert "Scaling V by 0.5 moves it only 1.4e-8 nats: the model normalises" in other
+
+
 def test_set_summary_sizes_and_percentages():
     pooled = [{"layer": 0, "head": h, "statistic": "first_focus", "value": v, "min": lo, "max": hi}
               for h, (v, lo, hi) in enumerate([(0.9, 0.8, 1.0), (0.7, 0.08, 1.0)])]  # fmt: skip

@@ -230,20 +230,25 @@ def _part_texts(
         ),
         [notes.ref("hidden", NOTES["hidden"])],
     )
-    return [p1, p2, p3, _intervention_texts(interventions, index, notes, iv_link)]
+    return [p1, p2, p3, _intervention_texts(interventions, index, notes, iv_link, post_norm)]
 
 
 def _intervention_texts(
-    typed: Interventions | None, index: int, notes: Notes, figures: Link | None
+    typed: Interventions | None,
+    index: int,
+    notes: Notes,
+    figures: Link | None,
+    post_norm: bool = False,
 ) -> list[Paragraph]:
     """Part 4: the effects measured on this sentence; ``figures`` links to the grids' page.
-    None measured on it: no paragraphs (the part is left out when it has no figures)."""
+    None measured on it: no paragraphs (the part is left out when it has no figures).
+    post_norm: the model has a post-attention norm (``prose.scaling_summary``)."""
     if typed is None:
         return []
     layer = typed.layer
     texts = []
     if typed.scaling.sentence == index:
-        texts.append(prose.scaling_summary(typed.scaling, layer))
+        texts.append(prose.scaling_summary(typed.scaling, layer, post_norm))
     texts.append(prose.mean_summary(typed.mean, index, layer))
     texts = [t for t in texts if t]
     if not texts:

@@ -229,10 +229,12 @@ def intervention_effect(
 UNDONE = 0.01  # V's mildest scaling moves the output less than 1% of its strongest one
 
 
-def v_undone(cells: Sequence[Any]) -> str:
+def v_undone(cells: Sequence[Any], said: bool = False) -> str:
     """For a model with a post-attention norm: V's mildest scaling barely moving the
     next-token distribution (under ``UNDONE`` of what its strongest does), in words; "" when
-    the grid does not show it. cells: the scaling grid's cells (target, setting, KL)."""
+    the grid does not show it. cells: the scaling grid's cells (target, setting, KL);
+    said: the text before already gives the mildest scaling's KL, so only the reason follows.
+    """
     v = sorted((c for c in cells if c.target == "V"), key=lambda c: -float(c.setting))
     if len(v) < 2:
         return ""
@@ -240,11 +242,15 @@ def v_undone(cells: Sequence[Any]) -> str:
     if strong <= 0 or mild > UNDONE * strong:
         return ""
     nearer = "".join(f", {quantity(mean_kl(c), 'nat')} at {float(c.setting):g}" for c in v[1:])
+    opener = (
+        f" V scaled by {float(v[0].setting):g} moves it so little because"
+        if said
+        else f" Scaling V by {float(v[0].setting):g} moves it only {quantity(mild, 'nat')}:"
+    )
     return (
-        f" Scaling V by {float(v[0].setting):g} moves it only {quantity(mild, 'nat')}: the "
-        "model normalises the attention block's output before adding it to the hidden state "
-        "(a post-attention norm), and the norm undoes a scaling of V until the output is small enough "
-        f"for the norm's own epsilon to matter ({nearer[2:]})."
+        f"{opener} the model normalises the attention block's output before adding it to the "
+        "hidden state (a post-attention norm), and the norm undoes a scaling of V until the "
+        f"output is small enough for the norm's own epsilon to matter ({nearer[2:]})."
     )
 
 

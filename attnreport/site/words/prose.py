@@ -14,7 +14,7 @@ from typing import Any
 
 from attnreport.jsontypes import Row
 from attnreport.results.interventions import MeanGrid, ScalingGrid
-from attnreport.site.words import effects, fit, wording
+from attnreport.site.words import effects, findings, fit, wording
 from attnreport.site.words.readings import columns
 from attnreport.site.words.wording import capitalise, head_name, index_set, percent, times
 from attnreport.vocabulary import MOST
@@ -222,8 +222,9 @@ def _nats(value: float) -> str:
     return wording.quantity(value, "nat")
 
 
-def scaling_summary(scaling: ScalingGrid, layer: int) -> str | None:
-    """Part 4 text: which scaled target changes the next-token distribution most."""
+def scaling_summary(scaling: ScalingGrid, layer: int, post_norm: bool = False) -> str | None:
+    """Part 4 text: which scaled target changes the next-token distribution most; with
+    ``post_norm``, also a post-attention norm undoing a mild scaling of V (``v_undone``)."""
     cells = scaling.cells
     if not cells:
         return None
@@ -234,7 +235,14 @@ def scaling_summary(scaling: ScalingGrid, layer: int) -> str | None:
         f"next-token distribution most (a mean KL divergence of {_nats(kl)} per position); "
         f"scaling {low.target} by {float(low.setting):g} changes it least "
         f"({_nats(mean_kl(low))})."
+        + (findings.v_undone(cells, said=_mildest_v(low, cells)) if post_norm else "")
     )
+
+
+def _mildest_v(cell: Any, cells: Sequence[Any]) -> bool:
+    """Whether ``cell`` is the mildest scaling of V among ``cells``."""
+    settings = [float(c.setting) for c in cells if c.target == "V"]
+    return cell.target == "V" and float(cell.setting) == max(settings)
 
 
 def mean_summary(mean: MeanGrid, sentence: int, layer: int) -> str | None:
