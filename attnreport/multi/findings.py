@@ -15,7 +15,7 @@ import numpy as np
 from attnreport.analyses import sinks
 from attnreport.multi.measures import CURVES, ModelSide, apart, depth, depth_match, layer_values
 from attnreport.site.apparatus import post_norm
-from attnreport.site.words.effects import mean_kl
+from attnreport.site.words.effects import mean_kl, mildest_first
 from attnreport.site.words.findings import v_undone
 from attnreport.site.words.wording import index_set, join_and, quantity
 
@@ -201,29 +201,20 @@ def windows(sides: Sequence[ModelSide]) -> Comparison | None:
     return Comparison("windows", " ".join(notes), "compare-first-focus") if notes else None
 
 
-def _mildest_v(side: ModelSide) -> tuple[float, float] | None:
-    """(epsilon, mean KL) of the side's mildest scaling of V, or None without one."""
-    iv = side.interventions
-    cells = [c for c in iv.scaling.cells if c.target == "V"] if iv is not None else []
-    if not cells:
-        return None
-    mild = max(cells, key=lambda c: float(c.setting))
-    return float(mild.setting), mean_kl(mild)
-
-
 def v_norm_note(sides: Sequence[ModelSide]) -> str:
     """When a model's post-attention norm undoes a mild scaling of V (``v_undone``) and
     another model's output moves under the same scaling, the contrast in one sentence."""
-    undone = [s for s in sides if post_norm(s.manifest) and s.interventions is not None
-              and v_undone(s.interventions.scaling.cells)]  # fmt: skip
-    mild = {s.name: _mildest_v(s) for s in sides}
-    moved = [s for s in sides if s not in undone and mild[s.name] is not None]
+    cells = {s.name: s.interventions.scaling.cells for s in sides if s.interventions is not None}
+    mild = {name: v[0] for name, c in cells.items() if (v := mildest_first(c, "V"))}
+    undone = [s for s in sides if s.name in mild and post_norm(s.manifest)
+              and v_undone(cells[s.name])]  # fmt: skip
+    moved = [s for s in sides if s.name in mild and s not in undone]
     if not undone or not moved:
         return ""
-    eps = {mild[s.name][0] for s in [*undone, *moved]}  # type: ignore[index]
+    eps = {float(mild[s.name].setting) for s in [*undone, *moved]}
     if len(eps) != 1:
         return ""
-    parts = [f"{s.name}'s by {quantity(mild[s.name][1], 'nat')}" for s in [*moved, *undone]]  # type: ignore[index]
+    parts = [f"{s.name}'s by {quantity(mean_kl(mild[s.name]), 'nat')}" for s in [*moved, *undone]]
     parts[0] = parts[0].replace("'s by", "'s next-token distribution by", 1)
     names = join_and([s.name for s in undone])
     return (

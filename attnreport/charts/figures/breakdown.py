@@ -304,8 +304,8 @@ def bias_position_figure(
             + window_caption(len(s.tokens))
             + pooled_caption(sentence.tables.breakdown, "each point")
         )
-    if note and note.removesuffix(".") not in caption:
-        caption = f"{note} {caption}"  # said once, in the caption: the reader looks there
+    elif note:  # said once, in the caption: the reader looks there
+        caption = f"{note} {caption}"
     chunks, params, default = chunking(sentence, terms, s.default)
     fig = build_figure(
         key=key,

@@ -14,12 +14,22 @@ from attnreport.site.words.wording import count, join_and, quantity
 
 TIE = 1e-9  # KL values closer than this (relative) are the same effect
 ORDER = {"Q": 0, "K": 1, "V": 2}
+# What a post-attention norm does (Gemma 2 and 3, OLMo 2), after "the model" or "This model"
+POST_NORM = (
+    "normalises the attention block's output before adding it to the hidden state (a "
+    "post-attention norm)"
+)
 
 
 def mean_kl(cell: GridCell) -> float:
     """Mean of a cell's per-position KL values, in nats (0 for none)."""
     kl = [float(v) for v in cell.kl]
     return sum(kl) / len(kl) if kl else 0.0
+
+
+def mildest_first(cells: Sequence[GridCell], target: str) -> list[GridCell]:
+    """The scaling cells of ``target``, the mildest (largest epsilon) first."""
+    return sorted((c for c in cells if c.target == target), key=lambda c: -float(c.setting))
 
 
 def top_scaling(cells: Sequence[GridCell]) -> tuple[tuple[str, ...], float, float]:

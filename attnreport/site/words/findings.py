@@ -17,7 +17,14 @@ from typing import Any
 from attnreport.analyses import sinks
 from attnreport.results.interventions import Interventions
 from attnreport.site.words import fit
-from attnreport.site.words.effects import mean_kl, mean_text, scaling_text, top_scaling
+from attnreport.site.words.effects import (
+    POST_NORM,
+    mean_kl,
+    mean_text,
+    mildest_first,
+    scaling_text,
+    top_scaling,
+)
 from attnreport.site.words.readings import Finding, Heads, columns, layer_means, per_head, top_key
 from attnreport.site.words.role_findings import role_findings
 from attnreport.site.words.wording import (
@@ -235,7 +242,7 @@ def v_undone(cells: Sequence[Any], said: bool = False) -> str:
     the grid does not show it. cells: the scaling grid's cells (target, setting, KL);
     said: the text before already gives the mildest scaling's KL, so only the reason follows.
     """
-    v = sorted((c for c in cells if c.target == "V"), key=lambda c: -float(c.setting))
+    v = mildest_first(cells, "V")
     if len(v) < 2:
         return ""
     mild, strong = mean_kl(v[0]), max(mean_kl(c) for c in v)
@@ -248,9 +255,8 @@ def v_undone(cells: Sequence[Any], said: bool = False) -> str:
         else f" Scaling V by {float(v[0].setting):g} moves it only {quantity(mild, 'nat')}:"
     )
     return (
-        f"{opener} the model normalises the attention block's output before adding it to the "
-        "hidden state (a post-attention norm), and the norm undoes a scaling of V until the "
-        f"output is small enough for the norm's own epsilon to matter ({nearer[2:]})."
+        f"{opener} the model {POST_NORM}, and the norm undoes a scaling of V until the output "
+        f"is small enough for the norm's own epsilon to matter ({nearer[2:]})."
     )
 
 

@@ -187,9 +187,8 @@ def impact_summary(
         )
     if text and post_norm:
         text.append(
-            "This model normalises the attention block's output before adding it to the "
-            "hidden state (a post-attention norm), and these sizes are taken before that "
-            "norm: they compare layers and heads with each other, not with what the block adds."
+            f"This model {effects.POST_NORM}, and these sizes are taken before that norm: they "
+            "compare layers and heads with each other, not with what the block adds."
         )
     return text
 
@@ -235,14 +234,14 @@ def scaling_summary(scaling: ScalingGrid, layer: int, post_norm: bool = False) -
         f"next-token distribution most (a mean KL divergence of {_nats(kl)} per position); "
         f"scaling {low.target} by {float(low.setting):g} changes it least "
         f"({_nats(mean_kl(low))})."
-        + (findings.v_undone(cells, said=_mildest_v(low, cells)) if post_norm else "")
+        + (findings.v_undone(cells, said=_is_mildest_v(low, cells)) if post_norm else "")
     )
 
 
-def _mildest_v(cell: Any, cells: Sequence[Any]) -> bool:
+def _is_mildest_v(cell: Any, cells: Sequence[Any]) -> bool:
     """Whether ``cell`` is the mildest scaling of V among ``cells``."""
-    settings = [float(c.setting) for c in cells if c.target == "V"]
-    return cell.target == "V" and float(cell.setting) == max(settings)
+    v = effects.mildest_first(cells, "V")
+    return bool(v) and v[0] is cell
 
 
 def mean_summary(mean: MeanGrid, sentence: int, layer: int) -> str | None:
