@@ -33,6 +33,9 @@ class RawLayer:
     rotary: tuple[torch.Tensor, torch.Tensor] | None  # blocks.{L}.attn.rope: (cos, sin)
     block_out: torch.Tensor  # blocks.{L}.attn.out: (query, model) output projection output
     gated: torch.Tensor | None = None  # blocks.{L}.attn.gated: (query, head * d) g * z, or None
+    # blocks.{L}.attn.out_scale: (query, model) g / rms(block_out) of a post-attention norm
+    out_scale: torch.Tensor | None = None
+    post_out: torch.Tensor | None = None  # blocks.{L}.attn.post: (query, model) the norm's output
 
 
 def repeat_kv(t: torch.Tensor, groups: int) -> torch.Tensor:
@@ -127,6 +130,8 @@ def layer_record(spec: LayerSpec, raw: RawLayer, with_terms: bool = True) -> Lay
         updates=head_updates(out_weight, _update_input(raw)),
         out_bias=out_bias,
         block_out=f32(raw.block_out),
+        out_scale=None if raw.out_scale is None else f32(raw.out_scale),
+        post_out=None if raw.post_out is None else f32(raw.post_out),
         scaling=computed.scaling,
         softcap=computed.softcap,
         sliding_window=computed.sliding_window,

@@ -28,6 +28,7 @@ from attnreport.attention import RawLayer, layer_record
 from attnreport.interface import NAME, Computed, routed
 from attnreport.models.layout import LayerSpec
 from attnreport.models.placement import HostCopies, host, input_device
+from attnreport.models.post_norm import epsilon, gain, token_scale
 from attnreport.records import LayerRecord
 
 Hook = tuple[nn.Module, str, Callable[..., Any]]  # (module, "pre" | "post", fn)
@@ -66,6 +67,9 @@ class Slots:
     a: torch.Tensor | None = None  # (query, hidden) the attention's input (after its norm)
     rotary: tuple[torch.Tensor, ...] | None = None  # the layer's (cos, sin), if it rotates
     block_out: torch.Tensor | None = None  # (query, hidden) the output projection's output
+    # (query, hidden) g / rms(block_out): what a post-attention norm multiplies it by
+    out_scale: torch.Tensor | None = None
+    post_out: torch.Tensor | None = None  # (query, hidden) the post-attention norm's output
     gated: torch.Tensor | None = None  # (query, head * d) g * z, for a gated output only
     computed: Computed | None = None  # what the attention function scored and returned
 
@@ -114,7 +118,10 @@ class LayerTap:
 def layer_hooks(spec: LayerSpec, slots: Slots, copies: HostCopies) -> list[Hook]:
     """Hooks that keep the block input, the attention input, the rotary (cos, sin) and the
     output projection's output of one layer, in CPU memory; for a layer with an output gate
-    also the projection's input (the gated output each head's update is made of)."""
+    also the projection's input (the gated output each head's update is made of); for a
+    layer with a post-attention norm the scale it multiplies that output by
+    (``post_norm.token_scale``), computed from the output alone, on its device."""
+    scale = _scale_of(spec.post_norm)
 
     def on_block(_module, args, kwargs):
         slots.x = host(_first_input(args, kwargs)[0])
@@ -126,6 +133,8 @@ def layer_hooks(spec: LayerSpec, slots: Slots, copies: HostCopies) -> list[Hook]
 
     def on_out(_module, _args, output):
         slots.block_out = host(output[0])
+        if scale is not None:
+            slots.out_scale = host(scale(output[0]))
 
     def on_gated(_module, args, kwargs):
         slots.gated = host(_first_input(args, kwargs)[0])  # (query, head * d): g * z
@@ -138,10 +147,36 @@ def layer_hooks(spec: LayerSpec, slots: Slots, copies: HostCopies) -> list[Hook]
     return hooks + ([(spec.out_proj, "pre", on_gated)] if spec.gated else [])
 
 
+def _scale_of(norm: nn.Module | None) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """``z -> token_scale(z)`` of a post-attention norm (its gain read once, on the device
+    it first runs on), or None without one."""
+    if norm is None:
+        return None
+    eps = epsilon(norm)
+    gains: dict[torch.device, torch.Tensor] = {}
+
+    def scale(z: torch.Tensor) -> torch.Tensor:
+        if z.device not in gains:
+            gains[z.device] = gain(norm, z.shape[-1], z.device)
+        return token_scale(z, eps, gains[z.device])  # type: ignore[arg-type]  # eps: decomposes
+
+    return scale
+
+
+def post_norm_hooks(spec: LayerSpec, slots: Slots) -> list[Hook]:
+    """A hook keeping what a layer's post-attention norm wrote (for ``verify``), if it has one."""
+
+    def on_norm(_module, _args, output):
+        slots.post_out = host(output[0])
+
+    return [] if spec.post_norm is None else [(spec.post_norm, "post", on_norm)]
+
+
 def raw_layer(slots: Slots) -> RawLayer:
     return RawLayer(
         x=slots.x, a=slots.a, computed=slots.computed, rotary=slots.rotary,
-        block_out=slots.block_out, gated=slots.gated,
+        block_out=slots.block_out, gated=slots.gated, out_scale=slots.out_scale,
+        post_out=slots.post_out,
     )  # type: ignore[arg-type]  # fmt: skip
 
 
@@ -196,6 +231,7 @@ def capture_attention(model: nn.Module, specs: list[LayerSpec], input_ids: torch
     slots = {s.layer: Slots() for s in specs}
     tap = LayerTap(specs, slots)
     hooks = [h for s in specs for h in layer_hooks(s, slots[s.layer], tap.copies)]
+    hooks += [h for s in specs for h in post_norm_hooks(s, slots[s.layer])]
     with instrumented(model, specs, tap, hooks):
         logits = forward_logits(model, input_ids, logits_to_keep=1)
     raw = [raw_layer(slots[s.layer]) for s in specs]

@@ -50,6 +50,7 @@ class LayerRecord(QueryHeads):
     - ``probs`` equals the model's own attention weights; with learned sinks
       ``probs.sum(-1) + sink_probs == 1``, else ``probs.sum(-1) == 1``;
     - ``updates.sum(0) + out_bias == block_out``;
+    - with a post-attention norm, ``(updates.sum(0) + out_bias) * out_scale == post_out``;
     - ``sum(terms.values()) == logits`` wherever ``allowed`` is true;
     - ``scores == softcap(logits) + mask`` (``softcap`` is the identity when None).
     """
@@ -70,9 +71,24 @@ class LayerRecord(QueryHeads):
     updates: torch.Tensor  # (head, query, model) u: context @ the head's slice of W_o
     out_bias: torch.Tensor  # (model,) b_o (zeros where the model has none)
     block_out: torch.Tensor  # (query, model) the model's own output-projection output
+    # (query, model) g / rms(block_out) of a post-attention norm (Gemma, OLMo 2), or None:
+    # what the block adds is block_out * out_scale, and head h's share updates[h] * out_scale
+    out_scale: torch.Tensor | None = None
+    post_out: torch.Tensor | None = None  # (query, model) the norm's own output, where captured
     scaling: float = 1.0  # the score scale the model passed
     softcap: float | None = None  # logit soft-cap c: scores = c tanh(logits / c)
     sliding_window: int | None = None  # window size the model passed for this layer
     sink_probs: torch.Tensor | None = None  # (head, query) probability on the learned sink
     terms: dict[str, torch.Tensor] = field(default_factory=dict)  # TERM_NAMES -> (head, query, key)
     dtype: torch.dtype = torch.float32  # the model's: logits, scores, probs were rounded to it
+
+    @property
+    def added(self) -> torch.Tensor:
+        """(head, query, model): what each head adds to the hidden state, ``updates``, times
+        ``out_scale`` after a post-attention norm (the heads' exact shares of its output)."""
+        return self.updates if self.out_scale is None else self.updates * self.out_scale
+
+    @property
+    def block_added(self) -> torch.Tensor:
+        """(query, model): what the whole block adds, ``block_out`` (times ``out_scale``)."""
+        return self.block_out if self.out_scale is None else self.block_out * self.out_scale

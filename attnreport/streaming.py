@@ -166,6 +166,7 @@ def layer_tensors(spec: LayerSpec, raw: RawLayer) -> LayerTensors:
         window=scored.sliding_window,
         alibi_slopes=alibi_slopes(scored.score_bias, scored.q.shape[1]),
         sinks=None if scored.sinks is None else scored.sinks.float(),
+        out_scale=raw.out_scale,
     )
     return on_cpu(tensors)
 

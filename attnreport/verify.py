@@ -6,7 +6,9 @@
 2. sum of head updates + output bias (float32, from the captured per-head outputs) vs
    the model's attention block output;
 3. sum of the score terms (float32) vs the logit before any soft-cap (the score itself
-   for models without one), where the mask allows.
+   for models without one), where the mask allows;
+4. for a model with a post-attention norm (Gemma, OLMo 2): sum of each head's share of
+   the norm's output (``LayerRecord.added``, plus the scaled bias) vs that output.
 
 Errors are maxima over layers, heads and sentences, compared in float32. Each tolerance
 follows the model's dtype (``attnreport.tolerance``): how often the model rounded the
@@ -80,6 +82,8 @@ class _Maxima:
     terms: float = 0.0
     score_scale: float = 0.0
     head_dim: int = 1
+    post: float | None = None  # the fourth check's error, where a layer has a post-attention norm
+    post_scale: float = 0.0
 
     def add_layer(
         self, record: LayerRecord, model_probs: torch.Tensor, spec: LayerSpec | None = None
@@ -109,6 +113,10 @@ class _Maxima:
         parts = [t.expand_as(record.logits)[allowed] for t in record.terms.values()]
         self.score_scale = max(self.score_scale, _max_abs(record.logits[allowed], *parts))
         self.head_dim = max(self.head_dim, int(record.q_raw.shape[-1]))
+        if record.out_scale is not None and record.post_out is not None:
+            shares = record.added.sum(0) + record.out_bias * record.out_scale
+            self.post = max(self.post or 0.0, (shares - record.post_out).abs().max().item())
+            self.post_scale = max(self.post_scale, _max_abs(record.post_out, shares, record.added))
 
 
 def _check(
@@ -173,8 +181,14 @@ def checks_from(m: _Maxima, dtype: torch.dtype) -> list[Check]:
     2. block output: the model rounds its output projection once; we add ``H x d``
        products in float32;
     3. score terms: the model's logit is rounded twice (the product q.k, then the
-       scaling); our terms are dot products over ``d``.
+       scaling); our terms are dot products over ``d``;
+    4. post-attention norm (only where a layer has one): its input and its output are each
+       rounded once to the dtype; our shares add up ``H x d`` products as in 2.
     """
+    post = [] if m.post is None else [_check(
+        "sum of head shares of the post-attention norm's output vs that output",
+        m.post, dtype, m.post_scale, m.heads_inner, 2,
+    )]  # fmt: skip
     return [
         _check(
             "attention probabilities vs the model's output_attentions",
@@ -188,6 +202,7 @@ def checks_from(m: _Maxima, dtype: torch.dtype) -> list[Check]:
             "sum of score terms vs pre-softmax (pre-cap) score",
             m.terms, dtype, m.score_scale, m.head_dim, 2,
         ),
+        *post,
     ]  # fmt: skip
 
 

@@ -69,3 +69,33 @@ def test_every_figure_links_to_a_defined_measure():
         href = method_href(entry.key, on_index=entry.page == "index")
         assert re.sub(r"^(index\.html)?#", "", href) in anchors
     assert method_href("no-such-figure", True) is None
+
+
+def test_a_post_attention_norm_is_read_from_what_the_results_measured():
+    """Results of schema 8 mark each layer whose update sizes are the heads' shares after
+    its post-attention norm: no caveat, and the Methods define u after the norm. Older
+    results (no mark, or no per-layer facts at all) measured before it: the caveat stays."""
+    from attnreport.results.layers import LayerFacts
+    from attnreport.site.methods import measures
+
+    m = _manifest()
+    normed = replace(m.model, features=("gqa", "post_attention_norm"))
+    plain_facts = (LayerFacts(0), LayerFacts(1, attention=False), LayerFacts(2))
+    marked = tuple(replace(f, post_norm=f.attention) for f in plain_facts)
+    older = replace(m, model=replace(normed, layers=plain_facts))  # schema 6-7
+    oldest = replace(m, model=replace(normed, layers=()))  # before schema 6
+    after = replace(m, model=replace(normed, layers=marked))  # schema 8
+    assert apparatus.post_norm(m).present is False
+    for before in (older, oldest):
+        norm = apparatus.post_norm(before)
+        assert norm.present and norm.sizes_before
+        assert "before that norm" in " ".join(apparatus.limitations(before, None))
+        assert measures(norm) == METHODS
+    norm = apparatus.post_norm(after)
+    assert norm.present and not norm.sizes_before
+    assert "post-attention norm" not in " ".join(apparatus.limitations(after, None))
+    defined = {x.key: x.text for x in measures(norm)}
+    assert "exact share of y, g ⊙ u / rms(z)" in defined["impact"]
+    assert "‖y_i‖" in defined["block"]
+    assert [x.key for x in measures(norm)] == [x.key for x in METHODS]
+    assert measures(apparatus.post_norm(m)) == METHODS

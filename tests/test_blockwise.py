@@ -254,6 +254,7 @@ def captured_tensors(spec, record) -> LayerTensors:
         window=record.sliding_window,
         alibi_slopes=alibi,
         sinks=sinks,
+        out_scale=record.out_scale,
     )
 
 

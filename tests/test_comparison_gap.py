@@ -96,3 +96,33 @@ def test_a_norm_undoing_v_scaling_is_set_against_a_model_that_moves():
     )
     assert findings.v_norm_note([plain, with_v(normed, {("V", 0.5): [1.4e-8], ("V", 1e-10): [0.33]}, ("gqa",))]) == ""  # fmt: skip
     assert findings.v_norm_note([normed, normed]) == ""  # nothing moves to set it against
+
+
+def test_a_claim_one_model_bears_out_and_another_contradicts_is_said_with_its_evidence(monkeypatch):
+    """The split is read from each model's own verdicts (monkeypatched here to known ones):
+    both verdicts and the contradicting model's evidence, linked to the figure drawing the
+    claim's measure; no finding when the models agree or the claim has no comparison figure."""
+    from attnreport.site.words.claims import Claim
+    from attnreport.site.words.verdicts import Verdict
+
+    a, b = side("A", 3, 0), side("B", 5, 1)
+
+    def claim(label, reason, figure="set-head-impact"):
+        return Claim("k", "Sink heads are quiet.", "blog", Verdict(label, reason),
+                     "The 3 sink heads write updates of 29% of ‖x‖.", "", figure)  # fmt: skip
+
+    verdicts = {"A": claim("partly supported", "1 of 3 tested break it"),
+                "B": claim("contradicted", "the effect points the other way")}  # fmt: skip
+    monkeypatch.setattr(findings, "_claims", lambda s: {"k": verdicts[s.name]})
+    found = findings.split_verdict([a, b])
+    assert found is not None and found.figure == "compare-head-impact"
+    assert found.text == (
+        "The models part on the claim \u201cSink heads are quiet\u201d: partly supported for A "
+        "(1 of 3 tested break it) and contradicted for B (the effect points the other way). "
+        "In B, the 3 sink heads write updates of 29% of \u2016x\u2016."
+    )
+    verdicts["B"] = claim("supported", "none of 3 tested breaks it")
+    assert findings.split_verdict([a, b]) is None
+    verdicts["B"] = claim("contradicted", "2 of 3 tested break it", figure="scaling-grid")
+    verdicts["A"] = claim("supported", "none of 3 tested breaks it", figure="scaling-grid")
+    assert findings.split_verdict([a, b]) is None  # no comparison figure draws it

@@ -88,12 +88,15 @@ def test_the_limitations_never_deny_a_capture_the_claims_report():
 
 def test_gemmas_post_attention_norm_is_named_where_it_changes_a_reading():
     """Gemma-3 normalises the attention output before adding it: the report says so where
-    its update sizes and its V scaling are read, and SmolLM2's report (no such norm) does
-    not."""
+    its V scaling is read and where its Methods define an update (each head's share after
+    the norm, schema 8: no caveat that the sizes come before it), and SmolLM2's report (no
+    such norm) does not."""
     gemma = (SITE / "gemma-3-270m" / "index.html").read_text(encoding="utf-8")
     smol = (SITE / "smollm2-135m-instruct" / "index.html").read_text(encoding="utf-8")
     assert "the norm undoes a scaling of V" in gemma
-    assert "taken before the model&#39;s post-attention norm" in gemma
+    assert "exact share of y" in gemma
+    assert "before the model&#39;s post-attention norm" not in gemma
+    assert "before that norm" not in gemma
     assert "post-attention norm" not in smol
     comparison = (SITE / "index.html").read_text(encoding="utf-8")
     assert "Gemma-3-270M normalises the attention block&#39;s output" in comparison

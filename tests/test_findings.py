@@ -298,6 +298,6 @@ def test_a_post_attention_norm_undoing_a_scaling_of_v_is_said_with_its_numbers()
 def test_update_sizes_before_a_post_attention_norm_say_what_they_compare():
     impact = {"layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "magnitude": [2.5, 2.9, 0.01, 0.02]}
     plain = fnd.impact_peak(impact).text
-    normed = fnd.impact_peak(impact, post_norm=True).text
+    normed = fnd.impact_peak(impact, before_norm=True).text
     assert normed.startswith(plain) and "before the model's post-attention norm" in normed
     assert "post-attention" not in plain

@@ -65,7 +65,7 @@ def test_block_size_near_one_is_never_one_times():
     near = [{"layer": 0, "query": 0, "magnitude": 0.998}]
     assert "about the size of the hidden state" in prose.impact_summary([], near)[0]
     assert len(text) == 2  # no post-attention norm: nothing more to say
-    normed = prose.impact_summary(heads, block, 576, post_norm=True)
+    normed = prose.impact_summary(heads, block, 576, before_norm=True)
     assert normed[:2] == prose.impact_summary(heads, block, 576)
     assert "these sizes are taken before that norm" in normed[2]
 

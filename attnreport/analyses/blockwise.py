@@ -146,6 +146,8 @@ def analyze_block(
     local = ranked_keys(scores, n_ranks)  # (head, query, rank)
     keys = local + block.first
     u = head_updates(t, block, probs).double()  # (head, query, model)
+    if t.out_scale is not None:  # each head's share of a post-attention norm's output
+        u = u * t.out_scale[block.start : block.stop].double()
     x = t.x[block.start : block.stop].double()  # (query, model)
     sees_first = block.first == 0
     zeros = torch.zeros(probs.shape[:2], dtype=torch.float64)
@@ -289,9 +291,11 @@ def impact_rows(t: LayerTensors, per_query: Block) -> Table:
 
 
 def block_impact_rows(t: LayerTensors, top_key: torch.Tensor) -> Table:
-    """The ``block_impact`` table: ||block_out|| / ||x|| and heads whose top key is token 0."""
+    """The ``block_impact`` table: ||block_out|| / ||x|| (after a post-attention norm, its
+    output) and heads whose top key is token 0."""
     x_norm = torch.linalg.vector_norm(t.x.double(), dim=-1)
-    out_norm = torch.linalg.vector_norm(t.block_out.double(), dim=-1)
+    added = t.block_out if t.out_scale is None else t.block_out * t.out_scale
+    out_norm = torch.linalg.vector_norm(added.double(), dim=-1)
     return {
         "layer": np.full(t.n_tokens, t.layer, dtype=np.int64),
         "query": np.arange(t.n_tokens, dtype=np.int64),

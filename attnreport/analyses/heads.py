@@ -54,6 +54,9 @@ class LayerTensors(QueryHeads):
     window: int | None = None
     alibi_slopes: torch.Tensor | None = None  # (head,)
     sinks: torch.Tensor | None = None  # (head,) learned sink logits
+    # (query, model) g / rms(block_out) of a post-attention norm: what the block adds is
+    # block_out * out_scale, a head's share its update times it (``records.LayerRecord``)
+    out_scale: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         n_heads, n, _ = self.q.shape

@@ -1,6 +1,8 @@
 """How much each head, and the whole attention block, changes the residual stream.
 
-For token ``i`` with residual ``x_i`` entering the block and a head's update ``u_i``:
+For token ``i`` with residual ``x_i`` entering the block and a head's update ``u_i`` (what
+the head adds to it: after a post-attention norm, its share of the norm's output,
+``LayerRecord.added``):
 ``magnitude = ||u_i|| / ||x_i||`` (unitless ratio of Euclidean norms) and
 ``orientation = cos(u_i, x_i)`` in [-1, 1]. Both are 0 where a norm they divide by is 0.
 Computed in float64 whatever the record's dtype.
@@ -29,7 +31,7 @@ def head_impact_table(record: LayerRecord) -> Table:
     (clipped to [-1, 1] against rounding; 0 where ||u|| or ||x|| is 0).
     """
     x = record.x.to(torch.float64)  # (query, model)
-    u = record.updates.to(torch.float64)  # (head, query, model)
+    u = record.added.to(torch.float64)  # (head, query, model)
     x_norm = torch.linalg.vector_norm(x, dim=-1)  # (query,)
     u_norm = torch.linalg.vector_norm(u, dim=-1)  # (head, query)
     dot = torch.einsum("hqm,qm->hq", u, x)
@@ -46,12 +48,13 @@ def head_impact_table(record: LayerRecord) -> Table:
 def block_impact_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:
     """The ``block_impact`` table: one row per query token.
 
-    Columns: layer, query, magnitude = ||block_out|| / ||x|| (0 where ||x|| = 0),
+    Columns: layer, query, magnitude = ||block_out|| / ||x|| (0 where ||x|| = 0; after a
+    post-attention norm, its output: ``LayerRecord.block_added``),
     top_first_heads = number of heads whose top key for the query is token 0 (ties to the
     lower key index, so all heads at query 0).
     """
     x_norm = torch.linalg.vector_norm(record.x.to(torch.float64), dim=-1)
-    out_norm = torch.linalg.vector_norm(record.block_out.to(torch.float64), dim=-1)
+    out_norm = torch.linalg.vector_norm(record.block_added.to(torch.float64), dim=-1)
     top_key, _, _ = top_keys(record, order)
     n = record.n_tokens
     return {

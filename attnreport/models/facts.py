@@ -41,4 +41,5 @@ def _facts(spec: LayerSpec, scheme: str) -> LayerFacts:
         sinks="sinks" in spec.features,
         qk_norm="qk_norm" in spec.features,
         output_gate=spec.gated,
+        post_norm=spec.post_norm is not None,
     )

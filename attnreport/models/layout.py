@@ -16,7 +16,10 @@ its attention routed through ``attnreport.interface`` and learns, per layer:
   against a rerun with an identity rotation (``attnreport.models.rotary``), none (a
   layer handed cos and sin that rotates nothing), or a score bias (ALiBi);
 - the features the layer uses (GQA, QK-norm, rotary and partial rotary, soft-cap,
-  sliding windows, sinks, output gate).
+  sliding windows, sinks, output gate);
+- a post-attention norm (``post_norm``): the block's norm child that reads exactly the
+  attention module's output, kept where it is an RMSNorm whose per-head shares sum to its
+  output (``attnreport.models.post_norm``).
 The reruns are in ``attnreport.models.probes``. Whether the whole capture reproduces the
 model is checked after discovery by ``attnreport.verify.self_check``.
 """
@@ -32,7 +35,8 @@ from attnreport.errors import AttnReportError
 from attnreport.interface import Computed, routed
 from attnreport.models.families import Family
 from attnreport.models.placement import input_device, materialised
-from attnreport.models.probes import Discovery, discovery_hooks
+from attnreport.models.post_norm import decomposes
+from attnreport.models.probes import Discovery, discovery_hooks, post_norm_hooks
 from attnreport.models.rotary import Rotate, identity, inverse_for, rotated_dims, unrotate
 
 __all__ = ["HeadLayout", "LayerSpec", "discover", "unrotate"]
@@ -70,6 +74,8 @@ class LayerSpec:
     window: int | None = None  # sliding window in tokens: key j allowed iff i - window < j <= i
     positions: str = "none"  # how positions enter this layer's scores: "rope", "alibi", "none"
     rotary_dims: int = 0  # dims of each head the rotation turns (head_dim unless partial)
+    # the block's post-attention norm (Gemma, OLMo 2): what it adds is g * z / rms(z), not z
+    post_norm: nn.Module | None = None
 
     @property
     def gated(self) -> bool:
@@ -147,6 +153,7 @@ def discover(family: Family, model: nn.Module) -> list[LayerSpec]:
     found = [(i, a) for i, b in enumerate(blocks) if (a := find_attention(b, i)) is not None]
     tap = Discovery()
     handles = [h for _, a in found for h in discovery_hooks(a, tap)]
+    handles += [h for i, a in found for h in post_norm_hooks(blocks[i], a, tap)]
     ids = torch.arange(min(4, int(model.config.vocab_size)))[None]
     try:
         with family.adapted(model), routed(model, tap), torch.no_grad():
@@ -273,6 +280,9 @@ def _layer_spec(
     features = _features(computed, layout, attn, rotate, rotary, tap, folded) | (
         {"output_gate"} if gated else set()
     )
+    post_norm = _post_norm(attn, out_proj, tap)
+    if post_norm is not None:
+        features.add("post_attention_norm")
     q_bias = k_bias = None
     if "qk_norm" not in features:
         probe = tap.probe[(id(attn), "zero")]  # identity rotation: q = b_q, k = b_k
@@ -281,7 +291,22 @@ def _layer_spec(
         index, family, layout, block, attn, out_proj, q_bias, k_bias, rotate,
         frozenset(features), _window(computed), positions,
         rotated_dims(rotate, rotary, layout.head_dim) if rotate is not None else 0,
+        post_norm,
     )  # fmt: skip
+
+
+def _post_norm(attn: nn.Module, out_proj: nn.Module, tap: Discovery) -> nn.Module | None:
+    """The block's one norm child that read exactly what the output projection wrote (as the
+    attention module returned it: not with the residual added, as BLOOM's does) and that
+    decomposes per head (``post_norm.decomposes``); else None."""
+    readers = tap.post_norms.get(id(attn), [])
+    written = tap.written.get(id(out_proj))
+    if len(readers) != 1 or written is None:
+        return None
+    norm, read, wrote = readers[0]
+    if read.shape != written.shape or not torch.equal(read, written):
+        return None
+    return norm if decomposes(norm, read, wrote) else None
 
 
 def _out_features(proj: nn.Module) -> int:

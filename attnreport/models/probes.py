@@ -14,6 +14,9 @@ The children of the module that read exactly the function's output are recorded 
 output projection), and those that read something of its size after it (``after``); so
 are its norm children that read exactly the function's output, with what they write
 (``normed``: BitNet's RMSNorm of z before ``o_proj``, a per-token gate g * z / rms(z)).
+The block's own norm children that read exactly the attention module's output are
+recorded with what they read and wrote (``post_norms``: a post-attention norm, Gemma's and
+OLMo 2's, which ``attnreport.models.post_norm`` decomposes per head).
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ class Discovery:
         self.after: dict[int, list[tuple[nn.Module, torch.Tensor]]] = {}
         self.doubled: dict[int, torch.Tensor] = {}  # id(child) -> its input with v doubled
         self.normed: dict[int, list[tuple[nn.Module, torch.Tensor]]] = {}  # norm, its output
+        self.outputs: dict[int, torch.Tensor] = {}  # id(attention) -> what it returned
+        self.written: dict[int, torch.Tensor] = {}  # id(linear child) -> what it wrote
+        # id(attention) -> [(the block's norm child reading that output, its input, output)]
+        self.post_norms: dict[int, list[tuple[nn.Module, torch.Tensor, torch.Tensor]]] = {}
 
     def modify(self, module, q, k, v):
         if self.probing is not None and self.probing[1] == "doubled":
@@ -68,7 +75,10 @@ class Discovery:
 
 
 def _after_attention(tap: Discovery):
-    def hook(module, _args, _output):
+    def hook(module, _args, output):
+        first = output[0] if isinstance(output, tuple | list) else output
+        if isinstance(first, torch.Tensor):
+            tap.outputs[id(module)] = first
         kwargs = tap.kwargs[id(module)]["kwargs"]
         rotary = kwargs.get("position_embeddings")
         if rotary is not None and identity(rotary) is None:
@@ -120,6 +130,31 @@ def _norm_reader(tap: Discovery, attn: nn.Module):
     return hook
 
 
+def _post_norm_reader(tap: Discovery, attn: nn.Module):
+    """A forward hook recording a norm child of the block that reads exactly what the
+    attention module returned (a post-attention norm), with its input and output."""
+
+    def hook(norm, args, output):
+        seen = tap.outputs.get(id(attn))
+        if tap.probing is not None or seen is None or not args:
+            return
+        read = args[0]
+        if (
+            isinstance(read, torch.Tensor)
+            and isinstance(output, torch.Tensor)
+            and (read is seen or (read.shape == seen.shape and torch.equal(read, seen)))
+        ):
+            tap.post_norms.setdefault(id(attn), []).append((norm, read, output))
+
+    return hook
+
+
+def post_norm_hooks(block: nn.Module, attn: nn.Module, tap: Discovery) -> list:
+    """Hook handles (to remove) that record the block's post-attention norm, if any."""
+    norms = [c for c in block.children() if c is not attn and "Norm" in type(c).__name__]
+    return [n.register_forward_hook(_post_norm_reader(tap, attn)) for n in norms]
+
+
 def discovery_hooks(attn: nn.Module, tap: Discovery) -> list:
     """Hook handles (to remove) that fill ``tap`` for one attention module."""
 
@@ -134,8 +169,14 @@ def discovery_hooks(attn: nn.Module, tap: Discovery) -> list:
         c for child in attn.children() for c in child.children() if _is_linear(c)
     ]  # an attention module wrapping the one with the projections (GPT-Neo)
     norms = [c for c in attn.children() if "Norm" in type(c).__name__]
+
+    def on_written(child, _args, output):
+        if tap.probing is None and isinstance(output, torch.Tensor):
+            tap.written[id(child)] = output
+
     return (
         handles
         + [c.register_forward_pre_hook(_reader(tap, attn, c)) for c in children]
+        + [c.register_forward_hook(on_written) for c in children]
         + [n.register_forward_hook(_norm_reader(tap, attn)) for n in norms]
     )

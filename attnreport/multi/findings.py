@@ -15,8 +15,10 @@ import numpy as np
 from attnreport.analyses import sinks
 from attnreport.multi.measures import CURVES, ModelSide, apart, depth, depth_match, layer_values
 from attnreport.site.apparatus import post_norm
+from attnreport.site.words.claims import Claim
 from attnreport.site.words.effects import mean_kl, mildest_first
 from attnreport.site.words.findings import v_undone
+from attnreport.site.words.verdicts import CONTRADICTED, PARTLY, SUPPORTED
 from attnreport.site.words.wording import index_set, join_and, quantity
 
 MOST = 0.5  # "most heads", "most queries": more than half, as the single-model findings
@@ -206,7 +208,7 @@ def v_norm_note(sides: Sequence[ModelSide]) -> str:
     another model's output moves under the same scaling, the contrast in one sentence."""
     cells = {s.name: s.interventions.scaling.cells for s in sides if s.interventions is not None}
     mild = {name: v[0] for name, c in cells.items() if (v := mildest_first(c, "V"))}
-    undone = [s for s in sides if s.name in mild and post_norm(s.manifest)
+    undone = [s for s in sides if s.name in mild and post_norm(s.manifest).present
               and v_undone(cells[s.name])]  # fmt: skip
     moved = [s for s in sides if s.name in mild and s not in undone]
     if not undone or not moved:
@@ -239,8 +241,54 @@ def comparisons(sides: Sequence[ModelSide]) -> list[Comparison]:
         sink_share(sides),
         windows(sides),
         interventions(sides),
+        split_verdict(sides),
     ]
     return [c for c in made if c is not None]
+
+
+# The comparison figure that shows a claim's measure, by the figure its own report cites
+CLAIM_FIGURES = {"set-head-impact": "compare-head-impact", "set-sink-rate": "compare-sink-rate"}
+BEAR_OUT = (SUPPORTED, PARTLY)  # verdicts that side with the claim
+
+
+def _claims(side: ModelSide) -> dict[str, Claim]:
+    """The claims one model's results test, by key (``claims_grid.tested_claims``)."""
+    from attnreport.results.types import set_tables
+    from attnreport.site.words.claims_grid import tested_claims
+
+    first = [s.token_ids[0] if s.token_ids else -1 for s in side.manifest.sentences]
+    bos = bool(side.manifest.settings.extra.get("bos_added", False))
+    found = tested_claims(set_tables(side.set), side.interventions or None, first, bos)
+    return {c.key: c for c in found}
+
+
+def split_verdict(sides: Sequence[ModelSide]) -> Comparison | None:
+    """The first claim that one model bears out (wholly or in part) and another contradicts:
+    both verdicts, and the evidence of the model that contradicts it. None when the models
+    do not part on any claim whose measure a comparison figure draws."""
+    tested = [(side, _claims(side)) for side in sides]
+    for key in dict.fromkeys(k for _, claims in tested for k in claims):
+        held = [(s, c[key]) for s, c in tested if key in c and c[key].verdict.label in BEAR_OUT]
+        broken = [(s, c[key]) for s, c in tested if key in c and c[key].verdict.label == CONTRADICTED]  # fmt: skip
+        figure = CLAIM_FIGURES.get(held[0][1].figure) if held and broken else None
+        if figure is None:
+            continue
+        verdicts = [f"{c.verdict.label} for {s.name} ({c.verdict.reason})" for s, c in [*held, *broken]]  # fmt: skip
+        side, claim = broken[0]
+        after = (
+            ", whose update sizes are taken after its post-attention norm,"
+            if claim.figure == "set-head-impact" and post_norm(side.manifest).present
+            and not post_norm(side.manifest).sizes_before
+            else ","
+        )  # fmt: skip
+        evidence = claim.evidence.removesuffix(".")
+        return Comparison(
+            "split-verdict",
+            f"The models part on the claim \u201c{claim.hypothesis.removesuffix('.')}\u201d: "
+            f"{join_and(verdicts)}. In {side.name}{after} {evidence[0].lower()}{evidence[1:]}.",
+            figure,
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -255,17 +303,9 @@ class ClaimRow:
 
 def claim_rows(sides: Sequence[ModelSide]) -> list[ClaimRow]:
     """The claims-tested verdicts of every model (``site.claims_grid.tested_claims``)."""
-    from attnreport.results.types import set_tables
     from attnreport.site.argument import SOURCE_NAMES
-    from attnreport.site.words.claims_grid import tested_claims
 
-    tested = []
-    for side in sides:
-        tables = set_tables(side.set)
-        iv = side.interventions or None
-        first = [s.token_ids[0] if s.token_ids else -1 for s in side.manifest.sentences]
-        bos = bool(side.manifest.settings.extra.get("bos_added", False))
-        tested.append({c.key: c for c in tested_claims(tables, iv, first, bos)})
+    tested = [_claims(side) for side in sides]
     keys = list(dict.fromkeys(k for claims in tested for k in claims))
     rows = []
     for key in keys:

@@ -35,6 +35,9 @@ class LayerFacts:
     sinks: bool = False
     qk_norm: bool = False
     output_gate: bool = False
+    # the block normalises the attention output before adding it (a post-attention norm)
+    # and the update sizes are each head's share after that norm (version 8)
+    post_norm: bool = False
 
 
 def layer_facts_to_json(facts: tuple[LayerFacts, ...]) -> list[Json]:

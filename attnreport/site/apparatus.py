@@ -13,6 +13,7 @@ from typing import Any
 
 from attnreport.results import Interventions, Manifest
 from attnreport.results.pooling import POOL_WIDTH
+from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.fit import BOOTSTRAP_FROM
 from attnreport.site.words.verdicts import MIN_SENTENCES
 from attnreport.site.words.wording import count, join_and
@@ -71,14 +72,21 @@ def _bos(manifest: Manifest, recaptured: bool) -> str:
     )
 
 
-def post_norm(manifest: Manifest) -> bool:
+def post_norm(manifest: Manifest) -> PostNorm:
     """Whether the model normalises each attention block's output before adding it to the
-    hidden state (Gemma 2 and 3, OLMo 2: the family feature ``post_attention_norm``)."""
-    return "post_attention_norm" in manifest.model.features
+    hidden state (Gemma 2 and 3, OLMo 2: the feature ``post_attention_norm``), and whether
+    its update sizes were taken before that norm: every attention layer of results of
+    schema 8 or later that has one says it measured each head's share after it
+    (``LayerFacts.post_norm``); older results measured before it."""
+    if "post_attention_norm" not in manifest.model.features:
+        return NO_POST_NORM
+    attending = [f for f in manifest.model.layers if f.attention]
+    after = bool(attending) and all(f.post_norm for f in attending)
+    return PostNorm(present=True, sizes_before=not after)
 
 
 def _post_norm(manifest: Manifest) -> str | None:
-    if not post_norm(manifest):
+    if not post_norm(manifest).sizes_before:
         return None
     return (
         "The model normalises each attention block's output before adding it to the hidden "

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from attnreport.results.interventions import Interventions
 from attnreport.site.context import FigureContext, Link, Notes, Paragraph
+from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.findings import key_findings
 
 CITATIONS = {
@@ -64,13 +65,13 @@ def finding_paragraphs(
     figures: Sequence[FigureContext],
     pages: Sequence[str | None],
     notes: Notes,
-    post_norm: bool = False,
+    post_norm: PostNorm = NO_POST_NORM,
 ) -> tuple[Paragraph, ...]:
     """One paragraph per key finding, with its figure link and citation footnote.
 
     set_tables: ``set.json``'s tables; figures: the index page's numbered figures;
     pages[i]: sentence ``i``'s file name (None: no page, no link); notes: the page's footnotes (cite in page order);
-    post_norm: the model has a post-attention norm (see ``key_findings``).
+    post_norm: the model's post-attention norm, if any (see ``key_findings``).
     """
     out = []
     for finding in key_findings(set_tables, interventions, post_norm):

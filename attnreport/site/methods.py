@@ -7,8 +7,9 @@ relies on, so every figure can link to its definition (``method_href``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.fit import BOOTSTRAP_FROM
 
 
@@ -81,6 +82,25 @@ METHODS = (
            "Numbers over the set give their spread across sentences; a claim's verdict follows "
            "the rule stated in Claims tested."),
 )  # fmt: skip
+
+# What a post-attention norm changes in two definitions, when the sizes are taken after it
+AFTER_NORM = {
+    "impact": " This model normalises the block's output z = Σ_h u_h + b_o before adding it "
+              "(a post-attention norm, y = g ⊙ z / rms(z)), so u here is the head's exact "
+              "share of y, g ⊙ u / rms(z): the heads' shares and the scaled bias sum to y.",
+    "block": " With this model's post-attention norm, the output is the norm's, ‖y_i‖.",
+}  # fmt: skip
+
+
+def measures(post_norm: PostNorm = NO_POST_NORM) -> tuple[Method, ...]:
+    """``METHODS`` as a report shows them: for a model whose update sizes are each head's
+    share after its post-attention norm, the two measures they change say so."""
+    if not post_norm.present or post_norm.sizes_before:
+        return METHODS
+    return tuple(
+        replace(m, text=m.text + AFTER_NORM[m.key]) if m.key in AFTER_NORM else m for m in METHODS
+    )
+
 
 FIGURE_METHOD = {
     "attention-map": "scores",

@@ -35,6 +35,7 @@ from attnreport.site.layer_card import layer_rows
 from attnreport.site.markdown import markdown_html
 from attnreport.site.words import lede, prose, verdicts, wording
 from attnreport.site.words.alt_text import AltData
+from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.role_findings import active_roles
 from attnreport.text import display_token, visible
 from attnreport.vocabulary import PARTS, TERMS
@@ -200,7 +201,7 @@ def _part_texts(
     sorted_figs: list[int],
     iv_link: Link | None,
     hidden_size: int | None = None,
-    post_norm: bool = False,
+    post_norm: PostNorm = NO_POST_NORM,
 ) -> list[list[Paragraph]]:
     tables = sentence.tables
     focus = prose.rows(tables.focus)
@@ -226,11 +227,13 @@ def _part_texts(
             prose.rows(tables.head_impact),
             prose.rows(tables.block_impact),
             hidden_size,
-            post_norm,
+            post_norm.sizes_before,
         ),
         [notes.ref("hidden", NOTES["hidden"])],
     )
-    return [p1, p2, p3, _intervention_texts(interventions, index, notes, iv_link, post_norm)]
+    return [
+        p1, p2, p3, _intervention_texts(interventions, index, notes, iv_link, post_norm.present)
+    ]  # fmt: skip
 
 
 def _intervention_texts(
@@ -410,7 +413,7 @@ def index_page(
         claims=claims,
         claims_rule=verdicts.RULE if claims else "",
         model_line=visible(apparatus.model_line(results.manifest)),
-        methods=methods.METHODS,
+        methods=methods.measures(apparatus.post_norm(results.manifest)),
         limitations=tuple(
             apparatus.limitations(results.manifest, results.interventions, _recaptured(results))
         ),

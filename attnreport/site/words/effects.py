@@ -8,6 +8,7 @@ p_modified) of the next-token distribution at each position, in nats.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from attnreport.results.interventions import GridCell, MeanGrid
 from attnreport.site.words.wording import count, join_and, quantity
@@ -19,6 +20,19 @@ POST_NORM = (
     "normalises the attention block's output before adding it to the hidden state (a "
     "post-attention norm)"
 )
+
+
+@dataclass(frozen=True)
+class PostNorm:
+    """What the results say of a post-attention norm: whether the model has one
+    (``present``), and whether its update sizes were taken before it (``sizes_before``:
+    results before schema 8) instead of as each head's share of what the norm adds."""
+
+    present: bool = False
+    sizes_before: bool = False
+
+
+NO_POST_NORM = PostNorm()
 
 
 def mean_kl(cell: GridCell) -> float:

@@ -18,7 +18,9 @@ from attnreport.analyses import sinks
 from attnreport.results.interventions import Interventions
 from attnreport.site.words import fit
 from attnreport.site.words.effects import (
+    NO_POST_NORM,
     POST_NORM,
+    PostNorm,
     mean_kl,
     mean_text,
     mildest_first,
@@ -172,12 +174,13 @@ def self_focus_heads(self_focus: Heads) -> Finding:
     return Finding("self-focus", text, "set-self-focus")
 
 
-def impact_peak(impact: Any, post_norm: bool = False) -> Finding | None:
+def impact_peak(impact: Any, before_norm: bool = False) -> Finding | None:
     """The layer whose heads change the hidden state most (mean ``magnitude`` over heads).
 
     impact: columns layer, head, magnitude (impact_pooled: ||u|| / ||x||, averaged over tokens).
-    post_norm: the model normalises the block's output before adding it (Gemma, OLMo 2), so
-    the sizes are measured before that norm and the text says what they can compare.
+    before_norm: the model normalises the block's output before adding it (Gemma, OLMo 2)
+    and these sizes were measured before that norm (results before schema 8): the text
+    says what they can compare.
     """
     heads = per_head(impact, "magnitude")
     if not heads:
@@ -194,7 +197,7 @@ def impact_peak(impact: Any, post_norm: bool = False) -> Finding | None:
         low_size = percent(means[low]) if means[low] < 1 else f"{number(means[low])} times"
         text += f", against {low_size} in layer {low}"
     text += "."
-    if post_norm:
+    if before_norm:
         text += (
             " These sizes are taken before the model's post-attention norm, which rescales "
             "the block's summed output before it is added: they compare heads with each "
@@ -304,13 +307,15 @@ def sink_rate(first_prob: Heads, first_focus: Heads) -> Finding | None:
 
 
 def key_findings(
-    set_tables: Mapping[str, Any], interventions: Interventions | None, post_norm: bool = False
+    set_tables: Mapping[str, Any],
+    interventions: Interventions | None,
+    post_norm: PostNorm = NO_POST_NORM,
 ) -> list[Finding]:
     """Every finding the results support, in reading order.
 
     set_tables: ``set.json``'s ``tables`` (focus_by_sentence, focus_pooled, impact_pooled;
     focus_by_sentence may carry ``first_prob``). interventions: the typed grids (None: none).
-    post_norm: the model has a post-attention norm (its manifest's features).
+    post_norm: the model's post-attention norm, if any (``apparatus.post_norm``).
     """
     pooled = set_tables.get("focus_pooled")
     by_sentence = columns(set_tables.get("focus_by_sentence"))
@@ -325,8 +330,8 @@ def key_findings(
     selves = per_head(pooled, "self_focus")
     if selves:
         out.append(self_focus_heads(selves))
-    out.append(impact_peak(set_tables.get("impact_pooled"), post_norm))
-    out.append(intervention_effect(interventions, post_norm))
+    out.append(impact_peak(set_tables.get("impact_pooled"), post_norm.sizes_before))
+    out.append(intervention_effect(interventions, post_norm.present))
 
     out.extend(role_findings(set_tables))
     return [f for f in out if f is not None]

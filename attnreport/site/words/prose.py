@@ -153,13 +153,14 @@ def impact_summary(
     head_impact: Sequence[Row],
     block_impact: Sequence[Row],
     dim: int | None = None,
-    post_norm: bool = False,
+    before_norm: bool = False,
 ) -> list[str]:
     """Part 3 text: the layer whose attention block changes the hidden state most.
 
     dim: the hidden size, which decides when a cosine is a direction (``fit.cosine_words``);
-    None: the cosine is given without a direction. post_norm: the model normalises the
-    block's output before adding it, so the sizes are taken before that norm (said).
+    None: the cosine is given without a direction. before_norm: the model normalises the
+    block's output before adding it and these sizes were taken before that norm (results
+    before schema 8: said).
     """
     text = []
     layers = {k: sum(v) / len(v) for k, v in by_layer(block_impact, "magnitude").items()}
@@ -185,7 +186,7 @@ def impact_summary(
             f"The head with the largest update is {head_name(strongest['layer'], strongest['head'])}"
             f" ({times(strongest['magnitude'], 'the hidden state')}); on average {way}."
         )
-    if text and post_norm:
+    if text and before_norm:
         text.append(
             f"This model {effects.POST_NORM}, and these sizes are taken before that norm: they "
             "compare layers and heads with each other, not with what the block adds."
