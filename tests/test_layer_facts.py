@@ -47,6 +47,9 @@ def test_positions_per_layer():
         ("gpt_oss", {}, {"sinks": [True, True]}),
         ("qwen3", {}, {"qk_norm": [True, True], "sinks": [False, False]}),
         ("afmoe", {}, {"output_gate": [True, True], "softcap": [False, False]}),
+        ("olmo2", {}, {"post_norm": [True, True], "qk_norm": [True, True]}),
+        ("exaone4", {}, {"post_norm": [True, True]}),  # found by what it reads, no family row
+        ("llama", {}, {"post_norm": [False, False]}),
     ],
 )
 def test_features_per_layer(model_type, overrides, expected):
@@ -104,3 +107,9 @@ def test_the_model_card_shows_the_facts():
     assert rows["Sliding window"] == "4 tokens in layer 0"
     assert rows["Soft-capped scores"] == "both layers"
     assert "Not attention" not in rows and "QK-norm" not in rows
+
+
+def test_the_card_names_the_layers_with_a_post_attention_norm():
+    rows = dict(layer_rows(_facts("olmo2"), 8))
+    assert rows["Post-attention norm"] == "both layers"
+    assert "Post-attention norm" not in dict(layer_rows(_facts("llama"), 8))

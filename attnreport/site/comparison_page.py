@@ -55,7 +55,7 @@ class ModelColumn:
     name: str
     color: str
     href: str  # its own report (``SLUG/index.html``)
-    card: tuple[str, ...]  # values in the order of ``CARD`` plus windows, QK-norm, soft-cap
+    card: tuple[str, ...]  # values in the order of ``CARD_LABELS``
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def windows_words(manifest: Manifest) -> str:
 
 
 def card_values(manifest: Manifest) -> tuple[str, ...]:
-    """The card's values (``CARD`` then windows, QK-norm, soft-cap, intervention layer)."""
+    """The card's values (``CARD`` then windows, QK-norm, soft-cap, post-attention norm)."""
     tree = card_tree(manifest)
     values = [find(tree, keys) for _label, keys in CARD]
     shown = [f"{v:,}" if isinstance(v, int) and v >= 10_000 else str(v) for v in values]
@@ -100,11 +100,14 @@ def card_values(manifest: Manifest) -> tuple[str, ...]:
         windows_words(manifest),
         "yes" if "qk_norm" in features else "no",
         "yes" if "softcap" in features or "soft_cap" in features else "no",
+        "yes" if "post_attention_norm" in features else "no",
     ]
     return tuple(visible(v) for v in shown)
 
 
-CARD_LABELS = (*(label for label, _ in CARD), "Sliding windows", "QK-norm", "Soft-cap")
+CARD_LABELS = (
+    *(label for label, _ in CARD), "Sliding windows", "QK-norm", "Soft-cap", "Post-attention norm"
+)  # fmt: skip
 
 
 def model_columns(sides: Sequence[ModelSide], colors: Sequence[str]) -> tuple[ModelColumn, ...]:

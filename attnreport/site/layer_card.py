@@ -3,8 +3,8 @@
 Pure: ``LayerFacts`` (one per block, schema version 6) in, (label, value) rows out.
 Positions are grouped by kind ("rotary in all 30 layers", "partial rotary, 16 of 64 dims,
 in layers 0-3; none in layer 4"); a hybrid's blocks without attention get their own
-row; windows, soft-caps, sinks, QK-norm and output gates get a row where some layer has
-them. A folder written before version 6 has no facts and no rows.
+row; windows, soft-caps, sinks, QK-norm, output gates and post-attention norms get a row
+where some layer has them. A folder written before version 6 has no facts and no rows.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ FLAGS = (  # (label, attribute)
     ("Attention sinks", "sinks"),
     ("QK-norm", "qk_norm"),
     ("Output gate", "output_gate"),
+    ("Post-attention norm", "post_norm"),  # schema 8: the update sizes are taken after it
 )
 
 
