@@ -70,6 +70,25 @@ def test_a_breaker_just_above_the_median_reads_larger_than_it():
     )
 
 
+def test_the_evidence_gives_medians_beside_the_means():
+    """Gemma-3's case after its post-attention norm: a few very large sink heads carry the
+    sink heads' mean past the others' while their median stays below. Both are said, every
+    size to the precision that tells the smallest breaker from the others' median (10% and
+    9.7%), so the others' 9.7% never also reads as 10%."""
+    first = _heads(value=lambda lay, h: 0.9 if lay >= 2 else 0.1)  # 6 sink heads, 6 others
+    sizes = _heads(value=lambda lay, h: 0.08 if lay >= 2 else 0.097)
+    c = claims.sink_heads_change_little(first, {**sizes, (3, 1): 0.1, (3, 2): 2.9}, 6)
+    assert c.verdict.label == CONTRADICTED  # mean 0.55 against 0.097
+    assert c.evidence == (
+        "The 6 sink heads (the first token is their top key for most queries) write updates "
+        "of 55% of ‖x‖ on average (median 8.0%), the other 6 heads 9.7% (median 9.7%)."
+    )
+    assert c.breakers.endswith(
+        "sink heads whose updates (10% to 290% of ‖x‖) are larger than the median of the "
+        "other heads (9.7%)"
+    )
+
+
 def test_sink_on_any_first_token():
     sinks = {s: _heads(value=lambda lay, h: 0.95) for s in range(4)}
     c = claims.sink_on_any_first_token(by_sentence(sinks), [10, 11, 12, 13], bos_added=False)

@@ -71,7 +71,8 @@ def sink_heads_change_little(first_focus: Mapping, magnitude: Mapping, n_sentenc
 
     first_focus, magnitude: ``{(layer, head): pooled value}`` over ``n_sentences``. Effect: 1 - (mean update of
     sink heads / mean update of the others). A sink head breaks it when its update is
-    larger than the median update of the other heads.
+    larger than the median update of the other heads. The evidence gives both medians beside
+    the means: a few large heads can carry a mean (Gemma-3's layers 0-1).
     """
     sinks = sorted(k for k, v in first_focus.items() if v >= SINK and k in magnitude)
     others = [magnitude[k] for k in first_focus if first_focus[k] < SINK and k in magnitude]
@@ -80,20 +81,24 @@ def sink_heads_change_little(first_focus: Mapping, magnitude: Mapping, n_sentenc
         ev = Evidence(0.0, 0, 0)
         return Claim("sink-small-update", hyp, "blog", verdict(ev),
                      "No split: every head is a sink head, or none is.", "", "set-head-impact")  # fmt: skip
-    mean_sink = float(np.mean([magnitude[k] for k in sinks]))
+    sink_sizes = [magnitude[k] for k in sinks]
+    mean_sink, median_sink = float(np.mean(sink_sizes)), float(np.median(sink_sizes))
     mean_other, median_other = float(np.mean(others)), float(np.median(others))
     breakers = [k for k in sinks if magnitude[k] > median_other]
     effect = 1 - mean_sink / mean_other if mean_other > 0 else 0.0
     ev = Evidence(effect, n_sentences, tested=len(sinks), breakers=len(breakers))
+    low, high = (f(magnitude[k] for k in breakers) for f in (min, max)) if breakers else (0, 0)
+    # the other heads' median is told apart from the smallest breaker; every size of the
+    # evidence is given to the same precision, so one number never reads two ways
+    shown = _telling_apart(low, median_other) if breakers else percent
     text = (
         f"The {count(len(sinks), 'sink head')} (the first token is their top key for most "
-        f"queries) write updates of {percent(mean_sink)} of ‖x‖ on average, the other "
-        f"{count(len(others), 'head')} {percent(mean_other)}."
+        f"queries) write updates of {shown(mean_sink)} of ‖x‖ on average (median "
+        f"{shown(median_sink)}), the other {count(len(others), 'head')} {shown(mean_other)} "
+        f"(median {shown(median_other)})."
     )
     broken = ""
     if breakers:
-        low, high = (f(magnitude[k] for k in breakers) for f in (min, max))
-        shown = _telling_apart(low, median_other)
         lo, hi, median = shown(low), shown(high), shown(median_other)
         sizes = lo if lo == hi else f"{lo} to {hi}"
         broken = (
