@@ -7,18 +7,10 @@ from __future__ import annotations
 
 import torch
 
-from attnreport.models.families.adapter import Adapter, from_position_ids
-from attnreport.models.families.gptj import rotate, scored
+from attnreport.models.families.adapter import Adapter
+from attnreport.models.families.gptj import rotate, scored, table_positions
 
 MP_NUM = 4  # CodeGen's model-parallel slices of qkv_proj
-
-
-def positions(module, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(cos, sin), each (batch, n, rotary_dim), of the module's sinusoid table (sin | cos),
-    in the table's dtype as CodeGen reads it."""
-    sincos = module.embed_positions.to(position_ids.device)[position_ids]
-    sin, cos = torch.split(sincos, sincos.shape[-1] // 2, dim=-1)
-    return cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1)
 
 
 def routed_forward(self, config, hidden_states, layer_past=None, attention_mask=None,
@@ -28,12 +20,13 @@ def routed_forward(self, config, hidden_states, layer_past=None, attention_mask=
     qkv = self.qkv_proj(hidden_states)
     qkv = qkv.reshape(qkv.shape[:-1] + (MP_NUM, -1))
     local_dim = self.head_dim * self.num_attention_heads // MP_NUM
-    q, v, k = (
-        self._split_heads(t, self.num_attention_heads, self.head_dim, mp_num=MP_NUM).transpose(1, 2)
+    q, v, k = (  # each slice's quarter of the heads, in order (CodeGen's own _split_heads)
+        t.reshape(*t.shape[:2], -1, self.head_dim).transpose(1, 2)
         for t in torch.split(qkv, local_dim, dim=-1)
     )  # (batch, head, n, d)
-    context, probs = scored(self, config, q, k, v, attention_mask, position_embeddings)
+    newer = not hasattr(self, "embed_positions")  # transformers 5.24 on rounds q, k to v's dtype
+    context, probs = scored(self, config, q, k, v, attention_mask, position_embeddings, newer)
     return self.resid_dropout(self.out_proj(context)), probs
 
 
-ADAPTER = Adapter("CodeGenAttention", routed_forward, from_position_ids(positions), rotate)
+ADAPTER = Adapter("CodeGenAttention", routed_forward, table_positions(), rotate)  # table's dtype
