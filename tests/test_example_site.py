@@ -110,3 +110,36 @@ def test_static_images_name_the_widgets_in_words():
     assert breakdowns and all("top target)" in t for t in breakdowns)
     for name, text in svgs.items():
         assert "sort_idx" not in text and "observation " not in text, name
+
+
+def test_the_maps_tooltip_probability_carries_only_the_digits_its_scores_give():
+    """The map's tooltip derives p_ij from the scores the page holds (3 decimals): within
+    3e-4 of the results' probabilities on every cell of the example, so it is shown to 3
+    decimals, which match the results' own rounding on all but about 1 cell in 80 (to 4
+    decimals, 1 in 9 would be wrong)."""
+    import numpy as np
+
+    from attnreport.charts.figures.attention import PROB_FORMAT, attention_map_rows
+    from attnreport.results import load
+    from attnreport.results.maps import flat
+
+    cells = wrong = 0
+    for model in ("smollm2-135m-instruct", "gemma-3-270m"):
+        results = load(SITE / model / "results")
+        for sentence in results.sentences:
+            att = sentence.attention
+            for (layer, head), rows in attention_map_rows(sentence).items():
+                index = att.layer_numbers.index(layer)
+                scores = flat(att.scores[index][head])
+                exact = flat(att.probs[index][head])[np.isfinite(scores)]
+                query, shown = np.array(rows["query"]), np.array(rows["score"], dtype=float)
+                derived = np.empty_like(shown)
+                for q in np.unique(query):
+                    row = query == q
+                    weights = np.exp(shown[row] - shown[row].max())
+                    derived[row] = weights / weights.sum()
+                assert np.abs(derived - exact).max() <= 3e-4
+                cells += len(exact)
+                wrong += sum(f"{a:{PROB_FORMAT}}" != f"{b:{PROB_FORMAT}}" for a, b in zip(derived, exact, strict=True))  # fmt: skip
+    assert PROB_FORMAT == ".3f" and cells > 300_000
+    assert wrong / cells < 0.02

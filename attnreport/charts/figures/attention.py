@@ -8,8 +8,10 @@ constant ``layer`` and ``head``). The spec computes the rest in the browser
 (``DERIVED_TRANSFORMS``): ``prob`` = softmax of the row's scores and ``rank`` = the key's
 place when the row is sorted by score descending, ties to the lower key (the schema's
 rule). Scores are sent at ``SCORE_DECIMALS`` places, which keeps the probabilities within
-about 3e-4 of the results'; where that rounding ties cells of a row in an order other than
-the results' ranks, those cells keep the results' digits (``ordered_scores``).
+about 3e-4 of the results' (2.4e-4 on the example): the tooltip shows them to 3 decimals
+(``PROB_FORMAT``), where 4 would be wrong in the last digit for about 1 cell in 9 of the
+example and 3 for about 1 in 80. Where that rounding ties cells of a row in an order other
+than the results' ranks, those cells keep the results' digits (``ordered_scores``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from attnreport.results import Manifest, SentenceResults
 from attnreport.results.maps import flat, row_ranks, triangle_index
 
 ROW_FILTER = "datum.layer == layer && datum.head == head"
+PROB_FORMAT = ".3f"  # the digits the probabilities derived from 3-decimal scores carry
 NO_SINK = -1e9  # the sink logit of a layer without sinks in a model with them: exp() is 0
 DOT_SIZE = "0.4 * pow(bandwidth('x'), 2)"  # a top-target dot, px²: 0.4 of its cell's area
 DOT_STROKE = "min(0.8, bandwidth('x') / 8)"  # its white ring, px: thin on a tiny cell
@@ -124,7 +127,7 @@ def _map_tooltips() -> list[alt.Tooltip]:
     return [
         *common.token_tips(),
         tip("score:Q", "score s_ij", ".3f"),
-        tip("prob:Q", "probability p_ij", ".4f"),
+        tip("prob:Q", "probability p_ij", PROB_FORMAT),
         tip("rank:O", "rank in row (0 = top)"),
         tip("query:O", "current position"),
         tip("key:O", "target position"),
