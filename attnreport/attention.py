@@ -146,8 +146,12 @@ def _update_input(raw: RawLayer) -> torch.Tensor:
     with an output gate the gated output g * z (u_h = W_O,h (g_h * z_h))."""
     if raw.gated is None:
         return host(raw.computed.context)
-    n, heads = raw.gated.shape[0], raw.computed.context.shape[0]
-    return raw.gated.reshape(n, heads, -1).transpose(0, 1)  # (head, query, d)
+    return gated_heads(raw.gated, raw.computed.q.shape[0])
+
+
+def gated_heads(gated: torch.Tensor, heads: int) -> torch.Tensor:
+    """(head, query, d) of a captured gated output g * z (query, head * d)."""
+    return gated.reshape(gated.shape[0], heads, -1).transpose(0, 1)
 
 
 def _float32(tensor: torch.Tensor) -> torch.Tensor:

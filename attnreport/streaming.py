@@ -27,7 +27,7 @@ from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from attnreport.analyses.heads import LayerTensors, QueryBlock, block_rows
-from attnreport.attention import RawLayer, unrotated
+from attnreport.attention import RawLayer, gated_heads, unrotated
 from attnreport.capture import (
     LayerTap,
     Slots,
@@ -141,10 +141,10 @@ def alibi_slopes(score_bias: torch.Tensor | None, n: int) -> torch.Tensor | None
 def layer_tensors(spec: LayerSpec, raw: RawLayer) -> LayerTensors:
     """The ``LayerTensors`` of one streamed layer (``raw.computed`` a ``Scored``), on the CPU."""
     scored = raw.computed
-    if spec.gated or (scored.sinks is not None and scored.sinks.dim() > 1):
-        what = "output gates" if spec.gated else "a sink logit per query"
+    if scored.sinks is not None and scored.sinks.dim() > 1:
         raise AttnReportError(
-            f"layer {spec.layer}: the blockwise analyses do not support {what}; pass fewer tokens"
+            f"layer {spec.layer}: the blockwise analyses do not support a sink logit per query; "
+            "pass fewer tokens"
         )
     q_raw, k_raw = unrotated(spec, raw)
     heads, kv_heads, d = scored.q.shape[0], scored.k.shape[0], scored.q.shape[-1]
@@ -167,6 +167,7 @@ def layer_tensors(spec: LayerSpec, raw: RawLayer) -> LayerTensors:
         alibi_slopes=alibi_slopes(scored.score_bias, scored.q.shape[1]),
         sinks=None if scored.sinks is None else scored.sinks.float(),
         out_scale=raw.out_scale,
+        gated=None if raw.gated is None else gated_heads(raw.gated, heads),
     )
     return on_cpu(tensors)
 

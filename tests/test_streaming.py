@@ -166,3 +166,32 @@ def test_a_head_that_cannot_be_reproduced_is_refused(tiny_model_dirs, monkeypatc
     monkeypatch.setattr(model.config, "final_logit_softcapping", 0.01, raising=False)
     with pytest.raises(AttnReportError, match="final logits"):
         run_modified(model, specs, ids, 1, identity, (1,), leading=4)
+
+
+@pytest.mark.parametrize("model_type", ["afmoe", "qwen3_next", "bitnet", "jetmoe", "diffllama"])
+def test_a_gated_output_streams_to_the_dense_tables(model_type, small_blocks):
+    """Behind an output gate a head's update is W_O,h (g_h * z_h): the blockwise analyses
+    read the model's own gated output (captured whole, O(n x d)), so a long input of a gated
+    model (AFMoE, Qwen3-Next, BitNet's normed gate, JetMoE's experts, DiffLlama) gives the
+    tables the dense pass gives."""
+    from attnreport.models.families import family_for
+    from attnreport.verify import verified_layers
+    from tests.zoo_models import build_zoo_model
+
+    model, why = build_zoo_model(model_type)
+    assert model is not None, why
+    specs = verified_layers(family_for(model_type), model)
+    assert any(s.gated for s in specs)
+    ids = torch.arange(3, 15)
+    dense_tables, _ = analyze_pass(model, specs, ids, Settings(map_tokens=len(ids)))
+    streamed_tables, no_maps = analyze_pass(model, specs, ids, Settings(map_tokens=len(ids) - 1))
+    assert no_maps is None  # the streamed (blockwise) pass
+    for field in dataclasses.fields(dense_tables):
+        dense = getattr(dense_tables, field.name).arrays()
+        streamed = getattr(streamed_tables, field.name).arrays()
+        for column, expected in dense.items():
+            if expected.dtype.kind == "f":
+                np.testing.assert_allclose(streamed[column], expected, rtol=1e-4, atol=1e-5,
+                                           err_msg=f"{field.name}.{column}")  # fmt: skip
+            else:
+                np.testing.assert_array_equal(streamed[column], expected, err_msg=column)

@@ -120,9 +120,13 @@ def rank_terms(t: LayerTensors, block: QueryBlock, keys: torch.Tensor) -> dict[s
 
 
 def head_updates(t: LayerTensors, block: QueryBlock, probs: torch.Tensor) -> torch.Tensor:
-    """(head, query, model) float32: u = (probs @ v) @ W_o slice, each head's residual update."""
-    v = _repeat(t.v[:, block.first : block.stop], t.groups)  # (head, key, d)
-    context = torch.matmul(probs, v)  # (head, query, d)
+    """(head, query, model) float32: u = (probs @ v) @ W_o slice, each head's residual update;
+    behind an output gate, u = (g * z) @ W_o slice from the model's own gated output."""
+    if t.gated is not None:
+        context = t.gated[:, block.start : block.stop].float()
+    else:
+        v = _repeat(t.v[:, block.first : block.stop], t.groups)  # (head, key, d)
+        context = torch.matmul(probs, v)  # (head, query, d)
     return torch.einsum("hqd,hdm->hqm", context, t.out_weight.float())
 
 

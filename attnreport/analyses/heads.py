@@ -57,6 +57,9 @@ class LayerTensors(QueryHeads):
     # (query, model) g / rms(block_out) of a post-attention norm: what the block adds is
     # block_out * out_scale, a head's share its update times it (``records.LayerRecord``)
     out_scale: torch.Tensor | None = None
+    # (head, query, d) g * z, what the output projection reads behind an output gate (the
+    # model's own gated output, captured whole: O(n x d)), or None without a gate
+    gated: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         n_heads, n, _ = self.q.shape
