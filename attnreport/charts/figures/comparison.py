@@ -32,8 +32,12 @@ CAPTIONS = {
     "averaged over the layer's heads and pooled over the set.",
     "head_impact": "For every layer, the size of the heads' updates relative to the hidden "
     "state they are added to (||u|| / ||x||), averaged over the layer's heads and the "
-    "set's tokens.",
+    "set's tokens, on a log scale: the sizes of one model can span a factor of 100.",
 }
+# The y scale of each curve: shares on their whole range; update sizes, ratios that span
+# orders of magnitude (Gemma-3's first layers add twice the hidden state, its last 3%), on
+# a log scale, so that every model's curve stays readable
+SCALES = {"sink_rate": alt.Scale(domain=[0, 100]), "head_impact": alt.Scale(type="log")}
 DEPTH_NOTE = (
     " The x axis is relative depth, layer / (L - 1): 0 is each model's first layer and 1 "
     "its last, so a point is a layer and the models' layers fall at different depths."
@@ -64,8 +68,7 @@ def curve_figure(rows: Columns, statistic: str, models: Sequence[str]) -> Figure
     """One per-layer measure of every model against relative depth (``measures.curve_rows``)."""
     key = CURVE_KEYS[statistic]
     name, axis = CURVES[statistic]
-    domain = [0, 100] if statistic == "sink_rate" else None
-    y = alt.Y("value:Q", title=axis, scale=alt.Scale(domain=domain) if domain else alt.Undefined)
+    y = alt.Y("value:Q", title=axis, scale=SCALES.get(statistic, alt.Undefined))
     chart = (
         alt.Chart(alt.Data(name=key))
         .mark_line(point=alt.OverlayMarkDef(size=30), strokeWidth=1.8)
