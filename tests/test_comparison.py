@@ -358,3 +358,18 @@ def test_every_comparison_figure_has_alt_text_from_its_rows(site):
         peak = max(lines[(model, "first_focus")].items(), key=lambda kv: kv[1])
         assert f"{model} peaks at {peak[1]:.3g} at depth {peak[0]:.2f}" in labels["compare-first-focus"]  # fmt: skip
     assert "%" in labels["compare-sink-rate"].split("peaks at", 1)[1]
+
+
+def test_update_sizes_are_compared_on_a_log_scale_and_shares_on_their_range():
+    """Update sizes are ratios that span orders of magnitude (Gemma-3's first layers about
+    2 x ||x||, SmolLM2's layers 0.03): a log axis keeps every model's curve readable; the
+    shares keep a linear axis (the sink rate on 0-100)."""
+    from attnreport.charts.figures.comparison import curve_figure
+
+    rows = {"statistic": ["head_impact", "sink_rate"], "model": ["A", "A"], "layer": [0, 0],
+            "depth": [0.0, 0.0], "value": [0.5, 50.0]}  # fmt: skip
+    impact = curve_figure(rows, "head_impact", ["A"]).spec
+    rate = curve_figure(rows, "sink_rate", ["A"]).spec
+    assert impact["encoding"]["y"]["scale"] == {"type": "log"}
+    assert "log scale" in curve_figure(rows, "head_impact", ["A"]).caption
+    assert rate["encoding"]["y"]["scale"] == {"domain": [0, 100]}
