@@ -29,7 +29,13 @@ from attnreport.session import open_session
 from attnreport.verify import verify_sentences
 
 SENTENCES = ["the cat chased the mouse and the dog sat on the mat", "what does attention focus ?"]
-FAMILIES = ("llama", "gpt_oss", "bloom", "gpt2")  # GQA; sinks + MoE; adapter; Conv1D
+FAMILIES = (
+    "llama",
+    "gpt_oss",
+    "bloom",
+    "gpt2",
+    "gemma3",
+)  # GQA; sinks + MoE; adapter; Conv1D; post-norm
 
 
 @pytest.fixture(scope="module")
