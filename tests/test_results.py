@@ -82,6 +82,22 @@ def test_a_version_3_folder_loads_and_dumps_as_version_4(results, v3_folder):
     assert compare_results(old, results).ok
 
 
+def test_runs_that_took_update_sizes_on_either_side_of_a_post_attention_norm_differ(results):
+    """A schema-8 run of a model with a post-attention norm measured its update sizes after
+    the norm, an older run before it: compare says so in one line, not as number noise."""
+    from attnreport.results.layers import LayerFacts
+
+    def with_norm(after: bool):
+        facts = tuple(LayerFacts(i, post_norm=after) for i in range(3))
+        model = replace(results.manifest.model, layers=facts)
+        return replace(results, manifest=replace(results.manifest, model=model))
+
+    assert compare_results(with_norm(True), with_norm(True)).ok
+    found = compare_results(with_norm(False), with_norm(True))
+    assert found.problems[0].startswith("manifest.json: one run took the update sizes after")
+    assert found.problems[-1].endswith("nothing else compared")
+
+
 def test_typed_fields_and_defaults_of_optional_columns(results):
     focus = results.sentences[0].tables.focus
     assert focus.layer.dtype == np.int64 and focus.first_focus.dtype == np.float64

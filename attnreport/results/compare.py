@@ -199,6 +199,17 @@ def _compare_manifest(a: Results, b: Results, out: Comparison) -> None:
         out.problems.append("manifest.json: the settings differ")
     if ma.sentences != mb.sentences:
         out.problems.append("manifest.json: the sentences or their token ids differ")
+    if _after_norm(ma) != _after_norm(mb):
+        out.problems.append(
+            "manifest.json: one run took the update sizes after the model's post-attention "
+            "norm (schema 8) and the other before it: head_impact and block_impact measure "
+            "different things"
+        )
+
+
+def _after_norm(manifest) -> bool:
+    """Whether the run measured a post-attention norm's layers after the norm (schema 8)."""
+    return any(f.post_norm for f in manifest.model.layers)
 
 
 def _compare_sentence(
@@ -276,7 +287,7 @@ def compare_results(expected: Results, actual: Results, tol: Tolerance | None = 
     out = Comparison()
     _compare_manifest(expected, actual, out)
     if len(expected.sentences) != len(actual.sentences) or out.problems:
-        out.problems.append("the runs cover different sentences or models; nothing else compared")
+        out.problems.append("the runs are not of one study (above); nothing else compared")
         return out
     ties = find_ties(expected, actual, tol)
     for s in range(len(expected.sentences)):
