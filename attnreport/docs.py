@@ -22,8 +22,8 @@ from attnreport.results import types
 START, END = "<!-- cli-reference:start -->", "<!-- cli-reference:end -->"
 FAMILY_START, FAMILY_END = "<!-- families:start -->", "<!-- families:end -->"
 CHECKED = (
-    "the `verify` checks (three, and a fourth on a post-attention norm); Q/K scaled to ~0 gives uniform attention over the allowed "
-    "keys; V scaled leaves the layer and changes the next; the model is restored after a "
+    "the `verify` checks (three, and a fourth on a post-attention norm); Q/K scaled to ~0 "
+    "gives uniform attention over the allowed keys; V scaled leaves the layer and changes the next; the model is restored after a "
     "failing pass; `build --no-images` renders every page"
 )
 
@@ -72,8 +72,8 @@ def zoo_summary() -> str:
     refused = "".join(f"- {reason}: {', '.join(types)}\n" for reason, types in by_reason.items())
     return (
         "Any other architecture is checked when it loads: discovery, then the `verify` checks "
-        "(three, and a fourth on a post-attention norm) on an 8-token probe, layer by layer; a model that fails is refused in one line "
-        "naming the check and the layer. The test suite builds a tiny random model of every "
+        "(three, and a fourth on a post-attention norm) on an 8-token probe, layer by layer; a "
+        "model that fails is refused in one line naming the check and the layer. The test suite builds a tiny random model of every "
         f"decoder-only text `model_type` of transformers {zoo.TRANSFORMERS} "
         f"({built + len(zoo.NOT_TINY)}); {built} build from a small config. Of those, "
         f"{len(zoo.VERIFIED)} verify ({share}%): {verified}.\n\n"

@@ -86,9 +86,15 @@ class LayerRecord(QueryHeads):
     def added(self) -> torch.Tensor:
         """(head, query, model): what each head adds to the hidden state, ``updates``, times
         ``out_scale`` after a post-attention norm (the heads' exact shares of its output)."""
-        return self.updates if self.out_scale is None else self.updates * self.out_scale
+        return after_norm(self.updates, self.out_scale)
 
     @property
     def block_added(self) -> torch.Tensor:
         """(query, model): what the whole block adds, ``block_out`` (times ``out_scale``)."""
-        return self.block_out if self.out_scale is None else self.block_out * self.out_scale
+        return after_norm(self.block_out, self.out_scale)
+
+
+def after_norm(values: torch.Tensor, out_scale: torch.Tensor | None) -> torch.Tensor:
+    """``values`` (..., query, model) as the block adds them: times ``out_scale`` (query,
+    model), g / rms(block_out), after a post-attention norm; as they are without one."""
+    return values if out_scale is None else values * out_scale.to(values.dtype)

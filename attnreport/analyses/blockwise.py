@@ -35,7 +35,7 @@ from attnreport.analyses.impact import _ratio
 from attnreport.analyses.probes import massive_activation_row
 from attnreport.analyses.roles import head_roles_table, role_query_values, value_norms
 from attnreport.analyses.tables import Table
-from attnreport.records import TERM_NAMES
+from attnreport.records import TERM_NAMES, after_norm
 
 Block = dict[str, torch.Tensor]  # per-block results, every value (head, block query, ...)
 
@@ -149,9 +149,8 @@ def analyze_block(
     extra = {} if roles is None else _block_roles(t, block, probs, sink, roles)
     local = ranked_keys(scores, n_ranks)  # (head, query, rank)
     keys = local + block.first
-    u = head_updates(t, block, probs).double()  # (head, query, model)
-    if t.out_scale is not None:  # each head's share of a post-attention norm's output
-        u = u * t.out_scale[block.start : block.stop].double()
+    scale = None if t.out_scale is None else t.out_scale[block.start : block.stop]
+    u = after_norm(head_updates(t, block, probs).double(), scale)  # (head, query, model)
     x = t.x[block.start : block.stop].double()  # (query, model)
     sees_first = block.first == 0
     zeros = torch.zeros(probs.shape[:2], dtype=torch.float64)
@@ -298,8 +297,7 @@ def block_impact_rows(t: LayerTensors, top_key: torch.Tensor) -> Table:
     """The ``block_impact`` table: ||block_out|| / ||x|| (after a post-attention norm, its
     output) and heads whose top key is token 0."""
     x_norm = torch.linalg.vector_norm(t.x.double(), dim=-1)
-    added = t.block_out if t.out_scale is None else t.block_out * t.out_scale
-    out_norm = torch.linalg.vector_norm(added.double(), dim=-1)
+    out_norm = torch.linalg.vector_norm(after_norm(t.block_out, t.out_scale).double(), dim=-1)
     return {
         "layer": np.full(t.n_tokens, t.layer, dtype=np.int64),
         "query": np.arange(t.n_tokens, dtype=np.int64),

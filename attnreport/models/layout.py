@@ -296,16 +296,20 @@ def _layer_spec(
 
 
 def _post_norm(attn: nn.Module, out_proj: nn.Module, tap: Discovery) -> nn.Module | None:
-    """The block's one norm child that read exactly what the output projection wrote (as the
-    attention module returned it: not with the residual added, as BLOOM's does) and that
-    decomposes per head (``post_norm.decomposes``); else None."""
-    readers = tap.post_norms.get(id(attn), [])
+    """The block's one norm child that read exactly what the output projection wrote (not
+    with the residual added, as BLOOM's does) and that decomposes per head
+    (``post_norm.decomposes``); else None."""
     written = tap.written.get(id(out_proj))
-    if len(readers) != 1 or written is None:
+    if written is None:
+        return None
+    readers = [
+        (norm, read, wrote)
+        for norm, read, wrote in tap.post_norms.get(id(attn), [])
+        if read.shape == written.shape and torch.equal(read, written)
+    ]
+    if len(readers) != 1:
         return None
     norm, read, wrote = readers[0]
-    if read.shape != written.shape or not torch.equal(read, written):
-        return None
     return norm if decomposes(norm, read, wrote) else None
 
 

@@ -14,9 +14,10 @@ The children of the module that read exactly the function's output are recorded 
 output projection), and those that read something of its size after it (``after``); so
 are its norm children that read exactly the function's output, with what they write
 (``normed``: BitNet's RMSNorm of z before ``o_proj``, a per-token gate g * z / rms(z)).
-The block's own norm children that read exactly the attention module's output are
-recorded with what they read and wrote (``post_norms``: a post-attention norm, Gemma's and
-OLMo 2's, which ``attnreport.models.post_norm`` decomposes per head).
+The attention's linear children record what they wrote (``written``), and the block's own
+norm children what they read and wrote (``post_norms``): the one that read exactly what the
+output projection wrote is a post-attention norm, Gemma's and OLMo 2's, which
+``attnreport.models.post_norm`` decomposes per head.
 """
 
 from __future__ import annotations
@@ -42,9 +43,8 @@ class Discovery:
         self.after: dict[int, list[tuple[nn.Module, torch.Tensor]]] = {}
         self.doubled: dict[int, torch.Tensor] = {}  # id(child) -> its input with v doubled
         self.normed: dict[int, list[tuple[nn.Module, torch.Tensor]]] = {}  # norm, its output
-        self.outputs: dict[int, torch.Tensor] = {}  # id(attention) -> what it returned
         self.written: dict[int, torch.Tensor] = {}  # id(linear child) -> what it wrote
-        # id(attention) -> [(the block's norm child reading that output, its input, output)]
+        # id(attention) -> [(a norm child of its block, what it read, what it wrote)]
         self.post_norms: dict[int, list[tuple[nn.Module, torch.Tensor, torch.Tensor]]] = {}
 
     def modify(self, module, q, k, v):
@@ -75,10 +75,7 @@ class Discovery:
 
 
 def _after_attention(tap: Discovery):
-    def hook(module, _args, output):
-        first = output[0] if isinstance(output, tuple | list) else output
-        if isinstance(first, torch.Tensor):
-            tap.outputs[id(module)] = first
+    def hook(module, _args, _output):
         kwargs = tap.kwargs[id(module)]["kwargs"]
         rotary = kwargs.get("position_embeddings")
         if rotary is not None and identity(rotary) is None:
@@ -131,26 +128,20 @@ def _norm_reader(tap: Discovery, attn: nn.Module):
 
 
 def _post_norm_reader(tap: Discovery, attn: nn.Module):
-    """A forward hook recording a norm child of the block that reads exactly what the
-    attention module returned (a post-attention norm), with its input and output."""
+    """A forward hook recording what a norm child of ``attn``'s block read and wrote
+    (``models.layout`` keeps the one that read the output projection's output)."""
 
     def hook(norm, args, output):
-        seen = tap.outputs.get(id(attn))
-        if tap.probing is not None or seen is None or not args:
-            return
-        read = args[0]
-        if (
-            isinstance(read, torch.Tensor)
-            and isinstance(output, torch.Tensor)
-            and (read is seen or (read.shape == seen.shape and torch.equal(read, seen)))
-        ):
+        read = args[0] if args else None
+        tensors = isinstance(read, torch.Tensor) and isinstance(output, torch.Tensor)
+        if tap.probing is None and tensors:
             tap.post_norms.setdefault(id(attn), []).append((norm, read, output))
 
     return hook
 
 
 def post_norm_hooks(block: nn.Module, attn: nn.Module, tap: Discovery) -> list:
-    """Hook handles (to remove) that record the block's post-attention norm, if any."""
+    """Hook handles (to remove) that record what the block's norm children read and wrote."""
     norms = [c for c in block.children() if c is not attn and "Norm" in type(c).__name__]
     return [n.register_forward_hook(_post_norm_reader(tap, attn)) for n in norms]
 

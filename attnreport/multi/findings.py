@@ -277,10 +277,9 @@ def split_verdict(sides: Sequence[ModelSide]) -> Comparison | None:
         side, claim = broken[0]
         after = (
             ", whose update sizes are taken after its post-attention norm,"
-            if claim.figure == "set-head-impact" and post_norm(side.manifest).present
-            and not post_norm(side.manifest).sizes_before
+            if claim.figure == "set-head-impact" and post_norm(side.manifest).sizes_after
             else ","
-        )  # fmt: skip
+        )
         evidence = claim.evidence.removesuffix(".")
         return Comparison(
             "split-verdict",

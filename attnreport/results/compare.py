@@ -23,6 +23,7 @@ import numpy as np
 
 from attnreport.results.columns import Table
 from attnreport.results.io import Results
+from attnreport.results.manifest import Manifest
 from attnreport.results.ties import Ties, Tolerance, find_ties
 
 FRACTIONS = ("self_focus", "first_focus")  # statistics that count top keys
@@ -207,7 +208,7 @@ def _compare_manifest(a: Results, b: Results, out: Comparison) -> None:
         )
 
 
-def _after_norm(manifest) -> bool:
+def _after_norm(manifest: Manifest) -> bool:
     """Whether the run measured a post-attention norm's layers after the norm (schema 8)."""
     return any(f.post_norm for f in manifest.model.layers)
 

@@ -95,7 +95,7 @@ AFTER_NORM = {
 def measures(post_norm: PostNorm = NO_POST_NORM) -> tuple[Method, ...]:
     """``METHODS`` as a report shows them: for a model whose update sizes are each head's
     share after its post-attention norm, the two measures they change say so."""
-    if not post_norm.present or post_norm.sizes_before:
+    if not post_norm.sizes_after:
         return METHODS
     return tuple(
         replace(m, text=m.text + AFTER_NORM[m.key]) if m.key in AFTER_NORM else m for m in METHODS

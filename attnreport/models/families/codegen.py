@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from attnreport.models.families.adapter import Adapter
-from attnreport.models.families.gptj import rotate, scored, table_positions
+from attnreport.models.families.gptj import hands_positions, rotate, scored, table_positions
 
 MP_NUM = 4  # CodeGen's model-parallel slices of qkv_proj
 
@@ -24,7 +24,7 @@ def routed_forward(self, config, hidden_states, layer_past=None, attention_mask=
         t.reshape(*t.shape[:2], -1, self.head_dim).transpose(1, 2)
         for t in torch.split(qkv, local_dim, dim=-1)
     )  # (batch, head, n, d)
-    newer = not hasattr(self, "embed_positions")  # transformers 5.24 on rounds q, k to v's dtype
+    newer = hands_positions(self)  # transformers 5.24 on: it also rounds q, k to v's dtype
     context, probs = scored(self, config, q, k, v, attention_mask, position_embeddings, newer)
     return self.resid_dropout(self.out_proj(context)), probs
 

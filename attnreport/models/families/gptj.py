@@ -33,6 +33,12 @@ def pairs(sin: torch.Tensor, cos: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
     return cos.repeat_interleave(2, -1), sin.repeat_interleave(2, -1)
 
 
+def hands_positions(module) -> bool:
+    """Whether the model hands the module its positions (transformers 5.24 on: the sinusoid
+    table moved from the attention module to the model)."""
+    return not hasattr(module, "embed_positions")
+
+
 def table_positions(table_dtype=None):
     """``Adapter.positions`` for GPT-J and CodeGen: (cos, sin), each (batch, n, rotary_dim),
     of the sinusoid table (sin | cos). Up to transformers 5.23 the attention module holds the
@@ -42,7 +48,7 @@ def table_positions(table_dtype=None):
     table in (a function of the module), or None for the table's own."""
 
     def positions(module, kwargs):
-        if not hasattr(module, "embed_positions"):  # transformers 5.24 on
+        if hands_positions(module):
             handed = kwargs.get("position_embeddings")
             return None if handed is None else pairs(*handed)
         ids = kwargs.get("position_ids")

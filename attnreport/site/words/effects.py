@@ -31,6 +31,11 @@ class PostNorm:
     present: bool = False
     sizes_before: bool = False
 
+    @property
+    def sizes_after(self) -> bool:
+        """The model has one and its update sizes are the heads' shares after it (schema 8)."""
+        return self.present and not self.sizes_before
+
 
 NO_POST_NORM = PostNorm()
 
