@@ -73,7 +73,7 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
     and the magnitudes compared, with the numbers it was derived from.
     """
     from attnreport.session import session_for
-    from attnreport.verify import verify_sentences
+    from attnreport.verification import verify_sentences
 
     settings = settings_from(ctx)
     if len(settings.model_names()) > 1:

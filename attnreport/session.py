@@ -10,7 +10,7 @@ from attnreport.config import Settings
 from attnreport.models.layout import LayerSpec
 from attnreport.models.loading import LoadedModel, load_model
 from attnreport.sentences import Sentence, bos_added, read_sentences, tokenize_sentences
-from attnreport.verify import verified_layers
+from attnreport.verification import verified_layers
 
 FALLBACK_CONTEXT = 2048  # ALiBi models declare no positional limit
 

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from attnreport.session import open_session
-from attnreport.verify import verify_sentences
+from attnreport.verification import verify_sentences
 
 SHORT = ("1 probabilities", "2 updates vs block output", "3 terms vs logit")
 

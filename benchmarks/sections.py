@@ -211,7 +211,7 @@ def load_section(ctx: Context) -> Section:
     rows += [_load_row(f"cached load {i + 1}", run) for i, run in enumerate(cached)]
     section.add(
         "The load-time check (discovery, then the self-check's three checks on its "
-        "8-token probe: `attnreport.verify.verified_layers`) runs after the load in the same "
+        "8-token probe: `attnreport.verification.verified_layers`) runs after the load in the same "
         'process; "In process" is up to the loaded model, "Load check" the check alone '
         '(judged against its 1 s budget on the median cached load), "Check CPU" the CPU '
         "time it used on all threads. The check's first pass is the model's first forward "

@@ -75,7 +75,7 @@ def task_load(_args: dict[str, Any]) -> dict[str, Any]:
     the self-check on its probe, apart."""
     from attnreport.models.layout import discover
     from attnreport.models.loading import load_model
-    from attnreport.verify import self_check
+    from attnreport.verification import self_check
 
     imported = since_start()
     loaded = load_model("default")

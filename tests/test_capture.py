@@ -10,7 +10,7 @@ from attnreport.capture import capture_attention
 from attnreport.models import load_model
 from attnreport.models.layout import discover
 from attnreport.records import TERM_NAMES
-from attnreport.verify import verify_sentences
+from attnreport.verification import verify_sentences
 
 SENTENCES = ["the cat chased the mouse and the dog sat on the mat", "what does attention focus ?"]
 

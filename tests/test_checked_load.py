@@ -15,7 +15,7 @@ import attnreport
 from attnreport.session import load_verified
 
 PACKAGE = Path(attnreport.__file__).parent
-CHECKED = {"attnreport/verify.py"}  # verified_layers: discovery, then the self-check
+CHECKED = {"attnreport/verification.py"}  # verified_layers: discovery, then the self-check
 
 
 def _calls(tree: ast.AST, name: str) -> int:
@@ -28,7 +28,7 @@ def _calls(tree: ast.AST, name: str) -> int:
 
 
 def test_discovery_runs_only_inside_the_checked_load():
-    """No module outside ``verify.verified_layers`` calls ``discover``, nor ``load_model``
+    """No module outside ``verification.verified_layers`` calls ``discover``, nor ``load_model``
     outside ``load_verified``: a path that skipped the self-check would show up here."""
     where = {"discover": set(), "load_model": set()}
     for path in PACKAGE.rglob("*.py"):

@@ -26,7 +26,7 @@ from attnreport.models.layout import discover
 from attnreport.models.placement import input_device, swapped_forward
 from attnreport.results.compare import compare_results
 from attnreport.session import open_session
-from attnreport.verify import verify_sentences
+from attnreport.verification import verify_sentences
 
 SENTENCES = ["the cat chased the mouse and the dog sat on the mat", "what does attention focus ?"]
 FAMILIES = (

@@ -16,7 +16,7 @@ import pytest
 from attnreport.errors import AttnReportError
 from attnreport.models.facts import layer_facts
 from attnreport.models.families import family_for
-from attnreport.verify import verified_layers
+from attnreport.verification import verified_layers
 from tests.zoo_models import build_zoo_model
 
 OTHER_KINDS = {"linear_attention", "conv"}  # the config's names of layers without attention

@@ -19,7 +19,7 @@ from attnreport.models.layout import positional_scheme
 from attnreport.results.layers import LayerFacts
 from attnreport.results.manifest import manifest_from_json, model_from_json
 from attnreport.site.layer_card import layer_rows
-from attnreport.verify import verified_layers
+from attnreport.verification import verified_layers
 from tests.zoo_models import build_zoo_model
 
 

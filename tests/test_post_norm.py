@@ -19,7 +19,7 @@ from attnreport.capture import capture_attention
 from attnreport.models import load_model
 from attnreport.models.layout import discover
 from attnreport.models.post_norm import decomposes, epsilon, gain, token_scale
-from attnreport.verify import verify_sentences
+from attnreport.verification import verify_sentences
 
 TEXT = "the cat sat on the mat and the dog sat on the cat"
 WITH_NORM = ("gemma2", "gemma3", "olmo2")

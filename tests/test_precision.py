@@ -18,7 +18,7 @@ from attnreport.cli import main
 from attnreport.models import load_model
 from attnreport.models.layout import discover
 from attnreport.tolerance import describe, tolerance, unit_roundoff
-from attnreport.verify import verify_sentences
+from attnreport.verification import verify_sentences
 from tests.tiny_models import FAMILY_NAMES
 
 SENTENCES = ["the cat chased the mouse and the dog sat on the mat", "what does attention focus ?"]

@@ -13,7 +13,7 @@ import torch
 
 from attnreport.capture import capture_attention
 from attnreport.models.families import family_for
-from attnreport.verify import verified_layers
+from attnreport.verification import verified_layers
 from tests.zoo_models import build_zoo_model
 
 IDS = torch.arange(1, 9)

@@ -175,7 +175,7 @@ def test_a_gated_output_streams_to_the_dense_tables(model_type, small_blocks):
     model (AFMoE, Qwen3-Next, BitNet's normed gate, JetMoE's experts, DiffLlama) gives the
     tables the dense pass gives."""
     from attnreport.models.families import family_for
-    from attnreport.verify import verified_layers
+    from attnreport.verification import verified_layers
     from tests.zoo_models import build_zoo_model
 
     model, why = build_zoo_model(model_type)

@@ -19,7 +19,7 @@ from attnreport.errors import AttnReportError
 from attnreport.models import load_model
 from attnreport.models.families import FAMILIES, family_for
 from attnreport.models.layout import discover, positional_scheme
-from attnreport.verify import self_check, verified_layers
+from attnreport.verification import self_check, verified_layers
 from tests.tiny_models import FAMILY_NAMES
 from tests.zoo_models import build_zoo_model
 

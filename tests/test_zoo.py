@@ -17,7 +17,7 @@ import transformers
 
 from attnreport.errors import AttnReportError
 from attnreport.models.families import family_for, zoo
-from attnreport.verify import verified_layers
+from attnreport.verification import verified_layers
 from tests.zoo_models import build_zoo_model, zoo_types
 
 RECORDED = sorted({*zoo.VERIFIED, *zoo.REFUSED, *zoo.NOT_TINY})

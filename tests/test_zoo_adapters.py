@@ -24,7 +24,7 @@ from attnreport.config import Settings
 from attnreport.interventions import identity, run_modified, scale
 from attnreport.models.families import family_for, zoo
 from attnreport.sentence_pass import analyze_pass
-from attnreport.verify import verified_layers
+from attnreport.verification import verified_layers
 from tests.zoo_models import build_zoo_model, save_zoo_model
 
 IDS = torch.tensor([5, 3, 9, 9, 2, 7, 1, 4, 4, 8, 6, 3])

@@ -21,7 +21,7 @@ its attention routed through ``attnreport.interface`` and learns, per layer:
   attention module's output, kept where it is an RMSNorm whose per-head shares sum to its
   output (``attnreport.models.post_norm``).
 The reruns are in ``attnreport.models.probes``. Whether the whole capture reproduces the
-model is checked after discovery by ``attnreport.verify.self_check``.
+model is checked after discovery by ``attnreport.verification.self_check``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A family record names an architecture (for the manifest and the README table) or, for a
 model whose attention does not call the interface (BLOOM), supplies the adapter that
 makes it. It admits nothing: every model, named here or not, is admitted by the
-self-check at load (``attnreport.verify.verified_layers``), and ``family_for`` gives an
+self-check at load (``attnreport.verification.verified_layers``), and ``family_for`` gives an
 unnamed ``model_type`` a plain interface family named after it. To name a family: a row
 in ``table.ROWS`` and a tiny model in ``tests/tiny_models.py`` (``tests/tiny_adapters.py``
 for adapters; a hybrid's adapter, and JetMoE's, DiffLlama's and DeepSeek V2's, are
