@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from attnreport.config import Settings
 from attnreport.errors import AttnReportError
 from attnreport.output import check_output, input_paths
-from attnreport.results import Results, load
+from attnreport.results import Results
+from attnreport.results.io import parse_files, results_files
 from attnreport.session import Session, session_for
 
 if TYPE_CHECKING:  # analyze imports no chart or template code
@@ -47,9 +48,23 @@ def study(
     timings: Timings | None = None,
     session: Session | None = None,
 ) -> tuple[Session, Results]:
-    """The results of ``settings`` in memory, made by the one pipeline: ``run_corpus``
-    into a temporary folder, read back (for library callers, benchmarks and tests).
-    ``session``: a model already loaded with these settings' sentences."""
+    """The results of ``settings`` in memory, made by the one pipeline (``study_files``),
+    typed (for library callers, benchmarks and tests). ``session``: a model already
+    loaded with these settings' sentences."""
+    session, files = study_files(settings, progress, timings, session)
+    return session, parse_files(files)
+
+
+def study_files(
+    settings: Settings,
+    progress: Progress = _quiet,
+    timings: Timings | None = None,
+    session: Session | None = None,
+) -> tuple[Session, dict[str, bytes]]:
+    """The results files of ``settings`` (``{relative path: bytes}``, as ``analyze --out``
+    writes them, less its resume state), made by the one pipeline: ``run_corpus`` into a
+    temporary folder, read back (``results_files``) and the folder removed. ``session``: a
+    model already loaded, or held by the caller (the Python API), with these sentences."""
     import tempfile
 
     from attnreport.corpus import run_corpus
@@ -60,7 +75,7 @@ def study(
     with tempfile.TemporaryDirectory(prefix="attnreport-study-") as folder:
         run_corpus(replace(settings, out=folder), force=True, progress=clock, session=session)
         clock.stop()
-        return session, load(folder)
+        return session, results_files(folder)
 
 
 @dataclass(frozen=True)

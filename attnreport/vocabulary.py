@@ -44,6 +44,10 @@ RESULTS_FOLDER = "results/"  # a site's copy of the results it was drawn from
 OPTIONS_NAME = "render.json"  # inside a site's results/: the options it was drawn with
 OPTIONS_FILE = RESULTS_FOLDER + OPTIONS_NAME  # the same, relative to the site
 
+# The manifest's ``model.source`` of a model object analysed in Python (the API's
+# ``attnreport.analyze``), beside ``gguf``, ``directory`` and ``hub`` (``models.loading``).
+PYTHON_SOURCE = "python"
+
 # The accepted values of the settings that are a choice.
 DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16")
 DEVICES: tuple[str, ...] = ("cpu", "cuda", "auto")

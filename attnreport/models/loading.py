@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from attnreport.errors import AttnReportError
+from attnreport.models.decoders import check_causal_decoder
 from attnreport.models.families import Family, family_for
 from attnreport.models.named import NAMED, named_gguf
 from attnreport.models.placement import map_options, placement_of
@@ -279,6 +280,7 @@ def _load_pretrained(location: str, source: ModelSource, dtype: torch.dtype, pla
         raise AttnReportError(
             f"cannot read the config of {source.display_name}: {err}".splitlines()[0]
         ) from err
+    check_causal_decoder(config)
     family = family_for(config.model_type)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=local_only)

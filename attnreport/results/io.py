@@ -251,6 +251,30 @@ def read_folder(folder: Path) -> dict[str, bytes]:
     }
 
 
+def results_files(folder: str | Path) -> dict[str, bytes]:
+    """The results files of a folder as ``{relative path: bytes}``: the manifest and the
+    files it lists (a run's resume state, ``run.json`` and ``partials/``, left out; a
+    folder of schema 1, which lists none, gives every results file). ``parse_files``
+    reads them; written back as they are, they render byte for byte as the folder does."""
+    folder = Path(folder)
+    manifest = folder / MANIFEST
+    listed = _listed(manifest.read_bytes()) if manifest.is_file() else None
+    if listed is None:
+        return read_folder(folder)
+    names = [MANIFEST, *(name for name in listed if folder.joinpath(*name.split("/")).is_file())]
+    return {name: folder.joinpath(*name.split("/")).read_bytes() for name in sorted(names)}
+
+
+def _listed(manifest: bytes) -> list[str] | None:
+    """The file names a manifest's ``files`` lists; None when it lists none (schema 1) or
+    does not parse (``parse_files`` says what is wrong)."""
+    try:
+        files = json.loads(manifest.decode("utf-8")).get("files")
+    except (UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    return [str(name) for name in files] if isinstance(files, dict) else None
+
+
 def load(folder: str | Path) -> Results:
     """Read a results folder written by ``attnreport analyze`` (or a site's ``results/``)."""
     folder = Path(folder)

@@ -21,6 +21,7 @@ from typing import Any
 from attnreport.results import Manifest
 from attnreport.results.layout import CURRENT, Layout
 from attnreport.results.manifest import manifest_to_json
+from attnreport.vocabulary import PYTHON_SOURCE
 
 LISTING = "-printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum"
 
@@ -94,6 +95,8 @@ def rebuild_command(manifest: Manifest, pages: str = "all") -> str:
     its file or folder (a local path is the reader's own to fill in).
     """
     model = manifest.model
+    if model.source == PYTHON_SOURCE:
+        return held_rebuild(manifest, pages)
     embedded = model.source == "gguf" and "embedded" in model.name
     words = ["attnreport", "build", "--model", "default" if embedded else model.name]
     if model.dtype != "float32":
@@ -105,6 +108,19 @@ def rebuild_command(manifest: Manifest, pages: str = "all") -> str:
     if pages != "all":
         words += ["--pages", pages]
     return shlex.join(words)
+
+
+def held_rebuild(manifest: Manifest, pages: str = "all") -> str:
+    """For a model object analysed in Python: the calls that made the report, with the
+    settings that differ from their defaults (the object itself was never saved)."""
+    recorded = manifest_to_json(manifest)["settings"]
+    chosen = {k: recorded.get(k) for k in ("bos", "intervene_layer")}
+    given = "".join(f", {k}={v!r}" for k, v in chosen.items() if v not in (None, "auto"))
+    shown = "" if pages == "all" else f", pages={pages!r}"
+    return (
+        f"attnreport.analyze(model, tokenizer, sentences{given}) in Python, on the model "
+        f"object the card describes, then attnreport.render(study, out{shown})"
+    )
 
 
 def about_rows(
