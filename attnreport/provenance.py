@@ -24,7 +24,7 @@ def quantisation(kind: str, location: str, dtype: str, config: Any = None) -> st
     read as they are in memory: nothing says what they were stored as)."""
     if kind == PYTHON_SOURCE:
         method = _quant_method(getattr(config, "quantization_config", None))
-        return f"{method} (the model object's config)" if method else "none recorded"
+        return f"{method}, per the model object's config" if method else "none recorded"
     if kind != "gguf":
         return "none"
     match = GGUF_TYPE.search(Path(location).name)
@@ -42,7 +42,7 @@ def weights_from(kind: str, location: str, embedded: bool, package: str = "") ->
     if package:
         return f"the {package} package ({name})"
     if kind == PYTHON_SOURCE:
-        return f"a model object in Python ({location}), analysed without saving it"
+        return f"a model object analysed in Python without saving it: {location}"
     return {"hub": f"Hugging Face Hub: {location}", "gguf": f"GGUF file {name}"}.get(
         kind, f"folder {name}"
     )

@@ -2,10 +2,14 @@
 
 A ``Study.figure`` is an ordinary Altair chart, drawn by whichever renderer Altair has
 enabled. Altair 6's own choices each miss some frontends: its ``mimetype`` renderer
-hands over the Vega-Lite 6 bundle (``application/vnd.vegalite.v6.json``), which nteract
-draws itself, offline, but JupyterLab 4 and VS Code do not draw yet; its default,
-``html``, draws everywhere that can load vega-embed from its CDN. This renderer gives
-both in one display bundle, and each frontend draws the richest it knows::
+hands over the spec as ``application/vnd.vegalite.v6.json``, which nbformat refuses to
+store as JSON (only ``+json`` types may hold an object: the notebook then fails to
+validate) and which JupyterLab 4 and VS Code do not draw; its default, ``html``, draws
+wherever vega-embed can be loaded from its CDN. This renderer gives, in one display
+bundle, the spec as ``application/vnd.vegalite.vN+json`` (N: the Vega-Lite major version
+Altair writes; the JSON type that Jupyter's own Vega-Lite renderers have used since
+v2) and the HTML of Altair's ``html`` renderer; each frontend draws the richest it
+knows::
 
     import altair as alt
     alt.renderers.enable("attnreport")
@@ -24,18 +28,27 @@ def _display() -> Any:
     """The installed Altair's display module (``altair.vegalite.vN.display``)."""
     import altair as alt
 
-    major = alt.SCHEMA_VERSION.lstrip("v").split(".")[0]
-    return importlib.import_module(f"altair.vegalite.v{major}.display")
+    return importlib.import_module(f"altair.vegalite.v{_major(alt.SCHEMA_VERSION)}.display")
+
+
+def _major(version: str) -> str:
+    return version.lstrip("v").split(".")[0]
+
+
+def mime_type() -> str:
+    """``application/vnd.vegalite.vN+json`` for the Vega-Lite Altair writes (N = 6 for
+    Altair 6)."""
+    import altair as alt
+
+    return f"application/vnd.vegalite.v{_major(alt.SCHEMA_VERSION)}+json"
 
 
 def notebook_renderer(spec: dict[str, Any], **metadata: Any) -> tuple[dict, dict]:
-    """(display bundle, metadata) of a Vega-Lite spec: Altair's Vega-Lite mimetype bundle
-    (with its ``text/plain`` line) plus the ``text/html`` of its ``html`` renderer."""
+    """(display bundle, metadata) of a Vega-Lite spec: the spec as ``mime_type()``, the
+    HTML of Altair's ``html`` renderer, and Altair's ``text/plain`` line."""
     from altair.utils.display import default_renderer_base
 
     display = _display()
-    bundle, meta = default_renderer_base(
-        spec, display.VEGALITE_MIME_TYPE, display.DEFAULT_DISPLAY, **metadata
-    )
+    bundle, meta = default_renderer_base(spec, mime_type(), display.DEFAULT_DISPLAY, **metadata)
     html = display.html_renderer(spec, **metadata)
     return {**bundle, **(html[0] if isinstance(html, tuple) else html)}, meta

@@ -175,8 +175,10 @@ def every_rows(figure: Figure, source: Figure) -> Columns:
 def view_rows(
     figure: Figure, source: Figure, chosen: tuple[Any, ...], default: tuple[Any, ...]
 ) -> Columns:
-    """The rows of the view ``chosen`` (values of ``figure.selecting_params``): the data
-    file that holds it, and the page's inline rows when that is the default view's."""
+    """The rows of the view ``chosen`` (values of ``figure.selecting_params``): those of
+    the data file that holds it (and of the page's inline rows when that is the default
+    view's) whose columns named like the params hold the chosen values (a file may pack
+    several views)."""
     if not figure.selecting_params:
         return every_rows(figure, source)
     names = source.chunk_names
@@ -184,7 +186,10 @@ def view_rows(
     parts = [source.chunks[file]]
     if source.inline_chunk is None and file == names[chunk_key(default)]:
         parts.insert(0, source.inline)
-    return _columns(parts, figure)
+    rows = _columns(parts, figure)
+    keys = [(p, v) for p, v in zip(figure.selecting_params, chosen, strict=True) if p in rows]
+    kept = [i for i in range(_count(rows)) if all(rows[p][i] == v for p, v in keys)]
+    return {c: [values[i] for i in kept] for c, values in rows.items()}
 
 
 def _columns(parts: list[Columns], figure: Figure) -> Columns:

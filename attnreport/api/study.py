@@ -132,10 +132,11 @@ def load(path: str | Path) -> Study | list[Study]:
 
 
 def _read(folder: Path, top: Path) -> Study:
-    """The study of ``folder``, with the render options of ``top`` (the folder given) when
-    it has them and ``folder`` has none: a comparison site keeps them at its top."""
+    """The study of ``folder`` with the render options ``attnreport render TOP`` would use
+    (``top``: the folder given): those of ``top``, else its own (a comparison site keeps
+    the comparison's at its top, and each model's report's beside its results)."""
     files = results_files(folder)
-    for where in (folder, top):
+    for where in (top, folder):
         options = where / OPTIONS_NAME
         if options.is_file():
             files[OPTIONS_NAME] = options.read_bytes()
