@@ -28,7 +28,7 @@ _HOMES = {
     "Check": "attnreport.verification",
 }
 
-__all__ = ["AttnReportError", "Check", "Study", "analyze", "load", "render", "verify"]
+__all__ = ["analyze", "verify", "Study", "load", "render", "AttnReportError", "Check"]
 
 if TYPE_CHECKING:
     from attnreport.api.analysis import analyze, verify

@@ -1,16 +1,19 @@
-"""Generate the README's CLI reference and its table of supported families, and the
-results schema's lists of tables.
+"""Generate the README's CLI reference, its Python API reference and its table of
+supported families, and the results schema's lists of tables.
 
 ``python -m attnreport.docs`` rewrites the sections between the markers in README.md
-(from the commands' own ``--help`` text and from the family registry) and each file's
-``"tables"`` list in docs/results-schema.md (from the typed results: a new table is
-listed by its field); a test fails when either has drifted.
+(from the commands' own ``--help`` text, the public API's signatures and docstrings,
+and the family registry) and each file's ``"tables"`` list in docs/results-schema.md
+(from the typed results: a new table is listed by its field); a test fails when either
+has drifted.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -20,6 +23,7 @@ from attnreport.models.families import FAMILIES, zoo
 from attnreport.results import types
 
 START, END = "<!-- cli-reference:start -->", "<!-- cli-reference:end -->"
+API_START, API_END = "<!-- api-reference:start -->", "<!-- api-reference:end -->"
 FAMILY_START, FAMILY_END = "<!-- families:start -->", "<!-- families:end -->"
 CHECKED = (
     "the `verify` checks (three, and a fourth on a post-attention norm); Q/K scaled to ~0 "
@@ -37,6 +41,45 @@ def cli_reference() -> str:
             text = command.get_help(ctx)
         parts.append(f"### `attnreport {name}`\n\n```\n{text}\n```\n")
     return "\n".join(parts)
+
+
+def api_reference() -> str:
+    """Markdown: each public function of ``attnreport.__all__`` and each public method of
+    ``Study``, with its signature and its docstring, in ``__all__``'s order."""
+    import attnreport
+    from attnreport.api.study import Study
+
+    parts = []
+    for name in attnreport.__all__:
+        value = getattr(attnreport, name)
+        if inspect.isfunction(value):
+            parts.append(_documented(f"attnreport.{name}", value))
+        elif value is Study:
+            parts.append(f"### `attnreport.Study`\n\n{inspect.getdoc(Study)}\n")
+            methods = [m for m, f in vars(Study).items() if inspect.isfunction(f) and not m.startswith("_")]  # fmt: skip
+            parts += [_documented(f"Study.{m}", getattr(Study, m)) for m in methods]
+        else:
+            parts.append(f"### `attnreport.{name}`\n\n{inspect.getdoc(value)}\n")
+    return "\n".join(parts)
+
+
+def _documented(name: str, fn: Callable) -> str:
+    """``### `name(signature) -> returns```, then the docstring."""
+    signature = inspect.signature(fn)
+    params, star = [], False
+    for p in signature.parameters.values():
+        if p.name == "self":
+            continue
+        if p.kind is p.KEYWORD_ONLY and not star:
+            params.append("*")
+        star = star or p.kind in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)
+        prefix = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
+        text = prefix + p.name + (f": {p.annotation}" if p.annotation is not p.empty else "")
+        if p.default is not p.empty:
+            text += f" = {p.default!r}"
+        params.append(text)
+    returns = f" -> {signature.return_annotation}" if signature.return_annotation is not signature.empty else ""  # fmt: skip
+    return f"### `{name}({', '.join(params)}){returns}`\n\n{inspect.getdoc(fn)}\n"
 
 
 def families_table() -> str:
@@ -108,6 +151,7 @@ def _between(text: str, start: str, end: str, body: str) -> str:
 
 def with_reference(readme: str) -> str:
     readme = _between(readme, FAMILY_START, FAMILY_END, families_table())
+    readme = _between(readme, API_START, API_END, api_reference())
     return _between(readme, START, END, cli_reference())
 
 

@@ -41,6 +41,18 @@ def test_discovery_runs_only_inside_the_checked_load():
     assert where["load_model"] == {"attnreport/session.py"}
 
 
+def test_a_model_held_in_python_goes_through_the_same_self_check():
+    """The Python API's ``held_session`` and ``load_verified`` both end in ``verified``
+    (discovery, then the self-check); ``analyze`` and ``verify`` open only that session."""
+    tree = ast.parse((PACKAGE / "session.py").read_text(encoding="utf-8"))
+    bodies = {f.name: f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
+    for name in ("load_verified", "held_session"):
+        assert _calls(bodies[name], "verified") == 1, name
+    assert _calls(bodies["verified"], "verified_layers") == 1
+    api = ast.parse((PACKAGE / "api" / "analysis.py").read_text(encoding="utf-8"))
+    assert _calls(api, "held_session") == 1 and _calls(api, "load_verified") == 0
+
+
 def test_the_ray_worker_and_serve_use_the_checked_load():
     for rel in ("corpus/engines/cluster.py", "serve/project.py"):
         tree = ast.parse((PACKAGE / rel).read_text(encoding="utf-8"))

@@ -178,6 +178,9 @@ def test_a_render_only_venv_has_no_torch_and_draws_committed_results(tmp_path):
     index = (project / "site" / "index.html").read_text(encoding="utf-8")
     assert "What does attention focus on?" in index
     assert (project / "site" / "results" / "manifest.json").is_file()
+    # the Python API there: load the committed results, render them (no torch to import)
+    api = f"import attnreport; s = attnreport.load({str(project / 'results')!r}); print(attnreport.render(s, {str(tmp_path / 'api-site')!r}, images=False).pages)"  # fmt: skip
+    assert _python(venv, api) == "3"  # the index and the two sentences. pages
     env = _env(venv)
     done = subprocess.run(
         ["attnreport", "build", "--out", "x"], cwd=project, env=env, capture_output=True, text=True

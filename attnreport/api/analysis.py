@@ -41,9 +41,9 @@ def analyze(
     the built-in set); blanks are skipped and repeats dropped, as in a sentence file.
     ``name``: what the report calls the model (default: the folder or hub id it was
     loaded from). ``progress``: draw the stages as tqdm bars (a widget in Jupyter).
-    ``settings``: the analysis settings of ``attnreport.toml`` (``bos``, ``map_tokens``,
-    ``intervene_layer``, ``view_head``, ``epsilons``, ``breakdown_ranks``,
-    ``scaling_sentence``, ``mean_sentences``, ``truncate``), checked as the file's are.
+    ``settings``: the settings of ``attnreport.toml`` that change the analysis (``bos``,
+    ``map_tokens``, ``intervene_layer``, ``view_head``...: ``api.settings.ANALYSIS_KEYS``),
+    checked as the file's are.
 
     The model is analysed as it is (not saved, not copied): its self-check must pass, as
     at ``attnreport analyze``'s load. Raises ``AttnReportError`` (``str(err)``: the one
@@ -54,10 +54,10 @@ def analyze(
 
     checked = analysis_settings(settings)
     texts = _texts(sentences)
-    with analysable(model):
+    with analysable(model), Bars(progress) as bars:
+        bars("load", 0, 1)  # the self-check, as at the command's load
         session = _session(model, tokenizer, texts, name, checked)
-        with Bars(progress) as bars:
-            _, files = study_files(checked, bars, session=session)
+        _, files = study_files(checked, bars, session=session)
     return Study(files)
 
 
