@@ -153,6 +153,25 @@ def test_a_model_moved_to_bfloat16_is_analysed_without_saving_it(tiny_model_dirs
     nothing_written(left=True)
 
 
+def test_a_model_spread_by_device_map_gives_the_plain_results(tiny_model_dirs, tmp_path):
+    """Loaded by the caller with accelerate's ``device_map`` and 60% of its size allowed in
+    CPU memory: the other blocks are offloaded to disk (``meta`` weights between calls).
+    The study and the weights' digest, read through accelerate's hooks, are the plain
+    model's."""
+    folder = tiny_model_dirs["llama"]
+    plain = AutoModelForCausalLM.from_pretrained(folder)
+    size = sum(p.numel() * p.element_size() for p in plain.parameters())
+    placed = AutoModelForCausalLM.from_pretrained(
+        folder, device_map="auto", max_memory={"cpu": int(size * 0.6)}, offload_folder=str(tmp_path)
+    )
+    assert set(placed.hf_device_map.values()) == {"cpu", "disk"}
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    a, b = (attnreport.analyze(m, tokenizer, SENTENCES, progress=False) for m in (plain, placed))
+    assert b.results.manifest.model.device == "device_map: cpu, disk"
+    assert b.results.manifest.model.fingerprint == a.results.manifest.model.fingerprint
+    assert compare_results(a.results, b.results).problems == []
+
+
 def test_a_merged_lora_adapter_is_analysed_as_merged():
     """W_q + B A (rank 2) merged into one layer's query projection, in memory: the maps are
     the merged model's own, and differ from the base model's."""
