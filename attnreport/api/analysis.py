@@ -73,7 +73,7 @@ def verify(
     load is refused, as the command is)."""
     from attnreport.verification import verify_sentences
 
-    checked = analysis_settings(settings)
+    checked = analysis_settings(settings, "verify()")
     texts = _texts(sentences)
     with analysable(model):
         session = _session(model, tokenizer, texts, None, checked)

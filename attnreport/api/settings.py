@@ -43,11 +43,11 @@ def _misplaced(values: SettingValues, call: str, allowed: frozenset[str], instea
             raise AttnReportError(f"{call}: {key!r}: {ELSEWHERE.get(key, instead)}")
 
 
-def analysis_settings(values: SettingValues) -> Settings:
-    """The ``Settings`` of an ``analyze`` call: ``values`` (the analysis settings given,
-    checked) over the defaults."""
-    _misplaced(values, "analyze()", ANALYSIS_KEYS, "a site option: pass it to render()")
-    return make_settings(values, "analyze()")
+def analysis_settings(values: SettingValues, call: str = "analyze()") -> Settings:
+    """The ``Settings`` of an ``analyze`` (or ``verify``) call: ``values`` (the analysis
+    settings given, checked) over the defaults; errors name ``call``."""
+    _misplaced(values, call, ANALYSIS_KEYS, "a site option: pass it to render()")
+    return make_settings(values, call)
 
 
 def site_values(values: SettingValues) -> dict[str, Any]:
