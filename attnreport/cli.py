@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from attnreport import __version__
+from attnreport.checks import check_run
 from attnreport.cli_options import (
     CONFIG,
     FORCE,
@@ -33,7 +34,7 @@ from attnreport.cli_options import (
     study_options,
     user_errors,
 )
-from attnreport.config import SettingValues, default_of
+from attnreport.config import Settings, SettingValues, default_of
 from attnreport.errors import AttnReportError
 
 
@@ -43,6 +44,15 @@ def quiet_libraries() -> None:
 
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+
+
+def checked(settings: Settings, force: bool, out: bool = True) -> Settings:
+    """``settings`` once every check that needs no model passed (``checks.check_run``:
+    one line within a second or two, before torch is imported), with the libraries that
+    load the model then imported and quietened."""
+    check_run(settings, force, out)
+    quiet_libraries()
+    return settings
 
 
 class _WarningsToStderr(logging.Handler):
@@ -72,13 +82,13 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
     tolerance it must stay within, derived from the model's dtype (its machine epsilon)
     and the magnitudes compared, with the numbers it was derived from.
     """
-    from attnreport.session import session_for
-    from attnreport.verify import verify_sentences
-
     settings = settings_from(ctx)
     if len(settings.model_names()) > 1:
         raise AttnReportError("verify checks one model at a time: run it once per --model")
-    quiet_libraries()
+    checked(settings, force=False, out=False)
+    from attnreport.session import session_for
+    from attnreport.verify import verify_sentences
+
     session = session_for(settings)
     checks = verify_sentences(session.model, session.specs, session.token_tensors())
     for check in checks:
@@ -110,11 +120,10 @@ def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
     The new site is built beside the output folder and swapped in only when complete,
     so a failed or interrupted build leaves the previous site whole.
     """
+    settings = checked(settings_from(ctx), force)
     from attnreport.build import build_site
     from attnreport.corpus.progress import RichProgress
 
-    settings = settings_from(ctx)
-    quiet_libraries()
     build = build_site
     if len(settings.model_names()) > 1:
         from attnreport.build_several import build_models as build
@@ -149,11 +158,10 @@ def analyze(
     Each sentence's results are written as soon as it is finished, so a run over a large
     corpus that is interrupted continues with --resume.
     """
+    settings = checked(settings_from(ctx), force)
     from attnreport.corpus import CorpusOptions, run_corpus
     from attnreport.corpus.progress import RichProgress
 
-    settings = settings_from(ctx)
-    quiet_libraries()
     options = CorpusOptions(engine, resume, ray_address, workers)
     if len(settings.model_names()) > 1:
         from attnreport.build_several import analyze_models
