@@ -99,24 +99,47 @@ def _cases(root: Path) -> list[tuple[list[str], str]]:
     no_config = _folder(root, "no-config", None, "model.safetensors")
     two = ["--sentences", "two.txt"]
     cases = [
-        (["analyze", "--sentences", "missing.txt", "--out", "o"], "sentence file missing.txt does not exist"),  # fmt: skip
+        (
+            ["analyze", "--sentences", "missing.txt", "--out", "o"],
+            "sentence file missing.txt does not exist",
+        ),  # fmt: skip
         (["build", "--sentences", "theirs"], "sentence file theirs is a directory"),
-        (["analyze", "--sentences", "latin1.txt", "--out", "o"], "latin1.txt is not UTF-8 (byte 3)"),  # fmt: skip
+        (
+            ["analyze", "--sentences", "latin1.txt", "--out", "o"],
+            "latin1.txt is not UTF-8 (byte 3)",
+        ),  # fmt: skip
         (["build", *two, "--pages", "7-9"], "--pages: sentence 7 does not exist (the corpus has 2"),
-        (["analyze", "--config", "bad.toml", "--out", "o"], "bad.toml: unknown key 'modle'; did you mean 'model'?"),  # fmt: skip
+        (
+            ["analyze", "--config", "bad.toml", "--out", "o"],
+            "bad.toml: unknown key 'modle'; did you mean 'model'?",
+        ),  # fmt: skip
         (["build", "--config", "scaling.toml"], "scaling sentence 5 does not exist (the set has 2"),
         (["analyze", "--model", "./nowhere", "--out", "o"], "model path ./nowhere does not exist"),
-        (["verify", "--model", bert], f"{bert} is BertForMaskedLM, an encoder: its tokens attend to the whole text"),  # fmt: skip
+        (
+            ["verify", "--model", bert],
+            f"{bert} is BertForMaskedLM, an encoder: its tokens attend to the whole text",
+        ),  # fmt: skip
         (["build", "--model", t5], f"{t5} is T5ForConditionalGeneration, an encoder-decoder"),
-        (["build", "--model", no_weights], f"model folder {no_weights} has a config.json but no weights"),  # fmt: skip
+        (
+            ["build", "--model", no_weights],
+            f"model folder {no_weights} has a config.json but no weights",
+        ),  # fmt: skip
         (["build", "--model", no_tokenizer], f"model folder {no_tokenizer} has no tokenizer"),
-        (["analyze", "--model", no_config, "--out", "o"], f"model folder {no_config} has no config.json"),  # fmt: skip
+        (
+            ["analyze", "--model", no_config, "--out", "o"],
+            f"model folder {no_config} has no config.json",
+        ),  # fmt: skip
         (["verify", "--model", "./model.gguf"], "model.gguf is not a GGUF file (bad magic bytes)"),
         (["verify", "--model", "./two.txt"], "two.txt is a file but not a .gguf model"),
         (["build", *two, "--out", "a-file"], "output path"),
-        (["analyze", *two, "--out", "theirs"], "output folder theirs is not empty and was not written by attnreport"),  # fmt: skip
+        (
+            ["analyze", *two, "--out", "theirs"],
+            "output folder theirs is not empty and was not written by attnreport",
+        ),  # fmt: skip
     ]
-    if not any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")):
+    if not any(
+        os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
+    ):
         cases.append((["analyze", *two, "--device", "cuda", "--out", "o"], "--device cuda: this machine has no GPU"))  # fmt: skip
     return cases
 
