@@ -122,12 +122,12 @@ def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
     """
     settings = checked(settings_from(ctx), force)
     from attnreport.build import build_site
-    from attnreport.corpus.progress import RichProgress
+    from attnreport.corpus.plain_progress import progress_display
 
     build = build_site
     if len(settings.model_names()) > 1:
         from attnreport.build_several import build_models as build
-    with RichProgress() as progress:
+    with progress_display() as progress:
         summary = build(settings, force, progress, rebuild_command(ctx))
     seconds = sum(summary.timings.seconds.values())
     click.echo(
@@ -160,18 +160,18 @@ def analyze(
     """
     settings = checked(settings_from(ctx), force)
     from attnreport.corpus import CorpusOptions, run_corpus
-    from attnreport.corpus.progress import RichProgress
+    from attnreport.corpus.plain_progress import progress_display
 
     options = CorpusOptions(engine, resume, ray_address, workers)
     if len(settings.model_names()) > 1:
         from attnreport.build_several import analyze_models
 
-        with RichProgress() as progress:
+        with progress_display() as progress:
             folders = analyze_models(settings, options, force, progress)
         click.echo(f"wrote the results of {len(folders)} models to {settings.out}")
         return
     try:
-        with RichProgress() as progress:
+        with progress_display() as progress:
             summary = run_corpus(settings, options, force, progress)
     except KeyboardInterrupt:
         click.echo(
@@ -440,7 +440,7 @@ def _serve_watch(
     directory: str | None, port: int, host: str, config_file: str | None, results: str | None
 ) -> None:
     """``serve --watch``: see ``attnreport.serve.loop.watch_site``."""
-    from attnreport.corpus.progress import RichProgress
+    from attnreport.corpus.plain_progress import progress_display
     from attnreport.serve.loop import watch_site
     from attnreport.serve.project import Project
 
@@ -459,7 +459,7 @@ def _serve_watch(
     try:
         _listening(
             lambda: watch_site(
-                project, host, port, lambda line: click.echo(line), RichProgress, ready
+                project, host, port, lambda line: click.echo(line), progress_display, ready
             ),
             port,
         )

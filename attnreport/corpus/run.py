@@ -16,6 +16,7 @@ from pathlib import Path
 
 from attnreport.config import Settings
 from attnreport.corpus.engines import Engine, EngineContext, engine_module, open_engine
+from attnreport.corpus.estimate import announce_long
 from attnreport.corpus.fingerprint import run_fingerprint
 from attnreport.corpus.partial import SetPartial
 from attnreport.corpus.store import RunStore
@@ -96,6 +97,7 @@ def run_corpus(
     pending = [s for s in session.sentences if s.index not in done]
     progress("capture", len(done), len(session.sentences))
     if pending:
+        announce_long(session, settings, pending, measure=options.engine == "local")
         context = EngineContext(
             session, settings, settings.model, settings.dtype, settings.device, options.ray_address,
             options.workers, lambda done, total: progress(LAYERS, done, total),
