@@ -7,7 +7,6 @@ and Ctrl-C into exit code 130, never a traceback.
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -443,11 +442,9 @@ def _serve_watch(
     from attnreport.corpus.plain_progress import progress_display
     from attnreport.serve.loop import watch_site
     from attnreport.serve.project import Project
+    from attnreport.serve.stopping import exit_now, stop_on_signals
 
-    def stop_on_sigterm(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt  # ``kill`` stops the server as Ctrl-C does
-
-    signal.signal(signal.SIGTERM, stop_on_sigterm)
+    stop_on_signals()  # Ctrl-C and ``kill`` stop it, within a second or two
     given = {"out": directory} if directory is not None else {}
     config = Path(config_file) if config_file is not None else None
     project = Project(config, given, Path(results) if results is not None else None)
@@ -465,6 +462,7 @@ def _serve_watch(
         )
     except KeyboardInterrupt:
         click.echo("stopped; the site and its results are kept")
+        exit_now(0)
 
 
 if __name__ == "__main__":
