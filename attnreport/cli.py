@@ -442,27 +442,26 @@ def _serve_watch(
     from attnreport.corpus.plain_progress import progress_display
     from attnreport.serve.loop import watch_site
     from attnreport.serve.project import Project
-    from attnreport.serve.stopping import exit_now, stop_on_signals
+    from attnreport.serve.stopping import Stopper
 
-    stop_on_signals()  # Ctrl-C and ``kill`` stop it, within a second or two
+    stopper = Stopper(lambda: click.echo("stopped; the site and its results are kept"))
+    stopper.install()  # Ctrl-C and ``kill`` stop it, within a second or two
     given = {"out": directory} if directory is not None else {}
     config = Path(config_file) if config_file is not None else None
-    project = Project(config, given, Path(results) if results is not None else None)
-    quiet_libraries()
-
-    def ready(url: str) -> None:
-        click.echo(f"serving {project.site} on {url} (building; Ctrl-C stops)")
-
     try:
-        _listening(
-            lambda: watch_site(
-                project, host, port, lambda line: click.echo(line), progress_display, ready
-            ),
-            port,
-        )
+        project = Project(config, given, Path(results) if results is not None else None)
+        quiet_libraries()
+
+        def ready(url: str) -> None:
+            click.echo(f"serving {project.site} on {url} (building; Ctrl-C stops)")
+
+        def serve() -> None:
+            report = lambda line: click.echo(line)  # noqa: E731
+            watch_site(project, host, port, report, progress_display, ready)
+
+        _listening(serve, port)
     except KeyboardInterrupt:
-        click.echo("stopped; the site and its results are kept")
-        exit_now(0)
+        stopper.stop()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ Python runs a signal handler only between bytecodes: a build inside one long nat
 call (a forward pass over a long input) would hold up the unwinding. So the first
 signal also starts a deadline: ``STOP_S`` later the process ends regardless, as a kill
 would, which the writers are made to survive (the next build removes a temporary
-folder; ``--resume`` drops a half-written file). A second signal ends it at once.
+folder; ``--resume`` drops a half-written file). A second signal ends it at once. Either
+way it exits 0 with its closing line: it stopped, as asked.
 """
 
 from __future__ import annotations
@@ -24,29 +25,44 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import NoReturn
 
 STOP_S = 1.5  # the unwinding's deadline after the first signal
-INTERRUPTED = 130  # the exit code of a process ended by Ctrl-C (128 + SIGINT)
-
-_stopping = threading.Event()
 
 
-def stop_on_signals() -> None:
-    """Make Ctrl-C (SIGINT) and SIGTERM stop the process as the module docstring says
-    (call from the main thread)."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _on_signal)
+class Stopper:
+    """Ends the process on Ctrl-C (SIGINT) or SIGTERM as the module docstring says;
+    ``said()`` prints the closing line, once, whichever way the process ends (exit 0: it
+    stopped as asked)."""
 
+    def __init__(self, said: Callable[[], None]) -> None:
+        self.said = said
+        self.lock = threading.Lock()
+        self.signalled = False
+        self.ended = False
 
-def _on_signal(_signum: int, _frame: object) -> None:
-    if _stopping.is_set():
-        exit_now(INTERRUPTED)
-    _stopping.set()
-    deadline = threading.Timer(STOP_S, exit_now, args=(INTERRUPTED,))
-    deadline.daemon = True
-    deadline.start()
-    raise KeyboardInterrupt
+    def install(self) -> None:
+        """Handle both signals (call from the main thread)."""
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, _signum: int, _frame: object) -> None:
+        if self.signalled:
+            self.stop()
+        self.signalled = True
+        deadline = threading.Timer(STOP_S, self.stop)
+        deadline.daemon = True
+        deadline.start()
+        raise KeyboardInterrupt
+
+    def stop(self) -> NoReturn:
+        """Say the closing line (once) and end the process now."""
+        with self.lock:
+            if not self.ended:
+                self.ended = True
+                self.said()
+            exit_now(0)
 
 
 def stop_children() -> None:
