@@ -343,18 +343,28 @@ def compare(ctx: click.Context, expected: str, actual: str, **_settings: Any) ->
 @user_errors
 def init(directory: str, workflow: str, no_workflow: bool, source: str | None) -> None:
     """Write a project: attnreport.toml, sentences.txt, .gitignore and a GitHub Pages
-    workflow (.github/workflows/attnreport.yml). Never overwrites a file."""
-    from attnreport.origin import check_source, installed_source
+    workflow (.github/workflows/attnreport.yml) that installs attnreport from a source a
+    runner reaches. Writes the files that are missing; never overwrites one."""
+    from attnreport.origin import Origin, check_source, installed_origin
     from attnreport.project import project_files, write_project
 
     target = Path(directory)
-    source = installed_source() if source is None else check_source(source)
-    written = write_project(target, project_files(None if no_workflow else workflow, source))
+    origin = None
+    if not no_workflow:
+        given = Origin(check_source(source), f"{source} (--source)") if source is not None else None
+        origin = given or installed_origin()
+    form = workflow if origin is not None and origin.source is not None else None
+    written, kept = write_project(target, project_files(form, origin and origin.source))
     click.echo("wrote " + ", ".join(str(path) for path in written))
-    if source is None and not no_workflow:
+    if kept:
+        click.echo("kept " + ", ".join(str(path) for path in kept) + " (already there)")
+    if origin is not None and origin.source is not None:
+        click.echo(f"the workflow installs attnreport from {origin.said}")
+    elif origin is not None:
         click.echo(
-            "warning: this attnreport runs from a local folder, which GitHub cannot install: "
-            "set ATTNREPORT in the workflow, or run init with --source (README: Publish your report)",
+            f"warning: no workflow written: {origin.said}, so a GitHub runner could not install "
+            f"it; to write one, run attnreport init --dir {target} --source VERSION_OR_URL "
+            "(README: Publish your report)",
             err=True,
         )
     next_step = "attnreport analyze --out results" if workflow == "render" else "attnreport build"
