@@ -7,6 +7,7 @@ and Ctrl-C into exit code 130, never a traceback.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,10 @@ from attnreport.errors import AttnReportError
 
 
 def quiet_libraries() -> None:
-    """Keep transformers' progress bars and advice out of the report's output."""
+    """Keep transformers' progress bars and advice out of the report's output; its GGUF
+    reader draws a tqdm bar of its own, which only tqdm's environment switch turns off
+    (read when tqdm is first imported, so set before transformers)."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
     import transformers
 
     transformers.utils.logging.set_verbosity_error()

@@ -16,6 +16,7 @@ from attnreport.project import CPU_TORCH_INDEX, WORKFLOW_PATH, WORKFLOWS, workfl
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
+RELEASE = ROOT / ".github" / "workflows" / "release.yml"
 SOURCE = "git+https://github.com/OWNER/attnreport@v0.1.0"  # as ``init --source`` takes it
 
 # The current major of every action the workflows use (Node 24 releases; looked up in
@@ -27,12 +28,16 @@ CURRENT_MAJORS = {
     "actions/configure-pages": 6,
     "actions/upload-pages-artifact": 5,
     "actions/deploy-pages": 5,
+    "actions/upload-artifact": 7,
+    "actions/download-artifact": 8,
 }
+# Actions whose own documentation asks for a branch rather than a major tag: that branch.
+CURRENT_BRANCHES = {"pypa/gh-action-pypi-publish": "release/v1"}
 
 
 def _written(tmp_path: Path) -> dict[str, Path]:
-    """This repository's workflow and both forms ``init`` writes, as files."""
-    files = {"pages.yml": WORKFLOW}
+    """This repository's workflows and both forms ``init`` writes, as files."""
+    files = {"pages.yml": WORKFLOW, "release.yml": RELEASE}
     for form in WORKFLOWS:
         path = tmp_path / f"{form}.yml"
         path.write_text(workflow_text(form, SOURCE), encoding="utf-8")
@@ -53,20 +58,20 @@ def test_workflows_match_githubs_schema(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("name", ["pages.yml", *WORKFLOWS])
+@pytest.mark.parametrize("name", ["pages.yml", "release.yml", *WORKFLOWS])
 def test_workflows_use_the_current_majors_of_the_actions(tmp_path, name):
     text = _written(tmp_path)[name].read_text(encoding="utf-8")
-    used = re.findall(r"uses:\s*([\w.-]+/[\w.-]+)@v(\d+)\s", text)
-    assert {action for action, _ in used} >= {
-        "actions/checkout",
-        "actions/setup-python",
-        "actions/configure-pages",
-        "actions/upload-pages-artifact",
-        "actions/deploy-pages",
-    }
-    for action, major in used:
+    used = re.findall(r"uses:\s*([\w.-]+/[\w.-]+)@(\S+)\s", text)
+    expected = {"actions/checkout", "actions/setup-python"}
+    if name != "release.yml":
+        expected |= {"actions/configure-pages", "actions/upload-pages-artifact", "actions/deploy-pages"}  # fmt: skip
+    assert {action for action, _ in used} >= expected
+    for action, ref in used:
+        if action in CURRENT_BRANCHES:
+            assert ref == CURRENT_BRANCHES[action], f"{name}: {action}@{ref}"
+            continue
         assert action in CURRENT_MAJORS, f"{action}: add its current major to the list"
-        assert int(major) == CURRENT_MAJORS[action], f"{name}: {action}@v{major}"
+        assert ref == f"v{CURRENT_MAJORS[action]}", f"{name}: {action}@{ref}"
 
 
 def _steps(text: str) -> list[dict]:
