@@ -34,8 +34,9 @@ def dist(tmp_path_factory) -> Path:
     (the wheel built from the sdist, as ``build`` does; no isolation: offline)."""
     root = tmp_path_factory.mktemp("release")
     source = copy_sources(root / "src")
+    command = [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(root / "dist")]
     done = subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(root / "dist"), str(source)],  # fmt: skip
+        [*command, str(source)],
         capture_output=True,
         text=True,
         timeout=600,
