@@ -168,3 +168,25 @@ def test_plain_progress_has_every_stage_rich_has():
     from attnreport.corpus.progress import RichProgress
 
     assert RichProgress.LABELS is STAGES
+
+
+@pytest.mark.slow
+def test_the_commands_quieten_the_gguf_readers_own_bar():
+    """transformers' GGUF reader draws a tqdm bar of its own (not through its logging
+    switch); after ``quiet_libraries`` that very bar is disabled."""
+    code = (
+        "import io\n"
+        "from attnreport.cli import quiet_libraries\n"
+        "quiet_libraries()\n"
+        "from transformers.modeling_gguf_pytorch_utils import tqdm\n"
+        "out = io.StringIO()\n"
+        "bar = tqdm(range(3), desc='Converting and de-quantizing GGUF tensors...', file=out)\n"
+        "list(bar)\n"
+        "print(bar.disable, repr(out.getvalue()))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TQDM_DISABLE")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True ''"

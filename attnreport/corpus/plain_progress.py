@@ -58,8 +58,7 @@ class _Count:
     printed_step: int = 0
 
     def line(self, now: float) -> str:
-        share = f" ({100 * self.done // self.total}%)" if self.total > 1 else ""
-        text = f"{self.label}: {self.done} of {self.total}{share}"
+        text = f"{self.label}: {self.done} of {self.total} ({100 * self.done // self.total}%)"
         elapsed, moved = now - self.start, self.done - self.first
         if moved > 0 and elapsed > 0:
             rate = moved / elapsed
