@@ -67,9 +67,10 @@ class _WarningsToStderr(logging.Handler):
 @click.version_option(__version__, prog_name="attnreport")
 def main() -> None:
     """Capture a causal LM's attention exactly and publish it as a static report."""
-    handler = _WarningsToStderr(level=logging.WARNING)
-    logging.getLogger("attnreport").addHandler(handler)
-    logging.getLogger("attnreport").setLevel(logging.WARNING)
+    logger = logging.getLogger("attnreport")
+    if not any(isinstance(h, _WarningsToStderr) for h in logger.handlers):  # one per process
+        logger.addHandler(_WarningsToStderr(level=logging.WARNING))
+    logger.setLevel(logging.WARNING)
 
 
 @main.command()

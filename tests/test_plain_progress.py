@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from attnreport.cli import main
 from attnreport.corpus import estimate
-from attnreport.corpus.estimate import Cost, fit_cost, long_line
+from attnreport.corpus.estimate import LongInputs, long_line
 from attnreport.corpus.plain_progress import PlainProgress, duration
 from attnreport.sentences import Sentence
 from tests.tiny_models import save_byte_model
@@ -84,28 +84,35 @@ def test_durations_read_as_a_person_would_say_them():
     assert [duration(s) for s in (0.4, 42, 185, 7440)] == ["0 s", "42 s", "3 min 5 s", "2 h 4 min"]
 
 
-def test_the_cost_fit_recovers_a_known_curve():
-    a, b = 2e-3, 3e-6  # seconds per token, per token squared
-    cost = fit_cost((256, a * 256 + b * 256**2), (512, a * 512 + b * 512**2))
-    assert cost.linear == pytest.approx(a) and cost.square == pytest.approx(b)
-    assert cost(5000) == pytest.approx(a * 5000 + b * 5000**2)
-    # noise that would make a term negative: the nearest curve through the longer probe
-    flat = fit_cost((256, 1.0), (512, 1.5))
-    assert flat.square == 0 and flat(512) == pytest.approx(1.5) and flat(1024) == pytest.approx(3.0)  # fmt: skip
-    steep = fit_cost((256, 0.1), (512, 1.0))
-    assert steep.linear == 0 and steep(1024) == pytest.approx(4.0)
+def test_a_long_input_is_announced_at_the_rate_the_run_measured(caplog):
+    """The rate is this run's: tokens per second over the sentences finished before."""
+    clock = Clock()
+    inputs = LongInputs(clock)
+    short = Sentence(0, "x", tuple(range(100)), ("x",) * 100)
+    long = Sentence(1, "y", tuple(range(5000)), ("y",) * 5000)
+    with caplog.at_level("WARNING", logger="attnreport.corpus.estimate"):
+        inputs.next(long)  # nothing measured yet
+        clock.now = 8.0
+        inputs.finished(long)
+        inputs.next(short)  # short: not announced
+        clock.now = 10.0
+        inputs.finished(short)
+        inputs.next(long)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0] == (
+        "sentence 2 has 5,000 tokens: the time it takes is shown once its first layer is "
+        "done; past 4,096 tokens, a shorter input, or a GPU (--device cuda), is much quicker"
+    )
+    assert len(lines) == 2  # 5,100 tokens in 10 s: 510 tokens/s, 5,000 tokens in 9.8 s
+    assert lines[1].startswith("sentence 2 has 5,000 tokens: about 10 s at this run's rate so far (510 tokens/s")  # fmt: skip
 
 
-def test_a_long_input_is_announced_with_its_tokens_and_a_measured_estimate():
-    sentence = Sentence(2, "x", tuple(range(5000)), ("x",) * 5000)
-    cost = Cost(1e-3, 1e-4, ((256, 7.0), (512, 26.7)))
-    line = long_line(sentence, cost)
-    assert line.startswith(
-        "sentence 3 has 5,000 tokens: about 41 min 45 s to analyse, at the rate measured on "
-        "its first 256 and 512 tokens (7.0 s and 26.7 s); past 4,096 tokens most of that "
-        "time is attention"
-    ), line
-    assert long_line(sentence, None).startswith("sentence 3 has 5,000 tokens; past 4,096")
+def test_a_long_line_under_the_note_size_has_no_note():
+    sentence = Sentence(0, "x", tuple(range(2000)), ("x",) * 2000)
+    assert long_line(sentence, 20.0) == (
+        "sentence 1 has 2,000 tokens: about 1 min 40 s at this run's rate so far "
+        "(20 tokens/s; its own shows once its first layer is done)"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -114,9 +121,9 @@ def byte_model(tmp_path_factory):
 
 
 def test_analyze_announces_a_long_input_before_it_starts(tmp_path, byte_model, monkeypatch):
-    """The thresholds scaled down to the tiny byte model (512 positions, a token a byte)."""
+    """The threshold scaled down to the tiny byte model (512 positions, a token a byte):
+    the long input comes second, so the first one's rate gives its estimate."""
     monkeypatch.setattr(estimate, "LONG_TOKENS", 64)
-    monkeypatch.setattr(estimate, "PROBES", (16, 32))
     sentences = tmp_path / "s.txt"
     sentences.write_text("short one\n" + "a long line of text, " * 5 + "\n")  # 104 bytes stripped
     args = ["analyze", "--model", str(byte_model), "--sentences", str(sentences)]
@@ -125,10 +132,8 @@ def test_analyze_announces_a_long_input_before_it_starts(tmp_path, byte_model, m
     lines = result.output.splitlines()
     announced = [i for i, line in enumerate(lines) if "has 104 tokens" in line]
     assert len(announced) == 1, result.output
-    line = lines[announced[0]]
-    assert line.startswith("warning: sentence 2 has 104 tokens: about ") and (
-        "at the rate measured on its first 16 and 32 tokens" in line
-    )
+    assert lines[announced[0]].startswith("warning: sentence 2 has 104 tokens: about ")
+    assert "at this run's rate so far" in lines[announced[0]]
     assert not any("has 9 tokens" in line for line in lines)  # a short input is not announced
     assert announced[0] < next(i for i, line in enumerate(lines) if line.startswith("wrote "))
 
