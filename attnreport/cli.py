@@ -7,7 +7,7 @@ and Ctrl-C into exit code 130, never a traceback.
 from __future__ import annotations
 
 import logging
-import signal
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from attnreport import __version__
+from attnreport.checks import check_run
 from attnreport.cli_options import (
     CONFIG,
     FORCE,
@@ -33,16 +34,28 @@ from attnreport.cli_options import (
     study_options,
     user_errors,
 )
-from attnreport.config import SettingValues, default_of
+from attnreport.config import Settings, SettingValues, default_of
 from attnreport.errors import AttnReportError
 
 
 def quiet_libraries() -> None:
-    """Keep transformers' progress bars and advice out of the report's output."""
+    """Keep transformers' progress bars and advice out of the report's output; its GGUF
+    reader draws a tqdm bar of its own, which only tqdm's environment switch turns off
+    (read when tqdm is first imported, so set before transformers)."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
     import transformers
 
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+
+
+def checked(settings: Settings, force: bool, out: bool = True) -> Settings:
+    """``settings`` once every check that needs no model passed (``checks.check_run``:
+    one line within a second or two, before torch is imported), with the libraries that
+    load the model then imported and quietened."""
+    check_run(settings, force, out)
+    quiet_libraries()
+    return settings
 
 
 class _WarningsToStderr(logging.Handler):
@@ -54,9 +67,10 @@ class _WarningsToStderr(logging.Handler):
 @click.version_option(__version__, prog_name="attnreport")
 def main() -> None:
     """Capture a causal LM's attention exactly and publish it as a static report."""
-    handler = _WarningsToStderr(level=logging.WARNING)
-    logging.getLogger("attnreport").addHandler(handler)
-    logging.getLogger("attnreport").setLevel(logging.WARNING)
+    logger = logging.getLogger("attnreport")
+    if not any(isinstance(h, _WarningsToStderr) for h in logger.handlers):  # one per process
+        logger.addHandler(_WarningsToStderr(level=logging.WARNING))
+    logger.setLevel(logging.WARNING)
 
 
 @main.command()
@@ -72,13 +86,13 @@ def verify(ctx: click.Context, **_settings: Any) -> None:
     tolerance it must stay within, derived from the model's dtype (its machine epsilon)
     and the magnitudes compared, with the numbers it was derived from.
     """
-    from attnreport.session import session_for
-    from attnreport.verification import verify_sentences
-
     settings = settings_from(ctx)
     if len(settings.model_names()) > 1:
         raise AttnReportError("verify checks one model at a time: run it once per --model")
-    quiet_libraries()
+    checked(settings, force=False, out=False)
+    from attnreport.session import session_for
+    from attnreport.verification import verify_sentences
+
     session = session_for(settings)
     checks = verify_sentences(session.model, session.specs, session.token_tensors())
     for check in checks:
@@ -110,15 +124,14 @@ def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
     The new site is built beside the output folder and swapped in only when complete,
     so a failed or interrupted build leaves the previous site whole.
     """
+    settings = checked(settings_from(ctx), force)
     from attnreport.build import build_site
-    from attnreport.corpus.progress import RichProgress
+    from attnreport.corpus.plain_progress import progress_display
 
-    settings = settings_from(ctx)
-    quiet_libraries()
     build = build_site
     if len(settings.model_names()) > 1:
         from attnreport.build_several import build_models as build
-    with RichProgress() as progress:
+    with progress_display() as progress:
         summary = build(settings, force, progress, rebuild_command(ctx))
     seconds = sum(summary.timings.seconds.values())
     click.echo(
@@ -149,21 +162,20 @@ def analyze(
     Each sentence's results are written as soon as it is finished, so a run over a large
     corpus that is interrupted continues with --resume.
     """
+    settings = checked(settings_from(ctx), force)
     from attnreport.corpus import CorpusOptions, run_corpus
-    from attnreport.corpus.progress import RichProgress
+    from attnreport.corpus.plain_progress import progress_display
 
-    settings = settings_from(ctx)
-    quiet_libraries()
     options = CorpusOptions(engine, resume, ray_address, workers)
     if len(settings.model_names()) > 1:
         from attnreport.build_several import analyze_models
 
-        with RichProgress() as progress:
+        with progress_display() as progress:
             folders = analyze_models(settings, options, force, progress)
         click.echo(f"wrote the results of {len(folders)} models to {settings.out}")
         return
     try:
-        with RichProgress() as progress:
+        with progress_display() as progress:
             summary = run_corpus(settings, options, force, progress)
     except KeyboardInterrupt:
         click.echo(
@@ -336,18 +348,28 @@ def compare(ctx: click.Context, expected: str, actual: str, **_settings: Any) ->
 @user_errors
 def init(directory: str, workflow: str, no_workflow: bool, source: str | None) -> None:
     """Write a project: attnreport.toml, sentences.txt, .gitignore and a GitHub Pages
-    workflow (.github/workflows/attnreport.yml). Never overwrites a file."""
-    from attnreport.origin import check_source, installed_source
+    workflow (.github/workflows/attnreport.yml) that installs attnreport from a source a
+    runner reaches. Writes the files that are missing; never overwrites one."""
+    from attnreport.origin import Origin, check_source, installed_origin
     from attnreport.project import project_files, write_project
 
     target = Path(directory)
-    source = installed_source() if source is None else check_source(source)
-    written = write_project(target, project_files(None if no_workflow else workflow, source))
+    origin = None
+    if not no_workflow:
+        given = Origin(check_source(source), f"{source} (--source)") if source is not None else None
+        origin = given or installed_origin()
+    form = workflow if origin is not None and origin.source is not None else None
+    written, kept = write_project(target, project_files(form, origin and origin.source))
     click.echo("wrote " + ", ".join(str(path) for path in written))
-    if source is None and not no_workflow:
+    if kept:
+        click.echo("kept " + ", ".join(str(path) for path in kept) + " (already there)")
+    if origin is not None and origin.source is not None:
+        click.echo(f"the workflow installs attnreport from {origin.said}")
+    elif origin is not None:
         click.echo(
-            "warning: this attnreport runs from a local folder, which GitHub cannot install: "
-            "set ATTNREPORT in the workflow, or run init with --source (README: Publish your report)",
+            f"warning: no workflow written: {origin.said}, so a GitHub runner could not install "
+            f"it; to write one, run attnreport init --dir {target} --source VERSION_OR_URL "
+            "(README: Publish your report)",
             err=True,
         )
     next_step = "attnreport analyze --out results" if workflow == "render" else "attnreport build"
@@ -432,31 +454,29 @@ def _serve_watch(
     directory: str | None, port: int, host: str, config_file: str | None, results: str | None
 ) -> None:
     """``serve --watch``: see ``attnreport.serve.loop.watch_site``."""
-    from attnreport.corpus.progress import RichProgress
+    from attnreport.corpus.plain_progress import progress_display
     from attnreport.serve.loop import watch_site
     from attnreport.serve.project import Project
+    from attnreport.serve.stopping import Stopper
 
-    def stop_on_sigterm(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt  # ``kill`` stops the server as Ctrl-C does
-
-    signal.signal(signal.SIGTERM, stop_on_sigterm)
+    stopper = Stopper(lambda: click.echo("stopped; the site and its results are kept"))
+    stopper.install()  # Ctrl-C and ``kill`` stop it, within a second or two
     given = {"out": directory} if directory is not None else {}
     config = Path(config_file) if config_file is not None else None
-    project = Project(config, given, Path(results) if results is not None else None)
-    quiet_libraries()
-
-    def ready(url: str) -> None:
-        click.echo(f"serving {project.site} on {url} (building; Ctrl-C stops)")
-
     try:
-        _listening(
-            lambda: watch_site(
-                project, host, port, lambda line: click.echo(line), RichProgress, ready
-            ),
-            port,
-        )
+        project = Project(config, given, Path(results) if results is not None else None)
+        quiet_libraries()
+
+        def ready(url: str) -> None:
+            click.echo(f"serving {project.site} on {url} (building; Ctrl-C stops)")
+
+        def serve() -> None:
+            report = lambda line: click.echo(line)  # noqa: E731
+            watch_site(project, host, port, report, progress_display, ready)
+
+        _listening(serve, port)
     except KeyboardInterrupt:
-        click.echo("stopped; the site and its results are kept")
+        stopper.stop()
 
 
 if __name__ == "__main__":

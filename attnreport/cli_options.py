@@ -179,7 +179,11 @@ RESULTS_OUT = click.option(
     required=True,
     help="Folder for the results (gzip-compressed JSON, see docs/results-schema.md).",
 )
-FORCE = flag_option("force", "Write into an existing non-empty folder not made by attnreport.")
+FORCE = flag_option(
+    "force",
+    "Write into an existing non-empty folder not made by attnreport (what it holds is "
+    "moved to .attnreport-trash-NAME beside it, not deleted).",
+)
 RESUME = flag_option(
     "resume", "Continue an interrupted run in --out: skip finished sentences (same settings only)."
 )

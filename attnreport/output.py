@@ -11,6 +11,9 @@ removes it (or, if the kill fell between the two renames, moves the old site bac
 ``force`` replaces a folder attnreport did not write, but never deletes it silently: a
 warning lists what it held, a folder holding ``.git`` is refused, and the old content is
 moved to the sibling ``.attnreport-trash-NAME``, which the next write of NAME removes.
+A results folder, refilled in place file by file (``corpus.store``), empties itself through
+``set_aside``: what attnreport did not write goes to the same trash, named in one warning
+line. No writer deletes an entry attnreport did not write.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import secrets
 import shutil
 import signal
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -244,22 +247,53 @@ def write_site(files: Mapping[str, bytes], out_dir: Path, force: bool = False) -
     return target
 
 
-def _trash_for(target: Path) -> Path | None:
-    """For a foreign folder being replaced (``force``): a fresh trash path beside it, the
-    warning that names what moves there. Otherwise None, and last time's trash is pruned."""
+def _fresh_trash(target: Path) -> Path:
+    """``trash_path(target)``, emptied of last time's content (the warning then said that
+    the next write of ``target`` removes it)."""
     trash = trash_path(target)
     if os.path.lexists(trash):
         shutil.rmtree(trash, ignore_errors=True)
+    return trash
+
+
+def _say_moved(lead: str, entries: list[str], trash: Path) -> None:
+    """The one warning line of every move to the trash: ``lead``, then what moved where."""
+    log.warning(
+        "%s: %s; moved to %s (removed by the next write there)", lead, _listing(entries), trash
+    )
+
+
+def _trash_for(target: Path) -> Path | None:
+    """For a foreign folder being replaced (``force``): a fresh trash path beside it, the
+    warning that names what moves there. Otherwise None, and last time's trash is pruned."""
+    trash = _fresh_trash(target)
     entries = foreign_entries(target)
     if not entries:
         return None
-    log.warning(
-        "replacing %s, which attnreport did not write: %s; moved to %s (removed by the next build)",
-        target,
-        _listing(entries),
-        trash,
-    )
+    _say_moved(f"replacing {target}, which attnreport did not write", entries, trash)
     return trash
+
+
+def set_aside(target: Path, ours: Callable[[str], bool]) -> list[str]:
+    """Before a writer empties the folder ``target`` to refill it in place (a results
+    folder, written file by file): move every entry that is not ``ours(name)`` (all of
+    them in a folder without the marker) into a fresh trash folder beside it, and say so
+    in one warning line. Last time's trash is pruned. Returns the entries moved, sorted
+    (folders with a trailing ``/``)."""
+    trash = _fresh_trash(target)
+    if not target.is_dir():
+        return []
+    marked = (target / MARKER).is_file()
+    names = sorted(p.name for p in target.iterdir() if not (marked and ours(p.name)))
+    if not names:
+        return []
+    trash.mkdir()
+    for name in names:
+        os.rename(target / name, trash / name)
+    entries = sorted(n + ("/" if (trash / n).is_dir() else "") for n in names)
+    lead = f"{target} holds entries attnreport did not write" if marked else None
+    _say_moved(lead or f"replacing {target}, which attnreport did not write", entries, trash)
+    return entries
 
 
 def _write_and_swap(

@@ -59,3 +59,12 @@ def page_indices(choice: PageChoice, n_sentences: int, keep: Iterable[int] = ())
         chosen = set(range(n_sentences))
     chosen |= {i for i in keep if 0 <= i < n_sentences}
     return tuple(sorted(chosen))
+
+
+def pages_note(text: str, n_sentences: int) -> str | None:
+    """The line that says what ``--pages N`` past the end of a set of ``n_sentences``
+    means (every sentence gets a page); None for any other choice."""
+    choice = parse_pages(text)
+    if choice.first is None or choice.first <= n_sentences:
+        return None
+    return f"--pages {choice.first}: the set has {n_sentences} sentence(s), so every one of them gets a page"

@@ -6,8 +6,8 @@ workflow comes in two forms (``WORKFLOWS``): ``build`` installs the CPU build of
 runs the whole study on the runner; ``render`` draws the site from results committed to
 the repository (``attnreport analyze --out results`` on a GPU machine) with no torch. The
 workflow files live in ``templates/project/`` (shipped as ``attnreport.templates.project``).
-Each installs attnreport from ``source`` (``origin``: by default the one that ran ``init``);
-with none known its ``ATTNREPORT`` line is empty and its first step fails saying so.
+Each installs attnreport from ``source`` (``origin``: by default the one that ran ``init``,
+where a runner reaches it; with none, ``init`` writes no workflow and says why).
 """
 
 from __future__ import annotations
@@ -54,19 +54,21 @@ def project_files(workflow: str | None, source: str | None = None) -> dict[str, 
     return files
 
 
-def write_project(target: Path, files: dict[str, str]) -> list[Path]:
-    """Write ``files`` under ``target``, never overwriting: if any exists, nothing is written
-    and the error names it. Returns the paths written, in order."""
-    existing = [name for name in files if (target / name).exists()]
-    if existing:
+def write_project(target: Path, files: dict[str, str]) -> tuple[list[Path], list[Path]]:
+    """Write the ``files`` missing under ``target``, never overwriting one. Returns the
+    paths written and the paths kept (they existed), in order; AttnReportError when every
+    one exists (nothing to write)."""
+    kept = [target.joinpath(*name.split("/")) for name in files if (target / name).exists()]
+    if len(kept) == len(files):
         raise AttnReportError(
-            f"{target / existing[0]} already exists; remove it or use another --dir "
-            "(nothing was written)"
+            f"{target} already holds every file init writes ({', '.join(files)}); nothing was written"
         )
     written = []
     for name, text in files.items():
         path = target.joinpath(*name.split("/"))
+        if path in kept:
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         written.append(path)
-    return written
+    return written, kept

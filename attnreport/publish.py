@@ -13,15 +13,18 @@ transformers.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from attnreport.errors import AttnReportError
-from attnreport.page_choice import parse_pages
+from attnreport.page_choice import pages_note, parse_pages
 from attnreport.site.context import PLACEMENT, SiteOptions
 from attnreport.vocabulary import OPTIONS_NAME
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -82,10 +85,19 @@ def render_folder(
     out = Path(out)
     check_target(out, force)
     parse_pages(options.pages)  # a bad choice fails before anything is read
-    site = assemble_site(from_folder(results_dir), options)
+    source = from_folder(results_dir)
+    say_pages(options.pages, source.count)
+    site = assemble_site(source, options)
     written = write_site(site, out, force=force)
     prune()
     return summarize(written, site)
+
+
+def say_pages(pages: str, count: int) -> None:
+    """A warning line when ``pages`` asks for more pages than the ``count`` sentences have."""
+    note = pages_note(pages, count)
+    if note:
+        log.warning(note)
 
 
 def stored_options(results_dir: str | Path) -> SiteOptions | None:

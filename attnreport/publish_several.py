@@ -27,7 +27,8 @@ def render_folders(
     """Render the results in ``folders`` as one site in ``out``; one folder renders as
     ``publish.render_folder`` does (the report of one model, unchanged)."""
     from attnreport.output import check_target, write_site
-    from attnreport.publish import render_folder
+    from attnreport.publish import render_folder, say_pages
+    from attnreport.site.source import from_folder
     from attnreport.usercache import prune
 
     if len(folders) == 1:
@@ -35,6 +36,7 @@ def render_folders(
     out = Path(out)
     check_target(out, force)
     parse_pages(options.pages)
+    say_pages(options.pages, from_folder(folders[0]).count)  # the models share the sentences
     site = comparison_site(folders, options)
     written = write_site(site, out, force=force)
     prune()

@@ -18,6 +18,7 @@ import torch
 from attnreport import __version__
 from attnreport.analyses.role_pooling import RoleTotals
 from attnreport.analyses.tables import Table, round_sig
+from attnreport.checks import check_sentence_choices, mean_sentence_indices
 from attnreport.config import Settings
 from attnreport.dates import analysis_date
 from attnreport.errors import AttnReportError
@@ -227,25 +228,14 @@ WHERE = (
 )
 
 
-def mean_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ...]:
-    chosen = settings.mean_sentences or tuple(range(min(3, n_sentences)))
-    bad = [i for i in chosen if not 0 <= i < n_sentences]
-    if bad:
-        raise AttnReportError(
-            f"mean-grid sentence {bad[0] + 1} does not exist (the set has {n_sentences})"
-        )
-    return chosen
-
-
 def check_settings(settings: Settings, session: Session) -> None:
     """The checks that need the model and the sentence set, before any work starts (the
-    rest ran when ``settings`` was made)."""
+    rest ran when ``settings`` was made, and before the model loaded: ``checks``)."""
     n_layers = session.n_blocks
     layer = settings.intervene_layer
     if layer is not None:
         check_attention_layer(session.specs, layer, n_layers, "intervention layer")
-    if not 0 <= settings.scaling_sentence < len(session.sentences):
-        raise AttnReportError(f"scaling sentence {settings.scaling_sentence} does not exist")
+    check_sentence_choices(settings, len(session.sentences))
     if settings.view_head is not None:
         view_layer, view_head = settings.view_head
         n_heads = session.specs[0].layout.n_heads
@@ -258,7 +248,6 @@ def check_settings(settings: Settings, session: Session) -> None:
             raise AttnReportError(
                 f"view_head head {view_head} does not exist: the model has heads 0-{n_heads - 1}"
             )
-    mean_sentence_indices(settings, len(session.sentences))
 
 
 def manifest(session: Session, settings: Settings) -> Manifest:

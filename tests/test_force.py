@@ -71,3 +71,46 @@ def test_a_long_listing_is_cut(tmp_path):
         (out / f"f{i:02}.txt").write_text("x")
     with pytest.raises(AttnReportError, match=r"f07\.txt and 4 more\)"):
         write_site(NEW, out)
+
+
+def _warning(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.startswith("warning:")]
+    assert len(lines) == 1, output
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["analyze", "build"])
+def test_force_of_a_model_run_moves_the_users_files_to_the_trash(
+    tmp_path, tiny_model_dirs, command
+):
+    """``analyze`` refills its folder in place and ``build`` swaps a site in: with
+    ``--force`` both leave a foreign folder's content, whole, in the trash beside it."""
+    sentences = tmp_path / "two.txt"
+    sentences.write_text("the cat chased the mouse\nwhat does attention focus ?\n")
+    out = tmp_path / "mysite"
+    before = users_folder(out)
+    args = [command, "--model", str(tiny_model_dirs["llama"]), "--sentences", str(sentences)]
+    args += ["--out", str(out)] + (["--no-images"] if command == "build" else [])
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 1 and tree(out) == before, refused.output
+    forced = CliRunner().invoke(main, [*args, "--force"])
+    assert forced.exit_code == 0, forced.output
+    warning = _warning(forced.output)
+    assert "drafts/, index.html, notes.md" in warning and str(trash_path(out)) in warning
+    assert tree(trash_path(out)) == before  # nothing lost
+    assert (out / MARKER).is_file() and not (out / "notes.md").exists()
+
+
+def test_a_file_added_to_a_results_folder_survives_a_fresh_run(tmp_path, tiny_model_dirs):
+    """A folder attnreport wrote is emptied before a fresh run (not ``--resume``): what the
+    run wrote is removed, a file the user put there goes to the trash."""
+    out = tmp_path / "results"
+    args = ["analyze", "--model", str(tiny_model_dirs["llama"]), "--out", str(out)]
+    first = CliRunner().invoke(main, args)
+    assert first.exit_code == 0, first.output
+    (out / "my-notes.md").write_text("what I saw")
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0, again.output
+    assert "my-notes.md" in _warning(again.output)
+    assert tree(trash_path(out)) == {"my-notes.md": b"what I saw"}
+    assert not (out / "my-notes.md").exists() and (out / "manifest.json").is_file()

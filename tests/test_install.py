@@ -1,20 +1,21 @@
-"""A user's install, for real: a fresh venv (no ``--system-site-packages``) installed by the
-README's own lines, then ``attnreport init`` and the generated workflow's ``run:`` steps in
-order, as GitHub's runner would run them, give a site. And a render-only venv (the
+"""A user's install, for real: the wheel ``python -m build`` makes of a clean copy of the
+sources, installed into a fresh venv (no ``--system-site-packages``) by the README's own
+lines, then ``attnreport init`` and every ``run:`` step of the workflow it wrote, in order
+and unedited, as GitHub's runner would run them, give a site. And a render-only venv (the
 ``render`` extra: no torch) draws committed results through the render workflow.
 
 Packages come from pip's configured indexes and its cache (the network, or a local
-mirror); torch comes from the CPU index only, pinned by ``constraints.txt`` through
-``PIP_CONSTRAINT``, and the test fails if any CUDA package got in. attnreport is this
-checkout, copied (``tests.test_wheel.copy_sources``) so a build leaves nothing here: the
-README's git URL is replaced by that copy's ``file://`` URL, and ``init --source`` points
-the workflow at it. Each step's seconds go to stdout (``pytest -s``).
+mirror); torch comes from the CPU index, or where that cannot be reached (here) from the
+local wheel pip is configured to find, pinned by ``constraints.txt`` through
+``PIP_CONSTRAINT``, and the test fails if any CUDA package got in. The README's
+``'attnreport[analysis]'`` (the release on PyPI) is replaced by the wheel's ``file://``
+URL, and ``init --source`` points the workflow at the same wheel. Each step's seconds go
+to stdout (``pytest -s``).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import time
@@ -32,7 +33,6 @@ from tests.fixtures.fake_results import fake_study, typed
 from tests.test_wheel import copy_sources
 
 ROOT = Path(__file__).resolve().parent.parent
-GIT_URL = re.compile(r"git\+https://[^\s\"]+")
 
 # The workflow steps not run here, and why: each ``uses:`` action the workflows name.
 # A step not listed here and not a ``run:`` fails the test, so a new step gets a decision.
@@ -48,10 +48,10 @@ SKIPPED = {
 
 def _env(venv: Path | None = None, **extra: str) -> dict[str, str]:
     """This process's environment less its venv, with ``venv`` first on PATH, torch pinned
-    by constraints.txt, pip quiet about its own version, and one retry of a page it cannot
-    fetch, not five: where the CPU index cannot be reached (a mirror serves the packages),
-    pip's five retries with back-off waited 7.5 s on every package's page there, 80 s of
-    the README's torch line."""
+    by constraints.txt, pip quiet about its own version, and no retry of a page it cannot
+    fetch: where the CPU index cannot be reached (a mirror serves the packages), pip's five
+    retries with back-off waited 7.5 s on every package's page there, 80 s of the README's
+    torch line."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     ours = str(Path(sys.executable).parent)
     path = [p for p in env["PATH"].split(os.pathsep) if p != ours]
@@ -61,15 +61,17 @@ def _env(venv: Path | None = None, **extra: str) -> dict[str, str]:
     env["PATH"] = os.pathsep.join(path)
     env["PIP_CONSTRAINT"] = str(ROOT / "constraints.txt")
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    env["PIP_RETRIES"] = "1"
+    env["PIP_RETRIES"] = "0"
+    env["PIP_TIMEOUT"] = "5"
     return env | extra
 
 
 def _sh(
     script: str, cwd: Path, env: dict[str, str], timings: dict[str, float], label: str = ""
 ) -> str:
-    """Run ``script`` as a workflow step runs (``bash -e -o pipefail``); its output. Its
-    seconds go to ``timings`` under ``label`` (default: its first line)."""
+    """Run ``script`` as a workflow step runs (``bash -e -o pipefail``); its output
+    (stdout, then stderr). Its seconds go to ``timings`` under ``label`` (default: its
+    first line)."""
     start = time.perf_counter()
     done = subprocess.run(
         ["bash", "-e", "-o", "pipefail", "-c", script],
@@ -81,7 +83,7 @@ def _sh(
     )
     timings[label or script.strip().splitlines()[0][:70]] = time.perf_counter() - start
     assert done.returncode == 0, f"{script}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done.stdout
+    return done.stdout + done.stderr
 
 
 def readme_block(heading: str) -> list[str]:
@@ -92,19 +94,33 @@ def readme_block(heading: str) -> list[str]:
     return [line for line in block.splitlines() if line.strip()]
 
 
-def readme_install(tmp: Path, source: Path, timings: dict[str, float]) -> Path:
-    """Run README's Install lines in ``tmp``, the git URL swapped for ``source``: the venv."""
+def build_wheel(tmp: Path, timings: dict[str, float]) -> Path:
+    """The wheel ``python -m build`` makes of a clean copy of the sources (offline: no
+    build isolation)."""
+    source = copy_sources(tmp / "attnreport-src")
+    command = f"{sys.executable} -m build --wheel --no-isolation --outdir {tmp / 'dist'} {source}"
+    _sh(command, tmp, os.environ.copy(), timings, "python -m build --wheel")
+    return next((tmp / "dist").glob("attnreport-*.whl"))
+
+
+def readme_install(tmp: Path, wheel: Path, timings: dict[str, float]) -> Path:
+    """Run README's Install lines in ``tmp``, the release on PyPI swapped for ``wheel``:
+    the venv."""
     lines = readme_block("## Install")
-    swapped = [GIT_URL.sub(source.as_uri(), line) for line in lines]
+    release = "'attnreport[analysis]'"
+    swapped = [line.replace(release, f"'attnreport[analysis] @ {wheel.as_uri()}'") for line in lines]  # fmt: skip
     assert sum(a != b for a, b in zip(lines, swapped, strict=True)) == 1, lines
     for line in swapped:
         _sh(line, tmp, _env(), timings, f"README: {line}"[:70])
     return tmp / ".venv"
 
 
-def run_workflow(project: Path, venv: Path, timings: dict[str, float]) -> list[str]:
+def run_workflow(
+    project: Path, venv: Path, timings: dict[str, float], outputs: dict[str, str] | None = None
+) -> list[str]:
     """The workflow's ``run:`` steps in order (its ``env:`` set, ``venv`` on PATH); the
-    ``uses:`` steps are skipped for the reasons in SKIPPED. Returns the actions skipped."""
+    ``uses:`` steps are skipped for the reasons in SKIPPED. Returns the actions skipped;
+    ``outputs`` gets each step's output by its ``run:`` text."""
     workflow = yaml.safe_load((project / WORKFLOW_PATH).read_text(encoding="utf-8"))
     skipped = []
     for job in workflow["jobs"].values():
@@ -116,7 +132,9 @@ def run_workflow(project: Path, venv: Path, timings: dict[str, float]) -> list[s
                 skipped.append(action)
                 continue
             label = f"workflow: {step.get('name', step['run'])}"[:70]
-            _sh(step["run"], project, env | step.get("env", {}), timings, label)
+            output = _sh(step["run"], project, env | step.get("env", {}), timings, label)
+            if outputs is not None:
+                outputs[step["run"].strip()] = output
     return skipped
 
 
@@ -134,10 +152,10 @@ def _python(venv: Path, code: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.default_model
-def test_a_fresh_venv_inits_and_the_workflows_commands_give_a_site(tmp_path):
+def test_the_wheel_in_a_fresh_venv_inits_and_the_workflows_commands_give_a_site(tmp_path):
     timings: dict[str, float] = {}
-    source = copy_sources(tmp_path / "attnreport-src")
-    venv = readme_install(tmp_path, source, timings)
+    wheel = build_wheel(tmp_path, timings)
+    venv = readme_install(tmp_path, wheel, timings)
     assert _python(venv, "import torch; print(torch.version.cuda)") == "None"
     installed = _python(
         venv, "import importlib.metadata as m; print([d.name for d in m.distributions()])"
@@ -146,11 +164,16 @@ def test_a_fresh_venv_inits_and_the_workflows_commands_give_a_site(tmp_path):
 
     project = tmp_path / "my-report"
     env = _env(venv)
-    _sh(f"attnreport init --dir {project} --source {source.as_uri()}", tmp_path, env, timings)
+    _sh(f"attnreport init --dir {project} --source {wheel.as_uri()}", tmp_path, env, timings)
     # The author's edit: one short sentence, so the build stays short.
     (project / "sentences.txt").write_text("The cat sat on the mat.\n", encoding="utf-8")
-    skipped = run_workflow(project, venv, timings)
+    outputs: dict[str, str] = {}
+    skipped = run_workflow(project, venv, timings, outputs)
     assert set(skipped) == set(SKIPPED)
+    # The runner's log (not a terminal) shows the build's progress, and no other tool's bars.
+    log = outputs["attnreport build --out site"]
+    assert "Loading model" in log and "Capturing sentences: 1 of 1 (100%)" in log, log[-2000:]
+    assert "de-quantizing" not in log and "it/s]" not in log, log[-2000:]
 
     site = project / "site"
     index = (site / "index.html").read_text(encoding="utf-8")

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from attnreport.cli import main
 from attnreport.errors import AttnReportError
+from attnreport.output import trash_path
 from attnreport.results import load
 from attnreport.results.compare import Tolerance, compare_results
 from attnreport.serve.project import Project
@@ -109,10 +110,14 @@ def test_page_settings_render_and_recorded_settings_analyse_again(tmp_path, tiny
     assert (retitled.analysis, retitled.loaded) == ("none", False)
     assert "A new title" in (project.site / "index.html").read_text()
 
+    (project.results / "my-notes.md").write_text("mine", encoding="utf-8")  # the user's
     write_project(tmp_path, tiny_llama, title="A new title", extra="epsilons = [0.25]\n")
     again = project.build(_quiet)
     assert again.analysis == "all" and not again.loaded
     assert load(project.results).manifest.settings.epsilons == (0.25,)
+    # the fresh run emptied the results folder, all but the user's file, which is in the trash
+    assert not (project.results / "my-notes.md").exists()
+    assert (trash_path(project.results) / "my-notes.md").read_text(encoding="utf-8") == "mine"
 
 
 def test_a_bad_edit_fails_in_one_line_and_keeps_the_site(tmp_path, tiny_llama):

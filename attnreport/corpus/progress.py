@@ -1,5 +1,6 @@
 """The study's stages drawn with rich on stderr (``RichProgress``, what ``build`` and
-``analyze`` show), with a column of items per second of the current stage (sentences/s).
+``analyze`` show on a terminal; ``plain_progress`` prints lines for a log), with a column
+of items per second of the current stage (sentences/s).
 The commands import this only when they run, so ``--help`` does not load rich.
 """
 
@@ -21,6 +22,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.text import Text
+
+from attnreport.corpus.plain_progress import STAGES
 
 
 class RateColumn(ProgressColumn):
@@ -51,15 +54,7 @@ class RichProgress:
     through the same console, so a warning lands above the progress, whole.
     """
 
-    LABELS = {
-        "load": "Loading model",
-        "capture": "Capturing sentences",
-        "interventions": "Running interventions",
-        "site": "Drawing charts and pages",
-        "write": "Writing",
-        "capture:layers": "  layers of the sentence(s) in flight",
-        "interventions:passes": "  forward passes of the grids",
-    }
+    LABELS = STAGES
 
     def __init__(self) -> None:
         self.progress = Progress(

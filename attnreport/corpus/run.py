@@ -16,6 +16,7 @@ from pathlib import Path
 
 from attnreport.config import Settings
 from attnreport.corpus.engines import Engine, EngineContext, engine_module, open_engine
+from attnreport.corpus.estimate import LongInputs, announce_all
 from attnreport.corpus.fingerprint import run_fingerprint
 from attnreport.corpus.partial import SetPartial
 from attnreport.corpus.store import RunStore
@@ -100,7 +101,8 @@ def run_corpus(
             session, settings, settings.model, settings.dtype, settings.device, options.ray_address,
             options.workers, lambda done, total: progress(LAYERS, done, total),
         )  # fmt: skip
-        analyze_pending(open_engine(options.engine, context), pending, store, totals, progress)
+        engine = open_engine(options.engine, context)
+        analyze_pending(engine, pending, store, totals, progress, options.engine == "local")
     progress("interventions", 0, 1)
     on_pass = lambda done, total: progress(PASSES, done, total)  # noqa: E731
     files = set_files(session, settings, totals, interventions, on_pass)
@@ -114,14 +116,25 @@ def analyze_pending(
     store: RunStore,
     totals: SetPartial,
     progress: Progress,
+    in_order: bool = True,
 ) -> None:
-    """Write each outcome's files and add its sums as it arrives; close the engine after."""
+    """Write each outcome's files and add its sums as it arrives; close the engine after.
+    A long input is announced just before it starts (``estimate``) when the engine runs
+    the sentences one after the other, in order (``in_order``), else all at once."""
     total = len(totals) + len(pending)
+    inputs, following, by_index = LongInputs(), iter(pending), {s.index: s for s in pending}
+    if in_order:
+        inputs.next(next(following, None))
+    else:
+        announce_all(pending)
     try:
         for outcome in engine.analyze(pending):
             store.write_sentence(outcome.index, outcome.data, outcome.partial)
             totals.add(outcome.partial)
             progress("capture", len(totals), total)
+            if in_order:
+                inputs.finished(by_index[outcome.index])
+                inputs.next(next(following, None))
     finally:
         engine.close()
 

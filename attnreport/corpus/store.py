@@ -13,8 +13,9 @@ once the run is complete. The fingerprint names the results schema, so a folder 
 older schema (plain ``.json`` sentences) is never resumed into.
 
 Starting afresh in a folder attnreport wrote (or a foreign one with ``force``) empties
-it first, as ``build`` replaces a site; ``resume`` keeps it and returns the finished
-sentences.
+it first, as ``build`` replaces a site: what a run writes is removed, anything else moves
+to the trash folder beside it (``output.set_aside``, named in one warning line);
+``resume`` keeps it and returns the finished sentences.
 """
 
 from __future__ import annotations
@@ -31,15 +32,33 @@ from attnreport.corpus.fingerprint import RunFingerprint, difference
 from attnreport.corpus.partial import SentencePartial
 from attnreport.errors import AttnReportError
 from attnreport.jsontypes import Json
+from attnreport.output import set_aside
 from attnreport.results import Manifest
 from attnreport.results.io import dump_json
-from attnreport.results.layout import CURRENT, MANIFEST
+from attnreport.results.layout import CURRENT, MANIFEST, Layout
 from attnreport.results.manifest import manifest_to_json
 from attnreport.vocabulary import MARKER  # this folder is attnreport's
 
 log = logging.getLogger(__name__)
 
 RUN_FILE = "run.json"
+
+
+# What a run writes into a results folder, in any schema version (its parts' names changed).
+WRITTEN = frozenset(
+    {MARKER, RUN_FILE, MANIFEST, "sentences", "partials"}
+    | {
+        part
+        for v in range(1, CURRENT.version + 1)
+        for part in (Layout(v).set, Layout(v).interventions)
+    }
+)
+
+
+def written(name: str) -> bool:
+    """Whether ``name``, an entry of a results folder, is one a run writes, or one of its
+    temporary files."""
+    return name in WRITTEN or name.startswith(".") and ".tmp-" in name
 
 
 def sentence_name(index: int) -> str:
@@ -115,9 +134,10 @@ class RunStore:
             raise AttnReportError(f"cannot resume: {path} is unreadable ({err})") from err
 
     def _empty(self) -> None:
-        if not self.out.is_dir():
-            return
-        for entry in self.out.iterdir():
+        """Remove what a run wrote here (``written``); anything else, and everything in a
+        folder attnreport did not write (``force``), goes to the trash beside it."""
+        set_aside(self.out, written)
+        for entry in self.out.iterdir() if self.out.is_dir() else ():
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry)
             else:

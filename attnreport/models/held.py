@@ -38,7 +38,7 @@ def held_model(model: Any, tokenizer: Any, name: str | None = None) -> LoadedMod
             f"the model must be a transformers model object (a torch module with a .config), "
             f"got {type(model).__name__}; load one with AutoModelForCausalLM.from_pretrained"
         )
-    check_causal_decoder(config)
+    check_causal_decoder(config, "the model", type(model).__name__)
     family = family_for(getattr(config, "model_type", ""))
     if not callable(tokenizer) or not hasattr(tokenizer, "decode"):
         raise AttnReportError(

