@@ -11,6 +11,7 @@ from attnreport.dates import report_date
 from attnreport.results import Interventions, Manifest, Results, SentenceResults
 from attnreport.results.layout import CURRENT, Layout
 from attnreport.results.pooling import POOL_WIDTH, pooled_from
+from attnreport.results.roles import counts_query_one
 from attnreport.results.types import sentence_tables, set_tables
 from attnreport.results.view import default_head
 from attnreport.site import about, apparatus, argument, highlights, methods
@@ -356,6 +357,12 @@ def _recaptured(results: Results) -> bool:
     return table is not None and len(table.sentence) > 0
 
 
+def _older_roles(results: Results) -> bool:
+    """Whether the set's head roles were written before schema 9 (previous-token over i >= 1)."""
+    table = results.set.head_roles
+    return table is not None and counts_query_one(table.arrays())
+
+
 def index_page(
     results: Results,
     figures: Sequence[FigureInput],
@@ -413,7 +420,7 @@ def index_page(
         claims=claims,
         claims_rule=verdicts.RULE if claims else "",
         model_line=visible(apparatus.model_line(results.manifest)),
-        methods=methods.measures(apparatus.post_norm(results.manifest)),
+        methods=methods.measures(apparatus.post_norm(results.manifest), _older_roles(results)),
         limitations=tuple(
             apparatus.limitations(results.manifest, results.interventions, _recaptured(results))
         ),
