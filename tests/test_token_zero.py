@@ -25,7 +25,9 @@ LABEL = re.compile(r'aria-label="([^"]*)"[^>]*aria-roledescription="(?:point|cir
 @pytest.fixture(scope="module")
 def figures():
     study = typed(fake_study(n_tokens=7))
-    page = sentence_figures(study.sentences[0], study.interventions, study.manifest, study.sentences)
+    page = sentence_figures(
+        study.sentences[0], study.interventions, study.manifest, study.sentences
+    )
     return {fig.key: fig for fig in page}
 
 
