@@ -333,8 +333,17 @@ def compare(ctx: click.Context, expected: str, actual: str, **_settings: Any) ->
     help="Where the workflow pip-installs attnreport from: a version or a URL "
     "(git+https://...@TAG). Default: where this attnreport was installed from.",
 )
+@click.option(
+    "--author",
+    "authors",
+    multiple=True,
+    help="An author of the report, for its byline and citation (repeat for several). "
+    "Default: asked at a terminal, else git's user.name, else none.",
+)
 @user_errors
-def init(directory: str, workflow: str, no_workflow: bool, source: str | None) -> None:
+def init(
+    directory: str, workflow: str, no_workflow: bool, source: str | None, authors: tuple[str, ...]
+) -> None:
     """Write a project: attnreport.toml, sentences.txt, .gitignore and a GitHub Pages
     workflow (.github/workflows/attnreport.yml). Never overwrites a file."""
     from attnreport.origin import check_source, installed_source
@@ -342,8 +351,12 @@ def init(directory: str, workflow: str, no_workflow: bool, source: str | None) -
 
     target = Path(directory)
     source = installed_source() if source is None else check_source(source)
-    written = write_project(target, project_files(None if no_workflow else workflow, source))
+    authors = authors or _asked_authors(target)
+    files = project_files(None if no_workflow else workflow, source, authors)
+    written = write_project(target, files)
     click.echo("wrote " + ", ".join(str(path) for path in written))
+    if not authors:
+        click.echo("no author set: name yourself in 'authors' in attnreport.toml")
     if source is None and not no_workflow:
         click.echo(
             "warning: this attnreport runs from a local folder, which GitHub cannot install: "
@@ -352,6 +365,23 @@ def init(directory: str, workflow: str, no_workflow: bool, source: str | None) -
         )
     next_step = "attnreport analyze --out results" if workflow == "render" else "attnreport build"
     click.echo(f"next: {next_step}; then push to GitHub to publish (README: Publish your report)")
+
+
+def _at_terminal() -> bool:
+    return sys.stdin.isatty()
+
+
+def _asked_authors(target: Path) -> tuple[str, ...]:
+    """The report's author: asked at a terminal (git's user.name offered), else git's
+    user.name, else none."""
+    from attnreport.project import git_author
+
+    known = git_author(target) or ""
+    if _at_terminal():
+        known = click.prompt(
+            "Author of the report (empty: none)", default=known, show_default=bool(known)
+        )
+    return (known.strip(),) if known.strip() else ()
 
 
 @main.command()

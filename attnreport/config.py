@@ -93,6 +93,17 @@ def png_scale_range(key: str, value: float) -> str | None:
     return None if good else f"'{key}' must be more than 0 and at most 8, got {value}"
 
 
+def iso_day(key: str, value: str) -> str | None:
+    """A day written YYYY-MM-DD (what the byline shows and the analysis date is compared with)."""
+    from datetime import date
+
+    try:
+        good = len(value) == 10 and date.fromisoformat(value).isoformat() == value
+    except ValueError:
+        good = False
+    return None if good else f"'{key}' must be a day written YYYY-MM-DD, got {value!r}"
+
+
 def layer_and_head(key: str, value: tuple[int, ...]) -> str | None:
     good = len(value) == 2 and min(value) >= 0
     return None if good else f"'{key}' must be [layer, head], got {list(value)}"
@@ -127,7 +138,8 @@ class Settings:
     out: str = setting("site", str)
     title: str = setting(V.TITLE, str)
     authors: tuple[str, ...] = setting(V.AUTHORS, list, items=(str,))
-    date: str | None = setting(None, str)  # ISO date; else the analysis day (dates.report_date)
+    # ISO day, on or after the analysis; else the analysis day (dates.report_date)
+    date: str | None = setting(None, str, check=iso_day)
     lede: str | None = setting(None, str)  # Markdown opening the index (else one computed)
     afterword: str | None = setting(None, str)  # Markdown closing the index
     dtype: str = setting("float32", str, choices=DTYPES)
@@ -271,8 +283,8 @@ model = "default"            # 'default', a hub id, a local directory or a .gguf
 sentences = "sentences.txt"  # one sentence per line
 out = "site"
 title = "What does attention focus on?"
-authors = ["Your Name"]
-# date = "2026-01-01"        # else the day of the analysis (SOURCE_DATE_EPOCH pins it)
+authors = []                 # who wrote the report (byline, citation); init fills in git's user.name
+# date = "2026-01-01"        # on or after the analysis; else its day (SOURCE_DATE_EPOCH pins it)
 # lede = "Why I looked at *this* model."  # Markdown (raw HTML shown as text) opening the report
 # afterword = "What I make of it."       # Markdown closing the index (a TOML multi-line string for more)
 dtype = "float32"            # or bfloat16, float16 (analyses stay float32; verify's tolerances follow it)
@@ -294,3 +306,11 @@ pages = "all"                # sentences with a page: "all", a count "20", or "0
 rtol = 1e-3                  # attnreport compare: relative and absolute tolerances
 atol = 1e-4
 """
+
+
+def starter_text(authors: tuple[str, ...] = ()) -> str:
+    """``STARTER`` with its ``authors`` line naming ``authors`` (TOML basic strings)."""
+    import json
+
+    named = ", ".join(json.dumps(a, ensure_ascii=False) for a in authors)
+    return STARTER.replace("authors = []", f"authors = [{named}]", 1)

@@ -47,7 +47,7 @@ LABELS = {
     "bos": "Begin-of-sequence token",
     "bos_added": "Every sentence starts with it",
     "breakdown_ranks": "Ranks in the score breakdown",
-    "epsilons": "Focus thresholds (ε)",
+    "epsilons": "Intervention scale factors (ε)",
     "intervene_layer": "Layer of the interventions",
     "scaling_sentence": "Sentence of the scaling sweep",
     "mean_sentences": "Sentences of the mean ablation",

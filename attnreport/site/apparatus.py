@@ -178,7 +178,7 @@ def citation(
     year = (date or "")[:4]
     fields: list[tuple[str, Any]] = [
         ("title", title),
-        ("author", " and ".join(authors) or "attnreport"),
+        ("author", " and ".join(authors)),  # left out without authors: never the tool's name
         ("year", year),
         ("note", f"Attention report on {manifest.model.name or 'a causal language model'}, "
                  f"{count(len(manifest.sentences), 'sentence')}, made with attnreport {version}"),
