@@ -30,6 +30,7 @@ from attnreport.interventions import (
     scaling_grid,
 )
 from attnreport.models.attending import attention_layers, check_attention_layer
+from attnreport.models.described import rope_facts, tokenizer_kind
 from attnreport.models.facts import layer_facts
 from attnreport.models.layout import positional_scheme
 from attnreport.pass_memo import remembered
@@ -283,6 +284,9 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         dtype=loaded.dtype,
         device=loaded.device,
         tokenizer=type(loaded.tokenizer).__name__,
+        rope=rope_facts(config) if scheme == "rope" else {},
+        tokenizer_kind=tokenizer_kind(loaded.tokenizer),
+        vocab_size=len(loaded.tokenizer),
         features=tuple(model_features(session)),
         layer_windows={s.layer: s.window for s in session.specs if s.window is not None},
         layers=layer_facts(session.specs, session.n_blocks, scheme),

@@ -65,7 +65,7 @@ def pair(tmp_path_factory) -> dict[str, Path]:
     config = root / "attnreport.toml"
     config.write_text(
         'models = ["./windowed", "./full"]\nsentences = "sentences.txt"\n'
-        'title = "Two tiny models"\ndate = "2026-01-02"\nimages = false\n'
+        'title = "Two tiny models"\nimages = false\n'
     )
     result = cli("analyze", "--config", str(config), "--out", str(root / "results"))
     assert result.exit_code == 0, result.output

@@ -28,7 +28,8 @@ SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # ``span``) and the observations of an input the grids draw as blocks (``observed_blocks``);
 # 8 takes the update sizes after a post-attention norm (``LayerFacts.post_norm``); 9
 # scores previous-token heads over queries i >= 2 (``n_previous``) and counts the
-# repeated-token queries of the set (``n_duplicate``)
+# repeated-token queries of the set (``n_duplicate``), and the manifest describes the
+# rotary parameters and the tokenizer (``ModelInfo.rope``, ``tokenizer_kind``, ``vocab_size``)
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i
@@ -66,6 +67,12 @@ class ModelInfo:
     # layer -> sliding window in tokens, for the layers that attend through one
     layer_windows: dict[int, int] = field(default_factory=dict)
     layers: tuple[LayerFacts, ...] = ()  # one per block, as found at load (version 6)
+    # version 9: layer type ("" for all) -> rotary parameters (theta, type, factor,
+    # original_context; ``models.described``), the tokenizer's algorithm in words and the
+    # tokens it knows, special ones included (0: not recorded)
+    rope: Json = field(default_factory=dict)
+    tokenizer_kind: str = ""
+    vocab_size: int = 0
     extra: Json = field(default_factory=dict)
 
 
@@ -131,6 +138,9 @@ def _with_extra(obj: Any) -> Json:
     return {**obj.extra, **out}
 
 
+DESCRIBED = ("rope", "tokenizer_kind", "vocab_size")  # the model card's facts (version 9)
+
+
 def _model_json(model: ModelInfo) -> Json:
     """The manifest's model object; ``layers`` only where found (folders written before
     version 6 round-trip without it)."""
@@ -139,6 +149,9 @@ def _model_json(model: ModelInfo) -> Json:
         out["layers"] = layer_facts_to_json(model.layers)
     else:
         out.pop("layers")
+    for name in DESCRIBED:  # written since version 9, only where recorded
+        if not out[name]:
+            out.pop(name)
     return out
 
 
@@ -149,7 +162,8 @@ def model_from_json(obj: Any, where: str) -> ModelInfo:
     missing = [
         f.name
         for f in fields(ModelInfo)
-        if f.name not in known and f.name not in ("features", "layer_windows", "layers", "extra")
+        if f.name not in known
+        and f.name not in ("features", "layer_windows", "layers", "extra", *DESCRIBED)
     ]
     if missing:
         raise AttnReportError(f"{where} is incomplete: model has no {missing[0]!r}")
@@ -159,6 +173,8 @@ def model_from_json(obj: Any, where: str) -> ModelInfo:
         raise AttnReportError(f"{where} is malformed: model.layer_windows is not an object")
     known["layer_windows"] = {int(layer): int(w) for layer, w in windows.items()}
     known["layers"] = layer_facts_from_json(known.get("layers"), where)
+    if not isinstance(known.get("rope", {}), dict):
+        raise AttnReportError(f"{where} is malformed: model.rope is not an object")
     return ModelInfo(**known, extra=extra)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 import attnreport
@@ -32,8 +32,8 @@ from attnreport.site.context import (
     figure_span,
     number_figures,
 )
-from attnreport.site.layer_card import layer_rows
 from attnreport.site.markdown import markdown_html
+from attnreport.site.model_card import model_card
 from attnreport.site.words import lede, prose, verdicts, wording
 from attnreport.site.words.alt_text import AltData
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
@@ -56,70 +56,6 @@ NOTES = {
     "kl": "KL(p_base || p_modified) of the next-token distribution at each position, in nats; "
     "0 means the intervention changed nothing.",
 }
-CARD = (  # (label, keys tried in order, anywhere in the manifest)
-    ("Model", ("model_id", "id", "name", "path")),
-    ("Parameters", ("parameters",)),
-    ("Weights from", ("weights",)),
-    ("Quantisation", ("quantisation",)),
-    ("Source", ("source",)),
-    ("Architecture", ("family", "architecture")),
-    ("Model type", ("model_type",)),
-    ("Layers", ("n_layers", "num_layers", "num_hidden_layers")),
-    ("Heads", ("n_heads", "num_heads", "num_attention_heads")),
-    ("KV heads", ("n_kv_heads", "num_kv_heads", "num_key_value_heads")),
-    ("Head size", ("head_dim",)),
-    ("Hidden size", ("hidden_size",)),
-    ("Context", ("context", "max_position_embeddings")),
-    ("Positions", ("positional", "positional_scheme")),
-    ("BOS token", ("bos_token",)),
-    ("Attention", ("attn_implementation", "attention_implementation")),
-    ("Dtype", ("dtype", "torch_dtype")),
-    ("Device", ("device",)),
-    ("Tokenizer", ("tokenizer_class", "tokenizer")),
-    ("attnreport", ("attnreport_version",)),
-    ("Revision", ("revision",)),
-    ("Fingerprint", ("fingerprint", "sha256")),
-)
-
-
-def find(tree: Any, keys: Sequence[str]) -> Any:
-    """The first scalar under any of ``keys``, searching ``tree`` breadth first."""
-    level = [tree]
-    while level:
-        for key in keys:
-            for node in level:
-                if isinstance(node, Mapping) and isinstance(node.get(key), str | int | float):
-                    return node[key]
-        level = [
-            v for n in level if isinstance(n, Mapping) for v in n.values() if isinstance(v, Mapping)
-        ]
-    return None
-
-
-def card_tree(manifest: Manifest) -> dict[str, Any]:
-    """What a card's keys are looked up in (``find``): the version and the model's facts,
-    the keys this version does not know (``ModelInfo.extra``) one level further down."""
-    return {"attnreport_version": manifest.attnreport_version, "model": asdict(manifest.model)}
-
-
-def _card_value(label: str, value: Any) -> str:
-    """``134.5 million`` for a parameter count; any other value as text."""
-    if label == "Parameters" and isinstance(value, int):
-        return f"{value:,} ({value / 1e6:.1f} million)"
-    return str(value)
-
-
-def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
-    """(label, value) rows of the model card; rows the manifest lacks are left out."""
-    tree = card_tree(manifest)
-    out = []
-    for label, keys in CARD:
-        value = find(tree, keys)
-        if value is not None and value != "":
-            out.append((label, visible(_card_value(label, value))))
-        if label == "Positions":  # how each layer attends, as found at load (version 6)
-            out += layer_rows(manifest.model.layers, manifest.model.head_dim)
-    return tuple(out)
 
 
 def first_ids(manifest: Manifest) -> list[int]:
