@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from attnreport.analyses.kl import KL_CONVENTION, KL_NAME
 from attnreport.analyses.role_rules import MIN_REPEATS, ROLE_THRESHOLD, worst_error
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.fit import BOOTSTRAP_FROM
@@ -62,7 +63,8 @@ METHODS = (
            "A real forward pass with one layer's Q, K or V changed in every head; weights are "
            "observed in the same, the next and the last layer, and KL compares the next-token "
            "distributions at each position, in nats. Scaling Q or K by ε is one intervention: "
-           "s = ε q·k either way."),
+           f"s = ε q·k either way. Every KL printed for an intervention is its {KL_NAME}: "
+           f"{KL_CONVENTION}."),
     Method("roles", "Head roles",
            "prev(l,h) = mean_{i≥2} p_i,i−1;  dup = Σ_i Σ_{j<i, t_j=t_i} p_ij / Σ_i 1[t_i seen before];  "
            "induction = mean over probes and i in the second copy of p_i,i−49;  "

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import altair as alt
 
 from attnreport.analyses import sinks
+from attnreport.analyses.kl import KL_CONVENTION, KL_NAME
 from attnreport.analyses.role_rules import MIN_REPEATS, ROLE_THRESHOLD
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.spec.assemble import build_figure
@@ -218,6 +219,6 @@ def kl_figure(rows: Columns, models: Sequence[str], match: str) -> Figure:
     caption = (
         "Q, K or V of every head of one layer scaled by epsilon or replaced by its mean "
         "over positions; the bar is KL(p_base || p_modified) of the next-token "
-        "distribution, in nats, averaged over positions (and inputs). " + match
+        f"distribution, in nats, as the {KL_NAME}: {KL_CONVENTION}. " + match
     )
     return build_figure(key=KL_KEY, title=title, caption=caption, chart=chart, rows=rows)
