@@ -88,6 +88,11 @@ def positive_or_zero(key: str, value: float) -> str | None:
     return None if good else f"'{key}' must be a number of at least 0, got {value}"
 
 
+def unit_depth(key: str, value: float) -> str | None:
+    good = 0 <= value <= 1 and math.isfinite(value)
+    return None if good else f"'{key}' must be a relative depth from 0 to 1, got {value}"
+
+
 def png_scale_range(key: str, value: float) -> str | None:
     good = 0 < value <= 8 and math.isfinite(value)
     return None if good else f"'{key}' must be more than 0 and at most 8, got {value}"
@@ -160,6 +165,9 @@ class Settings:
         V.EPSILONS, list, items=(int, float), check=positive_numbers, recorded=True
     )
     intervene_layer: int | None = setting(None, int, check=not_negative, recorded=True)
+    # the attention layer nearest this relative depth (0 first, 1 last), when no
+    # intervene_layer is set; a comparison records it for each model after the first
+    intervene_depth: float | None = setting(None, float, int, check=unit_depth, recorded=True)
     scaling_sentence: int = setting(0, int, check=not_negative, recorded=True)
     mean_sentences: tuple[int, ...] | None = setting(None, list, items=(int,), recorded=True)
     map_tokens: int = setting(
@@ -295,6 +303,7 @@ bos = "auto"                 # begin-of-sequence token: auto (as the tokenizer d
 breakdown_ranks = 3          # ranks shown by the sort_idx widget of the breakdown figure
 epsilons = [5e-1, 1e-3, 1e-10]
 # intervene_layer = 12       # default: the layer with the strongest first-token focus
+# intervene_depth = 0.5      # or the layer nearest this relative depth (0 first, 1 last)
 scaling_sentence = 0
 # mean_sentences = [0, 1, 2]
 map_tokens = 256             # n x n attention maps and exact per-query rows up to this many tokens (past it: bins of 32)

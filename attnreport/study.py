@@ -144,14 +144,6 @@ def with_roles(result: SetResults, totals: RoleTotals, probe: ProbeResult) -> Se
     )
 
 
-def strongest_first_token_layer(pooled: dict[str, np.ndarray]) -> int:
-    """The layer whose heads, on average, most often put their top target on the first token."""
-    rows = pooled["statistic"] == "first_focus"
-    layers, values = pooled["layer"][rows], pooled["value"][rows]
-    means = np.array([values[layers == layer].mean() for layer in np.unique(layers)])
-    return int(np.unique(layers)[int(np.argmax(means))])  # argmax: ties to the lower layer
-
-
 def _observations(outcome: Outcome, observed: dict[str, int]) -> dict[str, np.ndarray]:
     """Observed layer name -> (head, query, key) p_ij at ``PROB_PLACES`` decimals."""
     return {

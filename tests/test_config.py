@@ -98,6 +98,7 @@ def test_manifest_records_the_settings_that_change_the_numbers():
         "breakdown_ranks",
         "epsilons",
         "intervene_layer",
+        "intervene_depth",
         "map_tokens",
         "mean_sentences",
         "scaling_sentence",

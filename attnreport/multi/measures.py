@@ -18,6 +18,7 @@ import numpy as np
 
 from attnreport.analyses import sinks
 from attnreport.analyses.kl import intervention_kl
+from attnreport.analyses.layer_choice import depth
 from attnreport.results import Interventions, Manifest, SetResults
 
 Columns = dict[str, list]
@@ -48,11 +49,6 @@ class ModelSide:
 def short_name(manifest: Manifest) -> str:
     """``SmolLM2-135M-Instruct (Q4_1 GGUF, embedded)`` -> ``SmolLM2-135M-Instruct``."""
     return manifest.model.name.split(" (")[0] or manifest.model.name
-
-
-def depth(layer: int, n_layers: int) -> float:
-    """Relative depth of ``layer`` in a model of ``n_layers``: 0 first, 1 last."""
-    return round(layer / (n_layers - 1), 6) if n_layers > 1 else 0.0
 
 
 def _head_means(layers: np.ndarray, values: np.ndarray) -> dict[int, float]:
@@ -161,13 +157,6 @@ def kl_rows(sides: Sequence[ModelSide]) -> Columns:
             rows["layer"].append(iv.layer)
             rows["depth"].append(depth(iv.layer, side.n_layers))
     return rows
-
-
-def matched_layer(reference_depth: float, n_layers: int) -> int:
-    """The layer of a model of ``n_layers`` nearest to ``reference_depth`` (ties go down)."""
-    if n_layers < 2:
-        return 0
-    return int(np.floor(reference_depth * (n_layers - 1) + 0.5 - 1e-9))
 
 
 def apart(gap: float) -> str:

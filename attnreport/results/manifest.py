@@ -83,6 +83,7 @@ class StudySettings:
     breakdown_ranks: int = V.BREAKDOWN_RANKS
     epsilons: tuple[float, ...] = V.EPSILONS
     intervene_layer: int | None = None
+    intervene_depth: float | None = None  # version 9 (a comparison's matched depth)
     scaling_sentence: int = 0
     mean_sentences: tuple[int, ...] | None = None
     map_tokens: int = V.MAP_TOKENS

@@ -37,6 +37,7 @@ from attnreport.site.model_card import model_card
 from attnreport.site.words import lede, prose, verdicts, wording
 from attnreport.site.words.alt_text import AltData
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
+from attnreport.site.words.layer_reason import layer_reason
 from attnreport.site.words.role_findings import active_roles
 from attnreport.text import display_token, visible
 from attnreport.vocabulary import PARTS, TERMS
@@ -139,6 +140,7 @@ def _part_texts(
     iv_link: Link | None,
     hidden_size: int | None = None,
     post_norm: PostNorm = NO_POST_NORM,
+    reason: str = "",
 ) -> list[list[Paragraph]]:
     tables = sentence.tables
     focus = prose.rows(tables.focus)
@@ -168,9 +170,8 @@ def _part_texts(
         ),
         [notes.ref("hidden", NOTES["hidden"])],
     )
-    return [
-        p1, p2, p3, _intervention_texts(interventions, index, notes, iv_link, post_norm.present)
-    ]  # fmt: skip
+    part4 = _intervention_texts(interventions, index, notes, iv_link, post_norm.present, reason)
+    return [p1, p2, p3, part4]
 
 
 def _intervention_texts(
@@ -179,19 +180,21 @@ def _intervention_texts(
     notes: Notes,
     figures: Link | None,
     post_norm: bool = False,
+    reason: str = "",
 ) -> list[Paragraph]:
-    """Part 4: the effects measured on this sentence; ``figures`` links to the grids' page.
-    None measured on it: no paragraphs (the part is left out when it has no figures).
+    """Part 4: why the interventions run in their layer (``reason``), then the effects
+    measured on this sentence; ``figures`` links to the grids' page. None measured on it:
+    no paragraphs (the part is left out when it has no figures).
     post_norm: the model has a post-attention norm (``prose.scaling_summary``)."""
     if typed is None:
         return []
     layer = typed.layer
-    texts = []
+    texts = [reason] if reason else []
     if typed.scaling.sentence == index:
         texts.append(prose.scaling_summary(typed.scaling, layer, post_norm))
     texts.append(prose.mean_summary(typed.mean, index, layer))
     texts = [t for t in texts if t]
-    if not texts:
+    if texts == [reason]:  # nothing measured on this sentence: no part 4
         return []
     where = typed.where
     note = NOTES["kl"] + (f" Interventions act on {where}." if where else "")
@@ -234,6 +237,7 @@ def sentence_page(
     texts = _part_texts(
         sentence, index, results.interventions, notes, sorted_figs, interventions_page,
         results.manifest.model.hidden_size, apparatus.post_norm(results.manifest),
+        _layer_reason(results),
     )  # fmt: skip
     sections = tuple(
         SectionContext(anchor, title, tuple(paras), figs)
@@ -293,6 +297,14 @@ def _recaptured(results: Results) -> bool:
     return table is not None and len(table.sentence) > 0
 
 
+def _layer_reason(results: Results) -> str:
+    """Why the interventions run in their layer ("" without interventions)."""
+    iv = results.interventions
+    if iv is None:
+        return ""
+    return layer_reason(results.manifest, results.set.focus_pooled.arrays(), iv.layer)
+
+
 def _older_roles(results: Results) -> bool:
     """Whether the set's head roles were written before schema 9 (previous-token over i >= 1)."""
     table = results.set.head_roles
@@ -334,6 +346,8 @@ def index_page(
         bool(results.manifest.settings.extra.get("bos_added", False)), figs, pages, notes,
     )  # fmt: skip
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])
+    if iv is not None:
+        paras.append(Paragraph(_layer_reason(results)))
     numbers = sorted_lines(figs)
     if numbers and paras:  # on the sentence about the pooled per-layer lines it explains
         first = paras[0]
