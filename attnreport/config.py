@@ -160,6 +160,8 @@ class Settings:
         V.PAGES, str, check=page_choice
     )  # sentences with a page: all, N, 0,5,10-12
     bos: str = setting(V.BOS_DEFAULT, str, choices=BOS, recorded=True)  # begin-of-sequence token
+    # each sentence read as a user message in the tokenizer's chat template (else plain text)
+    chat_template: bool = setting(False, bool, recorded=True)
     breakdown_ranks: int = setting(V.BREAKDOWN_RANKS, int, check=at_least_one, recorded=True)
     epsilons: tuple[float, ...] = setting(
         V.EPSILONS, list, items=(int, float), check=positive_numbers, recorded=True
@@ -300,6 +302,7 @@ device = "cpu"               # or cuda, auto
 # device_map = "auto"        # or balanced: spread the model over the GPUs (then CPU, disk) with accelerate
 truncate = false             # cut sentences longer than the model's context instead of failing
 bos = "auto"                 # begin-of-sequence token: auto (as the tokenizer does), always, never
+chat_template = false        # true: read each sentence as a user message in the tokenizer's chat template
 breakdown_ranks = 3          # ranks shown by the sort_idx widget of the breakdown figure
 epsilons = [5e-1, 1e-3, 1e-10]
 # intervene_layer = 12       # default: the layer with the strongest first-token focus

@@ -73,11 +73,14 @@ def open_session(
     truncate: bool = False,
     bos: str = "auto",
     device_map: str | None = None,
+    chat_template: bool = False,
 ) -> Session:
-    """Read the sentences first (cheap errors first), then load the model and tokenize."""
+    """Read the sentences first (cheap errors first), then load the model and tokenize
+    (``chat_template``: each sentence as a user message in the tokenizer's chat template)."""
     texts = read_sentences(sentences_file)
     loaded, specs = load_verified(model_name, dtype, device, device_map)
-    sentences = tokenize_sentences(texts, loaded.tokenizer, context_length(loaded), truncate, bos)
+    context = context_length(loaded)
+    sentences = tokenize_sentences(texts, loaded.tokenizer, context, truncate, bos, chat_template)
     return Session(loaded, specs, sentences, bos)
 
 
@@ -92,4 +95,5 @@ def session_for(settings: Settings) -> Session:
         settings.truncate,
         settings.bos,
         settings.device_map,
+        settings.chat_template,
     )

@@ -59,7 +59,7 @@ from attnreport.results.roles import (
 )
 from attnreport.results.rounding import round_places
 from attnreport.sentence_pass import LayerProgress, analyze_pass
-from attnreport.sentences import Sentence
+from attnreport.sentences import Sentence, has_chat_template
 from attnreport.session import Session, context_length
 from attnreport.streaming import stream_layers
 from attnreport.value_norms import value_norms
@@ -279,6 +279,7 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         rope=rope_facts(config) if scheme == "rope" else {},
         tokenizer_kind=tokenizer_kind(loaded.tokenizer),
         vocab_size=len(loaded.tokenizer),
+        has_chat_template=has_chat_template(loaded.tokenizer),
         features=tuple(model_features(session)),
         layer_windows={s.layer: s.window for s in session.specs if s.window is not None},
         layers=layer_facts(session.specs, session.n_blocks, scheme),

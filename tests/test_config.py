@@ -95,6 +95,7 @@ def test_manifest_records_the_settings_that_change_the_numbers():
     recorded = Settings(view_head=(1, 2), mean_sentences=(0, 1)).recorded()
     assert set(recorded) == {
         "bos",
+        "chat_template",
         "breakdown_ranks",
         "epsilons",
         "intervene_layer",

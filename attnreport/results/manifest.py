@@ -73,6 +73,7 @@ class ModelInfo:
     rope: Json = field(default_factory=dict)
     tokenizer_kind: str = ""
     vocab_size: int = 0
+    has_chat_template: bool = False  # the tokenizer carries a chat template
     extra: Json = field(default_factory=dict)
 
 
@@ -89,6 +90,7 @@ class StudySettings:
     map_tokens: int = V.MAP_TOKENS
     view_head: tuple[int, ...] | None = None
     bos: str = V.BOS_DEFAULT  # one of vocabulary.BOS
+    chat_template: bool = False  # each sentence read as a user message in it (version 9)
     extra: Json = field(default_factory=dict)
 
 
@@ -139,7 +141,8 @@ def _with_extra(obj: Any) -> Json:
     return {**obj.extra, **out}
 
 
-DESCRIBED = ("rope", "tokenizer_kind", "vocab_size")  # the model card's facts (version 9)
+# the model card's facts (version 9)
+DESCRIBED = ("rope", "tokenizer_kind", "vocab_size", "has_chat_template")
 
 
 def _model_json(model: ModelInfo) -> Json:

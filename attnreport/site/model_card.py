@@ -17,6 +17,7 @@ from typing import Any
 from attnreport.results import Manifest
 from attnreport.results.manifest import ModelInfo
 from attnreport.site.layer_card import layer_rows
+from attnreport.site.words.chat import chat_card
 from attnreport.text import visible
 
 CARD = (  # (label, keys tried in order, anywhere in the manifest)
@@ -35,6 +36,7 @@ CARD = (  # (label, keys tried in order, anywhere in the manifest)
     ("Context", ("context", "max_position_embeddings")),
     ("Positions", ("positional", "positional_scheme")),
     ("BOS token", ("bos_token",)),
+    ("Chat template", ()),
     ("Attention", ("attn_implementation", "attention_implementation")),
     ("Dtype", ("dtype", "torch_dtype")),
     ("Device", ("device",)),
@@ -113,6 +115,8 @@ def card_value(manifest: Manifest, label: str, keys: Sequence[str]) -> Any:
         return positions_words(manifest.model)
     if label == "Tokenizer":
         return tokenizer_words(manifest.model)
+    if label == "Chat template":
+        return chat_card(manifest)
     return find(card_tree(manifest), keys)
 
 
