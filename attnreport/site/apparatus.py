@@ -13,7 +13,7 @@ from typing import Any
 
 from attnreport.results import Interventions, Manifest
 from attnreport.results.pooling import POOL_WIDTH
-from attnreport.site.words.chat import chat_limitation
+from attnreport.site.words.chat import chat_words
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.fit import BOOTSTRAP_FROM
 from attnreport.site.words.verdicts import MIN_SENTENCES
@@ -144,7 +144,7 @@ def limitations(
             "not the original floating-point weights."
         )
     out.append(_bos(manifest, recaptured))
-    out.append(chat_limitation(manifest) or "")
+    out.append(chat_words(manifest, "limitation") or "")
     out.append(_interventions(iv) or "")
     out.append(_post_norm(manifest) or "")
     longest = max((x.n_tokens for x in manifest.sentences), default=0)

@@ -17,7 +17,7 @@ from typing import Any
 from attnreport.results import Manifest
 from attnreport.results.manifest import ModelInfo
 from attnreport.site.layer_card import layer_rows
-from attnreport.site.words.chat import chat_card
+from attnreport.site.words.chat import chat_words
 from attnreport.text import visible
 
 CARD = (  # (label, keys tried in order, anywhere in the manifest)
@@ -116,7 +116,7 @@ def card_value(manifest: Manifest, label: str, keys: Sequence[str]) -> Any:
     if label == "Tokenizer":
         return tokenizer_words(manifest.model)
     if label == "Chat template":
-        return chat_card(manifest)
+        return chat_words(manifest, "card")
     return find(card_tree(manifest), keys)
 
 

@@ -36,7 +36,7 @@ from attnreport.site.markdown import markdown_html
 from attnreport.site.model_card import model_card
 from attnreport.site.words import lede, prose, verdicts, wording
 from attnreport.site.words.alt_text import AltData
-from attnreport.site.words.chat import chat_sentence_note
+from attnreport.site.words.chat import chat_words
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.layer_reason import layer_reason
 from attnreport.site.words.role_findings import active_roles
@@ -240,7 +240,7 @@ def sentence_page(
         results.manifest.model.hidden_size, apparatus.post_norm(results.manifest),
         _layer_reason(results),
     )  # fmt: skip
-    chat = chat_sentence_note(results.manifest)
+    chat = chat_words(results.manifest, "sentence")
     if chat:  # how the sentence was read, before what attention does with it
         texts[0].insert(0, Paragraph(chat))
     sections = tuple(
