@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attnreport.config import Settings
+from attnreport.dates import analysis_date, check_report_date
 from attnreport.errors import AttnReportError
 from attnreport.output import check_output, input_paths
 from attnreport.results import Results
@@ -197,6 +198,7 @@ def built(
     out = Path(settings.out)
     check_output(out, inputs, force)
     page_indices(parse_pages(settings.pages), len(read_sentences(settings.sentences)))
+    check_report_date(settings.date, analysis_date())  # the analysis runs today
     options = replace(site_options(settings), rebuild=rebuild)
     timings = Timings()
     clock = StageClock(progress, timings)

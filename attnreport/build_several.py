@@ -4,7 +4,8 @@
 Each model is analysed as ``analyze`` does alone, into ``OUT/SLUG/``, and ``OUT/models.json``
 lists them in order (``folders``). The intervention layers are matched by relative depth:
 the first model's layer is its own (``intervene_layer``, else its strongest first-token
-layer); every other model intervenes at its layer nearest that depth.
+layer); every other model intervenes at its layer nearest that depth, and its manifest
+records that depth (``intervene_depth``) beside the layer, so its pages can say why.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from attnreport.analyses.layer_choice import depth, matched_layer
 from attnreport.build import (
     BuildSummary,
     Progress,
@@ -23,7 +25,6 @@ from attnreport.config import Settings
 from attnreport.corpus import CorpusOptions, run_corpus
 from attnreport.errors import AttnReportError
 from attnreport.multi.folders import MODELS_FILE, models_json, unique_slugs
-from attnreport.multi.measures import depth, matched_layer
 from attnreport.output import check_output, input_paths
 
 
@@ -74,7 +75,7 @@ def analyze_models(
             session = session_for(one)
             block = matched_layer(reference, session.n_blocks)  # a hybrid: nearest attention
             layer = nearest_attention_layer(session.specs, block)
-            one = replace(one, intervene_layer=layer)
+            one = replace(one, intervene_layer=layer, intervene_depth=reference)  # the why
         run_corpus(one, options or CorpusOptions(), force, progress, session)
         folders.append(out / slug)
         if reference is None:

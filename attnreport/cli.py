@@ -124,7 +124,11 @@ def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
     The new site is built beside the output folder and swapped in only when complete,
     so a failed or interrupted build leaves the previous site whole.
     """
-    settings = checked(settings_from(ctx), force)
+    from attnreport.dates import analysis_date, check_report_date
+
+    settings = settings_from(ctx)
+    check_report_date(settings.date, analysis_date())  # first: the analysis runs today
+    settings = checked(settings, force)
     from attnreport.build import build_site
     from attnreport.corpus.plain_progress import progress_display
 
@@ -345,8 +349,17 @@ def compare(ctx: click.Context, expected: str, actual: str, **_settings: Any) ->
     help="Where the workflow pip-installs attnreport from: a version or a URL "
     "(git+https://...@TAG). Default: where this attnreport was installed from.",
 )
+@click.option(
+    "--author",
+    "authors",
+    multiple=True,
+    help="An author of the report, for its byline and citation (repeat for several). "
+    "Default: asked at a terminal, else git's user.name, else none.",
+)
 @user_errors
-def init(directory: str, workflow: str, no_workflow: bool, source: str | None) -> None:
+def init(
+    directory: str, workflow: str, no_workflow: bool, source: str | None, authors: tuple[str, ...]
+) -> None:
     """Write a project: attnreport.toml, sentences.txt, .gitignore and a GitHub Pages
     workflow (.github/workflows/attnreport.yml) that installs attnreport from a source a
     runner reaches. Writes the files that are missing; never overwrites one."""
@@ -359,10 +372,13 @@ def init(directory: str, workflow: str, no_workflow: bool, source: str | None) -
         given = Origin(check_source(source), f"{source} (--source)") if source is not None else None
         origin = given or installed_origin()
     form = workflow if origin is not None and origin.source is not None else None
-    written, kept = write_project(target, project_files(form, origin and origin.source))
+    authors = authors or _asked_authors(target)
+    written, kept = write_project(target, project_files(form, origin and origin.source, authors))
     click.echo("wrote " + ", ".join(str(path) for path in written))
     if kept:
         click.echo("kept " + ", ".join(str(path) for path in kept) + " (already there)")
+    if not authors:
+        click.echo("no author set: name yourself in 'authors' in attnreport.toml")
     if origin is not None and origin.source is not None:
         click.echo(f"the workflow installs attnreport from {origin.said}")
     elif origin is not None:
@@ -374,6 +390,23 @@ def init(directory: str, workflow: str, no_workflow: bool, source: str | None) -
         )
     next_step = "attnreport analyze --out results" if workflow == "render" else "attnreport build"
     click.echo(f"next: {next_step}; then push to GitHub to publish (README: Publish your report)")
+
+
+def _at_terminal() -> bool:
+    return sys.stdin.isatty()
+
+
+def _asked_authors(target: Path) -> tuple[str, ...]:
+    """The report's author: asked at a terminal (git's user.name offered), else git's
+    user.name, else none."""
+    from attnreport.project import git_author
+
+    known = git_author(target) or ""
+    if _at_terminal():
+        known = click.prompt(
+            "Author of the report (empty: none)", default=known, show_default=bool(known)
+        )
+    return (known.strip(),) if known.strip() else ()
 
 
 @main.command()

@@ -88,9 +88,25 @@ def positive_or_zero(key: str, value: float) -> str | None:
     return None if good else f"'{key}' must be a number of at least 0, got {value}"
 
 
+def unit_depth(key: str, value: float) -> str | None:
+    good = 0 <= value <= 1 and math.isfinite(value)
+    return None if good else f"'{key}' must be a relative depth from 0 to 1, got {value}"
+
+
 def png_scale_range(key: str, value: float) -> str | None:
     good = 0 < value <= 8 and math.isfinite(value)
     return None if good else f"'{key}' must be more than 0 and at most 8, got {value}"
+
+
+def iso_day(key: str, value: str) -> str | None:
+    """A day written YYYY-MM-DD (what the byline shows and the analysis date is compared with)."""
+    from datetime import date
+
+    try:
+        good = len(value) == 10 and date.fromisoformat(value).isoformat() == value
+    except ValueError:
+        good = False
+    return None if good else f"'{key}' must be a day written YYYY-MM-DD, got {value!r}"
 
 
 def layer_and_head(key: str, value: tuple[int, ...]) -> str | None:
@@ -127,7 +143,8 @@ class Settings:
     out: str = setting("site", str)
     title: str = setting(V.TITLE, str)
     authors: tuple[str, ...] = setting(V.AUTHORS, list, items=(str,))
-    date: str | None = setting(None, str)  # ISO date; else the analysis day (dates.report_date)
+    # ISO day, on or after the analysis; else the analysis day (dates.report_date)
+    date: str | None = setting(None, str, check=iso_day)
     lede: str | None = setting(None, str)  # Markdown opening the index (else one computed)
     afterword: str | None = setting(None, str)  # Markdown closing the index
     dtype: str = setting("float32", str, choices=DTYPES)
@@ -143,11 +160,16 @@ class Settings:
         V.PAGES, str, check=page_choice
     )  # sentences with a page: all, N, 0,5,10-12
     bos: str = setting(V.BOS_DEFAULT, str, choices=BOS, recorded=True)  # begin-of-sequence token
+    # each sentence read as a user message in the tokenizer's chat template (else plain text)
+    chat_template: bool = setting(False, bool, recorded=True)
     breakdown_ranks: int = setting(V.BREAKDOWN_RANKS, int, check=at_least_one, recorded=True)
     epsilons: tuple[float, ...] = setting(
         V.EPSILONS, list, items=(int, float), check=positive_numbers, recorded=True
     )
     intervene_layer: int | None = setting(None, int, check=not_negative, recorded=True)
+    # the attention layer nearest this relative depth (0 first, 1 last), when no
+    # intervene_layer is set; a comparison records it for each model after the first
+    intervene_depth: float | None = setting(None, float, int, check=unit_depth, recorded=True)
     scaling_sentence: int = setting(0, int, check=not_negative, recorded=True)
     mean_sentences: tuple[int, ...] | None = setting(None, list, items=(int,), recorded=True)
     map_tokens: int = setting(
@@ -271,8 +293,8 @@ model = "default"            # 'default', a hub id, a local directory or a .gguf
 sentences = "sentences.txt"  # one sentence per line
 out = "site"
 title = "What does attention focus on?"
-authors = ["Your Name"]
-# date = "2026-01-01"        # else the day of the analysis (SOURCE_DATE_EPOCH pins it)
+authors = []                 # who wrote the report (byline, citation); init fills in git's user.name
+# date = "2026-01-01"        # on or after the analysis; else its day (SOURCE_DATE_EPOCH pins it)
 # lede = "Why I looked at *this* model."  # Markdown (raw HTML shown as text) opening the report
 # afterword = "What I make of it."       # Markdown closing the index (a TOML multi-line string for more)
 dtype = "float32"            # or bfloat16, float16 (analyses stay float32; verify's tolerances follow it)
@@ -280,9 +302,11 @@ device = "cpu"               # or cuda, auto
 # device_map = "auto"        # or balanced: spread the model over the GPUs (then CPU, disk) with accelerate
 truncate = false             # cut sentences longer than the model's context instead of failing
 bos = "auto"                 # begin-of-sequence token: auto (as the tokenizer does), always, never
+chat_template = false        # true: read each sentence as a user message in the tokenizer's chat template
 breakdown_ranks = 3          # ranks shown by the sort_idx widget of the breakdown figure
 epsilons = [5e-1, 1e-3, 1e-10]
 # intervene_layer = 12       # default: the layer with the strongest first-token focus
+# intervene_depth = 0.5      # or the layer nearest this relative depth (0 first, 1 last)
 scaling_sentence = 0
 # mean_sentences = [0, 1, 2]
 map_tokens = 256             # n x n attention maps and exact per-query rows up to this many tokens (past it: bins of 32)
@@ -294,3 +318,11 @@ pages = "all"                # sentences with a page: "all", a count "20", or "0
 rtol = 1e-3                  # attnreport compare: relative and absolute tolerances
 atol = 1e-4
 """
+
+
+def starter_text(authors: tuple[str, ...] = ()) -> str:
+    """``STARTER`` with its ``authors`` line naming ``authors`` (TOML basic strings)."""
+    import json
+
+    named = ", ".join(json.dumps(a, ensure_ascii=False) for a in authors)
+    return STARTER.replace("authors = []", f"authors = [{named}]", 1)

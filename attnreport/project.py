@@ -1,6 +1,7 @@
 """The files ``attnreport init`` writes: a project that builds and publishes itself.
 
-A project is ``attnreport.toml`` (the settings), ``sentences.txt``, a ``.gitignore`` and,
+A project is ``attnreport.toml`` (the settings, naming the report's authors: given to
+``init``, else git's ``user.name``, else none), ``sentences.txt``, a ``.gitignore`` and,
 unless left out, a GitHub Actions workflow that publishes the report on GitHub Pages. The
 workflow comes in two forms (``WORKFLOWS``): ``build`` installs the CPU build of torch and
 runs the whole study on the runner; ``render`` draws the site from results committed to
@@ -38,20 +39,37 @@ def workflow_text(form: str, source: str | None) -> str:
     return _template(f"{form}.yml").replace("__REQUIREMENT__", requirement(EXTRAS[form], source))
 
 
-def project_files(workflow: str | None, source: str | None = None) -> dict[str, str]:
+def project_files(
+    workflow: str | None, source: str | None = None, authors: tuple[str, ...] = ()
+) -> dict[str, str]:
     """{relative POSIX path: text} of a new project; ``workflow`` None leaves it out, and
-    its workflow installs attnreport from ``source`` (see ``workflow_text``)."""
-    from attnreport.config import STARTER
+    its workflow installs attnreport from ``source`` (see ``workflow_text``); the settings
+    name ``authors`` (none: an empty list the user fills in)."""
+    from attnreport.config import starter_text
     from attnreport.sentences import default_sentence_text
 
     files = {
-        "attnreport.toml": STARTER,
+        "attnreport.toml": starter_text(authors),
         "sentences.txt": default_sentence_text(),
         ".gitignore": _template("gitignore.txt"),
     }
     if workflow is not None:
         files[WORKFLOW_PATH] = workflow_text(workflow, source)
     return files
+
+
+def git_author(folder: Path) -> str | None:
+    """``git config user.name`` as seen from ``folder`` (None without git or a name)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "config", "user.name"], cwd=folder if folder.is_dir() else None,
+            capture_output=True, text=True, timeout=10, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
 
 
 def write_project(target: Path, files: dict[str, str]) -> tuple[list[Path], list[Path]]:

@@ -159,6 +159,30 @@ def sentence_notes(path: str | Path | None) -> dict[str, str]:
     return notes
 
 
+def sentence_ids(text: str, tokenizer, chat_template: bool = False) -> list[int]:
+    """The token ids of ``text``: as the tokenizer encodes plain text (its default special
+    tokens), or with ``chat_template`` the whole chat the tokenizer's template writes for
+    one user message holding ``text`` (no generation prompt; a template that adds a
+    default system message adds it). AttnReportError when the tokenizer has no template."""
+    if not chat_template:
+        return list(tokenizer(text).input_ids)
+    if not getattr(tokenizer, "chat_template", None):
+        raise AttnReportError(
+            "the chat_template setting reads each sentence as a chat message, but this "
+            "model's tokenizer has no chat template; set chat_template = false"
+        )
+    message = [{"role": "user", "content": text}]
+    out = tokenizer.apply_chat_template(message, tokenize=True, add_generation_prompt=False)
+    ids = out["input_ids"] if hasattr(out, "keys") else out  # a BatchEncoding, or ids
+    return [int(i) for i in ids]
+
+
+def has_chat_template(tokenizer) -> bool:
+    """Whether the tokenizer carries a chat template (the format instruction-tuned models
+    are trained to read)."""
+    return bool(getattr(tokenizer, "chat_template", None))
+
+
 BOS_MODES = ("auto", "always", "never")
 
 
@@ -187,13 +211,19 @@ def bos_added(sentences: list[Sentence], tokenizer) -> bool:
 
 
 def tokenize_sentences(
-    texts: list[str], tokenizer, context: int, truncate: bool = False, bos: str = "auto"
+    texts: list[str],
+    tokenizer,
+    context: int,
+    truncate: bool = False,
+    bos: str = "auto",
+    chat_template: bool = False,
 ) -> list[Sentence]:
     """Token ids and per-token text for each sentence, with the model's default special
-    tokens, and a leading BOS as ``bos`` asks (see ``with_bos``)."""
+    tokens (or, with ``chat_template``, as a user message in the tokenizer's chat
+    template: ``sentence_ids``), and a leading BOS as ``bos`` asks (see ``with_bos``)."""
     result = []
     for index, text in enumerate(texts):
-        ids = with_bos(list(tokenizer(text).input_ids), tokenizer, bos)
+        ids = with_bos(sentence_ids(text, tokenizer, chat_template), tokenizer, bos)
         if not ids:
             raise AttnReportError(
                 f"the tokenizer produced no tokens for sentence {index + 1} {_quote(text)}"

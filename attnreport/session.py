@@ -80,11 +80,13 @@ def open_session(
     truncate: bool = False,
     bos: str = "auto",
     device_map: str | None = None,
+    chat_template: bool = False,
 ) -> Session:
-    """Read the sentences first (cheap errors first), then load the model and tokenize."""
+    """Read the sentences first (cheap errors first), then load the model and tokenize
+    (``chat_template``: each sentence as a user message in the tokenizer's chat template)."""
     texts = read_sentences(sentences_file)
     loaded, specs = load_verified(model_name, dtype, device, device_map)
-    return tokenized_session(loaded, specs, texts, truncate, bos)
+    return tokenized_session(loaded, specs, texts, truncate, bos, chat_template)
 
 
 def held_session(
@@ -94,11 +96,12 @@ def held_session(
     name: str | None = None,
     truncate: bool = False,
     bos: str = "auto",
+    chat_template: bool = False,
 ) -> Session:
     """``open_session`` for a model object the caller holds (the Python API): the same
     self-check and tokenization; ``name`` is what the report calls it."""
     loaded, specs = verified(held_model(model, tokenizer, name))
-    return tokenized_session(loaded, specs, texts, truncate, bos)
+    return tokenized_session(loaded, specs, texts, truncate, bos, chat_template)
 
 
 def tokenized_session(
@@ -107,10 +110,14 @@ def tokenized_session(
     texts: list[str],
     truncate: bool = False,
     bos: str = "auto",
+    chat_template: bool = False,
 ) -> Session:
     """The session of a checked model and its sentences, tokenized with the model's default
-    special tokens (and ``bos``), each checked against its vocabulary (``check_vocabulary``)."""
-    sentences = tokenize_sentences(texts, loaded.tokenizer, context_length(loaded), truncate, bos)
+    special tokens (and ``bos``; ``chat_template``: each sentence as a user message in the
+    tokenizer's chat template), each checked against its vocabulary (``check_vocabulary``)."""
+    sentences = tokenize_sentences(
+        texts, loaded.tokenizer, context_length(loaded), truncate, bos, chat_template
+    )
     check_vocabulary(sentences, loaded)
     return Session(loaded, specs, sentences, bos)
 
@@ -140,4 +147,5 @@ def session_for(settings: Settings) -> Session:
         settings.truncate,
         settings.bos,
         settings.device_map,
+        settings.chat_template,
     )

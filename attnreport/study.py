@@ -31,6 +31,7 @@ from attnreport.interventions import (
     scaling_grid,
 )
 from attnreport.models.attending import attention_layers, check_attention_layer
+from attnreport.models.described import rope_facts, tokenizer_kind
 from attnreport.models.facts import layer_facts
 from attnreport.models.layout import positional_scheme
 from attnreport.pass_memo import remembered
@@ -59,7 +60,7 @@ from attnreport.results.roles import (
 )
 from attnreport.results.rounding import round_places
 from attnreport.sentence_pass import LayerProgress, analyze_pass
-from attnreport.sentences import Sentence
+from attnreport.sentences import Sentence, has_chat_template
 from attnreport.session import Session, context_length
 from attnreport.streaming import stream_layers
 from attnreport.value_norms import value_norms
@@ -142,14 +143,6 @@ def with_roles(result: SetResults, totals: RoleTotals, probe: ProbeResult) -> Se
         massive_activations=SetMassiveActivationsTable(**tables["massive_activations"]),
         probes=tuple(tuple(p) for p in probe.probes),
     )
-
-
-def strongest_first_token_layer(pooled: dict[str, np.ndarray]) -> int:
-    """The layer whose heads, on average, most often put their top target on the first token."""
-    rows = pooled["statistic"] == "first_focus"
-    layers, values = pooled["layer"][rows], pooled["value"][rows]
-    means = np.array([values[layers == layer].mean() for layer in np.unique(layers)])
-    return int(np.unique(layers)[int(np.argmax(means))])  # argmax: ties to the lower layer
 
 
 def _observations(outcome: Outcome, observed: dict[str, int]) -> dict[str, np.ndarray]:
@@ -272,6 +265,10 @@ def manifest(session: Session, settings: Settings) -> Manifest:
         dtype=loaded.dtype,
         device=loaded.device,
         tokenizer=type(loaded.tokenizer).__name__,
+        rope=rope_facts(config) if scheme == "rope" else {},
+        tokenizer_kind=tokenizer_kind(loaded.tokenizer),
+        vocab_size=len(loaded.tokenizer),
+        has_chat_template=has_chat_template(loaded.tokenizer),
         features=tuple(model_features(session)),
         layer_windows={s.layer: s.window for s in session.specs if s.window is not None},
         layers=layer_facts(session.specs, session.n_blocks, scheme),

@@ -58,7 +58,7 @@ BOS: tuple[str, ...] = ("auto", "always", "never")  # begin-of-sequence token
 # ``results.StudySettings`` (what the manifest records) and ``site.SiteOptions``
 # (what a render is drawn with).
 TITLE = "What does attention focus on?"
-AUTHORS: tuple[str, ...] = ("attnreport",)
+AUTHORS: tuple[str, ...] = ()  # a report's authors are its people, never the tool
 EPSILONS: tuple[float, ...] = (5e-1, 1e-3, 1e-10)
 BREAKDOWN_RANKS = 3
 MAP_TOKENS = 256  # n x n attention maps and exact per-query rows are kept up to this many tokens

@@ -88,3 +88,12 @@ def test_index_page_has_the_about_section():
     about = html[html.index('<section id="about">') :]
     assert "About this report" in about and rows["Results checksum"] in about
     assert "attnreport build --model" in about
+
+
+def test_the_epsilons_are_named_for_what_they_are():
+    """ε multiplies Q, K or V in the scaling grid: a scale factor, not a focus threshold."""
+    from attnreport.site.about import settings_rows
+
+    assert settings_rows({"epsilons": [0.5, 1e-3, 1e-10]}) == (
+        ("Intervention scale factors (ε)", "0.5, 0.001, 1e-10"),
+    )

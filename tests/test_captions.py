@@ -71,3 +71,39 @@ def test_feature_definitions_appear_only_for_models_that_have_the_feature():
         caption = build(modern).caption
         assert all(note in caption for note in notes), key
         assert caption.count("soft-cap") == 1, caption
+
+
+def test_a_caption_points_back_only_to_a_figure_of_its_kind():
+    captions = [f"Lines. {SORTED}", f"A grid. {SORTED}", f"More lines. {SORTED}"]
+    kinds = ["lines", "grid", "lines"]
+    assert without_repeats(captions, first_number=1, kinds=kinds) == [
+        f"Lines. {SORTED}",
+        f"A grid. {SORTED}",  # another kind: said again, never "read it as Figure 1"
+        "More lines. Otherwise read it as Figure 1.",
+    ]
+
+
+FIGURE = re.compile(
+    r'<figure class="ar-figure" id="figure-(\d+)">\s*<div class="ar-chart" id="[^"]*" '
+    r'data-key="([^"]+)".*?<figcaption>(.*?)</figcaption>',
+    flags=re.S,
+)
+READ_AS = re.compile(r"read it as Figure (?:S\d+\.)?(\d+)\.")
+
+
+def test_every_read_it_as_in_the_example_names_a_figure_of_that_kind():
+    """Each "read it as Figure X" of every committed example page resolves to a figure of
+    that page drawn the same way (its registry entry's kind) as the one it captions."""
+    from pathlib import Path
+
+    site = Path(__file__).resolve().parent.parent / "site"
+    checked = 0
+    for page in sorted(site.rglob("*.html")):
+        figures = {int(n): (key, caption) for n, key, caption in FIGURE.findall(page.read_text())}
+        for number, (key, caption) in figures.items():
+            for target in READ_AS.findall(caption):
+                other = figures[int(target)][0]
+                assert int(target) < number, (page.name, number)
+                assert entry_of(other).kind == entry_of(key).kind, (page.name, key, other)
+                checked += 1
+    assert checked >= 10

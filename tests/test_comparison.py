@@ -65,7 +65,7 @@ def pair(tmp_path_factory) -> dict[str, Path]:
     config = root / "attnreport.toml"
     config.write_text(
         'models = ["./windowed", "./full"]\nsentences = "sentences.txt"\n'
-        'title = "Two tiny models"\ndate = "2026-01-02"\nimages = false\n'
+        'title = "Two tiny models"\nimages = false\n'
     )
     result = cli("analyze", "--config", str(config), "--out", str(root / "results"))
     assert result.exit_code == 0, result.output
@@ -270,6 +270,10 @@ def test_intervention_layers_are_matched_by_relative_depth(site):
     assert depths["windowed"] == depths["full"]
     said = findings(site)["interventions"]
     assert "the same relative depth" in said
+    # each model's own page says why its interventions run where they do
+    first, second = site["windowed/index.html"].decode(), site["full/index.html"].decode()
+    assert "the layer with the strongest first-token focus" in first
+    assert "the comparison runs each model&#39;s interventions at matched depths" in second
 
 
 def test_different_sentence_sets_are_refused_in_one_line(pair, tmp_path):

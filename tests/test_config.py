@@ -95,9 +95,11 @@ def test_manifest_records_the_settings_that_change_the_numbers():
     recorded = Settings(view_head=(1, 2), mean_sentences=(0, 1)).recorded()
     assert set(recorded) == {
         "bos",
+        "chat_template",
         "breakdown_ranks",
         "epsilons",
         "intervene_layer",
+        "intervene_depth",
         "map_tokens",
         "mean_sentences",
         "scaling_sentence",

@@ -80,17 +80,13 @@ def test_corpus_files_equal_the_per_sentence_code_and_a_one_pass_pooling(
 ):
     """The run's files hold what the study's steps give in this process, and its set tables
     equal an independent one-pass pooling (``tests/pooling_reference.py``)."""
+    from attnreport.analyses.layer_choice import strongest_first_token_layer
     from attnreport.results.interventions import interventions_to_json
     from attnreport.results.io import dump_json
     from attnreport.results.manifest import manifest_to_json
     from attnreport.results.types import sentence_to_json
     from attnreport.session import session_for
-    from attnreport.study import (
-        analyze_sentence,
-        intervention_results,
-        manifest,
-        strongest_first_token_layer,
-    )
+    from attnreport.study import analyze_sentence, intervention_results, manifest
     from tests.pooling_reference import pool_focus, pool_impact
 
     corpus = write_corpus(tmp_path / "c.txt", 6)

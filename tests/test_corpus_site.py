@@ -80,7 +80,7 @@ def corpus(tmp_path_factory, tiny_model_dirs):
     config = root / "attnreport.toml"
     config.write_text(
         f'model = "{tiny_model_dirs["llama"]}"\nsentences = "corpus.txt"\n'
-        f'title = "Corpus"\ndate = "2026-01-02"\nimages = false\nscaling_sentence = {IV}\n'
+        f'title = "Corpus"\nimages = false\nscaling_sentence = {IV}\n'
         "mean_sentences = [1, 10]\n"
     )
     result = cli("analyze", "--config", str(config), "--out", str(root / "results"))

@@ -8,13 +8,13 @@ import importlib.util
 import pytest
 from click.testing import CliRunner
 
+from attnreport.analyses.layer_choice import depth, matched_layer
 from attnreport.cli import main
 from attnreport.config import load_settings
 from attnreport.errors import AttnReportError
 from attnreport.models import named
 from attnreport.models.loading import resolve_source
 from attnreport.multi.folders import model_slug, unique_slugs
-from attnreport.multi.measures import depth, matched_layer
 
 
 def test_models_in_the_file_and_model_on_the_command_line(tmp_path):

@@ -67,7 +67,7 @@ def test_init_then_the_workflows_commands_give_a_site(tmp_path):
     (here with this venv's attnreport on PATH: the install steps, which only pip-install
     from the network, are checked by test_workflow and test_install and not run). A tiny model stands in for the
     default one, and two short sentences for the starter's, to keep it fast."""
-    assert _init(tmp_path).exit_code == 0
+    assert _init(tmp_path, "--author", "Ann Author").exit_code == 0
     model = save_tiny_model("llama", tmp_path / "model")
     config = (tmp_path / "attnreport.toml").read_text(encoding="utf-8")
     config = config.replace('model = "default"', f'model = "{model}"')
@@ -85,6 +85,6 @@ def test_init_then_the_workflows_commands_give_a_site(tmp_path):
         assert done.returncode == 0, done.stdout + done.stderr
     site = tmp_path / "site"
     index = (site / "index.html").read_text(encoding="utf-8")
-    assert "What does attention focus on?" in index and "Your Name" in index
+    assert "What does attention focus on?" in index and "Ann Author" in index
     assert (site / "results" / "manifest.json").is_file()
     assert len(list(site.glob("*.html"))) >= 3  # the index, 404 and a page per sentence

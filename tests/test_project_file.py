@@ -27,8 +27,10 @@ def cli(*args: str):
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """A project folder as ``init`` leaves it, edited: four sentences, a title, an author."""
+    """A project folder as ``init`` leaves it, edited: four sentences, a title, an author,
+    and a date after the analysis day (pinned to 2026-01-01)."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     Path("sentences.txt").write_text("the cat sat\nthe dog ran\na mouse hid\nthe mat lay\n")
     Path("other.txt").write_text("one sentence only\n")
     Path("attnreport.toml").write_text(

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from attnreport.cli import main
 from attnreport.errors import AttnReportError
 from attnreport.output import write_site
-from attnreport.results import CURRENT, SCHEMA, dump, load, read_json
+from attnreport.results import CURRENT, SCHEMA, SCHEMA_VERSION, dump, load, read_json
 from attnreport.results.compare import Tolerance, compare_results
 from attnreport.results.layout import MANIFEST, compress, is_results_file
 from tests.fixtures.fake_results import fake_study, typed
@@ -123,13 +123,14 @@ def test_missing_folder_and_not_a_results_folder(tmp_path):
 def test_newer_schema_names_the_versions_understood(folder):
     path = folder / CURRENT.sentence(1)
     data = read_json(path)
-    data["schema"] = "attnreport.results/9"
+    newer = SCHEMA_VERSION + 1
+    data["schema"] = f"attnreport.results/{newer}"
     path.write_bytes(compress(json.dumps(data).encode()))
     (folder / "manifest.json").write_text(
-        (folder / "manifest.json").read_text().replace(SCHEMA, "attnreport.results/9")
+        (folder / "manifest.json").read_text().replace(SCHEMA, f"attnreport.results/{newer}")
     )
     message = error_of(folder)
-    assert "version 9" in message and "versions 1 and 2" in message and "upgrade" in message
+    assert f"version {newer}" in message and "versions 1 and 2" in message and "upgrade" in message
     assert "4" in message.split("reads versions")[1]
 
 

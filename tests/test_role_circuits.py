@@ -9,8 +9,8 @@ uniformly and layer 1 head 1 to the current token. Its attention patterns, from 
 forward pass, go through the analyses' scoring functions; the planted heads must score
 above 0.9 on their role and every other head below 0.2.
 
-The default model's previous-token and entropy scores are recomputed from transformers'
-own ``output_attentions`` (eager attention) and must agree within 1e-5.
+A tiny model's and the default model's previous-token and entropy scores are recomputed
+from transformers' own ``output_attentions`` (eager attention) and must agree within 1e-5.
 """
 
 from __future__ import annotations
@@ -136,15 +136,14 @@ def test_the_sentence_scores_read_the_same_forward_pass():
     assert layer1["entropy_normalised"][1] < 0.01  # the current-token head is one-hot
 
 
-@pytest.mark.slow
-@pytest.mark.default_model
-def test_previous_token_and_entropy_match_transformers_output_attentions():
+def assert_roles_match_output_attentions(session, count: int) -> None:
+    """The previous-token (queries i >= 2: query 1's previous token is the first) and
+    entropy scores of the first ``count`` sentences equal those recomputed from
+    transformers' own ``output_attentions`` (eager attention) within 1e-5."""
     from attnreport.config import Settings
     from attnreport.sentence_pass import analyze_pass
-    from attnreport.session import open_session
 
-    session = open_session("default", None)
-    for sentence in session.sentences[:3]:
+    for sentence in session.sentences[:count]:
         ids = torch.tensor(sentence.token_ids)
         tables, _ = analyze_pass(session.model, session.specs, ids, Settings())
         with torch.no_grad():
@@ -152,7 +151,7 @@ def test_previous_token_and_entropy_match_transformers_output_attentions():
         expected_prev, expected_entropy = [], []
         for attention in out.attentions:
             p = attention[0].double()  # (head, query, key), the model's own eager weights
-            queries = torch.arange(1, len(ids))
+            queries = torch.arange(2, len(ids))
             expected_prev.append(p[:, queries, queries - 1].mean(1))
             entropy = -torch.special.xlogy(p, p).sum(-1)  # (head, query)
             expected_entropy.append(entropy[:, 1:].mean(1))
@@ -163,6 +162,27 @@ def test_previous_token_and_entropy_match_transformers_output_attentions():
         np.testing.assert_allclose(
             roles["entropy"], torch.cat(expected_entropy).numpy(), rtol=0, atol=1e-5
         )
+        assert set(roles["n_previous"].tolist()) == {len(ids) - 2}
+
+
+def test_previous_token_and_entropy_match_a_tiny_models_output_attentions(
+    tiny_model_dirs, tmp_path
+):
+    from attnreport.session import open_session
+
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the cat sat on the mat and the cat slept\nhello world again\n")
+    assert_roles_match_output_attentions(
+        open_session(str(tiny_model_dirs["llama"]), str(sentences)), 2
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.default_model
+def test_previous_token_and_entropy_match_transformers_output_attentions():
+    from attnreport.session import open_session
+
+    assert_roles_match_output_attentions(open_session("default", None), 3)
 
 
 @pytest.mark.parametrize("family", ["llama", "mistral", "gpt_oss", "bloom"])

@@ -15,9 +15,12 @@ from attnreport.analyses.roles import roles_of_probs
 from attnreport.analyses.tables import concat_tables
 from attnreport.corpus.partial import SentencePartial, SetPartial
 
+PATTERNS: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}  # -> (probs, ids)
+
 
 def sentence_tables(seed: int, n: int, layers: int = 2, heads: int = 3):
-    """A random sentence's head_roles and massive_activations over ``layers`` layers."""
+    """A random sentence's head_roles and massive_activations over ``layers`` layers (its
+    patterns and token ids kept in ``PATTERNS``)."""
     gen = torch.Generator().manual_seed(seed)
     allowed = torch.ones(n, n, dtype=torch.bool).tril()
     roles, massive = [], []
@@ -25,7 +28,8 @@ def sentence_tables(seed: int, n: int, layers: int = 2, heads: int = 3):
         scores = torch.randn(heads, n, n, generator=gen).masked_fill(~allowed, -torch.inf)
         ids = torch.randint(0, 3, (n,), generator=gen)
         norms = torch.rand(heads, n, generator=gen, dtype=torch.float64)
-        roles.append(roles_of_probs(layer, torch.softmax(scores, -1), allowed, ids, norms))
+        PATTERNS[seed, layer] = (torch.softmax(scores, -1), ids)
+        roles.append(roles_of_probs(layer, PATTERNS[seed, layer][0], allowed, ids, norms))
         massive.append(massive_activation_row(layer, torch.randn(n, 8, generator=gen) * (seed + 1)))
     return concat_tables(roles), concat_tables(massive)
 
@@ -68,7 +72,7 @@ def test_pooled_scores_are_the_scores_over_every_query_of_the_set():
     by = tables["head_roles_by_sentence"]
     row = (by["layer"] == 1) & (by["head"] == 2)
     for score, weight in (
-        ("previous_token", "n_queries"),
+        ("previous_token", "n_previous"),
         ("entropy", "n_queries"),
         ("value_first_share", "n_first"),
         ("duplicate_token", "duplicate_weight"),
@@ -78,6 +82,23 @@ def test_pooled_scores_are_the_scores_over_every_query_of_the_set():
         assert pooled == pytest.approx(expected, rel=1e-12), score
     assert tables["head_roles"]["induction"].tolist() == probe()["induction"].tolist()
     assert by["sentence"].tolist()[:6] == [0] * 6
+
+
+def test_the_set_previous_token_score_and_counts_are_over_every_counted_query_at_once():
+    """Recomputed from the patterns themselves: the weight on the previous token over
+    every query i >= 2 of every sentence, and the number of queries whose token repeats."""
+    tables = one_pass()["head_roles"]
+    for k, (layer, head) in enumerate(itertools.product(range(2), range(3))):
+        weights, repeats = [], 0
+        for seed in SENTENCES:
+            p, ids = PATTERNS[seed, layer]
+            weights += [float(p[head, i, i - 1]) for i in range(2, p.shape[1])]
+            repeats += sum(int(ids[i]) in ids[:i].tolist() for i in range(1, p.shape[1]))
+        assert tables["previous_token"][k] == pytest.approx(np.mean(weights), rel=1e-12)
+        assert (
+            tables["n_previous"][k] == len(weights) == sum(max(n - 2, 0) for n in (2, 5, 9, 1, 7))
+        )
+        assert tables["n_duplicate"][k] == repeats
 
 
 def test_the_set_massive_activation_is_the_largest_of_its_layer():

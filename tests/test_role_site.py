@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from attnreport.analyses.role_rules import MIN_REPEATS
 from attnreport.charts.figures.head_roles import NO_ROLE, atlas_figure, role_rows, scatter_figure
 from attnreport.charts.registry import FIGURES, Inputs
 from attnreport.results import FocusBySentenceTable, ImpactPooledTable
@@ -23,19 +24,23 @@ SHARE = [0.02, 0.05, 0.4, 0.2]
 MAGNITUDE = [0.2, 0.3, 0.01, 0.1]
 
 
-def role_set():
+def role_set(duplicate=(0.0,) * 4, repeats: int = 0):
+    """The four planted heads over two sentences; ``duplicate``: the heads' pooled
+    duplicate-token scores, over ``repeats`` repeated-token queries of the set."""
     n, zeros, layer, head = 4, np.zeros(4), np.zeros(4, int), np.arange(4)
     roles = HeadRolesSetTable(
         layer=layer, head=head, previous_token=PREV, previous_token_probe=PREV,
-        duplicate_token=zeros, induction=INDUCTION, entropy=zeros + 1.0,
+        duplicate_token=duplicate, induction=INDUCTION, entropy=zeros + 1.0,
         entropy_normalised=zeros + 0.5, distance=zeros + 2.0, value_first_share=SHARE,
+        n_previous=np.full(n, 8), n_duplicate=np.full(n, repeats),
     )  # fmt: skip
     by_sentence = HeadRolesBySentenceTable(
         sentence=np.repeat([0, 1], n), layer=np.tile(layer, 2), head=np.tile(head, 2),
         previous_token=[0.7, 0.05, 0.01, 0.1, 0.9, 0.05, 0.01, 0.1], duplicate_token=np.zeros(8),
         entropy=np.ones(8), entropy_normalised=np.ones(8), distance=np.ones(8),
         value_first_share=np.tile(SHARE, 2), n_queries=np.full(8, 5), n_first=np.full(8, 5),
-        n_duplicate=np.zeros(8, int), duplicate_weight=np.zeros(8),
+        n_duplicate=np.full(8, repeats // 2), duplicate_weight=np.full(8, repeats / 2),
+        n_previous=np.full(8, 4),
     )  # fmt: skip
     focus = FocusBySentenceTable(
         sentence=np.zeros(n, int), layer=layer, head=head, self_focus=zeros, first_focus=zeros,
@@ -57,13 +62,51 @@ def test_each_head_gets_its_strongest_role_or_none():
     assert rows["first_prob"] == FIRST_PROB and rows["magnitude"] == MAGNITUDE
 
 
+def test_a_duplicate_token_role_needs_enough_repeated_token_queries():
+    """Head 3's duplicate-token score (0.8) beats its other scores; it is its role only
+    when the set has ``MIN_REPEATS`` queries whose token occurred earlier."""
+    strong = (0.0, 0.0, 0.0, 0.8)
+    few = role_rows(role_set(strong, repeats=MIN_REPEATS - 1))
+    assert few["role"][3] == NO_ROLE and few["n_duplicate"] == [MIN_REPEATS - 1] * 4
+    enough = role_rows(role_set(strong, repeats=MIN_REPEATS))
+    assert enough["role"] == [
+        "previous token",
+        "induction",
+        "first token (sink)",
+        "duplicate token",
+    ]
+    caption = atlas_figure(role_set(strong, repeats=13)).caption
+    assert (
+        f"the set has only 13 queries whose token occurred earlier, fewer than the {MIN_REPEATS}"
+        in caption
+    )
+    caption = atlas_figure(role_set(strong, repeats=40)).caption
+    assert "over the 40 queries of the set whose token occurred earlier" in caption
+
+
+def test_older_results_are_counted_from_their_sentences_and_say_what_they_measured():
+    """A folder of schema 8 has no set counts: n is summed from the sentences' rows, and the
+    caption says its previous-token score counts the second token."""
+    base = role_set((0.0, 0.0, 0.0, 0.8), repeats=60)
+    older = replace(base, head_roles=replace(base.head_roles, n_previous=np.full(4, -1),
+                                             n_duplicate=np.full(4, -1)))  # fmt: skip
+    rows = role_rows(older)
+    assert rows["n_duplicate"] == [60] * 4 and rows["role"][3] == "duplicate token"
+    assert "schema 8 or older" in atlas_figure(older).caption
+    assert "schema 8" not in atlas_figure(base).caption
+    assert "from the third on" in atlas_figure(base).caption
+
+
 def test_the_figures_carry_every_score_and_validate():
     for figure in (atlas_figure(role_set()), scatter_figure(role_set())):
         tooltip = [t["field"] for t in figure.spec["encoding"]["tooltip"]]
         for score in ("induction", "previous_token", "entropy", "value_first_share", "distance"):
             assert score in tooltip
+        assert "n_duplicate" in tooltip and "previous_token_probe" in tooltip
         assert len(figure.inline["head"]) == 4
     assert figure.spec["encoding"]["size"]["field"] == "magnitude"
+    # the scatter plots the probe score: on the sentences a sink head scored at query 1
+    assert figure.spec["encoding"]["x"]["field"] == "previous_token_probe"
 
 
 def test_the_figures_appear_only_with_head_roles():
@@ -105,21 +148,34 @@ def test_the_sentence_line_counts_the_heads_active_on_it():
     from attnreport.results.roles import HeadRolesTable
     from attnreport.site.words.role_findings import active_roles
 
-    def table(prev, dup, n_duplicate):
+    def table(prev, dup, n_duplicate, n_previous=4):
         n = len(prev)
         return HeadRolesTable(
             layer=np.zeros(n, int), head=np.arange(n), previous_token=prev, duplicate_token=dup,
             entropy=np.ones(n), entropy_normalised=np.ones(n), distance=np.ones(n),
             value_first_share=np.zeros(n), n_queries=np.full(n, 6), n_first=np.full(n, 6),
             n_duplicate=np.full(n, n_duplicate), duplicate_weight=np.full(n, float(n_duplicate)),
+            n_previous=np.full(n, n_previous),
         )  # fmt: skip
 
-    text = active_roles(table([0.8, 0.4, 0.1], [0.0, 0.9, 0.2], 2))
+    text = active_roles(table([0.8, 0.4, 0.1], [0.0, 0.9, 0.2], MIN_REPEATS))
     assert text.startswith("On this sentence, 2 heads act as previous-token heads (strongest: "
                            "layer 0, head 0, 0.8) and 1 head acts as duplicate-token")  # fmt: skip
-    assert "2 tokens, punctuation included, repeat an earlier one" in text
+    assert f"{MIN_REPEATS} tokens, punctuation included, repeat an earlier one" in text
+    few = active_roles(table([0.8, 0.4, 0.1], [0.0, 0.9, 0.2], 2))
+    assert "duplicate-token heads" not in few
+    assert (
+        f"only 2 tokens, punctuation included, repeat an earlier one, fewer than the {MIN_REPEATS}"
+        in few
+    )
     plain = active_roles(table([0.1, 0.2], [0.0, 0.0], 0))
-    assert "no head reaches 0.3" in plain and "no token repeats" in plain
+    assert "no head reaches 0.3 as a previous-token head" in plain and "no token repeats" in plain
+    assert "second token" not in plain
+    older = active_roles(table([0.1, 0.2], [0.0, 0.0], 0, n_previous=-1))
+    assert older.endswith(
+        "count the second token in the previous-token score, though its "
+        "previous token is the first, where sink heads attend."
+    )
     assert active_roles(None) is None
 
 
@@ -134,3 +190,16 @@ def test_sink_heads_that_move_much_are_named_as_exceptions():
     assert sink.startswith("3 heads are sinks") and "they move little" in sink
     assert "except layer 0, head 1, whose updates are larger" in sink
     assert "head 2" not in sink.split("except")[1] and "head 3" not in sink.split("except")[1]
+
+
+def test_compare_says_in_one_line_when_the_previous_token_scores_differ_by_definition():
+    from attnreport.results.compare import compare_results
+
+    results = typed(fake_study(1))
+    new = replace(results, set=role_set())
+    older_roles = replace(new.set.head_roles, n_previous=np.full(4, -1), n_duplicate=np.full(4, -1))
+    older = replace(results, set=replace(new.set, head_roles=older_roles))
+    assert compare_results(new, new).ok
+    found = compare_results(older, new)
+    assert found.problems[0].startswith("set.json: one run scored previous-token heads over")
+    assert found.problems[-1].endswith("nothing else compared") and len(found.problems) == 2

@@ -46,13 +46,57 @@ def ones(n: int, heads: int = 1) -> torch.Tensor:
     return torch.ones(heads, n, dtype=torch.float64)
 
 
+def sink(n: int) -> torch.Tensor:
+    """A pure sink head: every query puts all its weight on token 0."""
+    p = torch.zeros(1, n, n, dtype=torch.float64)
+    p[0, :, 0] = 1.0
+    return p
+
+
+def previous_reference(p: torch.Tensor) -> list[float]:
+    """Per head, the mean of p[i, i-1] over the queries whose previous token is not the
+    first token (i >= 2), written as plain loops: the definition, independently."""
+    out = []
+    for head in p.tolist():
+        n = len(head)
+        weights = [head[i][i - 1] for i in range(2, n)]
+        out.append(sum(weights) / len(weights) if weights else 0.0)
+    return out
+
+
 def test_previous_token_head_scores_one_and_a_uniform_head_the_mean_of_one_over_i_plus_1():
     n = 6
     table = roles_of_probs(0, torch.cat([previous(n), uniform(n)]), causal(n), None, ones(n, 2))
     assert table["previous_token"][0] == pytest.approx(1.0)
-    expected = np.mean([1 / (i + 1) for i in range(1, n)])
+    expected = np.mean([1 / (i + 1) for i in range(2, n)])  # query 1 is not counted
     assert table["previous_token"][1] == pytest.approx(expected)
     assert table["n_queries"].tolist() == [n - 1, n - 1]
+    assert table["n_previous"].tolist() == [n - 2, n - 2]
+
+
+@pytest.mark.parametrize("n", [2, 3, 8, 30])
+def test_a_pure_sink_head_is_no_previous_token_head_at_any_length(n):
+    """Query 1's previous token is the first token: a head that only attends to token 0
+    scores 0 there, on sentences and on probes, whatever the sentence's length."""
+    table = roles_of_probs(0, sink(n), causal(n), None, ones(n))
+    assert table["previous_token"][0] == 0.0
+    assert previous_token_scores(sink(n).float())[0] == 0.0
+    # the score counted query 1 before (schema 8): 1 / (n - 1) for free
+    assert table["n_previous"][0] == max(n - 2, 0)
+
+
+def test_previous_token_equals_the_definition_on_random_patterns():
+    torch.manual_seed(3)
+    n = 11
+    allowed = causal(n)
+    scores = torch.randn(4, n, n, dtype=torch.float64).masked_fill(~allowed, -torch.inf)
+    p = torch.softmax(scores, -1)
+    p[1] = sink(n)[0]  # one pure sink among them
+    table = roles_of_probs(0, p, allowed, None, ones(n, 4))
+    expected = previous_reference(p)
+    np.testing.assert_allclose(table["previous_token"], expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(previous_token_scores(p), expected, rtol=0, atol=1e-12)
+    assert expected[1] == 0.0
 
 
 def test_entropy_of_uniform_attention_is_ln_i_plus_1_and_normalises_to_one():
@@ -135,7 +179,7 @@ def test_a_sliding_window_hides_earlier_keys_from_every_score():
     p = uniform(n, window)
     tokens = torch.tensor([4, 4, 9, 4, 9, 9])
     table = roles_of_probs(0, p, causal(n, window), tokens, ones(n))
-    assert table["previous_token"][0] == pytest.approx(0.5)
+    assert table["previous_token"][0] == pytest.approx(0.5)  # queries 2..5, 2 keys each
     assert table["entropy_normalised"][0] == pytest.approx(1.0)  # ln 2 over 2 allowed keys
     assert table["n_first"][0] == 1  # only query 1 sees token 0
     # query 3's earlier 4s are at 0 and 1, outside its window: only 1, 5 repeat in-window

@@ -117,6 +117,7 @@ def served(tmp_path_factory) -> Iterator[Served]:
     write_sentences(project, "the cat sat on the mat .", "the dog chased the cat")
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(checkout), "ATTNREPORT_IMAGE_WORKERS": "1"}
+    env["SOURCE_DATE_EPOCH"] = "1767225600"  # analysed on 2026-01-01, the date CONFIG sets
     cmd = [sys.executable, "-m", "attnreport.cli", "serve", "--watch", "--port", str(port)]
     process = subprocess.Popen(
         cmd, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True

@@ -55,6 +55,13 @@ def write_project(folder: Path, model: Path, title: str = "Watch test", extra: s
     return config
 
 
+@pytest.fixture(autouse=True)
+def analysed_on_the_projects_date(monkeypatch):
+    """The analysis day is pinned to 2026-01-01, the date the projects set (a report is
+    never dated before its analysis)."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+
+
 @pytest.fixture(scope="module")
 def tiny_llama(tmp_path_factory) -> Path:
     return save_tiny_model("llama", tmp_path_factory.mktemp("watch-model") / "llama")

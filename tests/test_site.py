@@ -137,7 +137,7 @@ def test_payload_round_trips_through_the_page(site, study):
 
 def test_index_has_model_card_sentences_and_set_figures(site):
     html = site["index.html"].decode()
-    for text in ("fake/llama-like", "llama", "rope", "eager", "float32", "Ada, Alan"):
+    for text in ("fake/llama-like", "llama", "RoPE", "eager", "float32", "Ada, Alan"):
         assert text in html
     assert '<time datetime="2026-11-21">21 November 2026</time>' in html
     assert scan(html).figure_numbers == [1, 2]

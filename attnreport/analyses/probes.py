@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import torch
 
+from attnreport.analyses.roles import PREVIOUS_FROM
 from attnreport.analyses.tables import Table, round_sig
 
 PROBE_LENGTH = 50  # R: random tokens per copy
@@ -61,11 +62,12 @@ def induction_scores(probs: torch.Tensor, offset: int, length: int = PROBE_LENGT
 
 
 def previous_token_scores(probs: torch.Tensor) -> np.ndarray:
-    """(head,) float64: mean over queries ``i >= 1`` of ``p[i, i - 1]`` (0 for one token)."""
+    """(head,) float64: mean over queries ``i >= 2`` of ``p[i, i - 1]`` (0 below 3 tokens):
+    query 1's previous token is the first one, as on the sentences (``roles.PREVIOUS_FROM``)."""
     n = probs.shape[1]
-    if n < 2:
+    if n <= PREVIOUS_FROM:
         return np.zeros(probs.shape[0], dtype=np.float64)
-    queries = torch.arange(1, n)
+    queries = torch.arange(PREVIOUS_FROM, n)
     return probs[:, queries, queries - 1].double().mean(1).numpy()
 
 

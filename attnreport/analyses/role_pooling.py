@@ -7,9 +7,10 @@ and a corpus merged from parts in any order give bit-identical tables.
 
 Pooled score = sum over sentences of ``score * weight`` / sum of the weights, i.e. the
 score over every counted query of the set at once: weight ``n_queries`` for
-previous_token, entropy, entropy_normalised and distance, ``n_first`` for
-value_first_share and ``duplicate_weight`` (the repeating rows' attention mass) for
-duplicate_token. The set's massive activation of a layer is the sentence row with the
+entropy, entropy_normalised and distance, ``n_previous`` (queries i >= 2) for
+previous_token, ``n_first`` for value_first_share and ``duplicate_weight`` (the repeating
+rows' attention mass) for duplicate_token; the set's ``n_previous`` and ``n_duplicate``
+are the sentences' counts summed. The set's massive activation of a layer is the sentence row with the
 largest ``|value|`` (6 significant digits; ties to the lower sentence index).
 """
 
@@ -24,7 +25,7 @@ from attnreport.analyses.roles import ROLE_SCORES, WEIGHT_COLUMNS
 from attnreport.analyses.tables import Table, concat_tables, round_sig
 
 WEIGHT_OF: dict[str, str] = {
-    "previous_token": "n_queries",
+    "previous_token": "n_previous",
     "duplicate_token": "duplicate_weight",
     "entropy": "n_queries",
     "entropy_normalised": "n_queries",
@@ -43,7 +44,10 @@ SET_COLUMNS: tuple[str, ...] = (
     "entropy_normalised",
     "distance",
     "value_first_share",
+    "n_previous",
+    "n_duplicate",
 )
+COUNTED = ("n_previous", "n_duplicate")  # summed over the sentences into the set's table
 
 
 @dataclass
@@ -84,6 +88,8 @@ class RoleTotals:
             pooled[name] = _pool(rows, name, WEIGHT_OF[name])
         pooled["induction"] = np.asarray(probe["induction"], dtype=np.float64)
         pooled["previous_token_probe"] = np.asarray(probe["previous_token_probe"], np.float64)
+        for name in COUNTED:
+            pooled[name] = np.sum([np.asarray(t[name], dtype=np.int64) for t in rows], axis=0)
         by_sentence = concat_tables(
             [{"sentence": np.full(len(head), i, dtype=np.int64), **self.roles[i]} for i in order]
         )

@@ -1,12 +1,15 @@
 """Head-role scores of one sentence: previous-token, duplicate-token, entropy, distance and
-the value-weighted first-token share, per head, over the query tokens ``i >= 1``.
+the value-weighted first-token share, per head, over the query tokens ``i >= 1`` (the
+previous-token score over ``i >= 2``).
 
 Shape letters: ``head``, ``query``, ``key``, ``d`` (head dim), ``model`` (hidden size).
 ``p_ij`` is the post-softmax weight of query i on key j over the allowed keys (causal,
 sliding window); with learned sinks the row sums to 1 minus the sink's probability.
 Definitions (``docs/results-schema.md``, table ``head_roles``):
 
-- previous_token = mean over i >= 1 of ``p_i,i-1`` (0 where the window hides key i-1);
+- previous_token = mean over i >= 2 of ``p_i,i-1`` (0 where the window hides key i-1):
+  query 1's previous token is the first token, so a sink head would score there as a
+  previous-token head (``PREVIOUS_FROM``); a head that only attends to token 0 scores 0;
 - duplicate_token = ``sum(A * D) / sum(A)`` over the rows of the queries whose token occurs
   at an earlier allowed key, ``D_ij = 1`` when ``j < i`` and ``t_j == t_i`` (TransformerLens'
   "mul" form restricted to those rows); 0 when no query repeats a token;
@@ -38,8 +41,11 @@ ROLE_SCORES: tuple[str, ...] = (
     "distance",
     "value_first_share",
 )
-# per-query values summed into the per-sentence table (all (head, query) float64)
-_SUMMED = ("previous_token", "entropy", "entropy_normalised", "distance")
+# the first query the previous-token score counts: query 1's previous token is token 0,
+# where every sink head attends, so counting it would make each sink a previous-token head
+PREVIOUS_FROM = 2
+# per-query values averaged over queries i >= 1 into the per-sentence table
+_SUMMED = ("entropy", "entropy_normalised", "distance")
 
 
 def value_norms(v: torch.Tensor, out_weight: torch.Tensor, groups: int = 1) -> torch.Tensor:
@@ -70,7 +76,7 @@ def role_query_values(
     allowed); ``allowed`` (query, key) bool on the same block; ``token_ids`` (n,) of the
     whole sentence or None (then no query repeats a token); ``norms`` (head, key) from
     ``value_norms`` for the block's keys; ``sink`` (head, query) the learned sink's
-    probability or None. Keys: previous_token, entropy, entropy_normalised, distance,
+    probability or None. Keys: previous_token (0 on queries below ``PREVIOUS_FROM``), entropy, entropy_normalised, distance,
     duplicate_mass (sum_j D_ij p_ij), row_mass (sum_j p_ij), repeats (1.0 where the
     query's token occurs at an earlier allowed key), first_share (0 where key 0 is
     outside the block).
@@ -80,7 +86,7 @@ def role_query_values(
     query = torch.arange(start, start + n_rows)
     key = torch.arange(first, first + n_keys)
     prev_local = query - 1 - first  # local index of key i-1
-    has_prev = (prev_local >= 0) & (query >= 1)
+    has_prev = (prev_local >= 0) & (query >= PREVIOUS_FROM)
     prev = p.gather(-1, prev_local.clamp(min=0).expand(n_heads, -1)[..., None])[..., 0]
     outcomes = allowed.sum(-1).double() + (0.0 if sink is None else 1.0)
     entropy = -torch.special.xlogy(p, p).sum(-1)  # 0 ln 0 = 0
@@ -135,10 +141,11 @@ def head_roles_table(
     ``values``: ``role_query_values`` over every query 0..n-1 (concatenated blocks);
     ``sees_first`` (query,) bool: the queries whose allowed keys include token 0.
     Columns: layer, head, the six ``ROLE_SCORES``, and the weights a set pools them with:
-    n_queries (= n - 1, for previous_token, entropy, entropy_normalised, distance),
-    n_first (queries i >= 1 that see token 0, for value_first_share), n_duplicate
-    (queries i >= 1 whose token repeats) and duplicate_weight (their summed row mass, for
-    duplicate_token). A score over no query is 0.0.
+    n_queries (= n - 1, for entropy, entropy_normalised, distance), n_first (queries
+    i >= 1 that see token 0, for value_first_share), n_duplicate (queries i >= 1 whose
+    token repeats), duplicate_weight (their summed row mass, for duplicate_token) and
+    n_previous (= n - 2, the queries i >= 2, for previous_token). A score over no query
+    is 0.0.
     """
     n_heads, n = values["entropy"].shape
     rows = slice(1, n)
@@ -148,6 +155,7 @@ def head_roles_table(
     }
     for name in _SUMMED:
         table[name] = _mean(values[name][:, rows])
+    table["previous_token"] = _mean(values["previous_token"][:, PREVIOUS_FROM:])
     repeats = values["repeats"][:, rows] > 0
     weight = (values["row_mass"][:, rows] * repeats).sum(-1)
     mass = (values["duplicate_mass"][:, rows] * repeats).sum(-1)
@@ -158,10 +166,13 @@ def head_roles_table(
     table["n_first"] = np.full(n_heads, int(first.sum()), dtype=np.int64)
     table["n_duplicate"] = repeats.sum(-1).numpy().astype(np.int64)
     table["duplicate_weight"] = weight.numpy()
+    table["n_previous"] = np.full(n_heads, max(n - PREVIOUS_FROM, 0), dtype=np.int64)
     return {k: table[k] for k in ("layer", "head", *ROLE_SCORES, *WEIGHT_COLUMNS)}
 
 
-WEIGHT_COLUMNS: tuple[str, ...] = ("n_queries", "n_first", "n_duplicate", "duplicate_weight")
+WEIGHT_COLUMNS: tuple[str, ...] = (
+    "n_queries", "n_first", "n_duplicate", "duplicate_weight", "n_previous",
+)  # fmt: skip
 
 
 def _mean(values: torch.Tensor) -> np.ndarray:

@@ -91,7 +91,9 @@ def _session(
 ) -> Session:
     from attnreport.session import held_session
 
-    return held_session(model, tokenizer, texts, name, settings.truncate, settings.bos)
+    return held_session(
+        model, tokenizer, texts, name, settings.truncate, settings.bos, settings.chat_template
+    )
 
 
 @contextmanager

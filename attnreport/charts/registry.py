@@ -76,6 +76,9 @@ class Inputs:
         return self.page_sentence
 
 
+SORTED_LINES = "sorted-head lines by layer"  # the focus figures' kind
+
+
 @dataclass(frozen=True)
 class FigureEntry:
     key: str
@@ -90,6 +93,13 @@ class FigureEntry:
     # feature changes in this figure): one table, so a definition reads the same everywhere
     notes: tuple[tuple[str, str], ...] = ()
     shaded: bool = False  # its layer axis shades the windowed layers (``window_bands``)
+    # figures drawn the same way share a kind: a caption may send its reader to an earlier
+    # figure of its kind ("read it as Figure 4"), never to another kind (default: its key)
+    family: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.family or self.key
 
     def caption_notes(self, manifest: Manifest) -> str:
         """The caption sentences for the features ``manifest``'s model has (``notes``),
@@ -133,7 +143,7 @@ def _set_focus(key: str, statistic: str) -> FigureEntry:
     reads = ("set:focus_sorted", "set:focus_pooled")
     return FigureEntry(
         f"set-{key}", "index", "set", reads, _pooled(statistic), sorted_lines=True,
-        alt=alt.set_focus(statistic), shaded=True,
+        alt=alt.set_focus(statistic), shaded=True, family=SORTED_LINES,
     )  # fmt: skip
 
 
@@ -161,24 +171,27 @@ FIGURES: tuple[FigureEntry, ...] = (
                 alt=alt.bias_position),
     *(
         FigureEntry(key, "sentence", "layers", ("sentence:focus_sorted",), _focus(stat),
-                    sorted_lines=True, alt=alt.sentence_focus(stat), shaded=True)
+                    sorted_lines=True, alt=alt.sentence_focus(stat), shaded=True,
+                    family=SORTED_LINES)
         for key, stat in zip(("self-focus", "first-focus", "concentration"), FOCUS_STATISTICS,
                              strict=True)
     ),
     FigureEntry("update-magnitude", "sentence", "impact", _IMPACT,
-                lambda i: histogram_figure(i.sentence, "magnitude"), alt=alt.update_magnitude),
+                lambda i: histogram_figure(i.sentence, "magnitude"), alt=alt.update_magnitude,
+                family="update histograms"),
     FigureEntry("update-orientation", "sentence", "impact", _IMPACT,
                 lambda i: histogram_figure(i.sentence, "orientation"),
-                alt=alt.update_orientation),
+                alt=alt.update_orientation, family="update histograms"),
     FigureEntry("orientation-vs-magnitude", "sentence", "impact", _IMPACT,
                 lambda i: scatter_figure(i.sentence), alt=alt.orientation_magnitude),
     FigureEntry("impact-by-position", "sentence", "impact", ("sentence:block_impact",),
                 lambda i: block_impact_figure(i.sentence), alt=alt.impact_by_position),
     FigureEntry("scaling-grid", "sentence", "interventions",
                 ("interventions:scaling", "sentence:focus"),
-                _iv(scaling_figure), when=_shows_grids, alt=alt.scaling_grid),
+                _iv(scaling_figure), when=_shows_grids, alt=alt.scaling_grid,
+                family="intervention grid"),
     FigureEntry("mean-grid", "sentence", "interventions", ("interventions:mean", "sentence:focus"),
-                _iv(mean_figure), when=_shows_grids, alt=alt.mean_grid),
+                _iv(mean_figure), when=_shows_grids, alt=alt.mean_grid, family="intervention grid"),
     _set_focus("self-focus", "self_focus"),
     _set_focus("first-focus", "first_focus"),
     FigureEntry("set-sink-rate", "index", "set", ("set:focus_by_sentence",),

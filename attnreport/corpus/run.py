@@ -10,10 +10,12 @@ configured inputs, on the driver's model) and ``manifest.json``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from attnreport.analyses.layer_choice import matched_layer, strongest_first_token_layer
 from attnreport.config import Settings
 from attnreport.corpus.engines import Engine, EngineContext, engine_module, open_engine
 from attnreport.corpus.estimate import LongInputs, announce_all
@@ -31,7 +33,6 @@ from attnreport.study import (
     intervention_results,
     manifest,
     run_probes,
-    strongest_first_token_layer,
     with_contrasts,
     with_roles,
 )
@@ -157,9 +158,7 @@ def set_files(
     result = with_contrasts(totals.set_results(), session, settings)
     if totals.has_roles():
         result = with_roles(result, totals.roles, run_probes(session))
-    layer = settings.intervene_layer
-    if layer is None:
-        layer = strongest_first_token_layer(result.focus_pooled.arrays())
+    layer = intervention_layer(settings, session, result.focus_pooled.arrays())
     passes = intervention_passes(session, settings, layer)
     with counting_passes(session.model, passes, on_pass):
         interventions = interventions_at(session, settings, layer)
@@ -167,3 +166,17 @@ def set_files(
         CURRENT.set: CURRENT.encode(dump_json(set_to_json(result))),
         CURRENT.interventions: CURRENT.encode(dump_json(interventions_to_json(interventions))),
     }
+
+
+def intervention_layer(settings: Settings, session: Session, pooled: Mapping[str, Any]) -> int:
+    """The layer the interventions run in (``analyses.layer_choice``): ``intervene_layer``,
+    else the attention layer nearest ``intervene_depth``, else the strongest first-token
+    focus of the pooled ``focus_pooled`` columns."""
+    from attnreport.models.attending import nearest_attention_layer
+
+    if settings.intervene_layer is not None:
+        return settings.intervene_layer
+    if settings.intervene_depth is not None:
+        block = matched_layer(settings.intervene_depth, session.n_blocks)
+        return nearest_attention_layer(session.specs, block)  # a hybrid: nearest attention
+    return strongest_first_token_layer(pooled)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnreport.analyses import sinks
+from attnreport.analyses.kl import intervention_kl
+from attnreport.analyses.layer_choice import depth
 from attnreport.results import Interventions, Manifest, SetResults
 
 Columns = dict[str, list]
@@ -47,11 +49,6 @@ class ModelSide:
 def short_name(manifest: Manifest) -> str:
     """``SmolLM2-135M-Instruct (Q4_1 GGUF, embedded)`` -> ``SmolLM2-135M-Instruct``."""
     return manifest.model.name.split(" (")[0] or manifest.model.name
-
-
-def depth(layer: int, n_layers: int) -> float:
-    """Relative depth of ``layer`` in a model of ``n_layers``: 0 first, 1 last."""
-    return round(layer / (n_layers - 1), 6) if n_layers > 1 else 0.0
 
 
 def _head_means(layers: np.ndarray, values: np.ndarray) -> dict[int, float]:
@@ -136,37 +133,30 @@ def _cell_label(target: str, setting: float | int, kind: str) -> str:
 
 
 def kl_rows(sides: Sequence[ModelSide]) -> Columns:
-    """model, cell, kind, target, mean_kl (nats, over positions and, for the mean grid,
-    inputs), layer, depth: the next-token KL of every intervention of each model, at that
-    model's intervention layer."""
+    """model, cell, kind, target, mean_kl (nats: the sentence-averaged KL, ``analyses.kl``,
+    over the cell's sentences: the mean grid's inputs), layer, depth: the next-token KL of
+    every intervention of each model, at that model's intervention layer."""
     rows: Columns = {k: [] for k in ("model", "cell", "kind", "target", "mean_kl", "layer", "depth")}  # fmt: skip
     for side in sides:
         iv = side.interventions
         if iv is None:
             continue
-        cells: dict[str, list[float]] = {}
+        cells: dict[str, list[list[float]]] = {}  # label -> per sentence, its KL_i
         kinds: dict[str, tuple[str, str]] = {}
         for kind, grid in (("scaling", iv.scaling.cells), ("mean", iv.mean.cells)):
             for cell in grid:
                 label = _cell_label(cell.target, cell.setting, kind)
-                cells.setdefault(label, []).extend(float(v) for v in cell.kl)
+                cells.setdefault(label, []).append([float(v) for v in cell.kl])
                 kinds[label] = (kind, cell.target)
         for label, values in cells.items():
             rows["model"].append(side.name)
             rows["cell"].append(label)
             rows["kind"].append(kinds[label][0])
             rows["target"].append(kinds[label][1])
-            rows["mean_kl"].append(round(float(np.mean(values)) if values else 0.0, 6))
+            rows["mean_kl"].append(round(intervention_kl(values), 6))
             rows["layer"].append(iv.layer)
             rows["depth"].append(depth(iv.layer, side.n_layers))
     return rows
-
-
-def matched_layer(reference_depth: float, n_layers: int) -> int:
-    """The layer of a model of ``n_layers`` nearest to ``reference_depth`` (ties go down)."""
-    if n_layers < 2:
-        return 0
-    return int(np.floor(reference_depth * (n_layers - 1) + 0.5 - 1e-9))
 
 
 def apart(gap: float) -> str:

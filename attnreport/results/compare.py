@@ -24,6 +24,7 @@ import numpy as np
 from attnreport.results.columns import Table
 from attnreport.results.io import Results
 from attnreport.results.manifest import Manifest
+from attnreport.results.roles import counts_query_one
 from attnreport.results.ties import Ties, Tolerance, find_ties
 
 FRACTIONS = ("self_focus", "first_focus")  # statistics that count top keys
@@ -200,12 +201,24 @@ def _compare_manifest(a: Results, b: Results, out: Comparison) -> None:
         out.problems.append("manifest.json: the settings differ")
     if ma.sentences != mb.sentences:
         out.problems.append("manifest.json: the sentences or their token ids differ")
+    if None not in (_query_one(a), _query_one(b)) and _query_one(a) != _query_one(b):
+        out.problems.append(
+            "set.json: one run scored previous-token heads over queries i >= 2 (schema 9) and "
+            "the other over i >= 1, query 1 included: head_roles differ by definition"
+        )
     if _after_norm(ma) != _after_norm(mb):
         out.problems.append(
             "manifest.json: one run took the update sizes after the model's post-attention "
             "norm (schema 8) and the other before it: head_impact and block_impact measure "
             "different things"
         )
+
+
+def _query_one(results: Results) -> bool | None:
+    """Whether the run's previous-token score counts query 1 (before schema 9); None
+    without head roles."""
+    table = results.set.head_roles
+    return None if table is None else counts_query_one(table.arrays())
 
 
 def _after_norm(manifest: Manifest) -> bool:

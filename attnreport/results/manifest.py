@@ -16,7 +16,7 @@ from attnreport.errors import AttnReportError
 from attnreport.jsontypes import Json
 from attnreport.results.layers import LayerFacts, layer_facts_from_json, layer_facts_to_json
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # version 1 lacks manifest.files and the optional columns; versions 1 and 2 store the
 # attention probs and ranks (3 derives them) and write table columns as plain arrays;
@@ -26,8 +26,11 @@ SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # 6 adds the per-layer facts (``model.layers``: positions, windows, soft-caps, sinks, QK-norm);
 # 7 keeps a long sentence's per-query tables past ``map_tokens`` as bins (``pooling``:
 # ``span``) and the observations of an input the grids draw as blocks (``observed_blocks``);
-# 8 takes the update sizes after a post-attention norm (``LayerFacts.post_norm``)
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
+# 8 takes the update sizes after a post-attention norm (``LayerFacts.post_norm``); 9
+# scores previous-token heads over queries i >= 2 (``n_previous``) and counts the
+# repeated-token queries of the set (``n_duplicate``), and the manifest describes the
+# rotary parameters and the tokenizer (``ModelInfo.rope``, ``tokenizer_kind``, ``vocab_size``)
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i
 Observations = dict[str, list[Triangle]]  # "same"/"next"/"last" -> [head] -> triangle
@@ -64,6 +67,13 @@ class ModelInfo:
     # layer -> sliding window in tokens, for the layers that attend through one
     layer_windows: dict[int, int] = field(default_factory=dict)
     layers: tuple[LayerFacts, ...] = ()  # one per block, as found at load (version 6)
+    # version 9: layer type ("" for all) -> rotary parameters (theta, type, factor,
+    # original_context; ``models.described``), the tokenizer's algorithm in words and the
+    # tokens it knows, special ones included (0: not recorded)
+    rope: Json = field(default_factory=dict)
+    tokenizer_kind: str = ""
+    vocab_size: int = 0
+    has_chat_template: bool = False  # the tokenizer carries a chat template
     extra: Json = field(default_factory=dict)
 
 
@@ -74,11 +84,13 @@ class StudySettings:
     breakdown_ranks: int = V.BREAKDOWN_RANKS
     epsilons: tuple[float, ...] = V.EPSILONS
     intervene_layer: int | None = None
+    intervene_depth: float | None = None  # version 9 (a comparison's matched depth)
     scaling_sentence: int = 0
     mean_sentences: tuple[int, ...] | None = None
     map_tokens: int = V.MAP_TOKENS
     view_head: tuple[int, ...] | None = None
     bos: str = V.BOS_DEFAULT  # one of vocabulary.BOS
+    chat_template: bool = False  # each sentence read as a user message in it (version 9)
     extra: Json = field(default_factory=dict)
 
 
@@ -129,6 +141,10 @@ def _with_extra(obj: Any) -> Json:
     return {**obj.extra, **out}
 
 
+# the model card's facts (version 9)
+DESCRIBED = ("rope", "tokenizer_kind", "vocab_size", "has_chat_template")
+
+
 def _model_json(model: ModelInfo) -> Json:
     """The manifest's model object; ``layers`` only where found (folders written before
     version 6 round-trip without it)."""
@@ -137,6 +153,9 @@ def _model_json(model: ModelInfo) -> Json:
         out["layers"] = layer_facts_to_json(model.layers)
     else:
         out.pop("layers")
+    for name in DESCRIBED:  # written since version 9, only where recorded
+        if not out[name]:
+            out.pop(name)
     return out
 
 
@@ -147,7 +166,8 @@ def model_from_json(obj: Any, where: str) -> ModelInfo:
     missing = [
         f.name
         for f in fields(ModelInfo)
-        if f.name not in known and f.name not in ("features", "layer_windows", "layers", "extra")
+        if f.name not in known
+        and f.name not in ("features", "layer_windows", "layers", "extra", *DESCRIBED)
     ]
     if missing:
         raise AttnReportError(f"{where} is incomplete: model has no {missing[0]!r}")
@@ -157,6 +177,8 @@ def model_from_json(obj: Any, where: str) -> ModelInfo:
         raise AttnReportError(f"{where} is malformed: model.layer_windows is not an object")
     known["layer_windows"] = {int(layer): int(w) for layer, w in windows.items()}
     known["layers"] = layer_facts_from_json(known.get("layers"), where)
+    if not isinstance(known.get("rope", {}), dict):
+        raise AttnReportError(f"{where} is malformed: model.rope is not an object")
     return ModelInfo(**known, extra=extra)
 
 

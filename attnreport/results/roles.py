@@ -1,4 +1,5 @@
-"""Typed tables of the head-role scores and massive activations (schema version 5).
+"""Typed tables of the head-role scores and massive activations (schema version 5; the
+previous-token score skips query 1 and carries its count since version 9).
 
 Definitions in ``docs/results-schema.md`` (``head_roles``, ``massive_activations``) and in
 ``attnreport.analyses.roles`` and ``attnreport.analyses.probes``.
@@ -6,9 +7,13 @@ Definitions in ``docs/results-schema.md`` (``head_roles``, ``massive_activations
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from attnreport.results.columns import Float, Int, Table, _table
+import numpy as np
+
+from attnreport.results.columns import Float, Int, Table, _table, optional_col
 from attnreport.results.tables import HeadColumns, SentenceColumn
 
 
@@ -27,6 +32,9 @@ class _HeadRolesColumns(HeadColumns):
     n_first: Int
     n_duplicate: Int
     duplicate_weight: Float
+    # queries i >= 2, previous_token's count (version 9); -1: an older folder, whose
+    # previous_token is the mean over i >= 1, query 1 (whose previous token is the first) too
+    n_previous: Int = optional_col(-1)
 
 
 @_table("head_roles")
@@ -51,6 +59,10 @@ class HeadRolesSetTable(HeadColumns):
     entropy_normalised: Float
     distance: Float
     value_first_share: Float
+    # over the set, the queries previous_token counts (i >= 2) and the repeated-token
+    # queries duplicate_token reads (version 9); -1: an older folder (``role_counts``)
+    n_previous: Int = optional_col(-1)
+    n_duplicate: Int = optional_col(-1)
 
 
 @_table("massive_activations")
@@ -76,3 +88,10 @@ class SetMassiveActivationsTable(Table):
     value: Float
     median: Float
     ratio: Float
+
+
+def counts_query_one(roles: Mapping[str, Any]) -> bool:
+    """Whether a head-roles table (its columns by name) was written before schema 9, whose
+    previous-token score also counts query 1 (its ``n_previous`` is -1 or missing)."""
+    n_previous = np.asarray(roles.get("n_previous", []), dtype=np.int64)
+    return len(n_previous) == 0 or bool((n_previous < 0).any())

@@ -127,7 +127,9 @@ class Project:
             keep_passes(self.loaded.model)  # saves rerun the set's extra passes on new inputs only
         context = context_length(self.loaded)
         tokenizer = self.loaded.tokenizer
-        sentences = tokenize_sentences(texts, tokenizer, context, settings.truncate, settings.bos)
+        sentences = tokenize_sentences(
+            texts, tokenizer, context, settings.truncate, settings.bos, settings.chat_template
+        )
         return Session(self.loaded, self.specs, sentences, settings.bos), load
 
     def build(self, progress: Progress, defer_images: bool = False) -> BuildReport:

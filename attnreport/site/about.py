@@ -47,9 +47,11 @@ def results_checksum(files: Mapping[str, bytes], layout: Layout = CURRENT) -> st
 LABELS = {
     "bos": "Begin-of-sequence token",
     "bos_added": "Every sentence starts with it",
+    "chat_template": "Each sentence read as a chat message",
     "breakdown_ranks": "Ranks in the score breakdown",
-    "epsilons": "Focus thresholds (ε)",
+    "epsilons": "Intervention scale factors (ε)",
     "intervene_layer": "Layer of the interventions",
+    "intervene_depth": "Relative depth of the interventions",
     "scaling_sentence": "Sentence of the scaling sweep",
     "mean_sentences": "Sentences of the mean ablation",
     "map_tokens": "Attention maps kept up to (tokens)",

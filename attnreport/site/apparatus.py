@@ -13,6 +13,7 @@ from typing import Any
 
 from attnreport.results import Interventions, Manifest
 from attnreport.results.pooling import POOL_WIDTH
+from attnreport.site.words.chat import chat_words
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.fit import BOOTSTRAP_FROM
 from attnreport.site.words.verdicts import MIN_SENTENCES
@@ -143,6 +144,7 @@ def limitations(
             "not the original floating-point weights."
         )
     out.append(_bos(manifest, recaptured))
+    out.append(chat_words(manifest, "limitation") or "")
     out.append(_interventions(iv) or "")
     out.append(_post_norm(manifest) or "")
     longest = max((x.n_tokens for x in manifest.sentences), default=0)
@@ -178,7 +180,7 @@ def citation(
     year = (date or "")[:4]
     fields: list[tuple[str, Any]] = [
         ("title", title),
-        ("author", " and ".join(authors) or "attnreport"),
+        ("author", " and ".join(authors)),  # left out without authors: never the tool's name
         ("year", year),
         ("note", f"Attention report on {manifest.model.name or 'a causal language model'}, "
                  f"{count(len(manifest.sentences), 'sentence')}, made with attnreport {version}"),

@@ -12,13 +12,13 @@ from attnreport.dates import report_date
 from attnreport.multi.findings import ClaimRow, Comparison
 from attnreport.multi.measures import ModelSide, depth
 from attnreport.results import Manifest
-from attnreport.site import pages
 from attnreport.site.context import FigureContext, PageMeta, SiteOptions
-from attnreport.site.pages import card_tree, find
+from attnreport.site.model_card import CARD as MODEL_CARD
+from attnreport.site.model_card import card_value
 from attnreport.text import display_token, visible
 
 SPLIT_SENTENCES = 20  # sentences whose split into tokens the index spells out
-# The model card's rows (``pages.CARD``) set side by side, in the card's order; the
+# The model card's rows (``model_card.CARD``) set side by side, in the card's order; the
 # comparison calls its dtype the "Run dtype"
 SIDE_BY_SIDE = (
     "Parameters",
@@ -36,7 +36,7 @@ SIDE_BY_SIDE = (
 )
 CARD = tuple(
     ("Run dtype" if label == "Dtype" else label, keys)
-    for label, keys in pages.CARD
+    for label, keys in MODEL_CARD
     if label in SIDE_BY_SIDE
 )
 TOKENS_NOTE = (
@@ -92,8 +92,10 @@ def windows_words(manifest: Manifest) -> str:
 
 def card_values(manifest: Manifest) -> tuple[str, ...]:
     """The card's values (``CARD`` then windows, QK-norm, soft-cap, post-attention norm)."""
-    tree = card_tree(manifest)
-    values = [find(tree, keys) for _label, keys in CARD]
+    values = [
+        card_value(manifest, "Dtype" if label == "Run dtype" else label, keys)
+        for label, keys in CARD
+    ]
     shown = [f"{v:,}" if isinstance(v, int) and v >= 10_000 else str(v) for v in values]
     features = set(manifest.model.features)
     shown += [

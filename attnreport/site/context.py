@@ -249,19 +249,27 @@ class Notes:
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 
-def without_repeats(captions: Sequence[str], first_number: int = 1, prefix: str = "") -> list[str]:
+def without_repeats(
+    captions: Sequence[str],
+    first_number: int = 1,
+    prefix: str = "",
+    kinds: Sequence[str] | None = None,
+) -> list[str]:
     """The captions of consecutive figures (numbered from ``first_number``), each less the
-    sentences an earlier one already said, which it points back to instead: a reader of
-    Figure 6 is not told again what Figure 4 explained."""
-    said: dict[str, int] = {}
+    sentences an earlier figure of its kind (``kinds``, one per caption; None: all one
+    kind) already said, which it points back to instead: a reader of Figure 6 is not told
+    again what Figure 4 explained, and "read it as Figure 4" only ever names a figure
+    drawn the same way (a sentence another kind of figure said is said again)."""
+    said: dict[tuple[str, str], int] = {}
     out = []
-    for number, caption in enumerate(captions, start=first_number):
+    for k, caption in enumerate(captions):
+        number, kind = first_number + k, "" if kinds is None else kinds[k]
         kept, earlier = [], []
         for sentence in _SENTENCE_BREAK.split(caption.strip()):
-            if sentence in said:
-                earlier.append(said[sentence])
+            if (kind, sentence) in said:
+                earlier.append(said[kind, sentence])
             else:
-                said[sentence] = number
+                said[kind, sentence] = number
                 kept.append(sentence)
         if earlier:
             kept.append(f"Otherwise read it as Figure {prefix}{min(earlier)}.")
@@ -274,9 +282,14 @@ def number_figures(
 ) -> list[tuple[FigureContext, ...]]:
     """Number figures 1, 2, ... across ``groups`` (the page's sections, in order), named
     ``{prefix}{n}`` (``S3.2`` on sentence 3's page); a caption leaves out what an earlier
-    caption of the page said (``without_repeats``)."""
+    caption of the page, of a figure of its kind, said (``without_repeats``)."""
+    items = [item for g in groups for item in g]
     captions = iter(
-        without_repeats([item.figure.caption for g in groups for item in g], prefix=prefix)
+        without_repeats(
+            [item.figure.caption for item in items],
+            prefix=prefix,
+            kinds=[item.entry.kind for item in items],
+        )
     )
     out, n = [], 0
     for group in groups:

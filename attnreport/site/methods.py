@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from attnreport.analyses.kl import KL_CONVENTION, KL_NAME
+from attnreport.analyses.role_rules import MIN_REPEATS, ROLE_THRESHOLD, worst_error
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.fit import BOOTSTRAP_FROM
 
@@ -61,21 +63,30 @@ METHODS = (
            "A real forward pass with one layer's Q, K or V changed in every head; weights are "
            "observed in the same, the next and the last layer, and KL compares the next-token "
            "distributions at each position, in nats. Scaling Q or K by ε is one intervention: "
-           "s = ε q·k either way."),
+           f"s = ε q·k either way. Every KL printed for an intervention is its {KL_NAME}: "
+           f"{KL_CONVENTION}."),
     Method("roles", "Head roles",
-           "prev(l,h) = mean_{i≥1} p_i,i−1;  dup = Σ_i Σ_{j<i, t_j=t_i} p_ij / Σ_i 1[t_i seen before];  "
+           "prev(l,h) = mean_{i≥2} p_i,i−1;  dup = Σ_i Σ_{j<i, t_j=t_i} p_ij / Σ_i 1[t_i seen before];  "
            "induction = mean over probes and i in the second copy of p_i,i−49;  "
            "entropy = mean_{i≥1} −Σ_j p_ij ln p_ij (nats; normalised: ÷ ln(i+1));  "
            "distance = mean_i Σ_j p_ij (i − j);  "
            "value share = mean_i ‖p_i0 f(x_0)‖ / Σ_j ‖p_ij f(x_j)‖, f(x_j) = W_O,h v_j",
-           "Previous-token, duplicate-token, entropy, distance and value share are pooled over "
-           "every counted query of the set; induction and a second previous-token score are "
-           "read on 10 probes of 50 random token ids repeated twice (BOS first when the model "
-           "adds one; their ids are in the results). The value share (Kobayashi et al., 2020) "
-           "says how much of what a head writes comes from the first token, not just how much "
-           "weight it gets. The atlas colours a head by the largest of its previous-token, "
-           "duplicate-token and induction scores when that reaches 0.3, else as a sink when "
-           "its mean first-token weight does."),
+           "The previous-token score starts at the third token: the second token's previous "
+           "token is the first, where sink heads attend, so counting it would make every sink "
+           "a previous-token head (a pure sink scores 0). Previous-token, duplicate-token, "
+           "entropy, distance and value share are pooled over every counted query of the set; "
+           "induction and a second previous-token score are read on 10 probes of 50 random "
+           "token ids repeated twice (BOS first when the model adds one; their ids are in the "
+           "results), and the induction scatter plots both probe scores. The value share "
+           "(Kobayashi et al., 2020) says how much of what a head writes comes from the first "
+           "token, not just how much weight it gets. The atlas colours a head by the largest "
+           f"of its previous-token, duplicate-token and induction scores when that reaches "
+           f"{ROLE_THRESHOLD:g}, else as a sink when its mean first-token weight does. The "
+           "duplicate-token score reads only the queries whose token occurred earlier: it "
+           f"names a role only where it rests on at least {MIN_REPEATS} of them (a mean of "
+           f"values in [0, 1] over n queries has a standard error of at most 0.5 / √n, "
+           f"{worst_error(MIN_REPEATS):.2f} at n = {MIN_REPEATS}), and every duplicate-token "
+           "score is shown with its n."),
     Method("spread", "Spread and verdicts",
            "range = [min_s, max_s];  95% interval = 2.5th-97.5th percentile of 2,000 "
            f"bootstrap means (with {BOOTSTRAP_FROM} or more sentences)",
@@ -92,14 +103,22 @@ AFTER_NORM = {
 }  # fmt: skip
 
 
-def measures(post_norm: PostNorm = NO_POST_NORM) -> tuple[Method, ...]:
+# What results written before schema 9 measured differently
+OLDER_ROLES = (
+    " These results (schema 8 or older) took the previous-token score over i ≥ 1, the second "
+    "token included: a sink head scores up to 1/(n − 1) there on a sentence of n tokens."
+)
+
+
+def measures(post_norm: PostNorm = NO_POST_NORM, older_roles: bool = False) -> tuple[Method, ...]:
     """``METHODS`` as a report shows them: for a model whose update sizes are each head's
-    share after its post-attention norm, the two measures they change say so."""
-    if not post_norm.sizes_after:
-        return METHODS
-    return tuple(
-        replace(m, text=m.text + AFTER_NORM[m.key]) if m.key in AFTER_NORM else m for m in METHODS
-    )
+    share after its post-attention norm, the two measures they change say so; with
+    ``older_roles`` (results before schema 9) the head roles say their previous-token score
+    counts query 1."""
+    extra = dict(AFTER_NORM) if post_norm.sizes_after else {}
+    if older_roles:
+        extra["roles"] = OLDER_ROLES
+    return tuple(replace(m, text=m.text + extra[m.key]) if m.key in extra else m for m in METHODS)
 
 
 FIGURE_METHOD = {

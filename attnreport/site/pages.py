@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 import attnreport
@@ -11,6 +11,7 @@ from attnreport.dates import report_date
 from attnreport.results import Interventions, Manifest, Results, SentenceResults
 from attnreport.results.layout import CURRENT, Layout
 from attnreport.results.pooling import POOL_WIDTH, pooled_from
+from attnreport.results.roles import counts_query_one
 from attnreport.results.types import sentence_tables, set_tables
 from attnreport.results.view import default_head
 from attnreport.site import about, apparatus, argument, highlights, methods
@@ -31,11 +32,13 @@ from attnreport.site.context import (
     figure_span,
     number_figures,
 )
-from attnreport.site.layer_card import layer_rows
 from attnreport.site.markdown import markdown_html
+from attnreport.site.model_card import model_card
 from attnreport.site.words import lede, prose, verdicts, wording
 from attnreport.site.words.alt_text import AltData
+from attnreport.site.words.chat import chat_words
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
+from attnreport.site.words.layer_reason import layer_reason
 from attnreport.site.words.role_findings import active_roles
 from attnreport.text import display_token, visible
 from attnreport.vocabulary import PARTS, TERMS
@@ -55,70 +58,6 @@ NOTES = {
     "kl": "KL(p_base || p_modified) of the next-token distribution at each position, in nats; "
     "0 means the intervention changed nothing.",
 }
-CARD = (  # (label, keys tried in order, anywhere in the manifest)
-    ("Model", ("model_id", "id", "name", "path")),
-    ("Parameters", ("parameters",)),
-    ("Weights from", ("weights",)),
-    ("Quantisation", ("quantisation",)),
-    ("Source", ("source",)),
-    ("Architecture", ("family", "architecture")),
-    ("Model type", ("model_type",)),
-    ("Layers", ("n_layers", "num_layers", "num_hidden_layers")),
-    ("Heads", ("n_heads", "num_heads", "num_attention_heads")),
-    ("KV heads", ("n_kv_heads", "num_kv_heads", "num_key_value_heads")),
-    ("Head size", ("head_dim",)),
-    ("Hidden size", ("hidden_size",)),
-    ("Context", ("context", "max_position_embeddings")),
-    ("Positions", ("positional", "positional_scheme")),
-    ("BOS token", ("bos_token",)),
-    ("Attention", ("attn_implementation", "attention_implementation")),
-    ("Dtype", ("dtype", "torch_dtype")),
-    ("Device", ("device",)),
-    ("Tokenizer", ("tokenizer_class", "tokenizer")),
-    ("attnreport", ("attnreport_version",)),
-    ("Revision", ("revision",)),
-    ("Fingerprint", ("fingerprint", "sha256")),
-)
-
-
-def find(tree: Any, keys: Sequence[str]) -> Any:
-    """The first scalar under any of ``keys``, searching ``tree`` breadth first."""
-    level = [tree]
-    while level:
-        for key in keys:
-            for node in level:
-                if isinstance(node, Mapping) and isinstance(node.get(key), str | int | float):
-                    return node[key]
-        level = [
-            v for n in level if isinstance(n, Mapping) for v in n.values() if isinstance(v, Mapping)
-        ]
-    return None
-
-
-def card_tree(manifest: Manifest) -> dict[str, Any]:
-    """What a card's keys are looked up in (``find``): the version and the model's facts,
-    the keys this version does not know (``ModelInfo.extra``) one level further down."""
-    return {"attnreport_version": manifest.attnreport_version, "model": asdict(manifest.model)}
-
-
-def _card_value(label: str, value: Any) -> str:
-    """``134.5 million`` for a parameter count; any other value as text."""
-    if label == "Parameters" and isinstance(value, int):
-        return f"{value:,} ({value / 1e6:.1f} million)"
-    return str(value)
-
-
-def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
-    """(label, value) rows of the model card; rows the manifest lacks are left out."""
-    tree = card_tree(manifest)
-    out = []
-    for label, keys in CARD:
-        value = find(tree, keys)
-        if value is not None and value != "":
-            out.append((label, visible(_card_value(label, value))))
-        if label == "Positions":  # how each layer attends, as found at load (version 6)
-            out += layer_rows(manifest.model.layers, manifest.model.head_dim)
-    return tuple(out)
 
 
 def first_ids(manifest: Manifest) -> list[int]:
@@ -202,6 +141,7 @@ def _part_texts(
     iv_link: Link | None,
     hidden_size: int | None = None,
     post_norm: PostNorm = NO_POST_NORM,
+    reason: str = "",
 ) -> list[list[Paragraph]]:
     tables = sentence.tables
     focus = prose.rows(tables.focus)
@@ -231,9 +171,8 @@ def _part_texts(
         ),
         [notes.ref("hidden", NOTES["hidden"])],
     )
-    return [
-        p1, p2, p3, _intervention_texts(interventions, index, notes, iv_link, post_norm.present)
-    ]  # fmt: skip
+    part4 = _intervention_texts(interventions, index, notes, iv_link, post_norm.present, reason)
+    return [p1, p2, p3, part4]
 
 
 def _intervention_texts(
@@ -242,19 +181,21 @@ def _intervention_texts(
     notes: Notes,
     figures: Link | None,
     post_norm: bool = False,
+    reason: str = "",
 ) -> list[Paragraph]:
-    """Part 4: the effects measured on this sentence; ``figures`` links to the grids' page.
-    None measured on it: no paragraphs (the part is left out when it has no figures).
+    """Part 4: why the interventions run in their layer (``reason``), then the effects
+    measured on this sentence; ``figures`` links to the grids' page. None measured on it:
+    no paragraphs (the part is left out when it has no figures).
     post_norm: the model has a post-attention norm (``prose.scaling_summary``)."""
     if typed is None:
         return []
     layer = typed.layer
-    texts = []
+    texts = [reason] if reason else []
     if typed.scaling.sentence == index:
         texts.append(prose.scaling_summary(typed.scaling, layer, post_norm))
     texts.append(prose.mean_summary(typed.mean, index, layer))
     texts = [t for t in texts if t]
-    if not texts:
+    if texts == [reason]:  # nothing measured on this sentence: no part 4
         return []
     where = typed.where
     note = NOTES["kl"] + (f" Interventions act on {where}." if where else "")
@@ -297,7 +238,11 @@ def sentence_page(
     texts = _part_texts(
         sentence, index, results.interventions, notes, sorted_figs, interventions_page,
         results.manifest.model.hidden_size, apparatus.post_norm(results.manifest),
+        _layer_reason(results),
     )  # fmt: skip
+    chat = chat_words(results.manifest, "sentence")
+    if chat:  # how the sentence was read, before what attention does with it
+        texts[0].insert(0, Paragraph(chat))
     sections = tuple(
         SectionContext(anchor, title, tuple(paras), figs)
         for (anchor, title), paras, figs in zip(PARTS, texts, numbered, strict=True)
@@ -356,6 +301,20 @@ def _recaptured(results: Results) -> bool:
     return table is not None and len(table.sentence) > 0
 
 
+def _layer_reason(results: Results) -> str:
+    """Why the interventions run in their layer ("" without interventions)."""
+    iv = results.interventions
+    if iv is None:
+        return ""
+    return layer_reason(results.manifest, results.set.focus_pooled.arrays(), iv.layer)
+
+
+def _older_roles(results: Results) -> bool:
+    """Whether the set's head roles were written before schema 9 (previous-token over i >= 1)."""
+    table = results.set.head_roles
+    return table is not None and counts_query_one(table.arrays())
+
+
 def index_page(
     results: Results,
     figures: Sequence[FigureInput],
@@ -391,6 +350,8 @@ def index_page(
         bool(results.manifest.settings.extra.get("bos_added", False)), figs, pages, notes,
     )  # fmt: skip
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])
+    if iv is not None:
+        paras.append(Paragraph(_layer_reason(results)))
     numbers = sorted_lines(figs)
     if numbers and paras:  # on the sentence about the pooled per-layer lines it explains
         first = paras[0]
@@ -413,7 +374,7 @@ def index_page(
         claims=claims,
         claims_rule=verdicts.RULE if claims else "",
         model_line=visible(apparatus.model_line(results.manifest)),
-        methods=methods.measures(apparatus.post_norm(results.manifest)),
+        methods=methods.measures(apparatus.post_norm(results.manifest), _older_roles(results)),
         limitations=tuple(
             apparatus.limitations(results.manifest, results.interventions, _recaptured(results))
         ),

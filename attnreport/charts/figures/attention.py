@@ -235,7 +235,9 @@ def attention_map_figure(
         "within a row (softmax ignores a shift shared by the row), so 0, the darkest, is the "
         "row's top target and \u22128 or less, white, is a target with at most e\u207b\u2078 of "
         "its weight. The dot marks each row's highest-scoring target: green when a token attends "
-        "most to itself, purple when it attends most to the first token. Look for columns of "
+        "most to itself, purple when it attends most to the first token; row 0, the first "
+        "token, can attend only to itself, so its dot is pale grey and counted as neither. "
+        "Look for columns of "
         "purple dots (a first-token sink) and green diagonals. Hover a cell for both tokens, "
         "the score, the probability and the rank in the row."
     ) + notes

@@ -2,7 +2,8 @@
 
 - Fig 10: ``||block output|| / ||x||`` against token position, one line per layer;
   purple points mark tokens for which at least one head of that layer attends most to
-  the first token (point size = the share of such heads). All rows inline, except for an
+  the first token (point size = the share of such heads); token 0, which can attend only
+  to itself, is never marked. All rows inline, except for an
   input longer than ``POSITION_WINDOW`` tokens: it is drawn ``POSITION_WINDOW`` positions
   at a time (a slider steps through the windows), one data file per window, the first
   inline (every position of a 512-token input at once took about 1 s to draw).
@@ -52,7 +53,7 @@ def block_impact_chart(key: str, tokens: list[str], n_layers: int, n_heads: int)
             tip("query:O", "position"),
             tip("layer:O", "layer"),
             tip("magnitude:Q", "magnitude", ".3f"),
-            tip("top_first_heads:Q", "heads whose top target is the first token"),
+            tip("top_first_heads:Q", "heads attending most to the first token (0 at token 0)"),
         ],
     )
     # hovering a line brings its layer forward; with the pointer away every layer shows
@@ -108,6 +109,10 @@ def block_impact_figure(sentence: SentenceResults) -> Figure:
     n_layers, n_heads = common.n_layers_heads(sentence)
     block = sort_rows(sentence.tables.block_impact.arrays(), ("layer", "query"))
     rows: Columns = {name: as_list(block[name]) for name in ("layer", "query", "top_first_heads")}
+    # token 0 can attend only to itself: every head's top target there is no choice
+    rows["top_first_heads"] = [
+        0 if q == 0 else h for q, h in zip(rows["query"], rows["top_first_heads"], strict=True)
+    ]
     rows["magnitude"] = rounded(block["magnitude"])
     tokens = sentence_tokens(sentence)
     chart = block_impact_chart("impact-by-position", tokens, n_layers, n_heads)
@@ -115,8 +120,8 @@ def block_impact_figure(sentence: SentenceResults) -> Figure:
         "The change made by the whole attention block (all heads together) relative to the "
         "hidden state, for every token, one line per layer (dark = early, yellow = late). "
         "Purple points mark tokens for which heads of that layer attend most to the first "
-        "token; larger points mean more such heads. Check whether those tokens get smaller "
-        "updates."
+        "token; larger points mean more such heads (token 0 is never marked: it can attend "
+        "only to itself). Check whether those tokens get smaller updates."
     )
     figure = {"key": "impact-by-position", "title": "Impact by position", "chart": chart}
     if not is_windowed(len(tokens)):

@@ -12,6 +12,9 @@ from collections.abc import Sequence
 
 import altair as alt
 
+from attnreport.analyses import sinks
+from attnreport.analyses.kl import KL_CONVENTION, KL_NAME
+from attnreport.analyses.role_rules import MIN_REPEATS, ROLE_THRESHOLD
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.charts.spec.common import tip
@@ -133,9 +136,11 @@ def roles_figure(rows: Columns, models: Sequence[str]) -> Figure:
     )
     caption = (
         "The share of each model's heads that take each role (a head's strongest role "
-        "score at 0.3 or more, as in each model's head atlas; else a sink when the first "
-        "token gets more than 0.3 of its attention). Shares, not counts: the models have "
-        "different numbers of heads."
+        f"score at {ROLE_THRESHOLD:g} or more, as in each model's head atlas; else a sink when "
+        f"the first token gets more than {sinks.EPS:g} of its attention). The duplicate-token "
+        f"role needs at least {MIN_REPEATS} repeated-token queries in a model's set (each "
+        "head atlas gives its number). Shares, not counts: the models have different numbers "
+        "of heads."
     )
     return build_figure(key=ROLES_KEY, title=title, caption=caption, chart=chart, rows=rows)
 
@@ -214,6 +219,6 @@ def kl_figure(rows: Columns, models: Sequence[str], match: str) -> Figure:
     caption = (
         "Q, K or V of every head of one layer scaled by epsilon or replaced by its mean "
         "over positions; the bar is KL(p_base || p_modified) of the next-token "
-        "distribution, in nats, averaged over positions (and inputs). " + match
+        f"distribution, in nats, as the {KL_NAME}: {KL_CONVENTION}. " + match
     )
     return build_figure(key=KL_KEY, title=title, caption=caption, chart=chart, rows=rows)

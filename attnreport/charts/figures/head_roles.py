@@ -2,30 +2,35 @@
 
 - ``head-atlas``: a layers x heads grid, each cell coloured by the head's strongest role:
   the largest of its previous-token, duplicate-token and induction scores when that
-  reaches ``ROLE_THRESHOLD``; else "first token (sink)" when its first-token probability
-  does (most heads of a model with sinks park there, and on the sentences an induction
-  head has no earlier copy to attend to, so the sink would hide every other role); every
-  score in the tooltip.
-- ``induction-vs-previous``: the induction score on the probes against the previous-token
-  score on the sentences, one point per head, sized by the head's mean update magnitude
-  ``||u|| / ||x||`` (``impact_pooled``): the HeadVis view of the two halves of an
-  induction circuit.
+  reaches ``ROLE_THRESHOLD`` (the duplicate-token score only where it rests on at least
+  ``MIN_REPEATS`` repeated-token queries); else "first token (sink)" when its first-token
+  probability does (most heads of a model with sinks park there, and on the sentences an
+  induction head has no earlier copy to attend to, so the sink would hide every other
+  role); every score in the tooltip, the duplicate-token score with its n.
+- ``induction-vs-previous``: the induction score against the previous-token score, both
+  on the probes of random tokens (on the sentences the previous token is often a
+  predictable word, and a sink head scored on the first token before schema 9), one
+  point per head, sized by the head's mean update magnitude ``||u|| / ||x||``
+  (``impact_pooled``): the HeadVis view of the two halves of an induction circuit.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import altair as alt
 import numpy as np
 
 from attnreport.analyses import sinks
+from attnreport.analyses.role_rules import MIN_REPEATS, ROLE_THRESHOLD, duplicate_counts
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.charts.spec.other_blocks import ordinal_layers
 from attnreport.results import Manifest, SetResults
+from attnreport.results.roles import counts_query_one
 
 ATLAS_KEY = "head-atlas"
 SCATTER_KEY = "induction-vs-previous"
-ROLE_THRESHOLD = 0.3  # a head has a role when its strongest role score reaches this
 # role name -> the score it is read from (``first_prob``: Gu et al.'s first-token score)
 ROLES: dict[str, str] = {
     "previous token": "previous_token",
@@ -38,6 +43,7 @@ SCORES = (
     "previous_token", "previous_token_probe", "duplicate_token", "induction", "entropy",
     "entropy_normalised", "distance", "value_first_share", "first_prob", "magnitude",
 )  # fmt: skip
+COUNTS = ("n_duplicate",)  # the repeated-token queries the duplicate-token score reads
 
 
 def has_roles(set_results: SetResults) -> bool:
@@ -46,9 +52,12 @@ def has_roles(set_results: SetResults) -> bool:
 
 def role_rows(set_results: SetResults) -> Columns:
     """One row per (layer, head): every score, ``first_prob`` (pooled), ``magnitude``
-    (``impact_pooled``) and ``role``, the strongest role or ``NO_ROLE``."""
+    (``impact_pooled``), ``n_duplicate`` and ``role``, the strongest role or ``NO_ROLE``
+    (duplicate token only with ``MIN_REPEATS`` repeated-token queries or more)."""
     assert set_results.head_roles is not None
     roles = set_results.head_roles.arrays()
+    by_sentence = set_results.head_roles_by_sentence
+    repeats = duplicate_counts(roles, None if by_sentence is None else by_sentence.arrays())
     first = sinks.pooled_scores(set_results.focus_by_sentence.arrays(), "first_prob")
     impact = set_results.impact_pooled.arrays()
     magnitude = {
@@ -61,8 +70,10 @@ def role_rows(set_results: SetResults) -> Columns:
         rows[name] = [float(v) for v in roles[name]]
     rows["first_prob"] = [float(first.get(k, 0.0)) for k in keys]
     rows["magnitude"] = [magnitude.get(k, 0.0) for k in keys]
+    rows["n_duplicate"] = repeats.tolist()
     names = list(ROLES)[:-1]  # the specific roles; the sink is the fallback
     table = np.array([rows[ROLES[name]] for name in names])  # (role, head)
+    table[names.index("duplicate token"), repeats < MIN_REPEATS] = -np.inf  # too few to say
     best = table.argmax(0)  # ties to the first role listed
     sink = list(ROLES)[-1]
     rows["role"] = [
@@ -79,6 +90,7 @@ def _tooltip() -> list[alt.Tooltip]:
         "previous_token": "previous-token (sentences)",
         "previous_token_probe": "previous-token (probes)",
         "duplicate_token": "duplicate-token",
+        "n_duplicate": "repeated-token queries (n)",
         "induction": "induction (probes)",
         "entropy": "entropy (nats)",
         "entropy_normalised": "entropy / ln(i+1)",
@@ -92,6 +104,7 @@ def _tooltip() -> list[alt.Tooltip]:
         alt.Tooltip("head:O", title="head"),
         alt.Tooltip("role:N", title="strongest role"),
         *(alt.Tooltip(f"{name}:Q", title=titles[name], format=".3f") for name in SCORES),
+        *(alt.Tooltip(f"{name}:Q", title=titles[name], format="d") for name in COUNTS),
     ]
 
 
@@ -118,7 +131,7 @@ def atlas_chart(key: str, manifest: Manifest | None = None) -> alt.Chart:
 
 
 def scatter_chart(key: str) -> alt.Chart:
-    """Induction (probes) against previous-token (sentences), size = update magnitude."""
+    """Induction against previous-token score, both on the probes; size = update magnitude."""
     unit = alt.Scale(domain=[0, 1])
     tenths = alt.Axis(values=[i / 10 for i in range(11)], format=".1f")  # a label per 0.1
     return (
@@ -126,8 +139,8 @@ def scatter_chart(key: str) -> alt.Chart:
         .mark_circle(opacity=0.7)
         .encode(
             x=alt.X(
-                "previous_token:Q",
-                title="previous-token score (sentences)",
+                "previous_token_probe:Q",
+                title="previous-token score (probes)",
                 scale=unit,
                 axis=tenths,
             ),
@@ -140,12 +153,45 @@ def scatter_chart(key: str) -> alt.Chart:
     )
 
 
+def previous_words(set_results: SetResults) -> str:
+    """What the sentences' previous-token score averages over, as these results took it."""
+    assert set_results.head_roles is not None
+    if counts_query_one(set_results.head_roles.arrays()):
+        return (
+            "mean weight on the token just before, over every sentence token but the first; "
+            "these results, of schema 8 or older, count the second token too, whose previous "
+            "token is the first, so a sink head scores there as a previous-token head"
+        )
+    return (
+        "mean weight on the token just before, over the sentences' tokens from the third "
+        "on: the second token's previous token is the first, where sink heads attend"
+    )
+
+
+def duplicate_words(repeats: Sequence[int]) -> str:
+    """How many repeated-token queries the duplicate-token scores rest on, and whether
+    that is enough to name the role (``MIN_REPEATS``)."""
+    low, high = min(repeats, default=0), max(repeats, default=0)
+    n = f"{low:,}" if low == high else f"{low:,}-{high:,}"
+    if high < MIN_REPEATS:
+        return (
+            f"weight on earlier copies of the current token; the set has only {n} "
+            f"{'query' if high == 1 else 'queries'} whose token occurred earlier, fewer than "
+            f"the {MIN_REPEATS} this role needs, so no head is given it"
+        )
+    needs = (
+        "" if low >= MIN_REPEATS else f"; a head is given the role only with {MIN_REPEATS} or more"
+    )
+    return f"weight on earlier copies of the current token, over the {n} queries of the set whose token occurred earlier{needs}"
+
+
 def atlas_figure(set_results: SetResults, manifest: Manifest | None = None) -> Figure:
     """The head atlas of the index."""
+    rows = role_rows(set_results)
     caption = (
         "Every head of every layer, coloured by its strongest role: the largest of its "
-        "previous-token score (mean weight on the token just before, over the sentences), "
-        "duplicate-token score (weight on earlier copies of the current token) and induction "
+        f"previous-token score ({previous_words(set_results)}), duplicate-token score "
+        f"({duplicate_words(rows['n_duplicate'])}) and induction "
         "score (on 10 probes of 50 random tokens repeated twice: weight on the token after "
         f"the earlier copy) when it reaches {ROLE_THRESHOLD:g}; otherwise first token (sink) "
         "when its first-token probability (Gu et al.'s sink score) does; grey heads reach "
@@ -155,17 +201,21 @@ def atlas_figure(set_results: SetResults, manifest: Manifest | None = None) -> F
     )
     return build_figure(
         key=ATLAS_KEY, title="Head atlas", caption=caption, chart=atlas_chart(ATLAS_KEY, manifest),
-        rows=role_rows(set_results),
+        rows=rows,
     )  # fmt: skip
 
 
 def scatter_figure(set_results: SetResults) -> Figure:
-    """Induction against previous-token score, sized by head impact."""
+    """Induction against previous-token score on the probes, sized by head impact."""
     caption = (
-        "One point per head: its induction score on the probes against its previous-token "
-        "score on the sentences, sized by its mean update magnitude ||u|| / ||x|| over the "
-        "set. An induction circuit needs both: a previous-token head in an earlier layer "
-        "and an induction head after it (Elhage et al. 2021; Olsson et al. 2022)."
+        "One point per head: its induction score against its previous-token score, both on "
+        "the probes (10 sequences of 50 random tokens repeated twice, where the token just "
+        "before is no guide to the next; the previous-token score leaves out the second "
+        "token, whose previous token is the first), sized by its mean update magnitude "
+        "||u|| / ||x|| over the sentences. An induction circuit needs both: a "
+        "previous-token head in an earlier layer and an induction head after it (Elhage "
+        "et al. 2021; Olsson et al. 2022). The tooltip also gives the previous-token score "
+        "on the sentences."
     )
     return build_figure(
         key=SCATTER_KEY, title="Induction and previous-token heads", caption=caption,

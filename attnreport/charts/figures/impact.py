@@ -25,7 +25,9 @@ from attnreport.charts.spec.theme import (
 from attnreport.results import SentenceResults
 from attnreport.results.pooling import pooled_caption
 
-# ``target`` column: 0 self, 1 first token, 2 other (KIND_DOMAIN order).
+# ``target`` column: 0 self, 1 first token, 2 other, 3 token 0 (KIND_DOMAIN order): token
+# 0 can attend only to itself, so it is counted neither self nor first
+ZERO_TARGET = 3
 TARGET_LABEL = "[" + ", ".join(f"'{k}'" for k in KIND_DOMAIN) + "][datum.target]"
 MEASURES = {  # name, short axis title (histogram panels), long axis title
     "magnitude": (
@@ -46,7 +48,7 @@ def head_impact_rows(
     names = ("layer", "head", "query", "top_is_self", "top_is_first")
     cells = zip(*(top[name] for name in names), strict=True)
     kind = {  # a pooled row (``results.pooling``): most of its bin's queries
-        (int(a), int(b), int(c)): 0 if is_self else (1 if is_first else 2)
+        (int(a), int(b), int(c)): ZERO_TARGET if c == 0 else 0 if is_self else 1 if is_first else 2
         for a, b, c, is_self, is_first in cells
     }
     out = {}
@@ -142,7 +144,8 @@ HISTOGRAM_CAPTIONS = {
         "How strongly each head of the chosen layer changes the hidden state: the norm of "
         "the head's update relative to the norm of the hidden state, one histogram per head "
         "over the sentence's tokens. Colour says where the head looked most for that token; "
-        "compare the purple (first-token) part with the rest."
+        "compare the purple (first-token) part with the rest. Token 0, which can attend "
+        "only to itself, is pale grey: counted neither self nor first."
     ),
     "orientation": (
         "The direction of each head's update: the cosine between the update and the hidden "
@@ -185,7 +188,8 @@ def scatter_figure(sentence: SentenceResults) -> Figure:
         "Each point is one token and one head of the chosen layer: how strongly the head "
         "changes that token's hidden state (x) against the direction of the change (y). "
         "Points near y = 0 are orthogonal updates; points below 0 cancel part of the hidden "
-        "state. Purple points are tokens the head attends to the first token for."
+        "state. Purple points are tokens the head attends to the first token for; token 0, "
+        "which can attend only to itself, is pale grey."
     ) + pooled_caption(sentence.tables.head_impact, "each point")
     rows = head_impact_rows(sentence, ("query", "magnitude", "orientation"))
     return build_figure(

@@ -6,7 +6,8 @@
   0 means something (orientation), centred at 0.
 - The top target of a row: green when it is the current token itself (``SELF_COLOR``),
   purple when it is the first token (``FIRST_COLOR``), dark grey otherwise. Row 0 can only
-  attend to itself and counts as "self".
+  attend to itself: it has no choice, so it is neither "self" nor "first" but its own
+  kind (``KIND_ZERO``, a pale grey).
 - Focus lines: self focus in greens, first-token focus in purples, concentration in
   oranges; rank 0 (the strongest head of each layer) is the darkest line.
 - Score terms: position mustard, bias brown, content blue, query-only light grey.
@@ -27,10 +28,12 @@ SELF_COLOR = "#1a9850"
 FIRST_COLOR = "#762a83"
 OTHER_COLOR = "#4d4d4d"
 
-# Top-target kind, the legend order and colours of ``kind_scale``.
+# Top-target kind, the legend order and colours of ``kind_scale``; token 0 sees only
+# itself, so its row is counted neither self nor first (``KIND_ZERO``)
 KIND_SELF, KIND_FIRST, KIND_OTHER = "self", "first token", "other token"
-KIND_DOMAIN = [KIND_SELF, KIND_FIRST, KIND_OTHER]
-KIND_RANGE = [SELF_COLOR, FIRST_COLOR, "#9e9e9e"]
+KIND_ZERO = "token 0 (sees only itself)"
+KIND_DOMAIN = [KIND_SELF, KIND_FIRST, KIND_OTHER, KIND_ZERO]
+KIND_RANGE = [SELF_COLOR, FIRST_COLOR, "#9e9e9e", "#dcdcdc"]
 
 TERM_COLORS = {
     "position": "#e6ab02",
@@ -76,13 +79,17 @@ def relative_score_scale() -> alt.Scale:
 
 
 def kind_scale() -> alt.Scale:
-    """Colour scale for the top-target kind (self / first token / other token)."""
+    """Colour scale for the top-target kind (self / first token / other token / token 0)."""
     return alt.Scale(domain=KIND_DOMAIN, range=KIND_RANGE)
 
 
 def kind_expr(query: str, key: str) -> str:
-    """Vega expression naming the kind of target ``key`` for current token ``query``."""
-    return f"{key} == {query} ? '{KIND_SELF}' : ({key} == 0 ? '{KIND_FIRST}' : '{KIND_OTHER}')"
+    """Vega expression naming the kind of target ``key`` for current token ``query``
+    (query 0, which can attend only to itself, is ``KIND_ZERO``)."""
+    return (
+        f"{query} == 0 ? '{KIND_ZERO}' : ({key} == {query} ? '{KIND_SELF}' : "
+        f"({key} == 0 ? '{KIND_FIRST}' : '{KIND_OTHER}'))"
+    )
 
 
 def lines_scheme(statistic: str) -> VegaSpec:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from attnreport.analyses.kl import intervention_kl, sentence_kl
 from attnreport.results.interventions import GridCell, MeanGrid
 from attnreport.site.words.wording import count, join_and, quantity
 
@@ -41,9 +42,9 @@ NO_POST_NORM = PostNorm()
 
 
 def mean_kl(cell: GridCell) -> float:
-    """Mean of a cell's per-position KL values, in nats (0 for none)."""
-    kl = [float(v) for v in cell.kl]
-    return sum(kl) / len(kl) if kl else 0.0
+    """A cell's KL on its sentence: the mean of its per-position values, in nats (0 for
+    none; ``analyses.kl.sentence_kl``)."""
+    return sentence_kl(cell.kl)
 
 
 def mildest_first(cells: Sequence[GridCell], target: str) -> list[GridCell]:
@@ -79,12 +80,12 @@ def scaling_text(cells: Sequence[GridCell], layer: int) -> str:
 
 
 def mean_text(mean: MeanGrid) -> str:
-    by_target: dict[str, list[float]] = {}
+    by_target: dict[str, list[list[float]]] = {}
     for c in mean.cells:
-        by_target.setdefault(c.target, []).append(mean_kl(c))
+        by_target.setdefault(c.target, []).append(list(c.kl))
     if not by_target:
         return ""
-    avg = {t: sum(v) / len(v) for t, v in by_target.items()}
+    avg = {t: intervention_kl(v) for t, v in by_target.items()}  # the sentence-averaged KL
     top = min(avg, key=lambda t: (-avg[t], ORDER.get(t, 3)))
     n = max(len(v) for v in by_target.values())
     return (

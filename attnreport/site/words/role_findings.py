@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 
 from attnreport.analyses import sinks
+from attnreport.analyses.role_rules import MIN_REPEATS, ROLE_THRESHOLD
+from attnreport.results.roles import counts_query_one
 from attnreport.site.words.fit import heads_words
 from attnreport.site.words.readings import Finding, columns
 from attnreport.site.words.wording import count, head_name, number
 
-ROLE_THRESHOLD = 0.3  # as ``charts.head_roles``: below it a head is not named for a role
 LITTLE = 0.5  # sink heads "move little" when their median update is under half the others'
 
 
@@ -129,18 +130,21 @@ def sink_movement(set_tables: Mapping[str, Any]) -> Finding | None:
 def active_roles(sentence_roles: Any) -> str | None:
     """The sentence page's line on which role heads are active on it: heads whose
     previous-token or duplicate-token score on this sentence reaches ``ROLE_THRESHOLD``,
-    how many and the strongest. ``sentence_roles``: the sentence's ``head_roles`` table
-    (typed or columns); None when the results have none (before schema version 5)."""
+    how many and the strongest (duplicate-token only where at least ``MIN_REPEATS`` of the
+    sentence's tokens repeat an earlier one; else the line says why not).
+    ``sentence_roles``: the sentence's ``head_roles`` table (typed or columns); None when
+    the results have none (before schema version 5)."""
     if sentence_roles is None:
         return None
     cols = sentence_roles.arrays() if hasattr(sentence_roles, "arrays") else columns(sentence_roles)
     if not len(cols["head"]) or int(np.max(cols["n_queries"])) == 0:
         return None
+    repeats = int(np.max(cols["n_duplicate"]))
+    roles = [("previous_token", "previous-token")]
+    if repeats >= MIN_REPEATS:
+        roles.append(("duplicate_token", "duplicate-token"))
     parts = []
-    for score, role in (
-        ("previous_token", "previous-token"),
-        ("duplicate_token", "duplicate-token"),
-    ):
+    for score, role in roles:
         values = _by_head(cols, score)
         strong = [k for k, v in values.items() if v >= ROLE_THRESHOLD]
         if strong:
@@ -148,20 +152,33 @@ def active_roles(sentence_roles: Any) -> str | None:
             verb = "acts" if len(strong) == 1 else "act"
             parts.append(f"{count(len(strong), 'head')} {verb} as {role} heads (strongest: "
                          f"{head_name(*head)}, {number(value, 2)})")  # fmt: skip
-    repeats = int(np.max(cols["n_duplicate"]))
+    named = " or ".join(role for _, role in roles)
     text = "On this sentence, " + (
-        " and ".join(parts)
-        if parts
-        else f"no head reaches {ROLE_THRESHOLD:g} as a previous-token or duplicate-token head"
+        " and ".join(parts) if parts else f"no head reaches {ROLE_THRESHOLD:g} as a {named} head"
     )
-    if repeats == 0:
-        text += "; no token repeats an earlier one, so no head can attend to an earlier copy"
-    else:
+    text += (
+        _repeat_words(repeats)
+        + f" (a head is counted when its score here reaches {ROLE_THRESHOLD:g})."
+    )
+    if counts_query_one(cols):
         text += (
-            f"; {count(repeats, 'token')}, punctuation included, "
-            f"{'repeats' if repeats == 1 else 'repeat'} an earlier one"
+            " These results (schema 8 or older) count the second token in the previous-token "
+            "score, though its previous token is the first, where sink heads attend."
         )
-    return text + f" (a head is counted when its score here reaches {ROLE_THRESHOLD:g})."
+    return text
+
+
+def _repeat_words(repeats: int) -> str:
+    """How many of a sentence's tokens repeat an earlier one, and what that allows."""
+    if repeats == 0:
+        return "; no token repeats an earlier one, so no head can attend to an earlier copy"
+    tokens = f"{count(repeats, 'token')}, punctuation included, {'repeats' if repeats == 1 else 'repeat'} an earlier one"
+    if repeats >= MIN_REPEATS:
+        return f"; {tokens}"
+    return (
+        f"; only {tokens}, fewer than the {MIN_REPEATS} a duplicate-token score needs "
+        "before a head is given that role"
+    )
 
 
 def role_findings(set_tables: Mapping[str, Any]) -> list[Finding]:
