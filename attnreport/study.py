@@ -54,6 +54,7 @@ from attnreport.results.pooling import pool_sentence_tables
 from attnreport.results.roles import (
     HeadRolesBySentenceTable,
     HeadRolesSetTable,
+    MassiveBySentenceTable,
     SetMassiveActivationsTable,
 )
 from attnreport.results.rounding import round_places
@@ -138,6 +139,7 @@ def with_roles(result: SetResults, totals: RoleTotals, probe: ProbeResult) -> Se
         head_roles=HeadRolesSetTable(**tables["head_roles"]),
         head_roles_by_sentence=HeadRolesBySentenceTable(**tables["head_roles_by_sentence"]),
         massive_activations=SetMassiveActivationsTable(**tables["massive_activations"]),
+        massive_by_sentence=MassiveBySentenceTable(**tables["massive_by_sentence"]),
         probes=tuple(tuple(p) for p in probe.probes),
     )
 

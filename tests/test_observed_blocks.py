@@ -18,7 +18,7 @@ from attnreport.config import Settings
 from attnreport.results import GridCell
 from attnreport.results.interventions import interventions_from_json, interventions_to_json
 from attnreport.session import open_session
-from attnreport.site.words.claims_grid import changes, uniform_gaps
+from attnreport.site.words.claims.maps import changes, uniform_gaps
 from tests.tiny_models import story
 
 LONG = 70

@@ -76,3 +76,10 @@ class SetMassiveActivationsTable(Table):
     value: Float
     median: Float
     ratio: Float
+
+
+@_table("massive_by_sentence")
+class MassiveBySentenceTable(SetMassiveActivationsTable):
+    """Every sentence's ``massive_activations`` rows (schema 9): per layer and sentence, its
+    largest |residual activation|, where it sits and its ratio to the median (the spread
+    across sentences of the set's table)."""

@@ -35,6 +35,7 @@ from attnreport.site.layer_card import layer_rows
 from attnreport.site.markdown import markdown_html
 from attnreport.site.words import lede, prose, verdicts, wording
 from attnreport.site.words.alt_text import AltData
+from attnreport.site.words.claims import ClaimInputs
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.role_findings import active_roles
 from attnreport.text import display_token, visible
@@ -119,11 +120,6 @@ def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
         if label == "Positions":  # how each layer attends, as found at load (version 6)
             out += layer_rows(manifest.model.layers, manifest.model.head_dim)
     return tuple(out)
-
-
-def first_ids(manifest: Manifest) -> list[int]:
-    """The first token id of every sentence (-1 for an empty one)."""
-    return [s.token_ids[0] if s.token_ids else -1 for s in manifest.sentences]
 
 
 def page_meta(results: Results, options: SiteOptions) -> PageMeta:
@@ -384,12 +380,12 @@ def index_page(
     notes = Notes()
     iv = results.interventions
     found = highlights.finding_paragraphs(
-        tables, iv, figs, pages, notes, apparatus.post_norm(results.manifest)
-    )
-    claims = argument.claim_contexts(
-        tables, iv, first_ids(results.manifest),
-        bool(results.manifest.settings.extra.get("bos_added", False)), figs, pages, notes,
+        tables, iv, figs, pages, notes, apparatus.post_norm(results.manifest),
+        results.manifest.model.hidden_size,
     )  # fmt: skip
+    inputs = ClaimInputs.of(results.set, iv, results.manifest)
+    claims = argument.claim_contexts(inputs, figs, pages, notes)
+    checked = argument.check_contexts(inputs, figs, pages, notes)
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])
     numbers = sorted_lines(figs)
     if numbers and paras:  # on the sentence about the pooled per-layer lines it explains
@@ -412,6 +408,7 @@ def index_page(
         pages_note=prose.pages_note(pages),
         claims=claims,
         claims_rule=verdicts.RULE if claims else "",
+        checks=checked,
         model_line=visible(apparatus.model_line(results.manifest)),
         methods=methods.measures(apparatus.post_norm(results.manifest)),
         limitations=tuple(
