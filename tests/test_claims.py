@@ -187,9 +187,7 @@ def test_a_run_that_adds_a_bos_needs_the_capture_without_it():
     before schema 9) position and token are not separated, so nothing is tested; with it, it is."""
     own = _prob_rows(8, lambda *k: 0.5)
     claim = streaming_claim(own, None, bos_added=True)
-    assert (
-        claim.verdict.label == INCONCLUSIVE and "only with the BOS token" in claim.verdict.reason
-    )
+    assert claim.verdict.label == INCONCLUSIVE and "only with the BOS token" in claim.verdict.reason
     old = {**_contrast(_prob_rows(8, lambda *k: 0.5), True), "first_prob": np.full(64, -1.0)}
     before = streaming_claim(own, old, bos_added=True)
     assert before.verdict.label == INCONCLUSIVE and "predates" in before.verdict.reason
