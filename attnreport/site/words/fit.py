@@ -166,7 +166,7 @@ def structure_words(heads: Iterable[tuple[int, int]], n_heads: int = 0, n_kv_hea
         return f"{wording.join_and(groups)} ({what})"
     text = heads_words(items)
     layers = sorted({a for a, _ in items})
-    if len(items) > NAME_HEADS and len(layers) > 1:
+    if len(items) > NAME_HEADS and len(layers) > 1 and " in layer" not in text:
         return f"{text} (in {wording.index_set(layers, 'layer')})"
     return text
 

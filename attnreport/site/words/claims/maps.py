@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from attnreport.results.interventions import GridCell
+from attnreport.results.observed_blocks import localities
 
 Maps = Sequence[Sequence[Sequence[float | None]]]  # head -> query -> key
 UNIFORM_TOL = 0.01  # largest |p - uniform| that still reads as uniform attention
@@ -49,21 +50,25 @@ def changes(maps: Maps, base: Maps) -> list[float]:
 
 
 def locality(head: Sequence[Sequence[float | None]]) -> float | None:
-    """How much nearer than uniform attention one map looks: 1 - D / D_uniform, D the mean
-    over queries i >= 1 of sum_j p_ij (i - j) (how far back the query looks) and
-    D_uniform the same under uniform attention over the keys it sees. 0: no nearer than
-    uniform; 1: every query looks at itself; negative: further back (a first-token
-    column). None for a map without a query that sees two keys."""
-    looked, uniform = [], []
+    """``observed_blocks.localities`` of one map kept whole (rows as stored: ``None``
+    where a window hides a key)."""
+    m = len(head)
+    probs = np.zeros((1, m, m))
+    allowed = np.zeros((m, m), dtype=bool)
     for i, row in enumerate(head):
-        keys = [j for j, p in enumerate(row) if p is not None]
-        if i < 1 or len(keys) < 2:
-            continue
-        looked.append(sum(float(row[j]) * (i - j) for j in keys))  # type: ignore[arg-type]
-        uniform.append(float(np.mean([i - j for j in keys])))
-    if not uniform or sum(uniform) == 0:
-        return None
-    return 1.0 - sum(looked) / sum(uniform)
+        for j, p in enumerate(row):
+            if p is not None:
+                probs[0, i, j], allowed[i, j] = float(p), True
+    return localities(probs, allowed)[0]
+
+
+def cell_localities(cell: GridCell, observation: str = "same") -> list[float | None]:
+    """Per head, the locality of a cell's maps (a long input's cell carries them; None for
+    one stored before schema 9, which has no way to read it)."""
+    if cell.blocks is not None:
+        stored = (cell.locality or {}).get(observation)
+        return list(stored) if stored is not None else [None] * len(cell.observations[observation])
+    return [locality(head) for head in cell.observations[observation]]
 
 
 def cell_gaps(cell: GridCell, observation: str = "same") -> list[float]:

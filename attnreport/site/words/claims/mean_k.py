@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnreport.site.words.claims import Claim, ClaimInputs, claim
-from attnreport.site.words.claims.maps import locality
+from attnreport.site.words.claims.maps import cell_localities
 from attnreport.site.words.verdicts import interval_words, untested, verdict
 from attnreport.site.words.wording import index_set, number
 
@@ -48,18 +48,20 @@ def mean_k_structured(inputs: ClaimInputs) -> Claim | None:
         return None
     args = dict(key=KEY, hypothesis=HYPOTHESIS, source="seed003", scope=SCOPE, test=TEST,
                 figure="mean-grid-before-rotation", sentence=min(iv.mean.sentences, default=0))  # fmt: skip
-    cells = [c for c in iv.mean.before_rotation if c.target == "K" and c.gaps is None]
+    cells = [c for c in iv.mean.before_rotation if c.target == "K"]
     if not cells:
         why = (
             "this run has no K mean taken before the rotation (a model without rotary "
-            "positions, results before schema 5, or inputs too long to keep their maps)"
+            "positions, or results before schema 5)"
         )
         return Claim(**args, verdict=untested(why), numbers="", evidence="", breakers="")
     per_sentence: dict[int, list[float]] = {}
     for c in cells:
-        heads = [locality(head) for head in c.observations["same"]]
-        per_sentence[int(c.setting)] = [v for v in heads if v is not None]
+        per_sentence[int(c.setting)] = [v for v in cell_localities(c) if v is not None]
     effects = {s: float(np.median(v)) for s, v in per_sentence.items() if v}
+    if not effects:
+        why = "its inputs were stored as blocks before schema 9, which keeps their locality"
+        return Claim(**args, verdict=untested(why), numbers="", evidence="", breakers="")
     found = verdict(list(effects.values()))
     shown = ", ".join(f"{number(effects[s], 2)} (sentence {s})" for s in sorted(effects))
     evidence = (
