@@ -38,3 +38,20 @@ def test_finding_text_keeps_the_findings_and_leaves_out_figures_and_the_grids():
         '<section id="about"><p>About.</p></section><script>var most;</script>'
     )
     assert finding_text(html).split() == ["Lede", "one.", "Found."]
+
+
+def test_no_page_of_the_example_states_noise_as_a_finding():
+    """Every page of the committed example: its lede, key findings, set-wide text, claims,
+    sentence parts and the comparison's findings state no maximum picked from a list, no
+    interpolated value, no contrast over too few units and no number below float32."""
+    from pathlib import Path
+
+    site = Path(__file__).resolve().parent.parent / "site"
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) >= 13
+    said = {
+        p.relative_to(site).as_posix(): finding_text(p.read_text(encoding="utf-8")) for p in pages
+    }
+    assert all(len(text) > 100 for name, text in said.items() if name != "404.html")
+    noise = {name: stated_noise(text) for name, text in said.items()}
+    assert {name: found for name, found in noise.items() if found} == {}
