@@ -72,7 +72,7 @@ def test_first_token_bos_draws_both_captures_against_uniform():
         bos=np.ones(len(focus.layer), dtype=bool),
     )  # fmt: skip
     results = _results(focus_by_sentence=focus, bos_contrast=contrast)
-    rows = first_token_bos.first_token_bos_rows(results.set, bos_added=False)
+    rows = first_token_bos.first_token_bos_rows(results.set)
     got = {
         (lay, ser): v
         for lay, ser, v in zip(rows["layer"], rows["series"], rows["value"], strict=True)

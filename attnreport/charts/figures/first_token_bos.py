@@ -19,7 +19,8 @@ KEY = "first-token-bos"
 
 
 def _layer_means(table: dict[str, np.ndarray]) -> dict[int, list[float]]:
-    """Per layer, each sentence's median over the heads of the first token's probability."""
+    """Per layer, each sentence's median over the heads of the first token's probability
+    (``table``: ``focus_by_sentence`` or ``bos_contrast`` columns)."""
     out: dict[int, list[float]] = {}
     for layer in np.unique(table["layer"]):
         rows = table["layer"] == layer
@@ -29,25 +30,18 @@ def _layer_means(table: dict[str, np.ndarray]) -> dict[int, list[float]]:
     return out
 
 
-def has_contrast(set_results: SetResults) -> bool:
-    """Whether the set holds the other capture with its first-token probabilities (9)."""
-    table = set_results.bos_contrast
-    return table is not None and len(table.sentence) > 0 and bool((table.first_prob >= 0).all())
-
-
-def first_token_bos_rows(set_results: SetResults, bos_added: bool) -> Columns:
-    """Per layer and capture, the median over sentences of the heads' mean first-token
-    probability, with its interval."""
+def first_token_bos_rows(set_results: SetResults) -> Columns:
+    """Per layer and capture, the median over sentences of the heads' median first-token
+    probability, with its interval (the run's capture is the contrast's other condition)."""
     own = arrays(set_results.focus_by_sentence)
     other = arrays(set_results.bos_contrast)
     with_bos = bool(other["bos"][0])
-    return series_rows({(BOS if bos_added else OWN): _layer_means(own),
+    return series_rows({(OWN if with_bos else BOS): _layer_means(own),
                         (BOS if with_bos else OWN): _layer_means(other)})  # fmt: skip
 
 
 def first_token_bos_figure(set_results: SetResults, manifest: Manifest) -> Figure:
-    bos_added = bool(manifest.settings.extra.get("bos_added", False))
-    rows = first_token_bos_rows(set_results, bos_added)
+    rows = first_token_bos_rows(set_results)
     n_layers = axis_layers(manifest, max(rows["layer"], default=0) + 1)
     n_first = arrays(set_results.focus_by_sentence)["n_first"]
     uniform = float(np.median(uniform_share(np.maximum(n_first, 0))))

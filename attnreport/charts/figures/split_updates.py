@@ -38,12 +38,6 @@ def split_update_rows(set_results: SetResults) -> Columns:
     return series_rows(per_layer)
 
 
-def has_split_updates(set_results: SetResults) -> bool:
-    """Whether the results split the update sizes by top key (schema 9)."""
-    first = set_results.focus_by_sentence.arrays().get("first_update")
-    return first is not None and bool((first >= 0).any())
-
-
 def split_update_figure(set_results: SetResults, manifest: Manifest) -> Figure:
     rows = split_update_rows(set_results)
     n_layers = axis_layers(manifest, max(rows["layer"], default=0) + 1)

@@ -60,7 +60,8 @@ def excess(table: Mapping[str, np.ndarray], first_layer: int = FIRST_LAYER) -> E
 
 def _contrast(inputs: ClaimInputs) -> tuple[str, Excess] | None:
     """The other capture's label and excess, or None when the results lack it (no BOS in
-    the tokenizer, or a contrast written before its probabilities, schema 9)."""
+    the tokenizer, or a contrast written before its probabilities, schema 9). The run's
+    own capture is the other condition (``BOS`` against ``OWN``)."""
     c = arrays(inputs.tables.get("bos_contrast"))
     if not c or not len(c.get("sentence", [])) or "first_prob" not in c:
         return None
@@ -110,12 +111,11 @@ def sink_on_any_first_token(inputs: ClaimInputs) -> Claim | None:
         return None
     args = dict(key=KEY, hypothesis=HYPOTHESIS, source="streamingllm", scope=_scope(inputs),
                 test=TEST, figure="first-token-bos")  # fmt: skip
-    captures = {(BOS if inputs.bos_added else OWN): excess(own)}
     other = _contrast(inputs)
     if other is None:
         return Claim(**args, verdict=untested(_untested(inputs)), numbers="", evidence="",
                      breakers="")  # fmt: skip
-    captures[other[0]] = other[1]
+    captures = {(OWN if other[0] == BOS else BOS): excess(own), other[0]: other[1]}
     sentences = sorted(set.intersection(*(set(e) for e in captures.values())))
     effects = {s: min(e[s] for e in captures.values()) for s in sentences}
     found = verdict(list(effects.values()))
