@@ -52,6 +52,22 @@ def _link(
     return figure_link(found, figures, pages)
 
 
+def _placed(
+    found: Claim | Check,
+    figures: Sequence[FigureContext],
+    pages: Sequence[str | None],
+    notes: Notes,
+) -> dict:
+    """What a claim and a check share on the page: who made it, the link to its figure and
+    the footnote citing the source."""
+    ref = REFERENCES.get(found.source)
+    return {
+        "source": SOURCE_NAMES.get(found.source, found.source),
+        "link": _link(found, figures, pages),
+        "notes": notes.ref(*ref) if ref else (),
+    }
+
+
 def claim_contexts(
     inputs: ClaimInputs,
     figures: Sequence[FigureContext],
@@ -63,26 +79,14 @@ def claim_contexts(
     figures: the index's numbered figures; pages[i]: sentence i's file (None: no page);
     notes: the page's footnotes, cited in page order.
     """
-    out = []
-    for claim in tested_claims(inputs):
-        ref = REFERENCES.get(claim.source)
-        out.append(
-            ClaimContext(
-                anchor=f"claim-{claim.key}",
-                hypothesis=claim.hypothesis,
-                source=SOURCE_NAMES.get(claim.source, claim.source),
-                verdict=claim.verdict.label,
-                reason=claim.verdict.reason,
-                evidence=claim.evidence,
-                breakers=claim.breakers,
-                link=_link(claim, figures, pages),
-                notes=notes.ref(*ref) if ref else (),
-                numbers=claim.numbers,
-                scope=claim.scope,
-                test=claim.test,
-            )
+    return tuple(
+        ClaimContext(
+            anchor=f"claim-{c.key}", hypothesis=c.hypothesis, verdict=c.verdict.label,
+            reason=c.verdict.reason, evidence=c.evidence, breakers=c.breakers,
+            numbers=c.numbers, scope=c.scope, test=c.test, **_placed(c, figures, pages, notes),
         )
-    return tuple(out)
+        for c in tested_claims(inputs)
+    )  # fmt: skip
 
 
 def check_contexts(
@@ -92,18 +96,10 @@ def check_contexts(
     notes: Notes,
 ) -> tuple[CheckContext, ...]:
     """Every check the run makes (``claims.checks``), as the index shows it."""
-    out = []
-    for found in checks(inputs):
-        ref = REFERENCES.get(found.source)
-        out.append(
-            CheckContext(
-                anchor=f"check-{found.key}",
-                property=found.property,
-                source=SOURCE_NAMES.get(found.source, found.source),
-                outcome=PASSED if found.passed else FAILED,
-                evidence=found.evidence,
-                link=_link(found, figures, pages),
-                notes=notes.ref(*ref) if ref else (),
-            )
+    return tuple(
+        CheckContext(
+            anchor=f"check-{c.key}", property=c.property, evidence=c.evidence,
+            outcome=PASSED if c.passed else FAILED, **_placed(c, figures, pages, notes),
         )
-    return tuple(out)
+        for c in checks(inputs)
+    )  # fmt: skip

@@ -8,9 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnreport.charts.figure import Columns, Figure
-from attnreport.charts.spec.assemble import build_figure
-from attnreport.charts.spec.layer_series import BAND_WORDS, layer_series_chart, series_rows
-from attnreport.charts.spec.other_blocks import axis_layers
+from attnreport.charts.spec.layer_series import BAND_WORDS, layer_series_figure, series_rows
 from attnreport.results import Manifest, SetResults
 from attnreport.site.words.claims.streaming import BOS, FIRST_LAYER, OWN, uniform_share
 from attnreport.site.words.readings import arrays
@@ -42,7 +40,6 @@ def first_token_bos_rows(set_results: SetResults) -> Columns:
 
 def first_token_bos_figure(set_results: SetResults, manifest: Manifest) -> Figure:
     rows = first_token_bos_rows(set_results)
-    n_layers = axis_layers(manifest, max(rows["layer"], default=0) + 1)
     n_first = arrays(set_results.focus_by_sentence)["n_first"]
     uniform = float(np.median(uniform_share(np.maximum(n_first, 0))))
     caption = (
@@ -55,10 +52,9 @@ def first_token_bos_figure(set_results: SetResults, manifest: Manifest) -> Figur
         f"on the first token whatever it is, beyond the bottom two layers (shaded: layers "
         f"before {FIRST_LAYER})."
     )
-    chart = layer_series_chart(
-        KEY, n_layers, title="Attention on the first token, with and without a BOS",
+    return layer_series_figure(
+        KEY, "The first token with and without a BOS", caption, rows, manifest,
+        title="Attention on the first token, with and without a BOS",
         y_title="mean first-token probability", series_title="captured", log=False,
         reference=(uniform, "uniform attention"), outside=(-0.5, FIRST_LAYER - 0.5),
     )  # fmt: skip
-    return build_figure(key=KEY, title="The first token with and without a BOS",
-                        caption=caption, chart=chart, rows=rows)  # fmt: skip

@@ -5,9 +5,7 @@ coloured by whether it sits on the first token in every sentence."""
 from __future__ import annotations
 
 from attnreport.charts.figure import Columns, Figure
-from attnreport.charts.spec.assemble import build_figure
-from attnreport.charts.spec.layer_series import BAND_WORDS, layer_series_chart, series_rows
-from attnreport.charts.spec.other_blocks import axis_layers
+from attnreport.charts.spec.layer_series import BAND_WORDS, layer_series_figure, series_rows
 from attnreport.results import Manifest, SetResults
 from attnreport.site.words.readings import arrays
 
@@ -42,7 +40,6 @@ def massive_rows(set_results: SetResults) -> Columns:
 
 def massive_figure(set_results: SetResults, manifest: Manifest) -> Figure:
     rows = massive_rows(set_results)
-    n_layers = axis_layers(manifest, max(rows["layer"], default=0) + 1)
     each = set_results.massive_by_sentence is not None
     over = (
         f"per sentence, then the median over sentences; {BAND_WORDS}"
@@ -56,10 +53,9 @@ def massive_figure(set_results: SetResults, manifest: Manifest) -> Figure:
         "first token, where the attention sink is; the colour says whether the largest sits "
         "on the first token" + (" in every sentence." if each else ".")
     )
-    chart = layer_series_chart(
-        KEY, n_layers, title="Massive activations per layer",
+    return layer_series_figure(
+        KEY, "Massive activations", caption, rows, manifest,
+        title="Massive activations per layer",
         y_title="largest |activation| / median (log scale)", series_title="the largest sits",
         log=True, connect=False,
     )  # fmt: skip
-    return build_figure(key=KEY, title="Massive activations", caption=caption, chart=chart,
-                        rows=rows)  # fmt: skip

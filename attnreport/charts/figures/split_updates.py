@@ -8,9 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnreport.charts.figure import Columns, Figure
-from attnreport.charts.spec.assemble import build_figure
-from attnreport.charts.spec.layer_series import BAND_WORDS, layer_series_chart, series_rows
-from attnreport.charts.spec.other_blocks import axis_layers
+from attnreport.charts.spec.layer_series import BAND_WORDS, layer_series_figure, series_rows
 from attnreport.results import Manifest, SetResults
 from attnreport.site.words.claims.blog import FIRST_LAYER, head_ratios
 from attnreport.site.words.readings import arrays
@@ -40,7 +38,6 @@ def split_update_rows(set_results: SetResults) -> Columns:
 
 def split_update_figure(set_results: SetResults, manifest: Manifest) -> Figure:
     rows = split_update_rows(set_results)
-    n_layers = axis_layers(manifest, max(rows["layer"], default=0) + 1)
     caption = (
         "For every layer, the update a head writes (‖u‖/‖x‖) at the tokens whose top key is "
         "the first token against the update it writes at its other tokens: the median over "
@@ -48,10 +45,9 @@ def split_update_figure(set_results: SetResults, manifest: Manifest) -> Figure:
         f"over sentences; {BAND_WORDS}. The source blog claims the first is near nothing in "
         f"layers {FIRST_LAYER} and later; the shaded layers lie outside that scope."
     )
-    chart = layer_series_chart(
-        KEY, n_layers, title="Update size by where the head looks",
+    return layer_series_figure(
+        KEY, "Update size by where the head looks", caption, rows, manifest,
+        title="Update size by where the head looks",
         y_title="‖u‖ / ‖x‖ (log scale)", series_title="tokens whose", log=True,
         outside=(-0.5, FIRST_LAYER - 0.5),
     )  # fmt: skip
-    return build_figure(key=KEY, title="Update size by where the head looks", caption=caption,
-                        chart=chart, rows=rows)  # fmt: skip

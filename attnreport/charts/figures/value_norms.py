@@ -9,9 +9,7 @@ import math
 import numpy as np
 
 from attnreport.charts.figure import Columns, Figure
-from attnreport.charts.spec.assemble import build_figure
-from attnreport.charts.spec.layer_series import BAND_WORDS, layer_series_chart, series_rows
-from attnreport.charts.spec.other_blocks import axis_layers
+from attnreport.charts.spec.layer_series import BAND_WORDS, layer_series_figure, series_rows
 from attnreport.results import Manifest, SetResults
 from attnreport.site.words.claims.values import log_ratios
 from attnreport.site.words.readings import arrays, per_head, sink_layers
@@ -34,7 +32,6 @@ def value_norm_rows(set_results: SetResults) -> Columns:
 
 def value_norm_figure(set_results: SetResults, manifest: Manifest) -> Figure:
     rows = value_norm_rows(set_results)
-    n_layers = axis_layers(manifest, max(rows["layer"], default=0) + 1)
     caption = (
         "For every layer, how long the first token's value vectors are against the other "
         "tokens': ‖v₀‖ / mean over j ≥ 1 of ‖v_j‖ (v after its projection), the median over "
@@ -44,11 +41,10 @@ def value_norm_figure(set_results: SetResults, manifest: Manifest) -> Figure:
         "more than half of their queries) against the other layers, the control: Gu et "
         "al.'s claim is that a sink carries small values."
     )
-    chart = layer_series_chart(
-        KEY, n_layers, title="The first token's value norm against the others'",
+    return layer_series_figure(
+        KEY, "Value norms of the first token", caption, rows, manifest,
+        title="The first token's value norm against the others'",
         y_title="‖v₀‖ / mean ‖v_j‖ (log scale)", series_title="layer", log=True,
         reference=(1.0, "the same length"),
         connect=False,
     )  # fmt: skip
-    return build_figure(key=KEY, title="Value norms of the first token", caption=caption,
-                        chart=chart, rows=rows)  # fmt: skip

@@ -10,12 +10,16 @@ Rows (``series_rows``): ``layer``, ``series``, ``value`` (the median over senten
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import altair as alt
 import numpy as np
 
-from attnreport.charts.figure import Columns
+from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.spec.assemble import build_figure
 from attnreport.charts.spec.common import layer_x, tip
+from attnreport.charts.spec.other_blocks import axis_layers
+from attnreport.results import Manifest
 from attnreport.site.words.verdicts import median_interval, min_sentences
 
 BAND_WORDS = (
@@ -103,3 +107,14 @@ def layer_series_chart(
         )
     chart = alt.layer(*marks, data=alt.Data(name=key))
     return chart.properties(title=alt.TitleParams(text=title), width=520, height=240)
+
+
+def layer_series_figure(
+    key: str, heading: str, caption: str, rows: Columns, manifest: Manifest, **chart: Any
+) -> Figure:
+    """The figure ``heading`` of ``rows`` (``series_rows``), drawn by ``layer_series_chart``
+    with the ``chart`` options (the chart's own title among them) on the model's layer
+    axis."""
+    n_layers = axis_layers(manifest, max(rows["layer"], default=0) + 1)
+    drawn = layer_series_chart(key, n_layers, **chart)
+    return build_figure(key=key, title=heading, caption=caption, chart=drawn, rows=rows)
