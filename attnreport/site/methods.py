@@ -75,7 +75,7 @@ METHODS = (
            "says how much of what a head writes comes from the first token, not just how much "
            "weight it gets. The atlas colours a head by the largest of its previous-token, "
            "duplicate-token and induction scores when that reaches 0.3, else as a sink when "
-           "its mean first-token weight does."),
+           "its mean first-token weight is above 0.3 (Gu et al.'s sink)."),
     Method("value-norms", "Value norms", "ratio(l, kv) = ‖v_0‖ / mean_{j≥1} ‖v_j‖",
            "v after its projection (before attention), per layer and key-value head: below 1 "
            "the first token carries shorter values than the other tokens (Gu et al., ICLR "
