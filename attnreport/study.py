@@ -18,6 +18,7 @@ import torch
 from attnreport import __version__
 from attnreport.analyses.role_pooling import RoleTotals
 from attnreport.analyses.tables import Table, round_sig
+from attnreport.bos_contrast import bos_contrast
 from attnreport.checks import check_sentence_choices, mean_sentence_indices
 from attnreport.config import Settings
 from attnreport.dates import analysis_date
@@ -50,19 +51,18 @@ from attnreport.results import (
     StudySettings,
     TokensTable,
 )
-from attnreport.results import tables as rt
 from attnreport.results.observed_blocks import block_size, blocked_cell, kept_baseline, kept_whole
 from attnreport.results.pooling import pool_sentence_tables
 from attnreport.results.roles import (
     HeadRolesBySentenceTable,
     HeadRolesSetTable,
+    MassiveBySentenceTable,
     SetMassiveActivationsTable,
 )
 from attnreport.results.rounding import round_places
 from attnreport.sentence_pass import LayerProgress, analyze_pass
 from attnreport.sentences import Sentence, has_chat_template
 from attnreport.session import Session, context_length
-from attnreport.streaming import stream_layers
 from attnreport.value_norms import value_norms
 
 
@@ -141,6 +141,7 @@ def with_roles(result: SetResults, totals: RoleTotals, probe: ProbeResult) -> Se
         head_roles=HeadRolesSetTable(**tables["head_roles"]),
         head_roles_by_sentence=HeadRolesBySentenceTable(**tables["head_roles_by_sentence"]),
         massive_activations=SetMassiveActivationsTable(**tables["massive_activations"]),
+        massive_by_sentence=MassiveBySentenceTable(**tables["massive_by_sentence"]),
         probes=tuple(tuple(p) for p in probe.probes),
     )
 
@@ -302,46 +303,6 @@ def model_features(session: Session) -> list[str]:
     if session.bos_added:
         found.add("bos")
     return sorted(found)
-
-
-def _bos_rows(session: Session, ids: torch.Tensor) -> list[tuple[int, int, float, int]]:
-    """(layer, head, share of queries 1..n-1 whose top key is token 0, queries) of one pass
-    over ``ids`` (the BOS first)."""
-    rows: list[tuple[int, int, float, int]] = []
-
-    def on_layer(spec, raw) -> None:
-        probs = raw.computed.probs  # (head, query, key) over real keys
-        top_is_bos = (probs[:, 1:].argmax(-1) == 0).double()  # ties: the earlier key
-        for h, share in enumerate(top_is_bos.mean(-1).cpu().tolist()):
-            rows.append((spec.layer, h, share, probs.shape[1] - 1))
-
-    stream_layers(session.model, session.specs, ids, on_layer, False)
-    return rows
-
-
-def bos_contrast(session: Session, settings: Settings) -> rt.BosContrastTable | None:
-    """Every sentence captured once more with the tokenizer's BOS token first, when the run
-    put none there and the tokenizer has one: per head, the share of queries 1..n-1 whose
-    top key is the BOS (StreamingLLM's claim that a sink forms on the first token whatever
-    it is). None otherwise. One extra pass per sentence of at most ``map_tokens`` tokens;
-    only this share is kept."""
-    bos = getattr(session.loaded.tokenizer, "bos_token_id", None)
-    if session.bos_added or bos is None:
-        return None
-    cols: dict[str, list] = {
-        k: [] for k in ("sentence", "layer", "head", "first_focus", "n_queries")
-    }
-    for s in session.sentences:
-        ids = torch.tensor([bos, *s.token_ids])
-        if len(ids) > settings.map_tokens or len(ids) > (
-            context_length(session.loaded) or len(ids)
-        ):
-            continue
-        key = ("bos_contrast", tuple(ids.tolist()))
-        for row in remembered(session.model, key, lambda ids=ids: _bos_rows(session, ids)):
-            for k, v in zip(cols, (s.index, *row), strict=True):
-                cols[k].append(v)
-    return rt.BosContrastTable(**{k: np.asarray(v) for k, v in cols.items()})
 
 
 def with_contrasts(result: SetResults, session: Session, settings: Settings) -> SetResults:

@@ -76,10 +76,12 @@ def test_figure_labels_are_unique_across_the_site(pages):
 
 def test_the_index_states_claims_with_verdicts_and_the_rule(pages):
     html = pages["index.html"]
-    assert '<section id="claims">' in html and "inconclusive when fewer sentences" in html
+    assert '<section id="claims">' in html and "95% sign-test interval" in html
     verdicts = re.findall(r'class="claim" data-verdict="([a-z ]+)"', html)
-    assert len(verdicts) >= 4 and set(verdicts) <= set(VERDICTS)
-    assert "Scaling Q or K by ε is one intervention" in html
+    assert len(verdicts) >= 3 and set(verdicts) <= set(VERDICTS)
+    outcomes = re.findall(r'class="check" data-outcome="([a-z]+)"', html)
+    assert outcomes and set(outcomes) <= {"passed", "failed"}
+    assert "every score becomes ε q·k" in html
 
 
 def test_a_sentence_without_interventions_has_no_interventions_part(pages):

@@ -13,34 +13,58 @@ from attnreport.models.layout import discover
 from attnreport.results import load
 
 
-def test_bos_contrast_is_stored_and_matches_a_plain_capture(tmp_path, tiny_model_dirs):
+def _analyse(tmp_path, model_dir, *extra):
     sentences = tmp_path / "s.txt"
     sentences.write_text("the cat chased the mouse\nwhat does attention focus ?\n")
     out = tmp_path / "r"
-    args = ["analyze", "--out", str(out), "--model", str(tiny_model_dirs["llama"]),
-            "--sentences", str(sentences), "--bos", "never"]  # fmt: skip
+    args = ["analyze", "--out", str(out), "--model", str(model_dir),
+            "--sentences", str(sentences), *extra]  # fmt: skip
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    results = load(out)
+    return load(out)
+
+
+def _check_contrast(results, model_dir, with_bos: bool) -> None:
+    """Each contrast row against a plain capture of the sentence in the other condition:
+    argmax share and mean first-token probability over queries 1..n-1, recomputed here."""
     table = results.set.bos_contrast.arrays()
-    loaded = load_model(str(tiny_model_dirs["llama"]))
+    loaded = load_model(str(model_dir))
     specs = discover(loaded.family, loaded.model)
     bos = loaded.tokenizer.bos_token_id
     n_layers, n_heads = len(specs), specs[0].layout.n_heads
     assert len(table["layer"]) == 2 * n_layers * n_heads
+    assert table["bos"].tolist() == [with_bos] * len(table["layer"])
     for listed in results.manifest.sentences:
-        ids = torch.tensor([bos, *listed.token_ids])
+        run = list(listed.token_ids)
+        ids = torch.tensor([bos, *run] if with_bos else run[1:])
+        assert with_bos or run[0] == bos
         capture = capture_attention(loaded.model, specs, ids)
         rows = table["sentence"] == listed.index
         for layer in range(n_layers):
-            probs = capture.record(layer).probs  # (head, query, key)
-            top_is_bos = probs[:, 1:].argmax(-1) == 0  # queries 1..n-1; ties to the earlier key
-            want = top_is_bos.double().mean(-1)
-            got = table["first_focus"][rows & (table["layer"] == layer)]
-            torch.testing.assert_close(
-                torch.tensor(got, dtype=torch.float64), want, atol=1e-6, rtol=0
-            )
+            probs = capture.record(layer).probs.double()  # (head, query, key)
+            top_is_first = probs[:, 1:].argmax(-1) == 0  # queries 1..n-1; ties: the earlier key
+            here = rows & (table["layer"] == layer)
+            for name, want in (
+                ("first_focus", top_is_first.double().mean(-1)),
+                ("first_prob", probs[:, 1:, 0].mean(-1)),
+            ):
+                got = torch.tensor(table[name][here], dtype=torch.float64)
+                torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
+            assert table["n_first"][here].tolist() == [len(ids) - 1] * n_heads
+
+
+def test_a_run_without_a_bos_is_contrasted_with_one(tmp_path, tiny_model_dirs):
+    results = _analyse(tmp_path, tiny_model_dirs["llama"], "--bos", "never")
     assert not results.manifest.settings.extra["bos_added"]
+    _check_contrast(results, tiny_model_dirs["llama"], with_bos=True)
+
+
+def test_a_run_with_a_bos_is_contrasted_without_it(tmp_path, tiny_model_dirs):
+    """Gemma's case: the tokenizer puts its BOS first, so the contrast takes it away and
+    the sentence's own first token sits at position 0."""
+    results = _analyse(tmp_path, tiny_model_dirs["llama"], "--bos", "always")
+    assert results.manifest.settings.extra["bos_added"]
+    _check_contrast(results, tiny_model_dirs["llama"], with_bos=False)
 
 
 def test_value_norms_match_the_value_projection(tmp_path, tiny_model_dirs):

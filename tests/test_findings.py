@@ -7,6 +7,7 @@ import pytest
 from attnreport.site.words import findings as fnd
 from attnreport.site.words import readings
 from tests.fixtures.grids import cell, grids, scaling_cells
+from tests.noise_scan import stated_noise
 
 
 def by_sentence(values: dict[int, dict[tuple[int, int], float]], n_queries: int = 5, **extra):
@@ -49,156 +50,107 @@ def test_per_head_reads_long_and_wide_tables():
 def test_no_sink():
     f = fnd.sink_onset(grid(4, 3, lambda lay, h: 0.1 * h))
     assert f.key == "sink-onset" and f.figure == "set-first-focus" and f.sentence is None
-    assert f.text.startswith("No layer has a first-token sink")
-    assert "layer 0, head 2, does so for 20% of queries" in f.text  # tie: lowest layer
-
-
-def test_sink_in_every_layer():
-    f = fnd.sink_onset(grid(30, 4, lambda lay, h: 0.95 if lay != 6 else 1.0))
-    assert f.text.startswith(
-        "The first token is an attention sink from the first layer on: in all 30 layers"
-    )
-    assert "strongest in layer 6, whose heads send 100% of queries" in f.text
-
-
-def test_sink_starts_later_with_a_gap():
-    first = grid(30, 2, lambda lay, h: 0.9 if 2 <= lay <= 9 or lay >= 12 else 0.2)
-    first[(20, 0)] = 0.996
-    first[(20, 1)] = 0.998
-    f = fnd.sink_onset(first)
-    assert f.text.startswith(
-        "An attention sink on the first token appears in layer 2: in layers 2-9 and 12-29,"
-    )
-    assert "layer 20, whose heads send 99.7% of queries" in f.text
-
-
-def test_sink_layer_needs_more_than_half_of_its_heads():
-    # layer 0: 2 of 4 heads (not most); layer 1: 3 of 4
-    first = {
-        (0, 0): 0.9,
-        (0, 1): 0.9,
-        (0, 2): 0.1,
-        (0, 3): 0.1,
-        (1, 0): 0.6,
-        (1, 1): 0.6,
-        (1, 2): 0.6,
-        (1, 3): 0.0,
-    }
-    assert "appears in layer 1: in layer 1," in fnd.sink_onset(first).text
-
-
-def test_sink_strength_ties_go_to_the_lower_layer():
-    f = fnd.sink_onset(grid(3, 2, lambda lay, h: 0.8))
-    assert "strongest in layer 0," in f.text
-
-
-def test_heads_that_are_sinks_in_every_sentence():
-    sent = {
-        s: grid(2, 3, lambda lay, h: 0.95 if (lay, h) in ((0, 1), (1, 0), (1, 2)) else 0.5)
-        for s in range(3)
-    }
-    sent[2][(1, 2)] = 0.89  # one sentence below 90%: not a sink in every sentence
-    sent[1][(0, 1)] = 0.9  # exactly the threshold counts
-    f = fnd.persistent_sinks(by_sentence(sent))
     assert f.text == (
-        "2 heads are sinks in every one of the 3 sentences (the first token is the top key for at "
-        "least 90% of queries in each): head 1 of layer 0 and head 0 of layer 1."
+        "No layer has a first-token sink: in no layer do more than half of the heads make "
+        "the first token their top key for more than half of their queries."
     )
 
 
-def test_one_head_in_one_sentence_and_one_token_sentences_ignored():
-    sent = {0: {(0, 0): 1.0, (0, 1): 0.2}}
-    cols = by_sentence(sent)
-    one_token = by_sentence({1: {(0, 0): 0.0, (0, 1): 0.0}}, n_queries=0)
-    both = {k: cols[k] + one_token[k] for k in cols}
-    f = fnd.persistent_sinks(both)
-    assert f.text.startswith("1 head is a sink in the one sentence (") and f.text.endswith(
-        ": head 0 of layer 0."
+def test_sink_in_every_layer_and_its_strength_over_sentences():
+    first = grid(30, 4, lambda lay, h: 0.95)
+    sent = {s: grid(30, 4, lambda lay, h, s=s: 0.9 + 0.01 * s) for s in range(6)}
+    f = fnd.sink_onset(first, by_sentence(sent))
+    assert f.text.startswith("The first token is an attention sink in every layer: in each,")
+    assert f.text.endswith(
+        "There the median head makes it the top key for a median 92% (95% interval 90% to "
+        "95%, 6 sentences) of its queries."
     )
 
 
-def test_no_head_is_a_sink_everywhere_and_many_are_summarised():
-    none = fnd.persistent_sinks(by_sentence({0: grid(2, 2, lambda lay, h: 0.5)}))
-    assert none.text.startswith("No head is a first-token sink in the one sentence")
-    many = fnd.persistent_sinks(
-        by_sentence({0: grid(10, 2, lambda lay, h: 0.95 if lay % 3 else 0.0)})
+def test_sink_layers_are_a_band_and_need_more_than_half_of_their_heads():
+    first = grid(30, 2, lambda lay, h: 0.9 if 2 <= lay <= 9 or lay >= 12 else 0.2)
+    assert fnd.sink_onset(first).text.startswith(
+        "The first token is an attention sink in layers 2-9 and 12-29 (26 of 30 layers): in each"
     )
-    assert "12 heads are sinks" in many.text and many.text.endswith(
-        "in each), in layers 1-2, 4-5 and 7-8."
+    # layer 0: 2 of 4 heads (not more than half); layer 1: 3 of 4; exactly 0.5 is no sink
+    half = {(0, 0): 0.9, (0, 1): 0.9, (0, 2): 0.1, (0, 3): 0.1,
+            (1, 0): 0.6, (1, 1): 0.6, (1, 2): 0.6, (1, 3): 0.0,
+            (2, 0): 0.5, (2, 1): 0.5, (2, 2): 0.5, (2, 3): 0.5}  # fmt: skip
+    assert "sink in layer 1 (1 of 3 layers)" in fnd.sink_onset(half).text
+
+
+def test_the_strength_over_few_sentences_is_a_range():
+    first = grid(3, 2, lambda lay, h: 0.7 if lay == 2 else 0.1)
+    sent = {s: grid(3, 2, lambda lay, h, s=s: 0.6 + 0.1 * s if lay == 2 else 0.1) for s in range(3)}
+    assert fnd.sink_onset(first, by_sentence(sent)).text.endswith(
+        "a median 70% (range 60% to 80% over 3 sentences, too few for a 95% interval) of its "
+        "queries."
     )
 
 
-def test_self_focus_heads():
-    none = fnd.self_focus_heads(grid(2, 2, lambda lay, h: 0.0))
+def _massive(rows):
+    keys = ("layer", "sentence", "position", "dimension", "ratio")
+    return {k: [r[i] for r in rows] for i, k in enumerate(keys)}
+
+
+def test_massive_activations_name_the_band_where_the_first_token_holds_them():
+    """Layers 2-3 hold the largest activation on the first token in every sentence; in
+    layer 1 one sentence has it elsewhere, so layer 1 is out of the band."""
+    rows = [(0, s, 3, 5, 4.0) for s in range(6)]
+    rows += [(1, s, 0 if s else 2, 64, 90.0) for s in range(6)]
+    rows += [(lay, s, 0, 64, 100.0 * (s + 1)) for lay in (2, 3) for s in range(6)]
+    f = fnd.massive_activations({"massive_by_sentence": _massive(rows)})
+    assert f.key == f.figure == "massive-activations"
     assert (
-        none.text == "No head ever makes a token its own top key."
-        and none.figure == "set-self-focus"
+        "in layers 2-3, the largest residual activation sits on the first token in every "
+        "one of the 6 sentences, in dimension 64;" in f.text
     )
-    weak = fnd.self_focus_heads(grid(2, 2, lambda lay, h: 0.1 * (lay + h)))
-    assert "layer 1, head 1, makes it the top key for 20% of queries" in weak.text
-    one = fnd.self_focus_heads({(0, 0): 0.2, (3, 1): 0.996})
-    assert one.text == ("One head attends mostly to the current token: layer 3, head 1 makes the "
-                        "query token its own top key for 99.6% of queries.")  # fmt: skip
-    tie = fnd.self_focus_heads({(2, 0): 0.8, (1, 3): 0.8, (1, 1): 0.8})
-    assert tie.text.startswith(
-        "3 heads attend mostly to the current token (heads 1 and 3 of layer 1 and"
+    assert f.text.endswith("is a median 350 (95% interval 100 to 600, 6 sentences).")
+    older = fnd.massive_activations({"massive_activations": _massive(rows[:6])})
+    assert older.text == (
+        "In no layer does the largest residual activation sit on the first token over the set."
     )
-    assert "the strongest, layer 1, head 1," in tie.text
+    assert fnd.massive_activations({}) is None
 
 
-def test_impact_peak():
-    impact = {
-        "layer": [0, 0, 1, 1, 2, 2],
-        "head": [0, 1] * 3,
-        "magnitude": [0.2, 0.3, 0.02, 0.04, 1.1, 1.0],
-    }
-    f = fnd.impact_peak(impact)
-    assert f.figure == "set-head-impact"
-    assert f.text == ("Heads change the hidden state most in layer 2: a head's update there is on "
-                      "average 1.05 times the size of the hidden state, against 3% in layer 1.")  # fmt: skip
-    flat = fnd.impact_peak({"layer": [0, 1], "head": [0, 0], "magnitude": [0.5, 0.5]})
-    assert flat.text == (
-        "Heads change the hidden state equally in every layer: each update is 50% of the size "
-        "of the hidden state."
+def test_orientation_counts_heads_past_three_over_root_d():
+    """d = 100: the threshold is 0.3; 3 of 4 heads write along the hidden state."""
+    impact = {"layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "orientation": [0.5, 0.31, 0.46, 0.1]}
+    f = fnd.orientation(impact, dim=100)
+    assert f.key == "orientation" and f.figure == "set-head-impact"
+    assert f.text.startswith(
+        "Most heads write along the hidden state: 3 of the 4 heads write along the hidden state "
+        "(mean cosine between update and hidden state over the set's tokens past ±0.3 = 3/√100"
     )
-    one = fnd.impact_peak({"layer": [0], "head": [0], "magnitude": [0.999]})
-    assert one.text.endswith(
-        "most in layer 0: a head's update there is on average about the size of the hidden state."
-    )
-    assert fnd.impact_peak(None) is None
+    assert "median 0.39 (quartiles 0.26 to 0.47)" in f.text
+    against = fnd.orientation({**impact, "orientation": [-0.5, 0.0, 0.0, 0.0]}, dim=100)
+    assert against.text.startswith("0 of the 4 heads write along the hidden state and 1 against it")
+    assert fnd.orientation(impact, dim=None) is None
 
 
-def test_intervention_effect_names_target_epsilon_and_kl_with_q_k_ties():
+def test_intervention_effect_says_every_target_never_the_largest():
     iv = grids(20, scaling_cells({
         ("Q", 0.5): [0.005], ("Q", 1e-10): [0.1, 0.3], ("K", 0.5): [0.005], ("K", 1e-10): [0.3, 0.1],
         ("V", 0.5): [0.001], ("V", 1e-10): [0.012]}),
         [cell("K", 0, [0.2]), cell("V", 0, [0.1]), cell("K", 1, [0.3]), cell("V", 1, [0.3])],
-        sentence=3)  # fmt: skip
+        sentence=3, mean_sentences=[0, 1])  # fmt: skip
     f = fnd.intervention_effect(iv)
     assert f.figure == "scaling-grid" and f.sentence == 3
     assert f.text == (
-        "Of the interventions that scale Q, K or V in layer 20, scaling Q or K by 1e-10 (the same "
-        "change: both scale every score) moves the next-token distribution most: a mean KL "
-        "divergence of 0.2 nats per position; scaling V moves it at most 0.012 nats. Of the "
-        "replacements by the mean over the token positions, replacing K moves it most (0.25 nats "
-        "on average over 2 sentences)."
-    )
-
-
-def test_intervention_ties_across_epsilons_go_to_the_milder_one():
-    iv = grids(1, scaling_cells({("V", 0.5): [1.0], ("V", 1e-3): [1.0]}))
-    text = fnd.intervention_effect(iv).text
-    assert "scaling V by 0.5 moves" in text
-    assert "scaling V moves it at most" not in text  # V is the top target: said once
-
-
-def test_interventions_that_change_nothing_or_are_missing():
-    iv = grids(4, scaling_cells({("Q", 0.5): [0.0], ("V", 0.5): [0.0, 0.0]}))
-    assert fnd.intervention_effect(iv).text == (
-        "Scaling Q, K or V in layer 4 left the next-token distribution unchanged (KL 0)."
+        "Scaled by 1e-10 in layer 20, Q, K and V move the next-token distribution of sentence "
+        "3 by Q 0.2 nats, K 0.2 nats and V 0.012 nats (mean KL per position). Replacing Q, K "
+        "or V by its mean over the token positions moves it by K 0.25 nats and V 0.2 nats "
+        "(median over 2 sentences)."
     )
     assert fnd.intervention_effect(None) is None
     assert fnd.intervention_effect(grids(1)) is None
+
+
+def test_a_kl_below_float32_precision_reads_zero():
+    iv = grids(4, scaling_cells({("Q", 1e-10): [1e-9], ("V", 1e-10): [3e-8]}))
+    text = fnd.intervention_effect(iv).text
+    assert "Q 0 nats within float32 round-off and V 0 nats within" in text
+    assert stated_noise(text) == []
 
 
 def test_sink_rate_and_disagreement():
@@ -227,22 +179,17 @@ def test_key_findings_in_order_and_with_first_prob():
         "focus_pooled": pooled(
             {"first_focus": sent[0], "self_focus": grid(3, 2, lambda lay, h: 0.0)}
         ),
-        "impact_pooled": {
-            "columns": {"layer": [0, 1, 2], "head": [0, 0, 0], "magnitude": [0.1, 0.2, 0.3]}
-        },
-    }
-    keys = [f.key for f in fnd.key_findings(tables, None)]
-    assert keys == ["sink-onset", "sink-rate", "sinks-every-sentence", "self-focus", "impact-peak"]
-    rate = fnd.key_findings(tables, None)[1]
-    assert "67% of heads are sinks, and every head of layers 1-2 is one" in rate.text
-    assert rate.text.endswith("agrees on every head.")
+        "impact_pooled": {"columns": {"layer": [0, 1, 2], "head": [0, 0, 0],
+                                      "magnitude": [0.1, 0.2, 0.3], "orientation": [0.0] * 3}},
+    }  # fmt: skip
+    found = fnd.key_findings(tables, None, dim=64)
+    assert [f.key for f in found] == ["sink-onset", "sink-rate", "orientation"]
+    assert "67% of heads are sinks, and every head of layers 1-2 is one" in found[1].text
+    assert found[1].text.endswith("agrees on every head.")
     without = {k: v for k, v in tables.items() if k != "focus_by_sentence"}
-    assert [f.key for f in fnd.key_findings(without, None)] == [
-        "sink-onset",
-        "self-focus",
-        "impact-peak",
-    ]
+    assert [f.key for f in fnd.key_findings(without, None)] == ["sink-onset"]
     assert fnd.key_findings({}, None) == []
+    assert all(stated_noise(f.text) == [] for f in found)
 
 
 @pytest.mark.parametrize("n_sentences", [1, 4])
@@ -268,17 +215,6 @@ def test_figure_links_point_at_the_index_figure_or_the_sentence_page():
     assert figure_link(grid, [fig], ["s0.html"]) is None
 
 
-def test_sink_strength_carries_its_spread_across_sentences():
-    sent = {s: grid(3, 2, lambda lay, h, s=s: 0.6 + 0.1 * s if lay == 2 else 0.1) for s in range(3)}
-    first = grid(3, 2, lambda lay, h: 0.7 if lay == 2 else 0.1)
-    f = fnd.sink_onset(first, by_sentence(sent))
-    assert f.text.endswith(
-        "send 70% of queries to it on average (range 60% to 80% over 3 sentences)."
-    )
-    six = {s: grid(3, 2, lambda lay, h, s=s: 0.5 + 0.05 * s if lay == 2 else 0.1) for s in range(6)}
-    assert "95% bootstrap interval of the mean" in fnd.sink_onset(first, by_sentence(six)).text
-
-
 def test_a_post_attention_norm_undoing_a_scaling_of_v_is_said_with_its_numbers():
     """Gemma's case: V x 0.5 moves the output by 1.4e-8 nats, V x 1e-10 by 0.33 (the norm
     rescales the block's output until its epsilon matters); said only with the norm."""
@@ -286,7 +222,7 @@ def test_a_post_attention_norm_undoing_a_scaling_of_v_is_said_with_its_numbers()
                            ("V", 1e-3): [0.0019], ("V", 1e-10): [0.33]})  # fmt: skip
     iv = grids(14, cells)
     said = fnd.intervention_effect(iv, post_norm=True).text
-    assert "Scaling V by 0.5 moves it only 1.4e-8 nats" in said
+    assert "Scaling V by 0.5 moves it only 0 nats within float32 round-off" in said
     assert "(0.0019 nats at 0.001, 0.33 nats at 1e-10)" in said
     assert "post-attention norm" not in fnd.intervention_effect(iv).text
     moved = scaling_cells({("V", 0.5): [0.12], ("V", 1e-10): [0.35]})  # SmolLM2: no norm
@@ -295,9 +231,8 @@ def test_a_post_attention_norm_undoing_a_scaling_of_v_is_said_with_its_numbers()
     assert fnd.v_undone(scaling_cells({("V", 0.5): [0.004], ("V", 1e-10): [0.5]})) != ""
 
 
-def test_update_sizes_before_a_post_attention_norm_say_what_they_compare():
-    impact = {"layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "magnitude": [2.5, 2.9, 0.01, 0.02]}
-    plain = fnd.impact_peak(impact).text
-    normed = fnd.impact_peak(impact, before_norm=True).text
+def test_orientation_before_a_post_attention_norm_says_so():
+    impact = {"layer": [0, 1], "head": [0, 0], "orientation": [0.5, 0.4]}
+    plain = fnd.orientation(impact, 100).text
+    normed = fnd.orientation(impact, 100, before_norm=True).text
     assert normed.startswith(plain) and "before the model's post-attention norm" in normed
-    assert "post-attention" not in plain

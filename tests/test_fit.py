@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
 
 from attnreport.site.words import fit
@@ -67,24 +64,25 @@ def test_heads_are_named_up_to_eight():
     assert fit.heads_words([]) == "no heads"
 
 
-def test_spread_range_below_five_and_bootstrap_from_five():
-    assert fit.spread_words([0.2]) == "one sentence, no spread"
-    assert fit.spread_words([0.2, 0.4, 0.3]) == "range 20% to 40% over 3 sentences"
-    five = [0.2, 0.3, 0.4, 0.5, 0.6]
-    text = fit.spread_words(five)
-    assert text.startswith("range 20% to 60% over 5 sentences; 95% bootstrap interval of the mean ")
+def test_a_number_over_the_set_is_a_median_with_its_interval_or_its_range():
+    assert fit.median_words([0.2]) == "20% (one sentence)"
+    assert fit.median_words([0.2, 0.4, 0.3]) == (
+        "a median 30% (range 20% to 40% over 3 sentences, too few for a 95% interval)"
+    )
+    six = [0.6, 0.2, 0.3, 0.4, 0.5, 0.7]  # n = 6: the interval is the whole range
+    assert fit.median_words(six) == "a median 45% (95% interval 20% to 70%, 6 sentences)"
 
 
-def test_bootstrap_interval_against_the_normal_approximation():
-    rng = np.random.default_rng(1)
-    values = rng.normal(0.5, 0.1, size=400)
-    lo, hi = fit.bootstrap_interval(values)
-    half = 1.96 * values.std(ddof=1) / math.sqrt(len(values))
-    # a percentile bootstrap of the mean of 400 normal draws matches mean +- 1.96 SE to ~10%
-    assert lo == pytest.approx(values.mean() - half, abs=0.15 * half)
-    assert hi == pytest.approx(values.mean() + half, abs=0.15 * half)
-    assert fit.bootstrap_interval(values) == (lo, hi)  # seeded: the same words every build
-    assert fit.bootstrap_interval([0.3] * 6) == (pytest.approx(0.3), pytest.approx(0.3))
+def test_heads_are_named_with_the_kv_group_they_make():
+    assert fit.structure_words([(24, 6), (24, 7), (24, 8)], 9, 3) == (
+        "heads 6-8 of layer 24 (one KV group: they share their keys and values)"
+    )
+    assert fit.structure_words([(24, 6), (24, 7)], 9, 3) == "layer 24, head 6 and layer 24, head 7"
+    assert fit.structure_words([(2, 0), (2, 1), (5, 2), (5, 3)], 4, 2) == (
+        "heads 0-1 of layer 2 and heads 2-3 of layer 5 (2 KV groups, each sharing its keys "
+        "and values)"
+    )
+    assert fit.structure_words([(1, 0), (1, 1)], 2, 2) == "layer 1, head 0 and layer 1, head 1"
 
 
 def test_a_lead_near_one_is_never_written_as_100_points():

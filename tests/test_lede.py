@@ -4,6 +4,7 @@ where a sentence departs from the set."""
 from __future__ import annotations
 
 from attnreport.site.words import lede
+from tests.noise_scan import stated_noise
 
 TOKENS = ["The", " dog", " chased", " the", " cat", ",", " the", " cat", " ran"]
 IDS = [1, 2, 3, 4, 5, 6, 4, 5, 7]
@@ -54,17 +55,22 @@ def _by_sentence(values):
     }  # fmt: skip
 
 
-def test_departure_names_the_layer_and_statistic():
-    cols = _by_sentence({0: {0: (0.2, 0.5), 1: (0.9, 0.0)},
-                         1: {0: (0.2, 0.1), 1: (0.8, 0.0)},
-                         2: {0: (0.2, 0.1), 1: (1.0, 0.0)}})  # fmt: skip
-    assert lede.departure(cols, 0) == (
-        "It departs most from the other sentences in the self focus of layer 0: 50% here "
-        "against 10% on average elsewhere."
+def test_departure_is_a_band_outside_every_other_sentence_never_a_maximum():
+    """Sentence 0's self focus lies above all five others in layers 0-2 (10 points or more);
+    in layer 3 it is above them by only 5 points: the band is layers 0-2."""
+    others = {s: {lay: (0.2, 0.1 + 0.01 * s) for lay in range(5)} for s in range(1, 6)}
+    mine = {0: (0.2, 0.5), 1: (0.2, 0.6), 2: (0.2, 0.4), 3: (0.2, 0.2), 4: (0.2, 0.1)}
+    cols = _by_sentence({0: mine, **others})
+    text = lede.departure(cols, 0)
+    assert text == (
+        "In layers 0-2 its self focus (a median 50% over those layers) lies above every other "
+        "sentence's (theirs: 11% to 15% there)."
     )
-    close = _by_sentence({0: {0: (0.2, 0.1)}, 1: {0: (0.25, 0.15)}})
-    assert lede.departure(close, 1) is None  # under 10 points from the others everywhere
-    assert lede.departure(_by_sentence({0: {0: (0.2, 0.5)}}), 0) is None  # no other sentence
+    assert stated_noise(text) == []
+    two = {**mine, 2: (0.2, 0.1)}  # only layers 0-1 stand out: fewer than 3 layers
+    assert lede.departure(_by_sentence({0: two, **others}), 0) is None
+    few = {s: others[s] for s in (1, 2, 3)}  # three others are too few to say "every other"
+    assert lede.departure(_by_sentence({0: mine, **few}), 0) is None
 
 
 def test_lede_keeps_what_holds_in_order():

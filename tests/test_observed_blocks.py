@@ -18,7 +18,7 @@ from attnreport.config import Settings
 from attnreport.results import GridCell
 from attnreport.results.interventions import interventions_from_json, interventions_to_json
 from attnreport.session import open_session
-from attnreport.site.words.claims_grid import changes, uniform_gaps
+from attnreport.site.words.claims.maps import changes, locality, uniform_gaps
 from tests.tiny_models import story
 
 LONG = 70
@@ -76,6 +76,8 @@ def test_blocked_cells_carry_the_claims_numbers_of_the_exact_rows(both):
         for name, heads in w.observations.items():
             exact = [leading(t, m) for t in heads]
             assert b.gaps[name] == pytest.approx(uniform_gaps(exact), abs=TOL)
+            # the seed-003 structure measure, read off the exact rows, as a kept map gives it
+            assert b.locality[name] == pytest.approx([locality(t) for t in exact], abs=1e-5)
             if b in blocked.scaling.cells:
                 assert b.moved[name] == pytest.approx(changes(exact, base[name]), abs=TOL)
 

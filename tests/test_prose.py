@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from attnreport.site.words import prose
 from tests.fixtures.grids import cell, grids
+from tests.noise_scan import stated_noise
 
 
 def focus_rows(first: dict[int, float], n_heads: int = 3, concentration: float = 0.2):
@@ -32,42 +33,41 @@ def test_first_token_layers_read_as_ranges():
     )
 
 
-def test_concentration_is_a_lead_in_percentage_points():
-    text = prose.focus_summary(focus_rows({0: 0.1, 1: 0.2}, concentration=0.95))
-    assert text[-1] == (
-        "The most decided head is layer 0, head 0: on average its top key gets 95 percentage "
-        "points more probability than the runner-up."
+def test_focus_summary_counts_heads_against_stated_thresholds():
+    rows = focus_rows({0: 0.1, 1: 0.9}, concentration=0.95)
+    rows[0]["self_focus"] = 0.8
+    text = prose.focus_summary(rows)
+    assert text[1] == (
+        "1 of 6 heads make the query token itself their top key for more than half of their "
+        "queries (head 0 of layer 0)."
     )
-    assert " 1 of probability" not in " ".join(text)
-    whole = prose.focus_summary(focus_rows({0: 0.1}, concentration=1.0))[-1]
-    assert "100 percentage points" not in whole and "almost all of the probability" in whole
+    assert text[2] == (
+        "In 6 of 6 heads the top key leads the runner-up by more than half of the probability "
+        "on average (heads 0-2 of layer 0 and heads 0-2 of layer 1)."
+    )
+    assert all(stated_noise(t) == [] for t in text)
 
 
-def test_block_size_near_one_is_never_one_times():
+def test_impact_summary_gives_medians_ranges_and_directions_past_the_threshold():
     block = [{"layer": 0, "query": q, "magnitude": m} for q, m in enumerate([1.0, 1.08])]
     block += [{"layer": 1, "query": q, "magnitude": 0.0853} for q in range(2)]
-    heads = [{"layer": 0, "head": 0, "query": 0, "magnitude": 0.402, "orientation": -0.0146}]
+    heads = [{"layer": 0, "head": 0, "query": 0, "magnitude": 0.402, "orientation": -0.0146},
+             {"layer": 1, "head": 0, "query": 0, "magnitude": 0.1, "orientation": 0.3}]  # fmt: skip
     text = prose.impact_summary(heads, block, 576)
     assert text[0] == (
-        "The attention block of layer 0 changes the hidden state most: its output is on average "
-        "1.04 times the size of the hidden state, against 9% in layer 1."
+        "Over the layers, the attention block's output is a median 56% of the size of the "
+        "hidden state (the layers range from 9% to 1.04 times)."
     )
     assert text[1] == (
-        "The head with the largest update is layer 0, head 0 (40% of the size of the hidden "
-        "state); on average it is about orthogonal to the hidden state (cosine -0.015, within "
-        "±0.125 = 3/√576)."
-    )
-    heads[0]["orientation"] = -0.3
-    assert (
-        "points against the hidden state (cosine -0.3)"
-        in prose.impact_summary(heads, block, 576)[1]
+        "A head's update is a median 25% of the size of the hidden state; on average over the "
+        "tokens, 1 of 2 heads point along it and 0 against it (cosine past ±0.12 = 3/√576)."
     )
     near = [{"layer": 0, "query": 0, "magnitude": 0.998}]
     assert "about the size of the hidden state" in prose.impact_summary([], near)[0]
     assert len(text) == 2  # no post-attention norm: nothing more to say
     normed = prose.impact_summary(heads, block, 576, before_norm=True)
-    assert normed[:2] == prose.impact_summary(heads, block, 576)
-    assert "these sizes are taken before that norm" in normed[2]
+    assert normed[:2] == text and "these sizes are taken before that norm" in normed[2]
+    assert all(stated_noise(t) == [] for t in text)
 
 
 def test_scaling_names_q_and_k_together_when_they_tie():
@@ -86,7 +86,8 @@ def test_scaling_with_a_post_attention_norm_says_why_v_barely_moves():
     cells = [cell(t, e, [kl]) for t, e, kl in grid]
     text = prose.scaling_summary(grids(14, cells).scaling, 14, post_norm=True)
     assert text.endswith(
-        "scaling V by 0.5 changes it least (1.4e-8 nats). V scaled by 0.5 moves it so little "
+        "scaling V by 0.5 changes it least (0 nats within float32 round-off). V scaled by 0.5 "
+        "moves it so little "
         "because the model normalises the attention block's output before adding it to the "
         "hidden state (a post-attention norm), and the norm undoes a scaling of V until the "
         "output is small enough for the norm's own epsilon to matter (0.33 nats at 1e-10)."
@@ -95,18 +96,16 @@ def test_scaling_with_a_post_attention_norm_says_why_v_barely_moves():
     q_least = [cell("Q", 0.5, [1e-9]), *cells[1:]]
     other = prose.scaling_summary(grids(14, q_least).scaling, 14, post_norm=True)
     assert "scaling Q by 0.5 changes it least" in other
-    assert "Scaling V by 0.5 moves it only 1.4e-8 nats: the model normalises" in other
+    assert "Scaling V by 0.5 moves it only 0 nats within float32 round-off: the model" in other
 
 
-def test_set_summary_sizes_and_percentages():
+def test_set_summary_states_no_maximum():
     pooled = [{"layer": 0, "head": h, "statistic": "first_focus", "value": v, "min": lo, "max": hi}
               for h, (v, lo, hi) in enumerate([(0.9, 0.8, 1.0), (0.7, 0.08, 1.0)])]  # fmt: skip
-    impact = [{"layer": 0, "head": 0, "magnitude": 0.218}]
+    impact = [{"layer": 0, "head": h, "magnitude": m} for h, m in enumerate([0.218, 0.1, 1.2])]
     text = prose.set_summary(pooled, impact, 6)
-    assert text[1] == (
-        "Layer 0, head 1 varies most between sentences: its first-token share ranges from 8% to 100%."
-    )
-    assert text[2] == (
-        "Heads in layer 0 change the hidden state most, with updates on average 22% of the size "
-        "of the hidden state."
-    )
+    assert text == [
+        "Pooled over the 6 sentences: The only layer puts most heads on the first token.",
+        "A head's update, averaged over the set's tokens, is a median 22% of the size of the "
+        "hidden state (the heads range from 10% to 1.2 times).",
+    ]

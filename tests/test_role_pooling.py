@@ -179,7 +179,7 @@ def test_set_results_round_trip_with_the_roles_and_load_without_them():
     assert back.probes == ((3, 1, 4, 3, 1, 4), (2, 7, 2, 7))
     assert list(written["tables"]) == [
         "focus_by_sentence", "focus_pooled", "focus_sorted", "impact_pooled", "head_roles",
-        "head_roles_by_sentence", "massive_activations",
+        "head_roles_by_sentence", "massive_activations", "massive_by_sentence",
     ]  # fmt: skip
     np.testing.assert_allclose(back.head_roles.induction, probe()["induction"], rtol=1e-5)
     assert back.massive_activations.sentence.tolist() == full.massive_activations.sentence.tolist()

@@ -12,7 +12,6 @@ from attnreport.charts.registry import FIGURES, Inputs
 from attnreport.results import FocusBySentenceTable, ImpactPooledTable
 from attnreport.results.roles import HeadRolesBySentenceTable, HeadRolesSetTable
 from attnreport.results.types import set_to_json
-from attnreport.site.words.findings import key_findings
 from attnreport.site.words.role_findings import role_findings
 from tests.fixtures.fake_results import fake_study, typed
 
@@ -118,20 +117,17 @@ def test_the_figures_appear_only_with_head_roles():
     assert all(e.when(Inputs(with_roles)) for e in entries)
 
 
-def test_findings_name_the_planted_heads_and_judge_the_sink_by_numbers():
+def test_findings_count_the_role_heads_and_give_their_spread():
     tables = set_to_json(role_set())["tables"]
     found = {f.key: f for f in role_findings(tables)}
     roles = found["role-heads"].text
-    assert "induction head is layer 0, head 1" in roles and "0.9 of its attention" in roles
+    assert roles.startswith("1 head is an induction head (layer 0, head 1)")
+    assert "a median 0.9 of their attention (range 0.9 to 0.9 over the heads)" in roles
     assert (
-        "previous-token head is layer 0, head 0" in roles and "0.7-0.9 across 2 sentences" in roles
+        "1 head is a previous-token head (layer 0, head 0), putting a median 0.8 (range 0.7 "
+        "to 0.9 over 2 sentences, too few for a 95% interval)" in roles
     )
-    sink = found["sink-movement"].text
-    assert sink.startswith("1 head is a sink") and "0.4 of what they write" in sink
-    # sink update 0.01 against the others' median 0.2: under half, so "move little"
-    assert "0.01 against 0.2" in sink and "they move little" in sink
-    without_pooled = {k: v for k, v in tables.items() if k != "focus_pooled"}  # other heads
-    assert {f.key for f in key_findings(without_pooled, None)} >= {"role-heads", "sink-movement"}
+    assert "strongest" not in roles and set(found) == {"role-heads"}
 
 
 def test_no_role_findings_without_head_roles_or_strong_heads():
@@ -159,8 +155,8 @@ def test_the_sentence_line_counts_the_heads_active_on_it():
         )  # fmt: skip
 
     text = active_roles(table([0.8, 0.4, 0.1], [0.0, 0.9, 0.2], MIN_REPEATS))
-    assert text.startswith("On this sentence, 2 heads act as previous-token heads (strongest: "
-                           "layer 0, head 0, 0.8) and 1 head acts as duplicate-token")  # fmt: skip
+    assert text.startswith("On this sentence, 2 heads act as previous-token heads (median "
+                           "score 0.6) and 1 head acts as duplicate-token")  # fmt: skip
     assert f"{MIN_REPEATS} tokens, punctuation included, repeat an earlier one" in text
     few = active_roles(table([0.8, 0.4, 0.1], [0.0, 0.9, 0.2], 2))
     assert "duplicate-token heads" not in few
@@ -177,19 +173,6 @@ def test_the_sentence_line_counts_the_heads_active_on_it():
         "previous token is the first, where sink heads attend."
     )
     assert active_roles(None) is None
-
-
-def test_sink_heads_that_move_much_are_named_as_exceptions():
-    """Three sinks (heads 1-3) whose median update (0.01) is under half the other head's
-    (0.2), so they "move little", but head 1 writes 0.5: it is named as the exception."""
-    base = role_set()
-    focus = replace(base.focus_by_sentence, first_prob=np.array([0.05, 0.95, 0.95, 0.95]))
-    impact = replace(base.impact_pooled, magnitude=np.array([0.2, 0.5, 0.01, 0.01]))
-    tables = set_to_json(replace(base, focus_by_sentence=focus, impact_pooled=impact))["tables"]
-    sink = {f.key: f for f in role_findings(tables)}["sink-movement"].text
-    assert sink.startswith("3 heads are sinks") and "they move little" in sink
-    assert "except layer 0, head 1, whose updates are larger" in sink
-    assert "head 2" not in sink.split("except")[1] and "head 3" not in sink.split("except")[1]
 
 
 def test_compare_says_in_one_line_when_the_previous_token_scores_differ_by_definition():

@@ -58,10 +58,11 @@ def test_rates_per_layer_pool_sentences_by_their_queries():
 
 def test_a_layer_of_sinks_by_both_measures_and_one_of_none():
     set_results = set_with(
-        first_prob=[0.31, 0.9, 0.0, 0.3], first_focus=[0.5, 1.0, 0.0, 0.49], n_queries=[4] * 4
+        first_prob=[0.31, 0.9, 0.0, 0.3], first_focus=[0.51, 1.0, 0.0, 0.5], n_queries=[4] * 4
     )
     rows = sink_rate_rows(set_results)
-    assert list(rows["percent"]) == [100.0, 100.0, 0.0, 0.0]  # 0.3 is not above eps
+    # 0.3 is not above eps, and 0.5 is not more than half: one threshold, one comparison
+    assert list(rows["percent"]) == [100.0, 100.0, 0.0, 0.0]
 
 
 def test_figure_draws_every_row_and_names_both_measures():

@@ -112,7 +112,7 @@ def test_pooled_scores_weight_sentences_by_queries():
 def test_compare_sinks_names_the_heads_the_measures_disagree_on():
     heads = [(0, 0), (0, 1), (1, 0), (1, 1)]
     scores = dict(zip(heads, [0.6, 0.35, 0.2, 0.1], strict=True))
-    focus = dict(zip(heads, [1.0, 0.3, 0.5, 0.0], strict=True))
+    focus = dict(zip(heads, [1.0, 0.3, 0.51, 0.0], strict=True))
     table = {
         "layer": [h[0] for h in heads],
         "head": [h[1] for h in heads],
@@ -122,7 +122,8 @@ def test_compare_sinks_names_the_heads_the_measures_disagree_on():
     d = sinks.compare_sinks(scores, focus)
     assert d.both == ((0, 0),)
     assert d.by_probability_only == ((0, 1),)  # mass on token 0, but it rarely wins
-    assert d.by_argmax_only == ((1, 0),)  # wins half the rows with little mass
+    assert d.by_argmax_only == ((1, 0),)  # wins most rows with little mass
     assert d.neither == 1
+    assert not sinks.is_argmax_sink(0.5) and sinks.is_argmax_sink(0.51)  # more than half
     with pytest.raises(ValueError, match="same heads"):
         sinks.compare_sinks(scores, {(0, 0): 1.0})

@@ -69,7 +69,8 @@ class RoleTotals:
         self.massive.update(other.massive)
 
     def tables(self, probe: Table) -> dict[str, Table]:
-        """``head_roles``, ``head_roles_by_sentence`` and ``massive_activations`` of the set.
+        """``head_roles``, ``head_roles_by_sentence``, ``massive_activations`` and
+        ``massive_by_sentence`` of the set.
 
         ``probe``: ``probes.probe_table`` (layer, head, induction, previous_token_probe) in
         the same (layer, head) order as the sentences' rows. ValueError without a sentence
@@ -98,16 +99,23 @@ class RoleTotals:
             "head_roles": {name: pooled[name] for name in SET_COLUMNS},
             "head_roles_by_sentence": {name: by_sentence[name] for name in columns},
             "massive_activations": self._massive(order),
+            "massive_by_sentence": self._massive_rows(order),
         }
 
-    def _massive(self, order: list[int]) -> Table:
-        """Per layer, the sentence row with the largest 6-digit ``|value|``."""
+    def _massive_rows(self, order: list[int]) -> Table:
+        """Every sentence's massive rows, sentences in ``order``, with their sentence."""
+        names = ("layer", "sentence", "position", "dimension", "value", "median", "ratio")
         stacked = concat_tables(
             [
                 {"sentence": np.full(len(self.massive[i]["layer"]), i), **self.massive[i]}
                 for i in order
             ]
         )
+        return {name: np.asarray(stacked[name]) for name in names}
+
+    def _massive(self, order: list[int]) -> Table:
+        """Per layer, the sentence row with the largest 6-digit ``|value|``."""
+        stacked = self._massive_rows(order)
         layer = np.asarray(stacked["layer"], dtype=np.int64)
         magnitude = round_sig(np.abs(np.asarray(stacked["value"], dtype=np.float64)))
         sentence = np.asarray(stacked["sentence"], dtype=np.int64)

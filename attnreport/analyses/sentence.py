@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import torch
 
 from attnreport.analyses.attention_map import KeyOrder, key_order, top_table
@@ -16,6 +17,7 @@ from attnreport.analyses.focus import focus_sorted, focus_table
 from attnreport.analyses.impact import block_impact_table, head_impact_table
 from attnreport.analyses.probes import massive_activation_row
 from attnreport.analyses.roles import roles_of_probs, value_norms
+from attnreport.analyses.split_updates import SPLIT_COLUMNS, split_updates
 from attnreport.analyses.tables import Table, concat_tables
 from attnreport.records import LayerRecord
 
@@ -69,9 +71,22 @@ def layer_role_tables(
     }
 
 
+def _with_split_updates(merged: Mapping[str, Table]) -> Table:
+    """The merged ``focus`` table with each head's update sizes split by its top key
+    (``split_updates``), computed from every query before anything is binned."""
+    focus = dict(merged["focus"])
+    split = split_updates(merged["top"], merged["head_impact"])
+    for key in ("layer", "head"):
+        if not np.array_equal(split[key], focus[key]):
+            raise ValueError("the focus rows must be in (layer, head) order")
+    focus.update({name: split[name] for name in SPLIT_COLUMNS})
+    return focus
+
+
 def merge_layers(per_layer: Sequence[Mapping[str, Table]]) -> dict[str, Table]:
     """One sentence's tables: each per-layer table concatenated in the order given, plus
-    ``focus_sorted`` from the merged focus rows, and every further table (``ROLE_TABLES``,
+    ``focus_sorted`` from the merged focus rows, the focus rows' update sizes split by
+    the top key (``split_updates``), and every further table (``ROLE_TABLES``,
     those of ``analyses.layer_tables``) that every layer has. Keys in schema order
     (``SENTENCE_TABLES``, then the further tables in the first layer's order).
     ValueError when ``per_layer`` is empty.
@@ -79,6 +94,7 @@ def merge_layers(per_layer: Sequence[Mapping[str, Table]]) -> dict[str, Table]:
     if not per_layer:
         raise ValueError("a sentence needs at least one analysed layer")
     merged = {name: concat_tables([tables[name] for tables in per_layer]) for name in LAYER_TABLES}
+    merged["focus"] = _with_split_updates(merged)
     merged["focus_sorted"] = focus_sorted(merged["focus"])
     further = [
         name

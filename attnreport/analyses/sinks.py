@@ -9,9 +9,10 @@ other query statistic of the report (row 0 has a single key, so ``p_00 = 1`` alw
 paper's average also counts that row, which adds at most ``1/n`` to a head's score.
 
 Our own first-token focus is argmax-based: the share of queries whose *top key* is token
-0. We call a head a *sink by argmax* when ``first_focus >= ARGMAX_SINK`` (0.5): the first
-token is the top key for at least half of the queries, the same "most queries" the report
-uses elsewhere. The two disagree in two ways, both informative: a head can give token 0
+0. We call a head a *sink by argmax* when ``first_focus > ARGMAX_SINK`` (0.5): the first
+token is the top key for more than half of its queries, the same "most queries" the
+report uses everywhere (``is_argmax_sink`` is the one comparison, ``ARGMAX_WORDS`` the
+words every legend, note and count uses). The two disagree in two ways, both informative: a head can give token 0
 a large mean share while another key wins most rows (diffuse rows, or a sink that fires
 on some queries only), and token 0 can win most rows by a narrow margin with a small
 probability (flat rows, where the argmax carries little mass).
@@ -29,12 +30,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attnreport.analyses.weights import query_weights
+from attnreport.vocabulary import MOST
 
 if TYPE_CHECKING:  # the tensor functions import torch when called: findings and pages
     import torch  # read only the table functions, and ``render`` never imports torch
 
 EPS = 0.3  # Gu et al.'s threshold on the mean first-token probability
-ARGMAX_SINK = 0.5  # first_focus at or above which a head is a sink by argmax
+ARGMAX_SINK = MOST  # first_focus above which a head is a sink by argmax: "most queries"
+ARGMAX_WORDS = "the first token is its top key for more than half of its queries"
 
 Columns = Mapping[str, Sequence[Any] | np.ndarray]
 
@@ -149,11 +152,16 @@ class Disagreement:
     neither: int  # how many heads are sinks by neither measure
 
 
+def is_argmax_sink(first_focus: float) -> bool:
+    """Whether a head with this first-token focus is a sink by argmax (``ARGMAX_WORDS``):
+    the one comparison behind every count, legend and claim."""
+    return float(first_focus) > ARGMAX_SINK
+
+
 def compare_sinks(
     scores: Mapping[tuple[int, int], float],
     first_focus: Mapping[tuple[int, int], float],
     eps: float = EPS,
-    argmax_sink: float = ARGMAX_SINK,
 ) -> Disagreement:
     """Where Gu et al.'s probability-based sinks and our argmax-based ones disagree.
 
@@ -163,7 +171,7 @@ def compare_sinks(
     if set(scores) != set(first_focus):
         raise ValueError("scores and first_focus must cover the same heads")
     prob = {k for k, v in scores.items() if float(v) > eps}
-    arg = {k for k, v in first_focus.items() if float(v) >= argmax_sink}
+    arg = {k for k, v in first_focus.items() if is_argmax_sink(v)}
     return Disagreement(
         by_probability_only=tuple(sorted(prob - arg)),
         by_argmax_only=tuple(sorted(arg - prob)),

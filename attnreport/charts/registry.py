@@ -22,6 +22,7 @@ from typing import Any
 from attnreport.charts.figure import Encoded, Figure
 from attnreport.charts.spec.notes import BREAKDOWN_NOTES, MAP_NOTES, caption_notes
 from attnreport.results import Manifest, Results, SentenceResults
+from attnreport.site.words import alt_evidence
 from attnreport.site.words import alt_text as alt
 from attnreport.site.words.alt_text import AltData
 from attnreport.vocabulary import FOCUS_STATISTICS
@@ -53,6 +54,10 @@ mean_figure = _builder("interventions", "mean_figure")
 sink_rate_figure = _builder("sink_rate", "sink_rate_figure")
 atlas_figure = _builder("head_roles", "atlas_figure")
 roles_scatter_figure = _builder("head_roles", "scatter_figure")
+split_update_figure = _builder("split_updates", "split_update_figure")
+first_token_bos_figure = _builder("first_token_bos", "first_token_bos_figure")
+value_norm_figure = _builder("value_norms", "value_norm_figure")
+massive_figure = _builder("massive", "massive_figure")
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,32 @@ def _has_roles(inputs: Inputs) -> bool:
     return inputs.results.set.head_roles is not None
 
 
+def _splits_updates(inputs: Inputs) -> bool:
+    """The update sizes split by top key: results of schema 9."""
+    first = inputs.results.set.focus_by_sentence.arrays().get("first_update")
+    return first is not None and bool((first >= 0).any())
+
+
+def _has_contrast(inputs: Inputs) -> bool:
+    """The other BOS capture with its first-token probabilities: results of schema 9."""
+    table = inputs.results.set.bos_contrast
+    return table is not None and len(table.sentence) > 0 and bool((table.first_prob >= 0).all())
+
+
+def _has_value_norms(inputs: Inputs) -> bool:
+    table = inputs.results.set.value_norms
+    return table is not None and len(table.layer) > 0
+
+
+def _has_massive(inputs: Inputs) -> bool:
+    return inputs.results.set.massive_activations is not None
+
+
+def _set(build: Callable[..., Figure]) -> Callable[[Inputs], Figure]:
+    """A builder of (set results, manifest)."""
+    return lambda i: build(i.results.set, i.results.manifest)
+
+
 def _shows_grids(inputs: Inputs) -> bool:
     """Intervention grids go on the page of the sentence the scaling grid ran on."""
     return inputs.show_interventions and inputs.results.interventions is not None
@@ -205,6 +236,15 @@ FIGURES: tuple[FigureEntry, ...] = (
                 lambda i: atlas_figure(i.results.set, i.results.manifest), when=_has_roles),
     FigureEntry("induction-vs-previous", "index", "set", ("set:head_roles", "set:impact_pooled"),
                 lambda i: roles_scatter_figure(i.results.set), when=_has_roles),
+    # the evidence the claims are judged on, and the massive activations
+    FigureEntry("split-updates", "index", "set", ("set:focus_by_sentence",),
+                _set(split_update_figure), when=_splits_updates, alt=alt_evidence.split_updates),
+    FigureEntry("first-token-bos", "index", "set", ("set:bos_contrast", "set:focus_by_sentence"),
+                _set(first_token_bos_figure), when=_has_contrast, alt=alt_evidence.first_token_bos),
+    FigureEntry("value-norms", "index", "set", ("set:value_norms", "set:focus_pooled"),
+                _set(value_norm_figure), when=_has_value_norms, alt=alt_evidence.value_norms),
+    FigureEntry("massive-activations", "index", "set", ("set:massive_activations",),
+                _set(massive_figure), when=_has_massive, alt=alt_evidence.massive),
 )  # fmt: skip
 
 

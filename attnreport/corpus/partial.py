@@ -8,7 +8,7 @@ statistics and ``n_queries``) and, per (layer, head), the sum of its tokens' imp
   ``value * weight`` and the sum of the weights (``n_queries``, or ``n_first`` for
   first-token focus: ``analyses.weights.query_weights``; the weights are summed from the
   sentences' rows, below); for impact, the sums and counts;
-- each sentence's focus row (layers x heads x 7 numbers: ``BY_SENTENCE``,
+- each sentence's focus row (layers x heads x 9 numbers: ``BY_SENTENCE``,
   ``n_queries`` and ``n_first``), because quantiles across
   sentences and the ``focus_by_sentence`` table need them. That is all that grows with
   the corpus; the attention maps and tables of a sentence are never kept.
@@ -30,6 +30,7 @@ import numpy as np
 from attnreport.analyses.exact import exact, to_float
 from attnreport.analyses.focus import focus_sorted
 from attnreport.analyses.role_pooling import RoleTotals
+from attnreport.analyses.split_updates import SPLIT_COLUMNS
 from attnreport.analyses.tables import Table
 from attnreport.analyses.weights import FIRST_TOKEN_MEASURES, query_weights
 from attnreport.corpus.pooled import PoolTotals
@@ -42,7 +43,7 @@ SPREAD_COLUMNS: tuple[str, ...] = ("min", "q1", "median", "q3", "max")  # across
 _QUANTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
 # the per-sentence focus columns ``focus_by_sentence`` lists (besides layer, head, n_queries);
 # the pooled statistics are the first ``len(FOCUS_STATISTICS)`` of them
-BY_SENTENCE: tuple[str, ...] = (*FOCUS_STATISTICS, "first_prob", "sink_share")
+BY_SENTENCE: tuple[str, ...] = (*FOCUS_STATISTICS, "first_prob", "sink_share", *SPLIT_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ def _arrays(columns: Any) -> Table | None:
 class SetPartial:
     """Running set-wide totals; ``add`` a sentence or ``merge`` another part, in any order."""
 
-    rows: dict[int, np.ndarray] = field(default_factory=dict)  # index -> (7, rows) focus values
+    rows: dict[int, np.ndarray] = field(default_factory=dict)  # index -> (9, rows) focus values
     keys: tuple[np.ndarray, np.ndarray] | None = None  # focus (layer, head) columns
     impact_keys: tuple[np.ndarray, np.ndarray] | None = None
     focus_sums: list[list[int]] = field(default_factory=list)  # [statistic][row], exact
@@ -142,8 +143,12 @@ class SetPartial:
         n = np.asarray(focus["n_queries"], dtype=np.int64)
         weights = {s: query_weights(focus, s) for s in FOCUS_STATISTICS}
         zeros = np.zeros(len(n), dtype=np.float64)  # a column the model did not produce
+        unknown = np.full(len(n), -1.0)  # split update sizes a partial written before 9 lacks
         one.rows[part.index] = np.stack(
-            [np.asarray(focus.get(s, zeros), dtype=np.float64) for s in BY_SENTENCE]
+            [
+                np.asarray(focus.get(s, unknown if s in SPLIT_COLUMNS else zeros), np.float64)
+                for s in BY_SENTENCE
+            ]
             + [n, query_weights(focus, "first_focus")]
         )
         one.keys = (np.asarray(focus["layer"]), np.asarray(focus["head"]))
@@ -196,7 +201,7 @@ class SetPartial:
         if not self.rows or self.keys is None or self.impact_keys is None:
             raise ValueError("pooling needs at least one sentence")
         order = sorted(self.rows)
-        stack = np.stack([self.rows[i] for i in order])  # (sentence, 7, rows)
+        stack = np.stack([self.rows[i] for i in order])  # (sentence, 9, rows)
         layer, head = self.keys
         by_sentence: Table = {
             "sentence": np.repeat(np.asarray(order, dtype=np.int64), len(head)),

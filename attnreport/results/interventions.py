@@ -25,6 +25,8 @@ class GridCell:
     blocks: tuple[int, int] | None = None
     gaps: dict[str, list[float]] | None = None
     moved: dict[str, list[float]] | None = None
+    # per observation and head, ``observed_blocks.localities`` off the exact rows (schema 9)
+    locality: dict[str, list[float | None]] | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ def _cell(obj: Any, key: str, where: str) -> GridCell:
         blocks=None if blocks is None else (int(blocks[0]), int(blocks[1])),
         gaps=obj.get("gaps"),
         moved=obj.get("moved"),
+        locality=obj.get("locality"),
     )
 
 
@@ -76,6 +79,8 @@ def _cell_json(cell: GridCell, key: str) -> Json:
     }
     if cell.blocks is not None:
         out.update(blocks=list(cell.blocks), gaps=cell.gaps, moved=cell.moved)
+        if cell.locality is not None:
+            out["locality"] = cell.locality
     return out
 
 

@@ -29,7 +29,10 @@ SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # 8 takes the update sizes after a post-attention norm (``LayerFacts.post_norm``); 9
 # scores previous-token heads over queries i >= 2 (``n_previous``) and counts the
 # repeated-token queries of the set (``n_duplicate``), and the manifest describes the
-# rotary parameters and the tokenizer (``ModelInfo.rope``, ``tokenizer_kind``, ``vocab_size``)
+# rotary parameters and the tokenizer (``ModelInfo.rope``, ``tokenizer_kind``, ``vocab_size``);
+# 9 also splits each head's update sizes by its top key (``focus``: ``first_update``,
+# ``other_update``) and captures the BOS contrast in the other condition whichever the run
+# used, with its first-token probabilities (``bos_contrast``: ``first_prob``, ``n_first``, ``bos``)
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i

@@ -12,7 +12,9 @@ the default model weigh 0.50 MB instead of 11.6), and, per observation and head,
 numbers the claims read off the exact rows:
 
 - ``gaps``: the largest ``|p_ij - 1/(i+1)|`` (distance to uniform attention);
-- ``moved``: the largest ``|p_ij - p_base_ij|`` against the unmodified pass.
+- ``moved``: the largest ``|p_ij - p_base_ij|`` against the unmodified pass;
+- ``locality`` (schema 9): how much nearer than uniform attention the queries look
+  (``localities``: the seed-003 claim's structure measure).
 
 Both from the probabilities rounded as a short input's are stored, so a claim reads the
 same number whichever way its input was kept. Numpy only (no torch).
@@ -56,6 +58,25 @@ def uniform_gaps(probs: np.ndarray) -> list[float]:
     return gaps.reshape(len(probs), -1).max(axis=1).tolist() if m else [0.0] * len(probs)
 
 
+def localities(probs: np.ndarray, allowed: np.ndarray | None = None) -> list[float | None]:
+    """Per head of ``probs`` (head, m, m): 1 - D / D_u, D the mean over the queries i >= 1
+    that see two keys or more of how far back they look (sum_j p_ij (i - j)) and D_u the
+    same under uniform attention over the keys each sees. 0: no nearer than uniform; 1:
+    every query on itself; negative: further back (a first-token column). ``allowed``
+    (m, m) bool, the keys each query sees (default causal). None for a head with no such
+    query."""
+    heads, m = probs.shape[0], probs.shape[1]
+    if allowed is None:
+        allowed = np.tril(np.ones((m, m), dtype=bool))
+    back = np.arange(m)[:, None] - np.arange(m)[None, :]  # (query, key): i - j
+    rows = (allowed.sum(axis=1) >= 2) & (np.arange(m) >= 1)
+    if not rows.any():
+        return [None] * heads
+    looked = (np.where(allowed, probs, 0.0) * back).sum(axis=2)[:, rows].sum(axis=1)
+    uniform = (np.where(allowed, back, 0).sum(axis=1) / allowed.sum(axis=1))[rows].sum()
+    return [float(1.0 - d / uniform) for d in looked]
+
+
 def moved(probs: np.ndarray, base: np.ndarray) -> list[float]:
     """Per head, the largest ``|p_ij - p_base_ij|`` over the causal triangle."""
     change = np.abs(np.tril(probs) - np.tril(base))
@@ -75,6 +96,7 @@ def blocked_cell(
         "blocks": (size, m),
         "gaps": {name: uniform_gaps(p) for name, p in probs.items()},
         "moved": {name: moved(p, base[name]) for name, p in probs.items()},
+        "locality": {name: localities(p) for name, p in probs.items()},
     }
     return observations, fields
 

@@ -95,3 +95,10 @@ def counts_query_one(roles: Mapping[str, Any]) -> bool:
     previous-token score also counts query 1 (its ``n_previous`` is -1 or missing)."""
     n_previous = np.asarray(roles.get("n_previous", []), dtype=np.int64)
     return len(n_previous) == 0 or bool((n_previous < 0).any())
+
+
+@_table("massive_by_sentence")
+class MassiveBySentenceTable(SetMassiveActivationsTable):
+    """Every sentence's ``massive_activations`` rows (schema 9): per layer and sentence, its
+    largest |residual activation|, where it sits and its ratio to the median (the spread
+    across sentences of the set's table)."""

@@ -92,6 +92,10 @@ class _FocusColumns(HeadColumns):
     sink_share: Float = optional_col(0.0)
     # queries i >= 1 that can see token 0 (the first-token measures' count); -1: not recorded
     n_first: Int = optional_col(-1)
+    # median ||u_i|| / ||x_i|| over the queries i >= 1 whose top key is token 0, and over
+    # the others (``analyses.split_updates``; 0: no such query; -1: not recorded, before 9)
+    first_update: Float = optional_col(-1.0)
+    other_update: Float = optional_col(-1.0)
 
 
 @_table("focus")
@@ -158,11 +162,17 @@ class FocusPooledTable(HeadColumns):
 
 @_table("bos_contrast")
 class BosContrastTable(HeadColumns, SentenceColumn):
-    """The sentences captured again with the tokenizer's BOS first (schema 5; only when
-    the run added none): per head, the share of queries whose top key is the BOS."""
+    """The sentences captured again in the other BOS condition (``attnreport.bos_contrast``):
+    per head, the share of queries whose top key is token 0 and (schema 9) the mean
+    probability it gets over the queries that can see it, their count, and ``bos``: whether
+    this pass had the BOS first (before 9 a contrast ran only with it, so the fill is True;
+    the probabilities read -1, not recorded)."""
 
     first_focus: Float
     n_queries: Int
+    first_prob: Float = optional_col(-1.0)
+    n_first: Int = optional_col(-1)
+    bos: Bool = optional_col(True)
 
 
 @_table("value_norms")

@@ -23,6 +23,7 @@ from attnreport.results.roles import (
     HeadRolesSetTable,
     HeadRolesTable,
     MassiveActivationsTable,
+    MassiveBySentenceTable,
     SetMassiveActivationsTable,
 )
 
@@ -156,6 +157,7 @@ class SetResults:
     massive_activations: SetMassiveActivationsTable | None = None
     bos_contrast: rt.BosContrastTable | None = None  # runs without a BOS only
     value_norms: rt.ValueNormsTable | None = None
+    massive_by_sentence: MassiveBySentenceTable | None = None  # schema 9
     probes: tuple[tuple[int, ...], ...] | None = None  # the induction probes' token ids
 
 

@@ -15,8 +15,7 @@ from attnreport.results import Interventions, Manifest
 from attnreport.results.pooling import POOL_WIDTH
 from attnreport.site.words.chat import chat_words
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
-from attnreport.site.words.fit import BOOTSTRAP_FROM
-from attnreport.site.words.verdicts import MIN_SENTENCES
+from attnreport.site.words.verdicts import min_sentences
 from attnreport.site.words.wording import count, join_and
 
 QUANT_IN_NAME = re.compile(r"\b(I?Q\d\w*|BF16|F16)\b")
@@ -49,27 +48,30 @@ def model_line(manifest: Manifest) -> str:
 
 
 def _bos(manifest: Manifest, recaptured: bool) -> str:
-    """The BOS limitation; ``recaptured``: the sentences were also captured with a BOS
-    first (the ``bos_contrast`` table), which the sink claim reads."""
+    """The BOS limitation; ``recaptured``: the sentences were also captured in the other
+    BOS condition (the ``bos_contrast`` table), which StreamingLLM's claim reads."""
     added = bool(manifest.settings.extra.get("bos_added", False))
     if added:
-        return (
+        start = (
             "Every sentence starts with the tokenizer's BOS token, so the first token is the "
-            "same in every sentence; a run without it would show whether the sink needs it."
+            "same in every sentence"
         )
-    start = (
-        f"No BOS token was put first (--bos {manifest.settings.bos}), so the first token is "
-        "each sentence's own first word and any sink sits on a content token"
-    )
+        other = "without it"
+    else:
+        start = (
+            f"No BOS token was put first (--bos {manifest.settings.bos}), so the first token is "
+            "each sentence's own first word and any sink sits on a content token"
+        )
+        other = "with the tokenizer's BOS first"
     if recaptured:
         return (
-            f"{start}. The sentences were captured a second time with the tokenizer's BOS "
-            "first, but only to count where the sink goes (the claims); every other number "
-            "and figure is from the run without it."
+            f"{start}. The sentences were captured a second time {other}, but only to test "
+            "where the sink goes (StreamingLLM's claim); every other number and figure is "
+            f"from the run {'with' if added else 'without'} it."
         )
     return (
-        f"{start}; the same sentences were not captured again with a BOS, so the report "
-        "cannot say whether a BOS would take the sink over."
+        f"{start}; the same sentences were not captured again {other}, so the report cannot "
+        "say whether the sink follows the position or the token."
     )
 
 
@@ -100,16 +102,14 @@ def _post_norm(manifest: Manifest) -> str | None:
 
 def _sentences(n: int) -> str:
     text = f"The set has {count(n, 'sentence')}."
-    if n < MIN_SENTENCES:
+    if n < min_sentences():
         return (
-            text
-            + f" Claims about sentences in general need {MIN_SENTENCES}: they are inconclusive here."
+            text + f" A 95% interval of a median across sentences needs {min_sentences()}: numbers "
+            "over the set give their range, and the claims are inconclusive here."
         )
-    if n < BOOTSTRAP_FROM:
-        return text + f" Spreads are ranges only (a bootstrap interval needs {BOOTSTRAP_FROM})."
     return (
-        text
-        + " Spreads across sentences and bootstrap intervals describe these sentences, not language at large."
+        text + " Medians across sentences and their 95% intervals describe these sentences, not "
+        "language at large."
     )
 
 
@@ -157,10 +157,6 @@ def limitations(
             "which the figures draw; every statistic over a sentence's queries (focus, "
             "sink rates, head roles) is computed from every query."
         )
-    out.append(
-        "Update sizes are pooled over the set's tokens: the claim about sink heads and update "
-        "size is tested head by head, not sentence by sentence."
-    )
     return [t for t in out if t]
 
 

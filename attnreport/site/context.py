@@ -145,15 +145,33 @@ class Link:
 
 @dataclass(frozen=True)
 class ClaimContext:
-    """One tested claim as the index shows it (``site.claims``): verdict, evidence, link."""
+    """One tested claim as the index shows it (``site.argument``): verdict and the numbers
+    behind it, the source's scope, the declared test, evidence, and the figure it is
+    judged on."""
 
     anchor: str
     hypothesis: str
     source: str  # who made the claim, in words
-    verdict: str  # supported | partly supported | contradicted | inconclusive
+    verdict: str  # supported | contradicted | inconclusive (``verdicts.VERDICTS``)
     reason: str
     evidence: str
     breakers: str  # what breaks it, in words ("" when nothing does)
+    link: Link | None
+    notes: tuple[int, ...] = ()
+    numbers: str = ""  # the median effect and its 95% interval, in the claim's units
+    scope: str = ""  # the source's scope, in words
+    test: str = ""  # what each sentence's effect is, and what no effect is
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """A property that holds by construction, checked on this run (``site.argument``)."""
+
+    anchor: str
+    property: str
+    source: str
+    outcome: str  # passed | failed
+    evidence: str
     link: Link | None
     notes: tuple[int, ...] = ()
 
@@ -187,6 +205,7 @@ class IndexContext:
     pages_note: str = ""  # "Pages for 3 of 12 sentences ..." when not every sentence has one
     claims: tuple[ClaimContext, ...] = ()  # claims of the blog and the literature, tested
     claims_rule: str = ""  # the verdict rule, as the page states it
+    checks: tuple[CheckContext, ...] = ()  # properties that hold by construction, checked
     model_line: str = ""  # the exact model under the title (id, quantisation, size, dtype)
     methods: tuple[Method, ...] = ()  # each measure's definition (figures link here)
     limitations: tuple[str, ...] = ()  # what this run cannot show, computed from it

@@ -30,7 +30,7 @@ CITATIONS = {
         "receives over the queries that can see it, and the head is a sink when the score "
         "exceeds \u03b5 = 0.3; Sink_1^\u03b5 is the percentage of such heads. Our first-token "
         "focus counts instead the queries whose top key is the first token, and calls a head "
-        "a sink by that measure when it is at least half of them.",
+        "a sink by that measure when they are more than half of its queries.",
     ),
 }
 
@@ -66,15 +66,17 @@ def finding_paragraphs(
     pages: Sequence[str | None],
     notes: Notes,
     post_norm: PostNorm = NO_POST_NORM,
+    dim: int | None = None,
 ) -> tuple[Paragraph, ...]:
     """One paragraph per key finding, with its figure link and citation footnote.
 
     set_tables: ``set.json``'s tables; figures: the index page's numbered figures;
     pages[i]: sentence ``i``'s file name (None: no page, no link); notes: the page's footnotes (cite in page order);
-    post_norm: the model's post-attention norm, if any (see ``key_findings``).
+    post_norm: the model's post-attention norm, if any; dim: its hidden size (see
+    ``key_findings``).
     """
     out = []
-    for finding in key_findings(set_tables, interventions, post_norm):
+    for finding in key_findings(set_tables, interventions, post_norm, dim):
         cite = CITATIONS.get(finding.key)
         refs = notes.ref(*cite) if cite else ()
         out.append(Paragraph(finding.text, refs, figure_link(finding, figures, pages)))

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from attnreport.analyses import sinks
 from attnreport.analyses.kl import KL_CONVENTION, KL_NAME
 from attnreport.analyses.role_rules import MIN_REPEATS, ROLE_THRESHOLD, worst_error
-from attnreport.site.words.effects import NO_POST_NORM, PostNorm
-from attnreport.site.words.fit import BOOTSTRAP_FROM
+from attnreport.site.words.effects import FLOAT32_NATS, NO_POST_NORM, PostNorm
+from attnreport.site.words.verdicts import min_sentences
 
 
 @dataclass(frozen=True)
@@ -81,17 +82,31 @@ METHODS = (
            "(Kobayashi et al., 2020) says how much of what a head writes comes from the first "
            "token, not just how much weight it gets. The atlas colours a head by the largest "
            f"of its previous-token, duplicate-token and induction scores when that reaches "
-           f"{ROLE_THRESHOLD:g}, else as a sink when its mean first-token weight does. The "
+           f"{ROLE_THRESHOLD:g}, else as a sink when its mean first-token weight is above "
+           f"{sinks.EPS:g} (Gu et al.'s sink). The "
            "duplicate-token score reads only the queries whose token occurred earlier: it "
            f"names a role only where it rests on at least {MIN_REPEATS} of them (a mean of "
            f"values in [0, 1] over n queries has a standard error of at most 0.5 / √n, "
            f"{worst_error(MIN_REPEATS):.2f} at n = {MIN_REPEATS}), and every duplicate-token "
            "score is shown with its n."),
+    Method("value-norms", "Value norms", "ratio(l, kv) = ‖v_0‖ / mean_{j≥1} ‖v_j‖",
+           "v after its projection (before attention), per layer and key-value head: below 1 "
+           "the first token carries shorter values than the other tokens (Gu et al., ICLR "
+           "2025)."),
+    Method("massive", "Massive activations",
+           "ratio(l) = max_{i,c} |x_i,c| / median_{i,c} |x_i,c|",
+           "x is the residual stream entering layer l; the largest activation's token i and "
+           "dimension c are kept (Sun et al., 2024, call activations thousands of times the "
+           "median massive)."),
     Method("spread", "Spread and verdicts",
-           "range = [min_s, max_s];  95% interval = 2.5th-97.5th percentile of 2,000 "
-           f"bootstrap means (with {BOOTSTRAP_FROM} or more sentences)",
-           "Numbers over the set give their spread across sentences; a claim's verdict follows "
-           "the rule stated in Claims tested."),
+           "range = [min_s, max_s];  95% interval of a median = [x_(k), x_(n+1−k)], k the "
+           "largest with 2·P(Bin(n, ½) < k) ≤ 5%",
+           "A number over the set is the median of its per-sentence values with that "
+           f"distribution-free (sign-test) interval, which needs {min_sentences()} sentences "
+           "(with fewer, the range). A claim is a declared test: its scope, its per-sentence effect and no effect are stated "
+           "with it, and its verdict follows the rule stated in Claims tested: supported or "
+           "contradicted only when the interval of the median effect excludes no effect. A "
+           f"KL divergence below {FLOAT32_NATS:g} nats is float32 round-off and reads as 0."),
 )  # fmt: skip
 
 # What a post-attention norm changes in two definitions, when the sizes are taken after it
@@ -141,6 +156,10 @@ FIGURE_METHOD = {
     "set-head-impact": "impact",
     "head-atlas": "roles",
     "induction-vs-previous": "roles",
+    "split-updates": "impact",
+    "first-token-bos": "sink-rate",
+    "value-norms": "value-norms",
+    "massive-activations": "massive",
 }
 
 

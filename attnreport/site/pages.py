@@ -8,7 +8,7 @@ from typing import Any
 
 import attnreport
 from attnreport.dates import report_date
-from attnreport.results import Interventions, Manifest, Results, SentenceResults
+from attnreport.results import Interventions, Results, SentenceResults
 from attnreport.results.layout import CURRENT, Layout
 from attnreport.results.pooling import POOL_WIDTH, pooled_from
 from attnreport.results.roles import counts_query_one
@@ -37,6 +37,7 @@ from attnreport.site.model_card import model_card
 from attnreport.site.words import lede, prose, verdicts, wording
 from attnreport.site.words.alt_text import AltData
 from attnreport.site.words.chat import chat_words
+from attnreport.site.words.claims import ClaimInputs
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.layer_reason import layer_reason
 from attnreport.site.words.role_findings import active_roles
@@ -58,11 +59,6 @@ NOTES = {
     "kl": "KL(p_base || p_modified) of the next-token distribution at each position, in nats; "
     "0 means the intervention changed nothing.",
 }
-
-
-def first_ids(manifest: Manifest) -> list[int]:
-    """The first token id of every sentence (-1 for an empty one)."""
-    return [s.token_ids[0] if s.token_ids else -1 for s in manifest.sentences]
 
 
 def page_meta(results: Results, options: SiteOptions) -> PageMeta:
@@ -343,12 +339,12 @@ def index_page(
     notes = Notes()
     iv = results.interventions
     found = highlights.finding_paragraphs(
-        tables, iv, figs, pages, notes, apparatus.post_norm(results.manifest)
-    )
-    claims = argument.claim_contexts(
-        tables, iv, first_ids(results.manifest),
-        bool(results.manifest.settings.extra.get("bos_added", False)), figs, pages, notes,
+        tables, iv, figs, pages, notes, apparatus.post_norm(results.manifest),
+        results.manifest.model.hidden_size,
     )  # fmt: skip
+    inputs = ClaimInputs.of(results.set, iv, results.manifest)
+    claims = argument.claim_contexts(inputs, figs, pages, notes)
+    checked = argument.check_contexts(inputs, figs, pages, notes)
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])
     if iv is not None:
         paras.append(Paragraph(_layer_reason(results)))
@@ -373,6 +369,7 @@ def index_page(
         pages_note=prose.pages_note(pages),
         claims=claims,
         claims_rule=verdicts.RULE if claims else "",
+        checks=checked,
         model_line=visible(apparatus.model_line(results.manifest)),
         methods=methods.measures(apparatus.post_norm(results.manifest), _older_roles(results)),
         limitations=tuple(

@@ -3,8 +3,8 @@
 - ``head-atlas``: a layers x heads grid, each cell coloured by the head's strongest role:
   the largest of its previous-token, duplicate-token and induction scores when that
   reaches ``ROLE_THRESHOLD`` (the duplicate-token score only where it rests on at least
-  ``MIN_REPEATS`` repeated-token queries); else "first token (sink)" when its first-token
-  probability does (most heads of a model with sinks park there, and on the sentences an
+  ``MIN_REPEATS`` repeated-token queries); else "first token (sink)" when it is a sink by
+  Gu et al.'s measure, its first-token probability above ``sinks.EPS`` (most heads of a model with sinks park there, and on the sentences an
   induction head has no earlier copy to attend to, so the sink would hide every other
   role); every score in the tooltip, the duplicate-token score with its n.
 - ``induction-vs-previous``: the induction score against the previous-token score, both
@@ -78,7 +78,7 @@ def role_rows(set_results: SetResults) -> Columns:
     sink = list(ROLES)[-1]
     rows["role"] = [
         names[b] if table[b, i] >= ROLE_THRESHOLD
-        else sink if rows["first_prob"][i] >= ROLE_THRESHOLD
+        else sink if rows["first_prob"][i] > sinks.EPS  # the one sink rule of Gu et al.
         else NO_ROLE
         for i, b in enumerate(best)
     ]  # fmt: skip
@@ -194,8 +194,8 @@ def atlas_figure(set_results: SetResults, manifest: Manifest | None = None) -> F
         f"({duplicate_words(rows['n_duplicate'])}) and induction "
         "score (on 10 probes of 50 random tokens repeated twice: weight on the token after "
         f"the earlier copy) when it reaches {ROLE_THRESHOLD:g}; otherwise first token (sink) "
-        "when its first-token probability (Gu et al.'s sink score) does; grey heads reach "
-        f"{ROLE_THRESHOLD:g} on none. The tooltip gives every "
+        f"when its first-token probability (Gu et al.'s sink score) is above {sinks.EPS:g}; "
+        "grey heads are neither. The tooltip gives every "
         "score, the entropy, the mean attention distance and the value-weighted first-token "
         "share (Kobayashi et al. 2020)."
     )

@@ -3,7 +3,7 @@
 Gu et al. (ICLR 2025) count a head as a sink when the first token gets more than
 ``eps = 0.3`` of its attention on average (``first_prob``, pooled over the set); the
 report's own first-token focus is argmax-based (a sink when the first token is the top
-key for at least half of the queries, ``first_focus >= 0.5``). One line per measure,
+key for more than half of the queries, ``sinks.is_argmax_sink``). One line per measure,
 percent of the layer's heads, so the layers where the two disagree stand out.
 """
 
@@ -21,7 +21,7 @@ from attnreport.results import Manifest, SetResults
 KEY = "set-sink-rate"
 MEASURES = (
     f"mean first-token probability > {sinks.EPS:g} (Gu et al.)",
-    f"first token is the top key for at least {sinks.ARGMAX_SINK:.0%} of queries",
+    sinks.ARGMAX_WORDS,
 )
 
 
@@ -34,7 +34,7 @@ def sink_rate_rows(set_results: SetResults) -> Columns:
     for layer in sorted(by_probability.by_layer):
         heads = [h for (lay, h) in focus if lay == layer]
         by_prob = sum(1 for s in by_probability.sinks if s[0] == layer)
-        by_argmax = sum(1 for h in heads if focus[(layer, h)] >= sinks.ARGMAX_SINK)
+        by_argmax = sum(1 for h in heads if sinks.is_argmax_sink(focus[(layer, h)]))
         for measure, count in zip(MEASURES, (by_prob, by_argmax), strict=True):
             rows["layer"].append(int(layer))
             rows["measure"].append(measure)
@@ -86,8 +86,7 @@ def sink_rate_figure(set_results: SetResults, manifest: Manifest, notes: str = "
         "measures, pooled over the set. Gu et al. (ICLR 2025) call a head a sink when the "
         f"first token gets more than {sinks.EPS:g} of its attention on average over the "
         "queries that can see it (their Sink_1^eps with eps = 0.3); the report's own "
-        "measure is argmax-based: the first token is the top key for at least half of the "
-        "queries. Where the lines part, a head either spreads a large share onto the first "
+        f"measure is argmax-based: {sinks.ARGMAX_WORDS}. Where the lines part, a head either spreads a large share onto the first "
         "token without it winning most rows, or wins most rows with a small share."
     ) + notes
     return build_figure(

@@ -249,7 +249,7 @@ def set_sink_rate(data: AltData) -> str:
     text = (
         "Line chart, one line per measure: the percentage of each layer's heads that are "
         "attention sinks, by Gu et al.'s mean first-token probability above 0.3 and by the "
-        "first token being the top key for at least half of the queries."
+        "first token being the top key for more than half of the queries."
     )
     if "first_prob" in by_sentence:
         rates = sinks.sink_rates(sinks.pooled_scores(by_sentence, "first_prob"))

@@ -15,6 +15,9 @@ from attnreport.results.interventions import GridCell, MeanGrid
 from attnreport.site.words.wording import count, join_and, quantity
 
 TIE = 1e-9  # KL values closer than this (relative) are the same effect
+# A KL divergence below this is the float32 round-off of the log-probabilities it compares
+# (about 1e-7 relative on log-probabilities of order 10), not an effect: it reads as 0.
+FLOAT32_NATS = 1e-6
 ORDER = {"Q": 0, "K": 1, "V": 2}
 # What a post-attention norm does (Gemma 2 and 3, OLMo 2), after "the model" or "This model"
 POST_NORM = (
@@ -39,6 +42,14 @@ class PostNorm:
 
 
 NO_POST_NORM = PostNorm()
+
+
+def nats(value: float) -> str:
+    """A KL divergence in words: ``0.35 nats``, or below ``FLOAT32_NATS`` ``0 nats within
+    float32 round-off`` (the Methods state the bound), never a value below its own noise."""
+    if abs(float(value)) < FLOAT32_NATS:
+        return "0 nats within float32 round-off"
+    return quantity(value, "nat")
 
 
 def mean_kl(cell: GridCell) -> float:

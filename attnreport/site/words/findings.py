@@ -1,18 +1,22 @@
-"""Key findings: the handful of sentences that open the report, computed from results.
+"""Key findings: the handful of scoped claims that open the report, computed from results.
 
 Each finding is a ``Finding``: its text (written with ``wording``) and the key of the
 figure that shows it, so a page can link to that figure. Inputs are the typed results
 tables by name (``results.types.set_tables``: ``focus_by_sentence``, ``focus_pooled``,
 ``impact_pooled``, ...) and the typed interventions; plain column tables
-(``{name: list}``, bare or in ``{"columns": {...}}``) are read the same way. Ties go to the lower layer, then
-the lower head; among intervention cells to Q, K, V in that order, then the larger
-(milder) epsilon.
+(``{name: list}``, bare or in ``{"columns": {...}}``) are read the same way.
+
+A finding states what holds over a stated band of layers or group of heads, with its
+spread across sentences (``fit.median_words``) or across heads; never a maximum picked
+from a list, and never a number below its own precision (``effects.nats``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from attnreport.analyses import sinks
 from attnreport.results.interventions import Interventions
@@ -22,217 +26,107 @@ from attnreport.site.words.effects import (
     POST_NORM,
     PostNorm,
     mean_kl,
-    mean_text,
     mildest_first,
-    scaling_text,
-    top_scaling,
+    nats,
 )
-from attnreport.site.words.readings import Finding, Heads, columns, layer_means, per_head, top_key
+from attnreport.site.words.readings import (
+    Finding,
+    Heads,
+    arrays,
+    columns,
+    layer_means,
+    per_head,
+    sink_layers,
+)
 from attnreport.site.words.role_findings import role_findings
 from attnreport.site.words.wording import (
     MAX_ITEMS,
-    capitalise,
     count,
-    head_name,
-    head_set,
     index_set,
     join_and,
     number,
     percent,
     plural,
-    quantity,
-    times,
 )
-from attnreport.vocabulary import MOST
-
-EVERY_SENTENCE = 0.9  # share of queries a head must send to token 0 in each sentence
-LIST_LAYERS = MAX_ITEMS // 2  # heads are listed one by one for at most this many layers
+from attnreport.vocabulary import TARGETS
 
 
-def _heads_where(heads: Sequence[tuple[int, int]], n_layers: int) -> str:
-    """``heads 0-2 of layer 3 and head 5 of layer 7``, or for heads in more than
-    ``LIST_LAYERS`` layers only where they are: ``in layers 2-9 and 12-29``.
-    """
-    layers = {layer for layer, _ in heads}
-    if len(layers) <= LIST_LAYERS:
-        return head_set(heads)
-    return "in " + index_set(layers, "layer", n_layers)
-
-
-def layer_by_sentence(by_sentence: Any, layer: int, statistic: str = "first_focus") -> list[float]:
-    """Per sentence (those with queries), the mean of ``statistic`` over ``layer``'s heads."""
-    cols = columns(by_sentence)
-    acc: dict[int, list[float]] = {}
-    for s, lay, v, n in zip(cols.get("sentence", []), cols.get("layer", []),
-                            cols.get(statistic, []), cols.get("n_queries", []), strict=True):  # fmt: skip
-        if int(lay) == layer and int(n) > 0:
-            acc.setdefault(int(s), []).append(float(v))
-    return [sum(v) / len(v) for _, v in sorted(acc.items())]
+def _medians_by_sentence(by_sentence: Any, layers: Sequence[int], statistic: str) -> list[float]:
+    """Per sentence (those with queries), the median of ``statistic`` over the heads of
+    ``layers``."""
+    c = arrays(by_sentence)
+    if not c:
+        return []
+    keep = np.isin(c["layer"], list(layers)) & (c["n_queries"] > 0)
+    return [
+        float(np.median(c[statistic][keep & (c["sentence"] == s)]))
+        for s in np.unique(c["sentence"][keep])
+    ]
 
 
 def sink_onset(first_focus: Heads, by_sentence: Any = None) -> Finding:
-    """Where the first-token sink starts and how strong it is.
-
-    A layer is a sink layer when most of its heads make token 0 the top key for most
-    queries (both "most" = more than half). Strength: the layer with the highest mean
-    first-token focus over its heads, with its spread across sentences when
-    ``by_sentence`` (focus_by_sentence columns) is given.
-    """
-    means = layer_means(first_focus)
-    n_layers = len(means)
-    sink_layers = [
-        layer
-        for layer in means
-        if sum(v > MOST for (lay, _), v in first_focus.items() if lay == layer)
-        > MOST * sum(1 for lay, _ in first_focus if lay == layer)
-    ]
-    peak = top_key(means)
-    if not sink_layers:
-        head = top_key(first_focus)
-        text = (
-            "No layer has a first-token sink: in no layer do most heads make the first token "
-            "the top key for most queries. The head that comes closest, "
-            f"{head_name(*head)}, does so for {percent(first_focus[head])} of queries."
-        )
+    """Where the first-token sink is (``readings.sink_layers``) and how much of the queries
+    it takes there: per sentence, the median first-token focus over the sink layers'
+    heads, given as its median over the sentences with its spread (``fit.median_words``)."""
+    layers = sink_layers(first_focus)
+    n_layers = len(layer_means(first_focus))
+    rule = (
+        "more than half of the heads make the first token their top key for more than half "
+        "of their queries"
+    )
+    if not layers:
+        text = f"No layer has a first-token sink: in no layer do {rule}."
         return Finding("sink-onset", text, "set-first-focus")
-    start = sink_layers[0]
-    where = index_set(sink_layers, "layer", n_layers)
+    where = index_set(layers, "layer", n_layers)
     opening = (
-        "The first token is an attention sink from the first layer on"
-        if start == min(means)
-        else f"An attention sink on the first token appears in layer {start}"
+        "The first token is an attention sink in every layer"
+        if len(layers) == n_layers
+        else f"The first token is an attention sink in {where} ({len(layers)} of {n_layers} layers)"
     )
-    text = (
-        f"{opening}: in {where}, most heads make it the top key for most queries. It is "
-        f"strongest in layer {peak}, whose heads send {percent(means[peak])} of queries "
-        "to it on average"
-    )
-    spread = layer_by_sentence(by_sentence, peak) if by_sentence else []
-    text += f" ({fit.spread_words(spread)})." if len(spread) > 1 else "."
+    text = f"{opening}: in each, {rule}."
+    per_sentence = _medians_by_sentence(by_sentence, layers, "first_focus") if by_sentence else []
+    if per_sentence:
+        text += (
+            " There the median head makes it the top key for "
+            f"{fit.median_words(per_sentence)} of its queries."
+        )
     return Finding("sink-onset", text, "set-first-focus")
 
 
-def persistent_sinks(by_sentence: Any, threshold: float = EVERY_SENTENCE) -> Finding:
-    """Heads that are sinks in every sentence: first-token focus >= ``threshold`` in each.
-
-    by_sentence: columns sentence, layer, head, first_focus, n_queries (focus_by_sentence).
-    One-token sentences (n_queries 0) are left out: they say nothing about focus.
-    """
-    cols = columns(by_sentence)
-    rows = zip(cols["sentence"], cols["layer"], cols["head"], cols["first_focus"],
-               cols["n_queries"], strict=True)  # fmt: skip
-    worst: Heads = {}
-    sentences: set[int] = set()
-    for s, layer, head, value, n in rows:
-        if int(n) > 0:
-            sentences.add(int(s))
-            key = (int(layer), int(head))
-            worst[key] = min(worst.get(key, 1.0), float(value))
-    held = [k for k, v in worst.items() if v >= threshold]
-    n_s = len(sentences)
-    each = "the one sentence" if n_s == 1 else f"every one of the {n_s} sentences"
-    rule = f"the first token is the top key for at least {percent(threshold)} of queries"
-    if not held:
-        return Finding(
-            "sinks-every-sentence",
-            f"No head is a first-token sink in {each}, if a sink means that {rule}.",
-            "set-first-focus",
-        )
-    where = _heads_where(held, len({k[0] for k in worst}))
-    where = f": {where}" if not where.startswith("in ") else f", {where}"
-    text = (
-        f"{capitalise(count(len(held), 'head'))} {plural('is', len(held))} "
-        f"{'a sink' if len(held) == 1 else 'sinks'} in {each} ({rule} in each){where}."
-    )
-    return Finding("sinks-every-sentence", text, "set-first-focus")
-
-
-def self_focus_heads(self_focus: Heads) -> Finding:
-    """Heads whose top key is the query token itself for most queries (pooled)."""
-    held = [k for k, v in self_focus.items() if v > MOST]
-    best = top_key(self_focus) if self_focus else None
-    if best is None or self_focus[best] == 0:
-        return Finding(
-            "self-focus", "No head ever makes a token its own top key.", "set-self-focus"
-        )
-    if not held:
-        text = (
-            "No head attends mostly to the current token; the one that does so most, "
-            f"{head_name(*best)}, makes it the top key for {percent(self_focus[best])} of queries."
-        )
-    elif len(held) == 1:
-        text = (
-            f"One head attends mostly to the current token: {head_name(*best)} makes the query "
-            f"token its own top key for {percent(self_focus[best])} of queries."
-        )
-    else:
-        text = (
-            f"{capitalise(count(len(held), 'head'))} attend mostly to the current token "
-            f"({_heads_where(held, len({k[0] for k in self_focus}))}); the strongest, {head_name(*best)}, makes it the top key for "
-            f"{percent(self_focus[best])} of queries."
-        )
-    return Finding("self-focus", text, "set-self-focus")
-
-
-def impact_peak(impact: Any, before_norm: bool = False) -> Finding | None:
-    """The layer whose heads change the hidden state most (mean ``magnitude`` over heads).
-
-    impact: columns layer, head, magnitude (impact_pooled: ||u|| / ||x||, averaged over tokens).
-    before_norm: the model normalises the block's output before adding it (Gemma, OLMo 2)
-    and these sizes were measured before that norm (results before schema 8): the text
-    says what they can compare.
-    """
-    heads = per_head(impact, "magnitude")
-    if not heads:
-        return None
-    means = layer_means(heads)
-    top = top_key(means)
-    low = min(means, key=lambda k: (means[k], k))
-    size = times(means[top], "the hidden state")
-    if len(means) > 1 and means[low] == means[top]:
-        text = f"Heads change the hidden state equally in every layer: each update is {size}."
-        return Finding("impact-peak", text, "set-head-impact")
-    text = f"Heads change the hidden state most in layer {top}: a head's update there is on average {size}"
-    if low != top:
-        low_size = percent(means[low]) if means[low] < 1 else f"{number(means[low])} times"
-        text += f", against {low_size} in layer {low}"
-    text += "."
-    if before_norm:
-        text += (
-            " These sizes are taken before the model's post-attention norm, which rescales "
-            "the block's summed output before it is added: they compare heads with each "
-            "other, not with what the block adds to the hidden state."
-        )
-    return Finding("impact-peak", text, "set-head-impact")
+def _kl_by_target(cells: Sequence[Any]) -> str:
+    """``Q 0.07, K 0.07 and V 0.35 nats``: each target's mean KL, in target order."""
+    kl = {c.target: mean_kl(c) for c in cells}
+    parts = [f"{t} {nats(kl[t])}" for t in TARGETS if t in kl]
+    return join_and(parts)
 
 
 def intervention_effect(
     interventions: Interventions | None, post_norm: bool = False
 ) -> Finding | None:
-    """Which of Q, K, V and which epsilon moved the next-token distribution most (KL).
-
-    interventions: the typed grids (the scaling cells' target, epsilon and KL; the mean
-    cells' target and KL). None without scaling cells. post_norm: the model normalises the
-    block's output before adding it, which can undo a scaling of V (``v_undone``).
-    """
-    if interventions is None:
+    """What scaling Q, K or V by the smallest epsilon, and replacing it by its mean, did to
+    the next-token distribution (mean KL per position), every target said; with
+    ``post_norm`` (the model normalises the block's output before adding it) also why a
+    mild scaling of V barely moves it (``v_undone``). None without scaling cells."""
+    if interventions is None or not interventions.scaling.cells:
         return None
-    layer = interventions.layer
-    scaling = interventions.scaling
-    cells = scaling.cells
-    if not cells:
-        return None
-    if all(mean_kl(c) == 0 for c in cells):
-        text = (
-            f"Scaling Q, K or V in layer {layer} left the next-token distribution unchanged (KL 0)."
+    layer, scaling = interventions.layer, interventions.scaling
+    eps = min(float(c.setting) for c in scaling.cells)
+    strongest = [c for c in scaling.cells if float(c.setting) == eps]
+    text = (
+        f"Scaled by {eps:g} in layer {layer}, Q, K and V move the next-token distribution "
+        f"of sentence {scaling.sentence} by {_kl_by_target(strongest)} (mean KL per position)."
+        + (v_undone(scaling.cells) if post_norm else "")
+    )
+    mean = interventions.mean
+    if mean.cells:
+        by_target: dict[str, list[float]] = {}
+        for c in mean.cells:
+            by_target.setdefault(c.target, []).append(mean_kl(c))
+        parts = [f"{t} {nats(float(np.median(by_target[t])))}" for t in TARGETS if t in by_target]
+        text += (
+            " Replacing Q, K or V by its mean over the token positions moves it by "
+            f"{join_and(parts)} (median over {count(len(mean.sentences), 'sentence')})."
         )
-    else:
-        text = scaling_text(cells, layer)
-        v = [mean_kl(c) for c in cells if c.target == "V"]
-        if v and "V" not in top_scaling(cells)[0]:  # V's own effect, when V is not the top one
-            text += f"; scaling V moves it at most {quantity(max(v), 'nat')}"
-        text += "." + (v_undone(cells) if post_norm else "")
-    text += mean_text(interventions.mean)
     return Finding("interventions", text, "scaling-grid", scaling.sentence)
 
 
@@ -251,11 +145,11 @@ def v_undone(cells: Sequence[Any], said: bool = False) -> str:
     mild, strong = mean_kl(v[0]), max(mean_kl(c) for c in v)
     if strong <= 0 or mild > UNDONE * strong:
         return ""
-    nearer = "".join(f", {quantity(mean_kl(c), 'nat')} at {float(c.setting):g}" for c in v[1:])
+    nearer = "".join(f", {nats(mean_kl(c))} at {float(c.setting):g}" for c in v[1:])
     opener = (
         f" V scaled by {float(v[0].setting):g} moves it so little because"
         if said
-        else f" Scaling V by {float(v[0].setting):g} moves it only {quantity(mild, 'nat')}:"
+        else f" Scaling V by {float(v[0].setting):g} moves it only {nats(mild)}:"
     )
     return (
         f"{opener} the model {POST_NORM}, and the norm undoes a scaling of V until the output "
@@ -306,16 +200,90 @@ def sink_rate(first_prob: Heads, first_focus: Heads) -> Finding | None:
     return Finding("sink-rate", text, "set-sink-rate")
 
 
+def massive_activations(set_tables: Mapping[str, Any]) -> Finding | None:
+    """Massive activations (Sun et al. 2024): the layers where the largest residual
+    activation sits on the first token in every sentence (``massive_by_sentence``; results
+    before schema 9: the set's largest per layer), its dimensions and its ratio to the
+    layer's median activation, with the spread over those rows. None without the table."""
+    rows = arrays(set_tables.get("massive_by_sentence"))
+    each = bool(rows)
+    rows = rows or arrays(set_tables.get("massive_activations"))
+    if not rows or not len(rows.get("layer", [])):
+        return None
+    layers = sorted(int(v) for v in np.unique(rows["layer"]))
+    on_first = [lay for lay in layers if bool((rows["position"][rows["layer"] == lay] == 0).all())]
+    n_sentences = len(np.unique(rows["sentence"]))
+    where = f"in every one of the {count(n_sentences, 'sentence')}" if each else "over the set"
+    if not on_first:
+        text = f"In no layer does the largest residual activation sit on the first token {where}."
+        return Finding("massive-activations", text, "massive-activations")
+    keep = np.isin(rows["layer"], on_first)
+    dims = sorted({int(d) for d in rows["dimension"][keep]})
+    ratios = [float(np.median(rows["ratio"][keep & (rows["sentence"] == s)]))
+              for s in np.unique(rows["sentence"][keep])]  # fmt: skip
+    band = index_set(on_first, "layer", len(layers))
+    dim_words = (
+        index_set(dims, "dimension") if len(dims) <= MAX_ITEMS else f"{len(dims)} dimensions"
+    )
+    ratio = "its ratio to the layer's median |activation|"
+    spread = (
+        f"{ratio}, per sentence the median over those layers, is "
+        f"{fit.median_words(ratios, lambda r: number(r, 3))}"
+        if each
+        else f"{ratio} is a median {number(float(np.median(rows['ratio'][keep])), 3)} over those layers"
+    )
+    text = (
+        f"Massive activations (Sun et al., 2024): in {band}, the largest residual activation "
+        f"sits on the first token {where}, in {dim_words}; {spread}."
+    )
+    return Finding("massive-activations", text, "massive-activations")
+
+
+def orientation(impact: Any, dim: int | None, before_norm: bool = False) -> Finding | None:
+    """How the heads write relative to the hidden state: the heads whose mean cosine
+    between update and hidden state (over the set's tokens) is past ±3/√d
+    (``fit.cosine_threshold``), and the median and quartiles of that cosine over the
+    heads. None without the pooled impact or the hidden size."""
+    cos = per_head(impact, "orientation")
+    if not cos or not dim:
+        return None
+    limit = fit.cosine_threshold(dim)
+    values = np.array(list(cos.values()))
+    along = sorted(k for k, v in cos.items() if v > limit)
+    against = sorted(k for k, v in cos.items() if v < -limit)
+    q1, median, q3 = (float(np.quantile(values, q)) for q in (0.25, 0.5, 0.75))
+    n = len(values)
+    parts = [f"{len(along)} of the {n} heads write along the hidden state"]
+    if against:
+        parts.append(f"{len(against)} against it")
+    text = (
+        f"{join_and(parts)} (mean cosine between update and hidden state over the set's "
+        f"tokens past ±{number(limit, 2)} = 3/√{dim}, which two random directions in {dim} "
+        f"dimensions rarely pass); over all heads that cosine has a median {number(median, 2)} "
+        f"(quartiles {number(q1, 2)} to {number(q3, 2)})."
+    )
+    if len(along) > n / 2:
+        text = "Most heads write along the hidden state: " + text[0].lower() + text[1:]
+    if before_norm:
+        text += (
+            " These updates are taken before the model's post-attention norm, which rescales "
+            "each dimension of the block's output before it is added."
+        )
+    return Finding("orientation", text, "set-head-impact")
+
+
 def key_findings(
     set_tables: Mapping[str, Any],
     interventions: Interventions | None,
     post_norm: PostNorm = NO_POST_NORM,
+    dim: int | None = None,
 ) -> list[Finding]:
     """Every finding the results support, in reading order.
 
     set_tables: ``set.json``'s ``tables`` (focus_by_sentence, focus_pooled, impact_pooled;
     focus_by_sentence may carry ``first_prob``). interventions: the typed grids (None: none).
-    post_norm: the model's post-attention norm, if any (``apparatus.post_norm``).
+    post_norm: the model's post-attention norm, if any (``apparatus.post_norm``); dim: the
+    hidden size (a cosine's threshold; None: no orientation finding).
     """
     pooled = set_tables.get("focus_pooled")
     by_sentence = columns(set_tables.get("focus_by_sentence"))
@@ -325,13 +293,8 @@ def key_findings(
         out.append(sink_onset(first, by_sentence or None))
         if "first_prob" in by_sentence:
             out.append(sink_rate(sinks.pooled_scores(by_sentence), first))
-    if by_sentence:
-        out.append(persistent_sinks(by_sentence))
-    selves = per_head(pooled, "self_focus")
-    if selves:
-        out.append(self_focus_heads(selves))
-    out.append(impact_peak(set_tables.get("impact_pooled"), post_norm.sizes_before))
-    out.append(intervention_effect(interventions, post_norm.present))
-
+    out.append(massive_activations(set_tables))
+    out.append(orientation(set_tables.get("impact_pooled"), dim, post_norm.sizes_before))
     out.extend(role_findings(set_tables))
+    out.append(intervention_effect(interventions, post_norm.present))
     return [f for f in out if f is not None]

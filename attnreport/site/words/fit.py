@@ -10,8 +10,9 @@
 - a curve over layers is described by its runs (zero, near zero) and its peaks, not by
   its two ends;
 - a set of at most ``NAME_HEADS`` heads is named head by head (``layer 5, head 2``);
-- a number over the set carries its spread across sentences: the range, and from
-  ``BOOTSTRAP_FROM`` sentences on a bootstrap interval of the mean.
+- a number over the set is the median of its per-sentence values with its 95% sign-test
+  interval (``median_words``; the range with too few sentences for one);
+- a set of heads is named with the structure behind it (``structure_words``: a KV group).
 
 All functions are pure and return plain text.
 """
@@ -24,11 +25,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from attnreport.site.words import wording
+from attnreport.site.words.verdicts import median_interval
 
 NAME_HEADS = 8  # sets of at most this many heads are named one by one
-BOOTSTRAP_FROM = 5  # sentences needed for a bootstrap interval (fewer: the range only)
-BOOTSTRAP_DRAWS = 2000
-BOOTSTRAP_SEED = 0  # fixed: the same results give the same words
 ZERO = 0.005  # a share below this reads "zero" in a curve (it rounds to 0%)
 NEAR_ZERO = 0.05  # and below this "near zero"
 MOST_PEAKS = 3  # a curve names at most this many peaks
@@ -136,24 +135,56 @@ def heads_words(heads: Iterable[tuple[int, int]]) -> str:
     return wording.head_set(items)
 
 
-def bootstrap_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
-    """A percentile bootstrap interval of the mean of ``values`` (seeded, so repeatable)."""
-    v = np.asarray(values, dtype=float)
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    means = v[rng.integers(0, len(v), size=(BOOTSTRAP_DRAWS, len(v)))].mean(axis=1)
-    tail = (1 - level) / 2
-    return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
+def kv_groups(heads: Iterable[tuple[int, int]], n_heads: int, n_kv_heads: int) -> list[str]:
+    """The whole KV groups (query heads that share one key and value head) that ``heads``
+    hold, in words: ``layer 24, heads 6-8 (one KV group)``; empty without grouped-query
+    attention or when no group is whole."""
+    if not 0 < n_kv_heads < n_heads or n_heads % n_kv_heads:
+        return []
+    size = n_heads // n_kv_heads
+    held = set((int(a), int(b)) for a, b in heads)
+    out = []
+    for layer, group in sorted({(a, b // size) for a, b in held}):
+        members = [(layer, group * size + i) for i in range(size)]
+        if all(m in held for m in members):
+            out.append(f"{wording.index_set([h for _, h in members], 'head')} of layer {layer}")
+    return out
 
 
-def spread_words(values: Sequence[float], fmt: Callable[[float], str] = wording.percent) -> str:
-    """The spread of one number across sentences: ``range 20%-48% over 6 sentences; 95%
-    bootstrap interval of the mean 28%-41%`` (the interval from ``BOOTSTRAP_FROM`` on).
-    One value: ``one sentence, no spread``."""
-    v = [float(x) for x in values]
-    if len(v) < 2:
-        return "one sentence, no spread"
-    text = f"range {fmt(min(v))} to {fmt(max(v))} over {len(v)} sentences"
-    if len(v) >= BOOTSTRAP_FROM:
-        lo, hi = bootstrap_interval(v)
-        text += f"; 95% bootstrap interval of the mean {fmt(lo)} to {fmt(hi)}"
+def structure_words(heads: Iterable[tuple[int, int]], n_heads: int = 0, n_kv_heads: int = 0) -> str:
+    """A set of heads named with the structure behind it: whole KV groups as such (``heads
+    6-8 of layer 24 (one KV group: they share their keys and values)``), else the heads
+    (``heads_words``) and, for more than ``NAME_HEADS`` over several layers, their band."""
+    items = sorted(set((int(a), int(b)) for a, b in heads))
+    groups = kv_groups(items, n_heads, n_kv_heads)
+    if groups and len(groups) * (n_heads // n_kv_heads) == len(items):
+        what = (
+            "one KV group: they share their keys and values"
+            if len(groups) == 1
+            else f"{len(groups)} KV groups, each sharing its keys and values"
+        )
+        return f"{wording.join_and(groups)} ({what})"
+    text = heads_words(items)
+    layers = sorted({a for a, _ in items})
+    if len(items) > NAME_HEADS and len(layers) > 1 and " in layer" not in text:
+        return f"{text} (in {wording.index_set(layers, 'layer')})"
     return text
+
+
+def median_words(values: Sequence[float], fmt: Callable[[float], str] = wording.percent) -> str:
+    """A number over the sentences as the report states it: the median of the per-sentence
+    values with its 95% sign-test interval (``verdicts.median_interval``), ``a median 93%
+    (95% interval 91% to 95%, 200 sentences)``; with too few sentences for an interval, the
+    range; one: ``93% (one sentence)``."""
+    v = sorted(float(x) for x in values)
+    if len(v) == 1:
+        return f"{fmt(v[0])} (one sentence)"
+    median = float(np.median(v))
+    interval = median_interval(v)
+    if interval is None:
+        return (
+            f"a median {fmt(median)} (range {fmt(v[0])} to {fmt(v[-1])} over {len(v)} "
+            "sentences, too few for a 95% interval)"
+        )
+    low, high = interval
+    return f"a median {fmt(median)} (95% interval {fmt(low)} to {fmt(high)}, {len(v)} sentences)"

@@ -5,8 +5,9 @@ Four observations, each left out when it has nothing to say:
 - repeated tokens, and whether some head makes the earlier copy the top key of the later;
 - code (keywords and symbols a sentence of prose does not have);
 - words the tokenizer splits into pieces (``can|ap|é``);
-- where the sentence departs most from the other sentences of the set (per-layer mean
-  first-token or self focus).
+- a band of layers where the sentence lies outside every other sentence of the set (its
+  per-layer mean first-token or self focus beyond all of theirs), when the band has at
+  least ``MIN_LAYERS`` layers: a stated band, never the one layer that departs most.
 
 Inputs are plain values (token texts as decoded alone, ids, ``top`` rows, the set's
 ``focus_by_sentence`` columns); every function is pure and returns text or None.
@@ -16,16 +17,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from statistics import median
 from typing import Any
 
 from attnreport.site.words.fit import heads_words
-from attnreport.site.words.wording import count, percent, short_list
+from attnreport.site.words.wording import count, index_set, percent, short_list
 
 CODE = re.compile(r"\b(def|return|class|import|lambda|for|while|if|else|elif|function|var|let|"
                   r"const|print)\b|[{}()\[\];=<>+*/]|->|=>|::")  # fmt: skip
 CODE_MARKS = 3  # a sentence with at least this many code marks reads as code
 WORDLIKE = re.compile(r"\w", re.UNICODE)
-MIN_DEPARTURE = 0.1  # a departure smaller than this (10 points) is not worth a sentence
+MIN_DEPARTURE = 0.1  # beyond the nearest other sentence by at least this (10 points)
+MIN_LAYERS = 3  # a departure is stated over a band of at least this many layers
+MIN_OTHERS = 5  # "outside every other sentence" needs at least this many others
 
 
 def _shown(token: str) -> str:
@@ -106,36 +110,57 @@ def splits(tokens: Sequence[str]) -> str | None:
     )
 
 
+def _outside(here: dict[int, float], others: dict[int, list[float]], sign: int) -> list[int]:
+    """Layers where ``here`` lies beyond every other sentence by ``MIN_DEPARTURE`` (above
+    for ``sign`` 1, below for -1)."""
+    return [
+        layer
+        for layer, v in here.items()
+        if len(others.get(layer, [])) >= MIN_OTHERS
+        and sign * (v - (max if sign > 0 else min)(others[layer])) >= MIN_DEPARTURE
+    ]
+
+
 def departure(by_sentence: Mapping[str, Sequence[Any]], index: int) -> str | None:
-    """The layer and statistic (first-token or self focus, mean over heads) where sentence
-    ``index`` differs most from the mean of the other sentences; None below
-    ``MIN_DEPARTURE`` or without other sentences."""
-    best: tuple[float, str, int, float, float] | None = None
+    """Where sentence ``index`` lies outside every other sentence: the layers (at least
+    ``MIN_LAYERS``) whose mean first-token or self focus is beyond all the others' by
+    ``MIN_DEPARTURE``, with its median over those layers and the others' range there.
+    None when no band qualifies or there are fewer than ``MIN_OTHERS`` others."""
+    said = []
     for stat, name in (("first_focus", "first-token focus"), ("self_focus", "self focus")):
         here, others = _layer_means(by_sentence, stat, index)
-        for layer, v in here.items():
-            if layer in others:
-                d = v - others[layer]
-                if best is None or abs(d) > abs(best[0]) + 1e-12:
-                    best = (d, name, layer, v, others[layer])
-    if best is None or abs(best[0]) < MIN_DEPARTURE:
-        return None
-    d, name, layer, v, other = best
-    return (
-        f"It departs most from the other sentences in the {name} of layer {layer}: "
-        f"{percent(v)} here against {percent(other)} on average elsewhere."
-    )
+        for sign, side in ((-1, "below"), (1, "above")):
+            layers = _outside(here, others, sign)
+            if len(layers) < MIN_LAYERS:
+                continue
+            theirs = [v for layer in layers for v in others[layer]]
+            mine = median(here[layer] for layer in layers)
+            said.append(
+                f"In {index_set(layers, 'layer')} its {name} (a median {percent(mine)} over "
+                f"those layers) lies {side} every other sentence's (theirs: "
+                f"{percent(min(theirs))} to {percent(max(theirs))} there)."
+            )
+    return " ".join(said) or None
 
 
-def _layer_means(cols: Mapping[str, Sequence[Any]], stat: str, index: int):
-    acc: dict[bool, dict[int, list[float]]] = {True: {}, False: {}}
+def _layer_means(
+    cols: Mapping[str, Sequence[Any]], stat: str, index: int
+) -> tuple[dict[int, float], dict[int, list[float]]]:
+    """Per layer, sentence ``index``'s mean of ``stat`` over the heads, and each other
+    sentence's (those with queries)."""
+    acc: dict[tuple[int, int], list[float]] = {}
     rows = zip(cols.get("sentence", []), cols.get("layer", []), cols.get(stat, []),
                cols.get("n_queries", []), strict=True)  # fmt: skip
     for s, layer, v, n in rows:
         if int(n) > 0:
-            acc[int(s) == index].setdefault(int(layer), []).append(float(v))
-    here = {k: sum(v) / len(v) for k, v in acc[True].items()}
-    others = {k: sum(v) / len(v) for k, v in acc[False].items()}
+            acc.setdefault((int(s), int(layer)), []).append(float(v))
+    here: dict[int, float] = {}
+    others: dict[int, list[float]] = {}
+    for (s, layer), v in sorted(acc.items()):
+        if s == index:
+            here[layer] = sum(v) / len(v)
+        else:
+            others.setdefault(layer, []).append(sum(v) / len(v))
     return here, others
 
 

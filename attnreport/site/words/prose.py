@@ -12,11 +12,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
+from attnreport.analyses import sinks
 from attnreport.jsontypes import Row
 from attnreport.results.interventions import MeanGrid, ScalingGrid
 from attnreport.site.words import effects, findings, fit, wording
-from attnreport.site.words.readings import columns
-from attnreport.site.words.wording import capitalise, head_name, index_set, percent, times
+from attnreport.site.words.readings import columns, sink_layers
+from attnreport.site.words.wording import capitalise, head_set, index_set, percent, times
 from attnreport.vocabulary import MOST
 
 
@@ -52,20 +55,9 @@ def by_layer(rs: Iterable[Row], field: str) -> dict[int, list[float]]:
     return dict(sorted(out.items()))
 
 
-def best(rs: Sequence[Row], field: str) -> Row | None:
-    """The row with the largest ``field``; ties go to the lower layer, then head."""
-    if not rs:
-        return None
-    return max(rs, key=lambda r: (float(r[field]), -int(r["layer"]), -int(r.get("head", 0))))
-
-
 def first_token_layers(focus: Sequence[Row], field: str = "first_focus") -> list[int]:
-    """Layers in which most heads send most queries to the first token."""
-    out = []
-    for layer, values in by_layer(focus, field).items():
-        if sum(v > MOST for v in values) > MOST * len(values):
-            out.append(layer)
-    return out
+    """The sink layers of ``focus`` rows (``readings.sink_layers``)."""
+    return sink_layers({(int(r["layer"]), int(r.get("head", 0))): float(r[field]) for r in focus})
 
 
 def first_token_lead(focus: Sequence[Row], field: str = "first_focus") -> str:
@@ -80,31 +72,42 @@ def first_token_lead(focus: Sequence[Row], field: str = "first_focus") -> str:
     return f"{phrase} {wording.verb_for(phrase, 'puts')} most heads on the first token."
 
 
+def _heads_with(focus: Sequence[Row], field: str, above: float) -> list[tuple[int, int]]:
+    return [(int(r["layer"]), int(r["head"])) for r in focus if float(r[field]) > above]
+
+
 def focus_summary(focus: Sequence[Row]) -> list[str]:
-    """Part 1 text: which layers look at the first token, the strongest self-focus head."""
+    """Part 1 text: which layers look at the first token, and how many heads look at the
+    query itself or decide sharply (counted against stated thresholds, never the one
+    strongest head)."""
     if not focus or all(int(r.get("n_queries", 1)) == 0 for r in focus):
         return ["This sentence has a single token, so no query has a choice of keys."]
     lead = first_token_lead(focus)
-    n_first = sum(float(r["first_focus"]) > MOST for r in focus)
+    n_first = sum(sinks.is_argmax_sink(r["first_focus"]) for r in focus)
     text = [
         f"{lead} Across the sentence, {n_first} of {len(focus)} heads make the first "
-        "token the top key for most queries."
+        "token their top key for more than half of their queries."
     ]
-    self_head = best(focus, "self_focus")
-    if self_head is None or float(self_head["self_focus"]) == 0:
-        text.append("No head ever makes a token its own top key.")
-    else:
-        text.append(
-            f"The strongest self-focus head is {head_name(self_head['layer'], self_head['head'])}:"
-            f" for {pct(self_head['self_focus'])} of queries its top key is the query token itself."
-        )
-    sharp = best(focus, "concentration")
-    if sharp is not None:
-        text.append(
-            f"The most decided head is {head_name(sharp['layer'], sharp['head'])}: on average its "
-            f"top key gets {fit.margin_words(sharp['concentration'])}."
-        )
+    n_layers = len(by_layer(focus, "first_focus"))
+    selves = _heads_with(focus, "self_focus", MOST)
+    text.append(
+        f"{len(selves)} of {len(focus)} heads make the query token itself their top key for "
+        f"more than half of their queries" + (f" ({_where(selves, n_layers)})." if selves else ".")
+    )
+    sharp = _heads_with(focus, "concentration", MOST)
+    text.append(
+        f"In {len(sharp)} of {len(focus)} heads the top key leads the runner-up by more than "
+        "half of the probability on average" + (f" ({_where(sharp, n_layers)})." if sharp else ".")
+    )
     return text
+
+
+def _where(heads: Sequence[tuple[int, int]], n_layers: int) -> str:
+    """The heads grouped by layer (``wording.head_set``), or past ``fit.NAME_HEADS`` heads
+    the layers they lie in."""
+    if len(heads) <= fit.NAME_HEADS:
+        return head_set(heads)
+    return "in " + index_set({a for a, _ in heads}, "layer", n_layers)
 
 
 def _span(row: Row) -> int:
@@ -155,37 +158,37 @@ def impact_summary(
     dim: int | None = None,
     before_norm: bool = False,
 ) -> list[str]:
-    """Part 3 text: the layer whose attention block changes the hidden state most.
+    """Part 3 text: how large the attention block's output is over the layers, and how
+    the heads' updates compare with the hidden state (sizes and direction, counted
+    against 3/√d), as medians and ranges, never the one largest layer or head.
 
     dim: the hidden size, which decides when a cosine is a direction (``fit.cosine_words``);
-    None: the cosine is given without a direction. before_norm: the model normalises the
-    block's output before adding it and these sizes were taken before that norm (results
-    before schema 8: said).
+    None: no direction is counted. before_norm: the model normalises the block's output
+    before adding it and these sizes were taken before that norm (results before schema
+    8: said).
     """
     text = []
     layers = {k: sum(v) / len(v) for k, v in by_layer(block_impact, "magnitude").items()}
     if layers:
-        top = max(layers, key=lambda k: (layers[k], -k))
-        low = min(layers, key=lambda k: (layers[k], k))
+        sizes = sorted(layers.values())
         text.append(
-            f"The attention block of layer {top} changes the hidden state most: its output is "
-            f"on average {times(layers[top], 'the hidden state')}, against "
-            f"{_relative(layers[low])} in layer {low}."
+            "Over the layers, the attention block's output is a median "
+            f"{times(float(np.median(sizes)), 'the hidden state')} (the layers range from "
+            f"{_relative(sizes[0])} to {_relative(sizes[-1])})."
         )
     heads = _mean_by_head(head_impact)
     if heads:
-        strongest = best(heads, "magnitude")
-        assert strongest is not None
-        cosine = float(strongest["orientation"])
-        way = (
-            f"it {fit.cosine_words(cosine, dim)}"
-            if dim
-            else f"its cosine with the hidden state is {num(cosine, 2)}"
-        )
-        text.append(
-            f"The head with the largest update is {head_name(strongest['layer'], strongest['head'])}"
-            f" ({times(strongest['magnitude'], 'the hidden state')}); on average {way}."
-        )
+        size = float(np.median([float(h["magnitude"]) for h in heads]))
+        line = f"A head's update is a median {times(size, 'the hidden state')}"
+        if dim:
+            limit = fit.cosine_threshold(dim)
+            along = sum(float(h["orientation"]) > limit for h in heads)
+            against = sum(float(h["orientation"]) < -limit for h in heads)
+            line += (
+                f"; on average over the tokens, {along} of {len(heads)} heads point along it "
+                f"and {against} against it (cosine past ±{num(limit, 2)} = 3/√{dim})"
+            )
+        text.append(line + ".")
     if text and before_norm:
         text.append(
             f"This model {effects.POST_NORM}, and these sizes are taken before that norm: they "
@@ -195,7 +198,7 @@ def impact_summary(
 
 
 def _relative(ratio: float) -> str:
-    """A second size ratio after ``times``: ``9%`` or ``1.2 times``."""
+    """A size ratio in a range: ``9%`` or ``1.2 times``."""
     return percent(ratio) if float(ratio) < 1 else f"{num(ratio)} times"
 
 
@@ -218,8 +221,7 @@ def _mean_by_head(head_impact: Sequence[Row]) -> list[Row]:
 mean_kl = effects.mean_kl  # mean of a cell's per-position KL values (0 for none)
 
 
-def _nats(value: float) -> str:
-    return wording.quantity(value, "nat")
+_nats = effects.nats  # a KL in words, 0 below float32 round-off
 
 
 def scaling_summary(scaling: ScalingGrid, layer: int, post_norm: bool = False) -> str | None:
@@ -260,25 +262,17 @@ def mean_summary(mean: MeanGrid, sentence: int, layer: int) -> str | None:
 
 
 def set_summary(pooled: Sequence[Row], impact: Sequence[Row], n_sentences: int) -> list[str]:
-    """Index text: set-wide first-token layers, the head that varies most, the biggest mover."""
+    """Index text: the set-wide sink layers and the heads' update sizes over the set."""
     first = [dict(r, first_focus=r["value"]) for r in pooled if r["statistic"] == "first_focus"]
     text = []
     if first:
-        lead = first_token_lead(first)
-        text.append(f"Pooled over the {n_sentences} sentences: {lead}")
-        spread = best([dict(r, spread=float(r["max"]) - float(r["min"])) for r in first], "spread")
-        if spread is not None and spread["spread"] > 0:
-            text.append(
-                f"{capitalise(head_name(spread['layer'], spread['head']))} varies most between "
-                "sentences: "
-                f"its first-token share ranges from {pct(spread['min'])} to {pct(spread['max'])}."
-            )
-    layers_mag = {k: sum(v) / len(v) for k, v in by_layer(impact, "magnitude").items()}
-    if layers_mag:
-        top = max(layers_mag, key=lambda k: (layers_mag[k], -k))
+        text.append(f"Pooled over the {n_sentences} sentences: {first_token_lead(first)}")
+    sizes = [float(r["magnitude"]) for r in impact]
+    if sizes:
         text.append(
-            f"Heads in layer {top} change the hidden state most, with updates on average "
-            f"{times(layers_mag[top], 'the hidden state')}."
+            f"A head's update, averaged over the set's tokens, is a median "
+            f"{times(float(np.median(sizes)), 'the hidden state')} (the heads range from "
+            f"{_relative(min(sizes))} to {_relative(max(sizes))})."
         )
     return text
 

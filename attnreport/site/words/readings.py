@@ -11,8 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from attnreport.analyses import sinks
 from attnreport.results.codec import decode_column, decoded_column
+from attnreport.vocabulary import MOST
 
 Columns = Mapping[str, Sequence[Any]]
 Heads = dict[tuple[int, int], float]
@@ -68,3 +71,22 @@ def layer_means(heads: Heads) -> dict[int, float]:
 def top_key(values: Mapping[Any, float]) -> Any:
     """The key with the largest value; ties go to the smallest key."""
     return min(values, key=lambda k: (-values[k], k))
+
+
+def sink_heads(first_focus: Heads) -> list[tuple[int, int]]:
+    """The heads that are sinks by argmax (``sinks.is_argmax_sink``), sorted."""
+    return sorted(k for k, v in first_focus.items() if sinks.is_argmax_sink(v))
+
+
+def sink_layers(first_focus: Heads) -> list[int]:
+    """The sink layers: those where more than half of the heads are sink heads (by argmax),
+    ascending. The one definition every finding, claim and figure uses."""
+    heads: dict[int, list[bool]] = {}
+    for (layer, _), v in first_focus.items():
+        heads.setdefault(layer, []).append(sinks.is_argmax_sink(v))
+    return sorted(k for k, v in heads.items() if sum(v) > MOST * len(v))
+
+
+def arrays(table: Any) -> dict[str, np.ndarray]:
+    """``columns`` of ``table`` as numpy arrays (empty for None)."""
+    return {k: np.asarray(v) for k, v in columns(table).items()}

@@ -1,14 +1,10 @@
 """Findings about head roles (``set.json`` ``head_roles``, schema version 5).
 
-Two findings, each None when the results cannot support it:
-- ``role_heads``: the strongest induction head (on the probes) and the strongest
-  previous-token head (on the sentences, with its range across sentences); a head is only
-  named when its score reaches ``ROLE_THRESHOLD``, else the text says none does;
-- ``sink_movement``: whether the sink heads (Gu et al.'s first-token score above
-  ``sinks.EPS``) move anything: the share of what they write that comes from the first
-  token, weighted by the values (Kobayashi et al. 2020), and their update magnitude
-  against the other heads'. The verdict "move little" needs their median update to be
-  under half the other heads' median; otherwise the text gives the numbers and says so.
+``role_heads``: the heads whose induction score (on the probes) and whose previous-token
+score (on the sentences) reach ``ROLE_THRESHOLD``: how many, where (the heads, or the
+layers they lie in) and their scores' spread; never the one strongest head picked from
+the list. Whether sink heads write little is the source blog's claim, tested in its own
+scope by ``claims.blog``.
 """
 
 from __future__ import annotations
@@ -18,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from attnreport.analyses import sinks
 from attnreport.analyses.role_rules import MIN_REPEATS, ROLE_THRESHOLD
 from attnreport.results.roles import counts_query_one
-from attnreport.site.words.fit import heads_words
+from attnreport.site.words import fit
+from attnreport.site.words.fit import NAME_HEADS, heads_words
 from attnreport.site.words.readings import Finding, columns
-from attnreport.site.words.wording import count, head_name, number
+from attnreport.site.words.wording import count, index_set, number
 
 LITTLE = 0.5  # sink heads "move little" when their median update is under half the others'
 
@@ -35,96 +31,61 @@ def _by_head(cols: Mapping[str, Any], score: str) -> dict[tuple[int, int], float
     }
 
 
-def _strongest(scores: dict[tuple[int, int], float]) -> tuple[tuple[int, int], float]:
-    """The head with the largest score; ties to the lower layer, then head."""
-    key = min(scores, key=lambda k: (-scores[k], k))
-    return key, scores[key]
+def _where(heads: list[tuple[int, int]]) -> str:
+    """The heads by name (at most ``fit.NAME_HEADS``), else the layers they lie in."""
+    if len(heads) <= NAME_HEADS:
+        return heads_words(heads)
+    return "in " + index_set({a for a, _ in heads}, "layer")
 
 
-def _spread(by_sentence: Mapping[str, Any], head: tuple[int, int], score: str) -> str:
-    """``(0.41-0.93 across 6 sentences)`` for one head's per-sentence score."""
-    rows = [
-        float(v)
-        for a, b, v, n in zip(
-            by_sentence["layer"], by_sentence["head"], by_sentence[score],
-            by_sentence["n_queries"], strict=True,
-        )
-        if (int(a), int(b)) == head and int(n) > 0
-    ]  # fmt: skip
-    if len(rows) < 2:
-        return ""
-    return f" ({number(min(rows), 2)}-{number(max(rows), 2)} across {count(len(rows), 'sentence')})"
+def _per_sentence(
+    by_sentence: Mapping[str, Any], heads: list[tuple[int, int]], score: str
+) -> list[float]:
+    """Per sentence (with queries), the median of ``score`` over ``heads``."""
+    c = {k: np.asarray(v) for k, v in by_sentence.items()}
+    wanted = np.zeros(len(c["layer"]), dtype=bool)
+    for a, b in heads:
+        wanted |= (c["layer"] == a) & (c["head"] == b)
+    wanted &= c["n_queries"] > 0
+    return [float(np.median(c[score][wanted & (c["sentence"] == s)]))
+            for s in np.unique(c["sentence"][wanted])]  # fmt: skip
 
 
 def role_heads(set_tables: Mapping[str, Any]) -> Finding | None:
-    """The strongest induction and previous-token heads, with their scores."""
+    """The induction and previous-token heads (score at least ``ROLE_THRESHOLD``)."""
     roles = columns(set_tables.get("head_roles"))
     if not roles:
         return None
     by_sentence = columns(set_tables.get("head_roles_by_sentence"))
     parts = []
-    head, value = _strongest(_by_head(roles, "induction"))
-    if value >= ROLE_THRESHOLD:
+    induction = _by_head(roles, "induction")
+    found = sorted(k for k, v in induction.items() if v >= ROLE_THRESHOLD)
+    if found:
+        scores = [induction[k] for k in found]
         parts.append(
-            f"the strongest induction head is {head_name(*head)}: on 10 probes of 50 random "
-            f"tokens repeated twice it puts {number(value, 2)} of its attention, on average, on "
-            "the token after the earlier copy of the current one"
+            f"{count(len(found), 'head')} {'is an induction head' if len(found) == 1 else 'are induction heads'} "
+            f"({_where(found)}): on 10 probes of 50 random tokens repeated twice they put a "
+            f"median {number(float(np.median(scores)), 2)} of their attention (range "
+            f"{number(min(scores), 2)} to {number(max(scores), 2)} over the heads) on the "
+            "token after the earlier copy of the current one"
         )
     else:
-        parts.append(f"no head reaches an induction score of {ROLE_THRESHOLD:g} on the probes "
-                     f"(the largest is {number(value, 2)}, {head_name(*head)})")  # fmt: skip
-    head, value = _strongest(_by_head(roles, "previous_token"))
-    if value >= ROLE_THRESHOLD:
-        spread = _spread(by_sentence, head, "previous_token") if by_sentence else ""
+        parts.append(f"no head reaches an induction score of {ROLE_THRESHOLD:g} on the probes")
+    previous = _by_head(roles, "previous_token")
+    found = sorted(k for k, v in previous.items() if v >= ROLE_THRESHOLD)
+    if found:
+        spread = _per_sentence(by_sentence, found, "previous_token") if by_sentence else []
+        weight = (
+            fit.median_words(spread, lambda v: number(v, 2))
+            if spread
+            else f"a median {number(float(np.median([previous[k] for k in found])), 2)}"
+        )
         parts.append(
-            f"the strongest previous-token head is {head_name(*head)}, with {number(value, 2)} "
-            f"of its attention on the token just before{spread}"
+            f"{count(len(found), 'head')} {'is a previous-token head' if len(found) == 1 else 'are previous-token heads'} "
+            f"({_where(found)}), putting {weight} of their attention on the token just before"
         )
     text = "; ".join(parts)
     return Finding("role-heads", text[0].upper() + text[1:] + ".", "induction-vs-previous")
-
-
-def sink_movement(set_tables: Mapping[str, Any]) -> Finding | None:
-    """Do the sink heads move anything? Value-weighted share and update magnitude."""
-    roles = columns(set_tables.get("head_roles"))
-    focus = columns(set_tables.get("focus_by_sentence"))
-    impact = columns(set_tables.get("impact_pooled"))
-    if not roles or "first_prob" not in focus or not impact:
-        return None
-    first = sinks.pooled_scores(focus, "first_prob")
-    sink = sorted(k for k, v in first.items() if v > sinks.EPS)
-    if not sink:
-        return None
-    share = _by_head(roles, "value_first_share")
-    magnitude = _by_head(impact, "magnitude")
-    others = [magnitude[k] for k in magnitude if k not in set(sink)]
-    sink_share = np.array([share[k] for k in sink])
-    sink_prob = np.array([first[k] for k in sink])
-    sink_mag = float(np.median([magnitude[k] for k in sink]))
-    text = (
-        f"{count(len(sink), 'head').capitalize()} {'is a sink' if len(sink) == 1 else 'are sinks'}"
-        f" (first-token probability above {sinks.EPS:g}; median {number(np.median(sink_prob), 2)}). "
-        f"Weighted by the size of the values they carry, the first token supplies a median "
-        f"{number(np.median(sink_share), 2)} of what they write "
-        f"(range {number(sink_share.min(), 2)}-{number(sink_share.max(), 2)})"
-    )
-    if others:
-        other_mag = float(np.median(others))
-        verdict = (
-            "they move little" if sink_mag < LITTLE * other_mag
-            else "they are not quiet heads"
-        )  # fmt: skip
-        text += (
-            f", and their median update is ||u|| / ||x|| = {number(sink_mag, 2)} against "
-            f"{number(other_mag, 2)} for the other heads: {verdict}"
-        )
-        loud = [k for k in sink if magnitude[k] > other_mag]
-        if loud and sink_mag < LITTLE * other_mag:
-            text += (
-                f", except {heads_words(loud)}, whose updates are larger than the other "
-                "heads' median"
-            )
-    return Finding("sink-movement", text + ".", "head-atlas")
 
 
 def active_roles(sentence_roles: Any) -> str | None:
@@ -148,10 +109,10 @@ def active_roles(sentence_roles: Any) -> str | None:
         values = _by_head(cols, score)
         strong = [k for k, v in values.items() if v >= ROLE_THRESHOLD]
         if strong:
-            head, value = _strongest(values)
             verb = "acts" if len(strong) == 1 else "act"
-            parts.append(f"{count(len(strong), 'head')} {verb} as {role} heads (strongest: "
-                         f"{head_name(*head)}, {number(value, 2)})")  # fmt: skip
+            median = float(np.median([values[k] for k in strong]))
+            parts.append(f"{count(len(strong), 'head')} {verb} as {role} heads (median score "
+                         f"{number(median, 2)})")  # fmt: skip
     named = " or ".join(role for _, role in roles)
     text = "On this sentence, " + (
         " and ".join(parts) if parts else f"no head reaches {ROLE_THRESHOLD:g} as a {named} head"
@@ -183,5 +144,5 @@ def _repeat_words(repeats: int) -> str:
 
 def role_findings(set_tables: Mapping[str, Any]) -> list[Finding]:
     """The head-role findings the results support (none before schema version 5)."""
-    found = [role_heads(set_tables), sink_movement(set_tables)]
+    found = [role_heads(set_tables)]
     return [f for f in found if f is not None]

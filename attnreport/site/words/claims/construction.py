@@ -1,0 +1,114 @@
+"""The seed figures' properties that hold by construction, checked on this run (passed or
+failed, never support for a claim):
+
+- scaling Q or K by ε makes every score ε q·k, so as ε → 0 attention turns uniform over
+  the keys each query sees;
+- scaling V changes what a head writes, never its own layer's weights (they are computed
+  before V is used);
+- replacing K by its mean *after* the rotary rotation gives every key the same vector, so
+  attention is uniform (the mean taken before the rotation is the seed-003 claim).
+
+The two uniform ones hold only where a score is q·k alone: an ALiBi bias or a learned
+sink logit is not scaled or averaged, so for such a model they are not checked.
+
+A failed check points at the capture or the intervention, not at the model.
+"""
+
+from __future__ import annotations
+
+from attnreport.site.words import effects, fit
+from attnreport.site.words.claims import Check, ClaimInputs, check
+from attnreport.site.words.claims.maps import (
+    UNCHANGED_TOL,
+    UNIFORM_TOL,
+    cell_changes,
+    cell_gaps,
+)
+from attnreport.site.words.wording import number, quantity
+
+
+@check(order=10)
+def qk_scaling_uniform(inputs: ClaimInputs) -> Check | None:
+    """At the smallest ε, every head of the intervention layer within ``UNIFORM_TOL`` of
+    uniform, Q and K scaled alike."""
+    iv = inputs.interventions
+    if iv is None or not iv.scaling.cells or not inputs.scores_only_qk:
+        return None
+    eps = min(float(c.setting) for c in iv.scaling.cells)
+    cells = [c for c in iv.scaling.cells if float(c.setting) == eps and c.target in "QK"]
+    if not cells:
+        return None
+    gaps = {c.target: cell_gaps(c) for c in cells}
+    broken = sorted(
+        {(iv.layer, h) for g in gaps.values() for h, v in enumerate(g) if v > UNIFORM_TOL}
+    )
+    largest = " and ".join(f"{t} {number(max(gaps[t], default=0.0), 2)}" for t in "QK" if t in gaps)
+    kl = {c.target: effects.mean_kl(c) for c in cells}
+    same = (
+        f"; Q and K give the same KL, {quantity(kl['Q'], 'nat')}"
+        if len(kl) == 2 and len(set(kl.values())) == 1
+        else ""
+    )
+    evidence = (
+        f"Scaled by {eps:g} in layer {iv.layer}, the largest gap between a head's weights and "
+        f"uniform over the keys it sees is {largest} (uniform means within {UNIFORM_TOL:g}){same}."
+    )
+    if broken:
+        evidence += f" {fit.heads_words(broken)} stay further from uniform."
+    return Check("qk-uniform", "Scaling Q or K by ε → 0 makes attention uniform over the keys "
+                 "each query sees (every score becomes ε q·k).", "seeds", not broken, evidence,
+                 "scaling-grid", iv.scaling.sentence)  # fmt: skip
+
+
+@check(order=20)
+def v_scaling_own_layer(inputs: ClaimInputs) -> Check | None:
+    """V scaled by the smallest ε leaves its own layer's weights within ``UNCHANGED_TOL``;
+    the evidence also says what it does change (the next layer, the next token)."""
+    iv = inputs.interventions
+    if iv is None or not iv.scaling.baseline:
+        return None
+    cells = [c for c in iv.scaling.cells if c.target == "V"]
+    if not cells:
+        return None
+    cell = min(cells, key=lambda c: float(c.setting))
+    own = cell_changes(cell, iv.scaling.baseline, "same")
+    broken = [(iv.layer, h) for h, v in enumerate(own) if v > UNCHANGED_TOL]
+    moved = max(own, default=0.0)
+    evidence = (
+        f"V scaled by {float(cell.setting):g} in layer {iv.layer}: the layer's own weights "
+        + ("do not move at all" if moved == 0 else f"move at most {number(moved, 2)}")
+    )
+    after = iv.observed_layers.get("next", iv.layer + 1)
+    if after > iv.layer:
+        nxt = cell_changes(cell, iv.scaling.baseline, "next")
+        evidence += f"; layer {after}'s move up to {number(max(nxt, default=0.0), 2)}"
+    evidence += (
+        f"; the next-token distribution moves {quantity(effects.mean_kl(cell), 'nat')} "
+        "(mean KL per position)."
+    )
+    if broken:
+        evidence += f" {fit.heads_words(broken)} change their own weights."
+    return Check("v-own-layer", "Scaling V leaves its own layer's attention weights "
+                 "unchanged (they are computed before V is used).", "seeds", not broken,
+                 evidence, "scaling-grid", iv.scaling.sentence)  # fmt: skip
+
+
+@check(order=30)
+def mean_k_after_rotation_uniform(inputs: ClaimInputs) -> Check | None:
+    """K replaced by its mean after the rotation: every head within ``UNIFORM_TOL`` of uniform."""
+    iv = inputs.interventions
+    cells = [c for c in iv.mean.cells if c.target == "K"] if iv is not None else []
+    if iv is None or not cells or not inputs.scores_only_qk:
+        return None
+    gaps = {int(c.setting): max(cell_gaps(c), default=0.0) for c in cells}
+    broken = sorted(s for s, g in gaps.items() if g > UNIFORM_TOL)
+    evidence = (
+        f"Mean taken after the rotary rotation (what the attention function receives) in "
+        f"layer {iv.layer}: the largest gap to uniform attention over "
+        f"{len(gaps)} sentences is {number(max(gaps.values()), 2)}."
+    )
+    if broken:
+        evidence += f" Sentences {', '.join(map(str, broken))} stay further from uniform."
+    return Check("mean-k-uniform", "Replacing K by its mean over the positions after the "
+                 "rotary rotation makes attention uniform (every key is the same vector).",
+                 "seed003", not broken, evidence, "mean-grid", min(gaps))  # fmt: skip

@@ -1,0 +1,119 @@
+"""Gu et al.'s claim (ICLR 2025): the sink token carries small values, so a head can put
+most of its attention on it and still write little.
+
+The comparison is made within a layer: the first token's value vector against the other
+tokens' in the same layer and KV head (``value_norms``), in the sink layers; the same
+ratio in the other layers is the control (where nothing sinks onto the first token, its
+values need not be short).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+
+import numpy as np
+
+from attnreport.site.words.claims import Claim, ClaimInputs, claim
+from attnreport.site.words.readings import arrays, per_head, sink_layers
+from attnreport.site.words.verdicts import (
+    Verdict,
+    interval_words,
+    median_interval,
+    untested,
+    verdict,
+)
+from attnreport.site.words.wording import count, index_set, number
+
+KEY = "sink-small-values"
+HYPOTHESIS = "The sink token's values are small: its value vectors are shorter than the others'."
+TEST = (
+    "In each sentence, over the KV heads of the sink layers (layers where more than half of "
+    "the heads make the first token their top key for more than half of their queries): "
+    "r = ln(‖v₀‖ / mean over j ≥ 1 of ‖v_j‖), v after its projection. A sentence's effect "
+    "is −median r (0: the first token's values are as long as the others'; positive: "
+    "shorter, as claimed). The same ratio in the other layers is the control."
+)
+PerLayer = dict[int, dict[int, list[float]]]  # layer -> sentence -> r over KV heads
+
+
+def log_ratios(norms: Mapping[str, np.ndarray]) -> PerLayer:
+    """ln(first_norm / other_norm) per layer and sentence (``value_norms`` columns)."""
+    out: PerLayer = {}
+    rows = zip(norms["sentence"], norms["layer"], norms["first_norm"], norms["other_norm"],
+               strict=True)  # fmt: skip
+    for s, layer, first, other in rows:
+        if float(first) > 0 and float(other) > 0:
+            r = math.log(float(first) / float(other))
+            out.setdefault(int(layer), {}).setdefault(int(s), []).append(r)
+    return out
+
+
+def sentence_effects(ratios: PerLayer, layers: Collection[int]) -> dict[int, float]:
+    """Per sentence, -median r over the KV heads of ``layers``."""
+    pooled: dict[int, list[float]] = {}
+    for layer in layers:
+        for s, rs in ratios.get(layer, {}).items():
+            pooled.setdefault(s, []).extend(rs)
+    return {s: -float(np.median(rs)) for s, rs in sorted(pooled.items())}
+
+
+def breaking_layers(ratios: PerLayer, layers: Collection[int]) -> list[int]:
+    """Sink layers the same test, made on that layer alone, contradicts."""
+    out = []
+    for layer in sorted(layers):
+        effects = [-float(np.median(rs)) for rs in ratios.get(layer, {}).values()]
+        interval = median_interval(effects) if effects else None
+        if interval is not None and interval[1] < 0:
+            out.append(layer)
+    return out
+
+
+def _times(v: Verdict) -> str:
+    return interval_words(v, lambda e: math.exp(-e), lambda r: number(r, 2))
+
+
+def _scope(inputs: ClaimInputs) -> str:
+    sizes = [n for n in inputs.n_tokens if n > 1]
+    here = f"{min(sizes)}-{max(sizes)}" if sizes else "no"
+    return (
+        "Gu et al.'s: the first token's value vectors against the other tokens', in the "
+        "heads where the sink forms, on inputs of 64 tokens (here sentences of "
+        f"{here} tokens)."
+    )
+
+
+@claim(order=30)
+def sink_values_small(inputs: ClaimInputs) -> Claim | None:
+    """Gu et al.'s claim in the sink layers, with the other layers as control."""
+    norms = arrays(inputs.tables.get("value_norms"))
+    first = per_head(inputs.tables.get("focus_pooled"), "first_focus")
+    if not norms.get("layer", np.empty(0)).size or not first:
+        return None
+    args = dict(key=KEY, hypothesis=HYPOTHESIS, source="gu", scope=_scope(inputs), test=TEST,
+                figure="value-norms")  # fmt: skip
+    sinks = sink_layers(first)
+    if not sinks:
+        why = "no layer is a sink layer"
+        return Claim(**args, verdict=untested(why), numbers="", evidence="", breakers="")
+    ratios = log_ratios(norms)
+    found = verdict(list(sentence_effects(ratios, sinks).values()))
+    others = sorted(set(ratios) - set(sinks))
+    n_layers = max(ratios) + 1
+    evidence = (
+        f"The ratio ‖v₀‖ / mean ‖v_j‖ is 1 when the first token's values are as long as the "
+        f"others'. The {count(len(sinks), 'sink layer')}: {index_set(sinks, 'layer', n_layers)}."
+    )
+    if others:
+        control = verdict(list(sentence_effects(ratios, others).values()))
+        evidence += f" In the {count(len(others), 'other layer')}, the control: {_times(control)}."
+    else:
+        evidence += " Every layer is a sink layer, so there is no control."
+    broken = breaking_layers(ratios, sinks)
+    shown = (
+        f"{index_set(broken, 'layer')}, where the first token's values are longer than the others'"
+        if broken
+        else ""
+    )
+    return Claim(**args, verdict=found, numbers="value-norm ratio, " + _times(found),
+                 evidence=evidence, breakers=shown)  # fmt: skip
