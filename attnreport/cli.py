@@ -130,6 +130,7 @@ def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
 @main.command()
 @model_options
 @RESULTS_OUT
+@PAGES
 @corpus_options
 @study_options
 @click.pass_context

@@ -32,6 +32,7 @@ from attnreport.interventions import (
 from attnreport.models.attending import attention_layers, check_attention_layer
 from attnreport.models.facts import layer_facts
 from attnreport.models.layout import positional_scheme
+from attnreport.page_choice import mean_inputs
 from attnreport.pass_memo import remembered
 from attnreport.probe_pass import probe_scores, session_probes
 from attnreport.provenance import provenance
@@ -228,7 +229,7 @@ WHERE = (
 
 
 def mean_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ...]:
-    chosen = settings.mean_sentences or tuple(range(min(3, n_sentences)))
+    chosen = mean_inputs(settings.mean_sentences, n_sentences)
     bad = [i for i in chosen if not 0 <= i < n_sentences]
     if bad:
         raise AttnReportError(

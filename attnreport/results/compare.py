@@ -287,11 +287,14 @@ def compare_results(expected: Results, actual: Results, tol: Tolerance | None = 
     tol = tol or Tolerance()
     out = Comparison()
     _compare_manifest(expected, actual, out)
+    kept = [s.index for s in expected.sentences]
+    if kept != [s.index for s in actual.sentences]:
+        out.problems.append("the runs keep the results files of different sentences (pages)")
     if len(expected.sentences) != len(actual.sentences) or out.problems:
         out.problems.append("the runs are not of one study (above); nothing else compared")
         return out
     ties = find_ties(expected, actual, tol)
-    for s in range(len(expected.sentences)):
+    for s in kept:
         _compare_sentence(expected, actual, s, tol, ties, out)
     _compare_set(expected, actual, tol, ties, out)
     _compare_interventions(expected, actual, tol, out)

@@ -75,7 +75,7 @@ def find_ties(a: Results, b: Results, tol: Tolerance) -> Ties:
     top: set[tuple[int, int, int, int]] = set()
     row: set[tuple[int, int, int, int]] = set()
     for results in (a, b):
-        for s, sentence in enumerate(results.sentences):
-            top |= _top_ties(s, sentence.tables.top, tol)
-            row |= _row_ties(s, results, tol)
+        for sentence in results.sentences:  # those with a results file (``results.kept``)
+            top |= _top_ties(sentence.index, sentence.tables.top, tol)
+            row |= _row_ties(sentence.index, results, tol)
     return Ties(frozenset(top), frozenset(row | top))
