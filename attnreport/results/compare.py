@@ -282,6 +282,20 @@ def _compare_interventions(a: Results, b: Results, tol: Tolerance, out: Comparis
     _compare_values("interventions mean baselines", ia.mean.baselines, ib.mean.baselines, tol, out)
 
 
+def compare_sentences(
+    expected: Results, actual: Results, indices: Iterable[int], tol: Tolerance | None = None
+) -> Comparison:
+    """What ``compare_results`` compares of sentences ``indices`` (their own files), for
+    two runs that share those sentences at those indices but not the rest of the set (a
+    check of a few sentences of a large one): no manifest, set tables or interventions."""
+    tol = tol or Tolerance()
+    out = Comparison()
+    ties = find_ties(expected, actual, tol)
+    for s in indices:
+        _compare_sentence(expected, actual, s, tol, ties, out)
+    return out
+
+
 def compare_results(expected: Results, actual: Results, tol: Tolerance | None = None) -> Comparison:
     """Everything that differs between two runs beyond ``tol``, and the near-ties."""
     tol = tol or Tolerance()
