@@ -1,5 +1,6 @@
 """The example's sentence set (``example/passages.txt``): at least 200 distinct passages of
-48 to 96 tokens under both example models' tokenizers, counted as the report counts them."""
+48 to 96 tokens under both example models' tokenizers, counted as the report counts them,
+every one at least the 64 tokens Gu et al.'s sink rate is defined on."""
 
 from __future__ import annotations
 
@@ -60,8 +61,9 @@ def token_counts(model: str) -> list[int]:
 @pytest.mark.slow
 @pytest.mark.default_model
 @pytest.mark.parametrize("model", MODELS)
-def test_every_passage_is_48_to_96_tokens_and_most_reach_gus_length(model):
+def test_every_passage_is_48_to_96_tokens_and_reaches_gus_length(model):
     counts = token_counts(model)
     outside = [(i, n) for i, n in enumerate(counts) if not SHORTEST <= n <= LONGEST]
     assert not outside, f"{model}: passages outside {SHORTEST}-{LONGEST} tokens: {outside}"
-    assert sum(n >= GU_LENGTH for n in counts) > 0.75 * len(counts)
+    short = [(i, n) for i, n in enumerate(counts) if n < GU_LENGTH]
+    assert not short, f"{model}: passages under Gu et al.'s {GU_LENGTH} tokens: {short}"
