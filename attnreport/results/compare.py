@@ -24,7 +24,7 @@ import numpy as np
 from attnreport.results.columns import Table
 from attnreport.results.io import Results
 from attnreport.results.manifest import Manifest
-from attnreport.results.ties import Ties, Tolerance, find_ties
+from attnreport.results.ties import Ties, Tolerance, find_ties, map_tolerance
 
 FRACTIONS = ("self_focus", "first_focus")  # statistics that count top keys
 
@@ -227,11 +227,12 @@ def _compare_sentence(
     if (sa.attention is None) != (sb.attention is None):
         out.problems.append(f"{where}: attention maps kept in one run only")
     elif sa.attention is not None and sb.attention is not None:
+        maps = map_tolerance(tol)  # the scores are kept at SCORE_PLACES decimals
         _compare_values(
-            f"{where} attention.scores", sa.attention.scores, sb.attention.scores, tol, out
+            f"{where} attention.scores", sa.attention.scores, sb.attention.scores, maps, out
         )
         _compare_values(
-            f"{where} attention.probs", sa.attention.probs, sb.attention.probs, tol, out
+            f"{where} attention.probs", sa.attention.probs, sb.attention.probs, maps, out
         )
         _compare_ranks(
             f"{where} attention.ranks", sa.attention.ranks, sb.attention.ranks, s, ties, out
