@@ -48,7 +48,9 @@ def test_the_maps_keep_three_decimals_and_the_tables_the_float32_values(tiny_mod
         # the table's p_top1 is the float32 probability (6 digits), not one derived from
         # the stored 3-decimal scores, which is up to 1e-3 of itself away
         np.testing.assert_allclose(np.asarray(top["p_top1"])[rows], model_top, rtol=1e-5)
-        derived = np.array([max(maps.probs[spec.layer][h][q]) for h, q in zip(heads, queries)])
+        derived = np.array(
+            [max(maps.probs[spec.layer][h][q]) for h, q in zip(heads, queries, strict=True)]
+        )
         np.testing.assert_allclose(derived, model_top, rtol=1.0006e-3)
     gaps = [
         abs(max(maps.probs[s.layer][0][-1]) - float(np.asarray(top["p_top1"])[i]))
