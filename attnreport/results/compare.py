@@ -293,6 +293,10 @@ def compare_sentences(
     out = Comparison()
     ties = find_ties(expected, actual, tol)
     for s in indices:
+        a, b = expected.sentences[s], actual.sentences[s]
+        if (a.text, a.n_tokens) != (b.text, b.n_tokens):
+            out.problems.append(f"sentences/{s:03d}: the runs analysed other sentences here")
+            continue
         _compare_sentence(expected, actual, s, tol, ties, out)
     return out
 
