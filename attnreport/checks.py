@@ -25,7 +25,7 @@ from attnreport.config import Settings
 from attnreport.errors import AttnReportError
 from attnreport.named_models import DEFAULT, NAMED, require_named
 from attnreport.output import check_output, input_paths
-from attnreport.page_choice import page_indices, pages_note, parse_pages
+from attnreport.page_choice import mean_inputs, page_indices, pages_note, parse_pages
 from attnreport.sentences import read_sentences
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ def check_pages(pages: str, count: int) -> None:
 
 def mean_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ...]:
     """The sentences of the mean grid: ``mean_sentences``, else the first three."""
-    chosen = settings.mean_sentences or tuple(range(min(3, n_sentences)))
+    chosen = mean_inputs(settings.mean_sentences, n_sentences)
     bad = [i for i in chosen if not 0 <= i < n_sentences]
     if bad:
         raise AttnReportError(

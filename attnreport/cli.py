@@ -147,6 +147,7 @@ def build(ctx: click.Context, force: bool, **_settings: Any) -> None:
 @main.command()
 @model_options
 @RESULTS_OUT
+@PAGES
 @corpus_options
 @study_options
 @click.pass_context
@@ -299,11 +300,14 @@ def compare(ctx: click.Context, expected: str, actual: str, **_settings: Any) ->
 
     Discrete statistics (top keys, ranks, focus fractions) may differ where the top two
     scores are within the tolerance: such near-ties are listed, not counted as failures.
-    The tolerances come from --rtol/--atol, else the settings file (rtol, atol).
+    The tolerances come from --rtol/--atol, else the settings file (rtol, atol). The
+    attention maps, whose scores the results keep at 3 decimals, are compared within at
+    least atol 0.0015 and rtol 0.002 (a score may round the other way in another run).
     """
     from attnreport.multi.folders import results_folders
     from attnreport.results import load
     from attnreport.results.compare import Tolerance, compare_results
+    from attnreport.results.ties import map_tolerance_words
 
     settings = settings_from(ctx)
     rtol, atol = settings.rtol, settings.atol
@@ -319,12 +323,13 @@ def compare(ctx: click.Context, expected: str, actual: str, **_settings: Any) ->
         for line in result.problems:
             click.echo(f"moved: {where}{line}", err=True)
         problems += len(result.problems)
+    maps = map_tolerance_words(Tolerance(rtol, atol))
     if problems:
         raise AttnReportError(
-            f"{problems} difference(s) beyond rtol {rtol}, atol {atol} between "
+            f"{problems} difference(s) beyond rtol {rtol}, atol {atol} ({maps}) between "
             f"{expected} and {actual}"
         )
-    click.echo(f"{expected} and {actual} agree within rtol {rtol}, atol {atol}")
+    click.echo(f"{expected} and {actual} agree within rtol {rtol}, atol {atol} ({maps})")
 
 
 @main.command()

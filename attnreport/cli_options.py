@@ -169,7 +169,8 @@ PAGES = click.option(
     "--pages",
     default=None,
     help="Sentences that get a page: 'all' (default), the first N, or indices like 0,5,10-12; "
-    "the index and set-wide figures always cover every sentence.",
+    "the index and set-wide figures always cover every sentence. The analysis keeps the "
+    "maps and per-query rows of these sentences only (and of the interventions' inputs).",
 )
 SITE_OUT = click.option(
     "--out", default=default_of("out"), show_default=True, help="Output folder for the site."

@@ -156,9 +156,9 @@ class Settings:
     png_scale: float = setting(
         V.PNG_SCALE, float, int, check=png_scale_range
     )  # PNG size / figure size
-    pages: str = setting(
-        V.PAGES, str, check=page_choice
-    )  # sentences with a page: all, N, 0,5,10-12
+    # sentences with a page: all, N, 0,5,10-12; the analysis keeps the maps and per-query
+    # rows of those only (``page_choice.kept_indices``), the others are in the set tables
+    pages: str = setting(V.PAGES, str, check=page_choice, recorded=True)
     bos: str = setting(V.BOS_DEFAULT, str, choices=BOS, recorded=True)  # begin-of-sequence token
     # each sentence read as a user message in the tokenizer's chat template (else plain text)
     chat_template: bool = setting(False, bool, recorded=True)
@@ -314,7 +314,7 @@ map_tokens = 256             # n x n attention maps and exact per-query rows up 
 images = true                # a static SVG of every figure (for readers without JavaScript)
 png = false                  # a static PNG of every figure too (slower; the chart menu saves PNGs)
 png_scale = 2                # PNG pixels per figure pixel (2: twice the size, for print)
-pages = "all"                # sentences with a page: "all", a count "20", or "0,5,10-12"
+pages = "all"                # sentences with a page (and kept maps): "all", a count "20", or "0,5,10-12"
 rtol = 1e-3                  # attnreport compare: relative and absolute tolerances
 atol = 1e-4
 """

@@ -5,6 +5,11 @@ the index still cover the whole corpus. ``--pages N`` gives pages to the first `
 sentences; ``--pages 0,5,10-12`` to those indices (0-based, ranges inclusive);
 ``--pages all`` (the default) to every sentence. The sentences the interventions run on
 (``scaling_sentence``: its page shows the intervention figures) always get a page.
+
+The analysis keeps a sentence's own results file (its attention maps and per-query rows)
+only for the sentences ``kept_indices`` names: those with a page and the interventions'
+inputs, whose grids name their tokens. Every other sentence is in the set-wide tables
+only, so a corpus of thousands stays small on disk.
 """
 
 from __future__ import annotations
@@ -68,3 +73,17 @@ def pages_note(text: str, n_sentences: int) -> str | None:
     if choice.first is None or choice.first <= n_sentences:
         return None
     return f"--pages {choice.first}: the set has {n_sentences} sentence(s), so every one of them gets a page"
+
+
+def mean_inputs(mean_sentences: tuple[int, ...] | None, n_sentences: int) -> tuple[int, ...]:
+    """The mean grid's inputs: ``mean_sentences``, else the first three sentences."""
+    return mean_sentences or tuple(range(min(3, n_sentences)))
+
+
+def kept_indices(
+    pages: str, n_sentences: int, scaling_sentence: int, mean_sentences: tuple[int, ...] | None
+) -> tuple[int, ...]:
+    """Sorted indices of the sentences whose results file an analysis writes: the pages of
+    ``pages`` and the interventions' inputs (one-line errors as ``page_indices``)."""
+    keep = (scaling_sentence, *mean_inputs(mean_sentences, n_sentences))
+    return page_indices(parse_pages(pages), n_sentences, keep)

@@ -26,7 +26,7 @@ def intervention_passes(session: Session, settings: Settings, layer: int) -> int
     baseline and one per (target, epsilon); per mean-grid sentence a baseline and one per
     target; and, when the layer rotates q and k, per sentence a baseline and one for Q and K
     averaged before the rotation."""
-    from attnreport.study import mean_sentence_indices
+    from attnreport.checks import mean_sentence_indices
 
     n_mean = len(mean_sentence_indices(settings, len(session.sentences)))
     scaling = 1 + len(TARGETS) * len(settings.epsilons)

@@ -111,7 +111,8 @@ def test_verify_passes_on_a_tiny_model(tiny_model_dirs, sentence_file):
 
 
 @pytest.mark.default_model
-def test_verify_default_model():
+def test_verify_default_model(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the built-in sentences, not the example's attnreport.toml
     code, output, _ = run("verify", "--model", "default")
     assert code == 0, output
     assert "all 3 checks passed on 6 sentence(s)" in output

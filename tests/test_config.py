@@ -102,6 +102,7 @@ def test_manifest_records_the_settings_that_change_the_numbers():
         "intervene_depth",
         "map_tokens",
         "mean_sentences",
+        "pages",
         "scaling_sentence",
         "view_head",
     }

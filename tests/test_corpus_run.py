@@ -76,7 +76,7 @@ def analyze(*args: str) -> tuple[int, str]:
 
 
 def test_corpus_files_equal_the_per_sentence_code_and_a_one_pass_pooling(
-    tmp_path, tiny_model_dirs, one_thread
+    tmp_path, tiny_model_dirs, one_thread, monkeypatch
 ):
     """The run's files hold what the study's steps give in this process, and its set tables
     equal an independent one-pass pooling (``tests/pooling_reference.py``)."""
@@ -89,6 +89,7 @@ def test_corpus_files_equal_the_per_sentence_code_and_a_one_pass_pooling(
     from attnreport.study import analyze_sentence, intervention_results, manifest
     from tests.pooling_reference import pool_focus, pool_impact
 
+    monkeypatch.chdir(tmp_path)  # the defaults, not the example's attnreport.toml
     corpus = write_corpus(tmp_path / "c.txt", 6)
     settings = load_settings(
         None, {"model": str(tiny_model_dirs["llama"]), "sentences": str(corpus)}

@@ -163,15 +163,26 @@ def test_the_choice_is_recorded_and_a_rerender_reproduces_the_site(corpus, tmp_p
 
 
 def test_build_is_analyze_plus_render(corpus, tmp_path):
-    """``build --pages`` gives the site ``analyze`` then ``render --pages`` give, and leaves
-    no results folder of its own behind."""
+    """``build --pages`` gives the site ``analyze --pages`` then ``render`` give (the
+    analysis keeps the chosen sentences' maps only), and leaves no results folder of its
+    own behind."""
     _, config, _ = corpus
     out = tmp_path / "built"
     result = cli("build", "--config", str(config), "--out", str(out), "--pages", "0,5,7-8")
     assert result.exit_code == 0, result.output
     assert "built 6 page(s)" in result.output  # the index and 5 sentences
-    assert tree(out) == render(corpus, tmp_path / "rendered", "--pages", "0,5,7-8")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["built", "rendered"]
+    analysed = tmp_path / "analysed"
+    done = cli("analyze", "--config", str(config), "--out", str(analysed), "--pages", "0,5,7-8")
+    assert done.exit_code == 0, done.output
+    rendered = tmp_path / "rendered"
+    done = cli("render", str(analysed), "--out", str(rendered), "--config", str(config),
+               "--pages", "0,5,7-8")  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert tree(out) == tree(rendered)
+    assert sorted(p.name for p in (out / "results" / "sentences").iterdir()) == [
+        f"{i:03d}.json.gz" for i in (0, 1, 5, 7, 8, IV)
+    ]  # the pages and the mean grid's sentence 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["analysed", "built", "rendered"]
 
 
 @pytest.mark.parametrize(

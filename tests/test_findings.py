@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from attnreport.analyses import sinks
 from attnreport.site.words import findings as fnd
 from attnreport.site.words import readings
 from tests.fixtures.grids import cell, grids, scaling_cells
@@ -171,6 +172,26 @@ def test_sink_rate_and_disagreement():
     assert fnd.sink_rate({}, {}) is None
 
 
+def test_the_sink_rate_says_what_it_rests_on_and_whether_gu_would_count_it():
+    """Over sentences of 5 and 70 tokens (n_queries 4 and 69), two heads each."""
+    by_sentence = {"sentence": [0, 0, 1, 1], "layer": [0, 0, 0, 0], "head": [0, 1, 0, 1],
+                   "n_queries": [4, 4, 69, 69]}  # fmt: skip
+    basis = sinks.rate_basis(by_sentence)
+    assert basis == sinks.RateBasis(sentences=2, shortest=5, longest=70, short=1,
+                                    queries=73, heads=2)  # fmt: skip
+    text = fnd.sink_rate({(0, 0): 0.9, (0, 1): 0.1}, {(0, 0): 0.9, (0, 1): 0.1}, basis).text
+    assert text.endswith(
+        " Both are taken over 2 sentences of 5-70 tokens (73 queries, 2 heads); Gu et al. "
+        "measure on inputs of 64 tokens and 1 sentence here is shorter, where the first token "
+        "takes a larger share by position alone, so the rate is not theirs to compare with."
+    )
+    long = sinks.rate_basis({**by_sentence, "n_queries": [63, 63, 69, 69]})
+    assert fnd.rate_basis_words(long) == (
+        "over 2 sentences of 64-70 tokens (132 queries, 2 heads): each at least the 64 tokens "
+        "Gu et al. measure on"
+    )
+
+
 def test_key_findings_in_order_and_with_first_prob():
     sent = {s: grid(3, 2, lambda lay, h: 0.95 if lay else 0.1) for s in range(2)}
     cols = by_sentence(sent, first_prob=[0.7 if i % 6 >= 2 else 0.05 for i in range(12)])
@@ -185,7 +206,7 @@ def test_key_findings_in_order_and_with_first_prob():
     found = fnd.key_findings(tables, None, dim=64)
     assert [f.key for f in found] == ["sink-onset", "sink-rate", "orientation"]
     assert "67% of heads are sinks, and every head of layers 1-2 is one" in found[1].text
-    assert found[1].text.endswith("agrees on every head.")
+    assert "agrees on every head. Both are taken over " in found[1].text  # and what on
     without = {k: v for k, v in tables.items() if k != "focus_by_sentence"}
     assert [f.key for f in fnd.key_findings(without, None)] == ["sink-onset"]
     assert fnd.key_findings({}, None) == []

@@ -96,7 +96,8 @@ def test_float16_verify_on_the_command_line(tiny_model_dirs, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.default_model
-def test_default_model_bfloat16_verify_passes():
+def test_default_model_bfloat16_verify_passes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the built-in sentences, not the example's attnreport.toml
     result = CliRunner().invoke(main, ["verify", "--model", "default", "--dtype", "bfloat16"])
     assert result.exit_code == 0, result.output
     assert "all 3 checks passed on 6 sentence(s)" in result.output

@@ -18,6 +18,7 @@ from attnreport.analyses.tables import Table, as_numpy, triangle
 from attnreport.records import LayerRecord
 from attnreport.results.maps import Row as MapRow
 from attnreport.results.maps import Triangle, rank_fixes
+from attnreport.results.rounding import SCORE_PLACES
 
 
 @dataclass(frozen=True)
@@ -122,17 +123,18 @@ def top_columns(
 class KeptMaps(TypedDict):
     """What ``attention_triangles`` keeps of one layer (``results.maps.AttentionMaps``)."""
 
-    scores: list[Triangle]  # [head] -> rows of the scores, 6 significant digits
+    scores: list[Triangle]  # [head] -> rows of the scores, SCORE_PLACES decimals
     rank_fixes: dict[MapRow, tuple[int, ...]]  # (layer, head, query) -> that row's ranks
 
 
 def attention_triangles(record: LayerRecord, order: KeyOrder | None = None) -> KeptMaps:
     """What the results keep of one layer's maps (``results.maps``): ``scores``, a
-    ``[head] -> triangle`` of the scores rounded to 6 significant digits (None where a
-    window masks), and ``rank_fixes``, the rows whose key order (``order``, over the
+    ``[head] -> triangle`` of the scores rounded to ``SCORE_PLACES`` decimals, the digits
+    the map shows (None where a window masks; every statistic is computed from the
+    unrounded scores), and ``rank_fixes``, the rows whose key order (``order``, over the
     unrounded scores) the rounded ones do not give. Probabilities and ranks are derived
     from these when read."""
     order = _order_of(record, order)
     allowed = as_numpy(record.allowed).astype(bool)
-    scores = [triangle(head, allowed) for head in as_numpy(record.scores)]
+    scores = [triangle(head, allowed, SCORE_PLACES) for head in as_numpy(record.scores)]
     return {"scores": scores, "rank_fixes": rank_fixes(record.layer, scores, order.ranks.numpy())}

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the tensor functions import torch when called: findings and
     import torch  # read only the table functions, and ``render`` never imports torch
 
 EPS = 0.3  # Gu et al.'s threshold on the mean first-token probability
+GU_TOKENS = 64  # the length of the inputs Gu et al. measure their sink rate on
 ARGMAX_SINK = MOST  # first_focus above which a head is a sink by argmax: "most queries"
 ARGMAX_WORDS = "the first token is its top key for more than half of its queries"
 
@@ -102,6 +103,39 @@ def pooled_scores(by_sentence: Columns, score: str = "first_prob") -> dict[tuple
         num[key] = num.get(key, 0.0) + float(value) * float(n)
         den[key] = den.get(key, 0.0) + float(n)
     return {k: num[k] / den[k] if den[k] > 0 else 0.0 for k in sorted(num)}
+
+
+@dataclass(frozen=True)
+class RateBasis:
+    """What a set-wide sink rate rests on: ``sentences`` of ``shortest``-``longest``
+    tokens (``short`` of them under ``GU_TOKENS``), ``queries`` query tokens and ``heads``."""
+
+    sentences: int
+    shortest: int
+    longest: int
+    short: int
+    queries: int
+    heads: int
+
+
+def rate_basis(by_sentence: Columns) -> RateBasis:
+    """The basis of the rates pooled from ``by_sentence`` (columns sentence, layer, head,
+    n_queries, e.g. ``focus_by_sentence``): a sentence of n tokens has n - 1 queries."""
+    sentence = np.asarray(by_sentence["sentence"])
+    n_queries = np.asarray(by_sentence["n_queries"])
+    first = np.unique(sentence, return_index=True)[1]
+    tokens = n_queries[first].astype(np.int64) + 1
+    heads = {
+        (int(la), int(h)) for la, h in zip(by_sentence["layer"], by_sentence["head"], strict=True)
+    }
+    return RateBasis(
+        sentences=len(tokens),
+        shortest=int(tokens.min()) if len(tokens) else 0,
+        longest=int(tokens.max()) if len(tokens) else 0,
+        short=int((tokens < GU_TOKENS).sum()),
+        queries=int((tokens - 1).sum()),
+        heads=len(heads),
+    )
 
 
 @dataclass(frozen=True)

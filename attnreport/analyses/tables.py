@@ -84,6 +84,8 @@ def table_to_json(table: Table) -> dict[str, dict[str, list[Any]]]:
     return {"columns": {name: column_to_list(values) for name, values in table.items()}}
 
 
-def triangle(matrix: Any, allowed: Any = None) -> list[list[Any]]:
-    """``rounding.triangle_list`` of a tensor, array or list (and of its ``allowed`` mask)."""
-    return triangle_list(as_numpy(matrix), None if allowed is None else as_numpy(allowed))
+def triangle(matrix: Any, allowed: Any = None, places: int | None = None) -> list[list[Any]]:
+    """``rounding.triangle_list`` of a tensor, array or list (and of its ``allowed`` mask),
+    at ``places`` decimals when given (else 6 significant digits)."""
+    mask = None if allowed is None else as_numpy(allowed)
+    return triangle_list(as_numpy(matrix), mask, places)

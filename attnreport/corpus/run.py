@@ -24,6 +24,7 @@ from attnreport.corpus.partial import SetPartial
 from attnreport.corpus.store import RunStore
 from attnreport.errors import AttnReportError
 from attnreport.output import check_output, input_paths
+from attnreport.page_choice import kept_indices
 from attnreport.pass_count import PassProgress, counting_passes, intervention_passes
 from attnreport.results import Interventions
 from attnreport.sentences import Sentence
@@ -90,7 +91,10 @@ def run_corpus(
     progress("load", 0, 1)
     session = session or session_for(settings)
     check_settings(settings, session)
-    store = RunStore(out)
+    kept = kept_indices(
+        settings.pages, len(session.sentences), settings.scaling_sentence, settings.mean_sentences
+    )
+    store = RunStore(out, frozenset(kept))
     done = store.start(run_fingerprint(session, settings), options.resume)
     totals = SetPartial()
     for part in store.partials(done):
@@ -100,7 +104,7 @@ def run_corpus(
     if pending:
         context = EngineContext(
             session, settings, settings.model, settings.dtype, settings.device, options.ray_address,
-            options.workers, lambda done, total: progress(LAYERS, done, total),
+            options.workers, lambda done, total: progress(LAYERS, done, total), store.kept,
         )  # fmt: skip
         engine = open_engine(options.engine, context)
         analyze_pending(engine, pending, store, totals, progress, options.engine == "local")

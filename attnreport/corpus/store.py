@@ -86,10 +86,16 @@ def write_file(out: Path, name: str, data: bytes) -> None:
 
 
 class RunStore:
-    """A results folder being filled by one run (``out`` must have passed ``check_output``)."""
+    """A results folder being filled by one run (``out`` must have passed ``check_output``);
+    ``kept``: the sentences whose results file it holds (None: every sentence), the others
+    only their partial."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, kept: frozenset[int] | None = None) -> None:
         self.out = Path(out).expanduser().absolute()
+        self.kept = kept
+
+    def keeps(self, index: int) -> bool:
+        return self.kept is None or index in self.kept
 
     def start(self, fingerprint: RunFingerprint, resume: bool) -> set[int]:
         """Prepare the folder; return the indices of sentences already finished (resume)."""
@@ -154,9 +160,14 @@ class RunStore:
         folder = self.out / "partials"
         done = set()
         for path in folder.glob("*.json") if folder.is_dir() else ():
-            if path.stem.isdigit() and (self.out / sentence_name(int(path.stem))).is_file():
-                done.add(int(path.stem))
+            index = int(path.stem) if path.stem.isdigit() else None
+            if index is not None and self._written(index):
+                done.add(index)
         return done
+
+    def _written(self, index: int) -> bool:
+        """Whether sentence ``index``'s results file is there, or not kept (its partial is)."""
+        return not self.keeps(index) or (self.out / sentence_name(index)).is_file()
 
     def partials(self, indices: set[int]) -> Iterator[SentencePartial]:
         """The stored partials of finished sentences, in index order."""
@@ -164,19 +175,22 @@ class RunStore:
             path = self.out / partial_name(index)
             yield SentencePartial.from_json(json.loads(path.read_text(encoding="utf-8")))
 
-    def write_sentence(self, index: int, data: bytes, partial: SentencePartial) -> None:
-        """Sentence ``index``'s results file (``data``: its bytes as written, compressed),
-        then its partial, which marks it finished."""
-        write_file(self.out, sentence_name(index), data)
+    def write_sentence(self, index: int, data: bytes | None, partial: SentencePartial) -> None:
+        """Sentence ``index``'s results file (``data``: its bytes as written, compressed;
+        None: the sentence is not kept, it has none), then its partial, which marks it
+        finished."""
+        if data is not None:
+            write_file(self.out, sentence_name(index), data)
         write_file(self.out, partial_name(index), dump_json(partial.to_json()))
 
     def finish(self, files: Mapping[str, bytes], manifest: Manifest, count: int) -> None:
-        """The set-wide ``files``, then the manifest listing them and the ``count``
-        sentences' files with their sizes (``manifest.files``, as ``results.dump`` does)."""
+        """The set-wide ``files``, then the manifest listing them and the kept ones of the
+        ``count`` sentences' files with their sizes (``manifest.files``, as
+        ``results.dump`` does)."""
         for name in sorted(files):
             write_file(self.out, name, files[name])
         sizes = {name: len(data) for name, data in files.items()}
-        for index in range(count):
+        for index in filter(self.keeps, range(count)):
             name = sentence_name(index)
             sizes[name] = (self.out / name).stat().st_size
         listed = replace(manifest, files=dict(sorted(sizes.items())))

@@ -19,23 +19,32 @@ from attnreport.study import analyze_sentence
 @dataclass(frozen=True)
 class SentenceOutcome:
     """A finished sentence: its results file's bytes (``CURRENT.sentence(index)``, so
-    gzip-compressed: a Ray worker compresses before it sends) and its partial sums."""
+    gzip-compressed: a Ray worker compresses before it sends), or None for a sentence
+    whose file is not kept (no page: only its partial sums feed the set tables), and its
+    partial sums."""
 
     index: int
-    data: bytes
+    data: bytes | None
     partial: SentencePartial
 
 
 def analyze_one(
-    session: Session, sentence: Sentence, settings: Settings, on_layer: LayerProgress | None = None
+    session: Session,
+    sentence: Sentence,
+    settings: Settings,
+    on_layer: LayerProgress | None = None,
+    keep: bool = True,
 ) -> SentenceOutcome:
     """Analyse ``sentence`` on ``session``'s model (its sentence list is not needed);
-    ``on_layer(done, total)`` hears of each layer."""
+    ``on_layer(done, total)`` hears of each layer; ``keep``: make its results file (else
+    only its partial sums: ``page_choice.kept_indices``)."""
     result = analyze_sentence(session, sentence, settings, on_layer)
     partial = SentencePartial.of(
         sentence.index, result.focus, result.head_impact, result.head_roles,
         result.massive_activations, pooled_sources(result.result.tables),
     )  # fmt: skip
+    if not keep:
+        return SentenceOutcome(sentence.index, None, partial)
     # Streamed, so one table column's Python values exist at a time; compressed at once
     # (the JSON, then about 0.4 of it compressed, are the largest copies held).
     data = CURRENT.encode(dump_json_streamed(sentence_to_json(result.result, lazy=True)))

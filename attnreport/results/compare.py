@@ -25,7 +25,7 @@ from attnreport.results.columns import Table
 from attnreport.results.io import Results
 from attnreport.results.manifest import Manifest
 from attnreport.results.roles import counts_query_one
-from attnreport.results.ties import Ties, Tolerance, find_ties
+from attnreport.results.ties import Ties, Tolerance, find_ties, map_tolerance
 
 FRACTIONS = ("self_focus", "first_focus")  # statistics that count top keys
 
@@ -240,11 +240,12 @@ def _compare_sentence(
     if (sa.attention is None) != (sb.attention is None):
         out.problems.append(f"{where}: attention maps kept in one run only")
     elif sa.attention is not None and sb.attention is not None:
+        maps = map_tolerance(tol)  # the scores are kept at SCORE_PLACES decimals
         _compare_values(
-            f"{where} attention.scores", sa.attention.scores, sb.attention.scores, tol, out
+            f"{where} attention.scores", sa.attention.scores, sb.attention.scores, maps, out
         )
         _compare_values(
-            f"{where} attention.probs", sa.attention.probs, sb.attention.probs, tol, out
+            f"{where} attention.probs", sa.attention.probs, sb.attention.probs, maps, out
         )
         _compare_ranks(
             f"{where} attention.ranks", sa.attention.ranks, sb.attention.ranks, s, ties, out
@@ -295,16 +296,37 @@ def _compare_interventions(a: Results, b: Results, tol: Tolerance, out: Comparis
     _compare_values("interventions mean baselines", ia.mean.baselines, ib.mean.baselines, tol, out)
 
 
+def compare_sentences(
+    expected: Results, actual: Results, indices: Iterable[int], tol: Tolerance | None = None
+) -> Comparison:
+    """What ``compare_results`` compares of sentences ``indices`` (their own files), for
+    two runs that share those sentences at those indices but not the rest of the set (a
+    check of a few sentences of a large one): no manifest, set tables or interventions."""
+    tol = tol or Tolerance()
+    out = Comparison()
+    ties = find_ties(expected, actual, tol)
+    for s in indices:
+        a, b = expected.sentences[s], actual.sentences[s]
+        if (a.text, a.n_tokens) != (b.text, b.n_tokens):
+            out.problems.append(f"sentences/{s:03d}: the runs analysed other sentences here")
+            continue
+        _compare_sentence(expected, actual, s, tol, ties, out)
+    return out
+
+
 def compare_results(expected: Results, actual: Results, tol: Tolerance | None = None) -> Comparison:
     """Everything that differs between two runs beyond ``tol``, and the near-ties."""
     tol = tol or Tolerance()
     out = Comparison()
     _compare_manifest(expected, actual, out)
+    kept = [s.index for s in expected.sentences]
+    if kept != [s.index for s in actual.sentences]:
+        out.problems.append("the runs keep the results files of different sentences (pages)")
     if len(expected.sentences) != len(actual.sentences) or out.problems:
         out.problems.append("the runs are not of one study (above); nothing else compared")
         return out
     ties = find_ties(expected, actual, tol)
-    for s in range(len(expected.sentences)):
+    for s in kept:
         _compare_sentence(expected, actual, s, tol, ties, out)
     _compare_set(expected, actual, tol, ties, out)
     _compare_interventions(expected, actual, tol, out)

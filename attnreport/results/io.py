@@ -11,7 +11,7 @@ refused by name.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from attnreport.results.interventions import (
     interventions_from_json,
     interventions_to_json,
 )
+from attnreport.results.kept import LoadedSentences, kept_sentences
 from attnreport.results.layout import CURRENT, MANIFEST, Layout, decode, is_results_file
 from attnreport.results.manifest import (
     READABLE_VERSIONS,
@@ -44,10 +45,13 @@ from attnreport.results.types import (
 
 @dataclass(frozen=True, eq=False)
 class Results:
-    """Everything one study computed; ``sentences[i].index == i``."""
+    """Everything one study computed; ``sentences[i].index == i``. ``len(sentences)`` is
+    the set's size; a sentence without a results file of its own (version 9: no page,
+    ``results.kept``) is not in ``sentences`` (indexing it is a LookupError, iterating
+    skips it) but is in the manifest and the set tables."""
 
     manifest: Manifest
-    sentences: tuple[SentenceResults, ...]
+    sentences: Sequence[SentenceResults]
     set: SetResults
     interventions: Interventions | None = None
 
@@ -153,16 +157,22 @@ def from_parts(
     interventions: Any = None,
     where: str = "",
     layout: Layout = CURRENT,
+    indices: list[int] | None = None,
 ) -> Results:
     """Typed results from the four parts as JSON values (what the files hold); errors
-    name ``where`` + the part's file in ``layout``."""
+    name ``where`` + the part's file in ``layout``. ``indices``: the sentences that
+    ``sentences`` are, when the folder keeps only some (None: all, in order)."""
     for value, name in ((manifest, MANIFEST), (set_, layout.set)):
         _schema_version(value, where + name)
+    count = len(manifest.get("sentences") or []) if isinstance(manifest, dict) else 0
+    indices = list(range(len(sentences))) if indices is None else indices
+    typed = [
+        sentence_from_json(s, where + layout.sentence(i))
+        for i, s in zip(indices, sentences, strict=True)
+    ]
     return Results(
         manifest=manifest_from_json(manifest, where + MANIFEST),
-        sentences=tuple(
-            sentence_from_json(s, where + layout.sentence(i)) for i, s in enumerate(sentences)
-        ),
+        sentences=tuple(typed) if len(typed) >= count else LoadedSentences(count, typed),
         set=set_from_json(set_, where + layout.set),
         interventions=None
         if interventions is None
@@ -235,11 +245,12 @@ def parse_files(files: Mapping[str, bytes], where: str = "") -> Results:
     if layout.version >= 2:
         _check_complete(files, manifest.get("files"), where)
     count = len(manifest.get("sentences") or [])
-    sentences = [_part(files, layout.sentence(i), where) for i in range(count)]
+    kept = kept_sentences(manifest.get("files"), count, layout)
+    sentences = [_part(files, layout.sentence(i), where) for i in kept]
     has_iv = layout.interventions in files
     iv = _part(files, layout.interventions, where) if has_iv else None
     set_ = _part(files, layout.set, where)
-    return from_parts(manifest, set_, sentences, iv, where, layout)
+    return from_parts(manifest, set_, sentences, iv, where, layout, kept)
 
 
 def read_folder(folder: Path) -> dict[str, bytes]:

@@ -32,7 +32,8 @@ SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # rotary parameters and the tokenizer (``ModelInfo.rope``, ``tokenizer_kind``, ``vocab_size``);
 # 9 also splits each head's update sizes by its top key (``focus``: ``first_update``,
 # ``other_update``) and captures the BOS contrast in the other condition whichever the run
-# used, with its first-token probabilities (``bos_contrast``: ``first_prob``, ``n_first``, ``bos``)
+# used, with its first-token probabilities (``bos_contrast``: ``first_prob``, ``n_first``, ``bos``);
+# 9 also keeps a sentence's own file only for the sentences with a page (``kept``: ``settings.pages``)
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i

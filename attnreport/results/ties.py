@@ -10,6 +10,7 @@ import numpy as np
 from attnreport import vocabulary as V
 from attnreport.results.columns import Table
 from attnreport.results.io import Results
+from attnreport.results.rounding import SCORE_PLACES
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,24 @@ class Tolerance:
         with np.errstate(invalid="ignore"):
             ok = np.abs(a - b) <= self.atol + self.rtol * np.maximum(np.abs(a), np.abs(b))
         return ok | both_nan
+
+
+def map_tolerance(tol: Tolerance) -> Tolerance:
+    """``tol`` for the attention maps, which the results keep at ``SCORE_PLACES`` decimals
+    (schema 9): a score may round the other way in another run (one unit of the last
+    place), and a probability derived from the row's scores then moves by up to twice that
+    unit times itself. So at least ``atol`` 1.5 units and ``rtol`` 2 units."""
+    unit = 10.0**-SCORE_PLACES
+    return Tolerance(rtol=max(tol.rtol, 2 * unit), atol=max(tol.atol, 1.5 * unit))
+
+
+def map_tolerance_words(tol: Tolerance) -> str:
+    """How ``compare`` says which tolerance the maps were compared with."""
+    maps = map_tolerance(tol)
+    return (
+        f"maps compared within atol {maps.atol:g}, rtol {maps.rtol:g}: their scores are "
+        f"kept at {SCORE_PLACES} decimals"
+    )
 
 
 @dataclass(frozen=True)
@@ -66,7 +85,7 @@ def _row_ties(s: int, results: Results, tol: Tolerance) -> set[tuple[int, int, i
             for query, row in enumerate(triangle):
                 values = np.sort(np.array([np.nan if v is None else v for v in row], dtype=float))
                 values = values[np.isfinite(values)]
-                if len(values) > 1 and tol.close(values[:-1], values[1:]).any():
+                if len(values) > 1 and map_tolerance(tol).close(values[:-1], values[1:]).any():
                     out.add((s, layer, head, query))
     return out
 
@@ -75,7 +94,7 @@ def find_ties(a: Results, b: Results, tol: Tolerance) -> Ties:
     top: set[tuple[int, int, int, int]] = set()
     row: set[tuple[int, int, int, int]] = set()
     for results in (a, b):
-        for s, sentence in enumerate(results.sentences):
-            top |= _top_ties(s, sentence.tables.top, tol)
-            row |= _row_ties(s, results, tol)
+        for sentence in results.sentences:  # those with a results file (``results.kept``)
+            top |= _top_ties(sentence.index, sentence.tables.top, tol)
+            row |= _row_ties(sentence.index, results, tol)
     return Ties(frozenset(top), frozenset(row | top))

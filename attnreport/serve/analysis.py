@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from attnreport.checks import mean_sentence_indices
 from attnreport.config import Settings
 from attnreport.corpus.fingerprint import RunFingerprint, difference, run_fingerprint
 from attnreport.corpus.run import CorpusOptions, InterventionsAt, Progress, run_corpus
@@ -32,7 +33,7 @@ from attnreport.results import Interventions
 from attnreport.results.interventions import interventions_from_json
 from attnreport.results.layout import CURRENT, MANIFEST, read_json
 from attnreport.session import Session
-from attnreport.study import intervention_results, mean_sentence_indices
+from attnreport.study import intervention_results
 
 Listed = dict[int, tuple[str, tuple[int, ...]]]  # index -> (text, token ids)
 

@@ -56,6 +56,7 @@ LABELS = {
     "mean_sentences": "Sentences of the mean ablation",
     "map_tokens": "Attention maps kept up to (tokens)",
     "view_head": "Layer and head the pages open on",
+    "pages": "Sentences with a page and their maps kept",
 }
 """A human label per recorded setting (``config.Settings``); a key not here shows as is."""
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from attnreport.charts.export.figure_cache import PageFiles
 from attnreport.charts.registry import Placed
+from attnreport.errors import AttnReportError
 from attnreport.page_choice import page_indices, parse_pages
 from attnreport.results import Results, SentenceResults
 from attnreport.site.chart_source import ChartSource
@@ -18,10 +19,21 @@ from attnreport.site.source import SiteSource
 
 
 def chosen_pages(source: SiteSource, options: SiteOptions) -> tuple[int, ...]:
-    """The sentences that get a page: ``options.pages``, plus the interventions' page."""
+    """The sentences that get a page: ``options.pages``, plus the interventions' page, of
+    those with a results file (``all`` or a count: those of them that have one; an index
+    without one is a one-line error naming the analysis' choice)."""
     iv = source.interventions
     keep = [iv.scaling.sentence] if iv is not None else []
-    return page_indices(parse_pages(options.pages), source.count, keep)
+    choice = parse_pages(options.pages)
+    chosen = page_indices(choice, source.count, keep)
+    missing = [i for i in chosen if not source.keeps(i)]
+    if missing and choice.indices is not None:
+        analysed = source.manifest.settings.extra.get("pages", "all")
+        raise AttnReportError(
+            f"--pages: sentence {missing[0]} has no page data in these results (analysed "
+            f"with pages = {analysed!r}: only those sentences keep their maps)"
+        )
+    return tuple(i for i in chosen if source.keeps(i))
 
 
 def intervention_indices(source: SiteSource) -> list[int]:

@@ -27,6 +27,7 @@ from attnreport.errors import AttnReportError
 from attnreport.results import Interventions, Manifest, Results, SentenceResults, SetResults
 from attnreport.results.interventions import interventions_from_json
 from attnreport.results.io import check_sizes, dump, layout_of, load, read_part
+from attnreport.results.kept import LoadedSentences, kept_sentences
 from attnreport.results.layout import CURRENT, MANIFEST, Layout
 from attnreport.results.manifest import manifest_from_json
 from attnreport.results.types import sentence_from_json, set_from_json
@@ -36,9 +37,10 @@ from attnreport.results.types import sentence_from_json, set_from_json
 class SiteSource:
     """The results of ``count`` sentences: set-wide parts in memory, sentences on demand.
 
-    ``sentence(i)`` parses sentence ``i``'s results (0 <= i < count); ``files`` are the
-    results files the site ships (relative path -> bytes), read lazily for a folder, and
-    named by ``layout`` (the folder's schema version; ``CURRENT`` for results in memory).
+    ``sentence(i)`` parses sentence ``i``'s results (``i`` in ``kept``: the sentences
+    with a results file of their own, ``results.kept``); ``files`` are the results files
+    the site ships (relative path -> bytes), read lazily for a folder, and named by
+    ``layout`` (the folder's schema version; ``CURRENT`` for results in memory).
     """
 
     manifest: Manifest
@@ -49,6 +51,11 @@ class SiteSource:
     files: Mapping[str, bytes]
     folder: Path | None = None  # the results folder read, when not in memory
     layout: Layout = CURRENT
+    kept: tuple[int, ...] | None = None  # sentences with a results file; None: all
+
+    def keeps(self, index: int) -> bool:
+        """Whether sentence ``index`` has a results file (so it can have a page)."""
+        return 0 <= index < self.count and (self.kept is None or index in self.kept)
 
     @functools.cached_property
     def digest(self) -> Callable[[str], str]:
@@ -83,30 +90,6 @@ class SiteSource:
         """``Results`` for drawing pages with only the ``loaded`` sentences in memory."""
         sentences = LoadedSentences(self.count, loaded)
         return Results(self.manifest, cast(tuple, sentences), self.set, self.interventions)
-
-
-class LoadedSentences(Sequence[SentenceResults]):
-    """``sentences[i]`` of a set of ``count`` of which only some are loaded.
-
-    ``len`` is the set size, indexing a loaded sentence gives it, indexing any other is a
-    LookupError (a page asked for a sentence the assembly did not load); iterating yields
-    the loaded ones in index order.
-    """
-
-    def __init__(self, count: int, loaded: Sequence[SentenceResults]) -> None:
-        self._count = count
-        self._by_index = {s.index: s for s in loaded}
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __getitem__(self, index: int) -> SentenceResults:  # type: ignore[override]
-        if index not in self._by_index:
-            raise LookupError(f"sentence {index} is not loaded for this page")
-        return self._by_index[index]
-
-    def __iter__(self) -> Iterator[SentenceResults]:
-        return iter([self._by_index[i] for i in sorted(self._by_index)])
 
 
 class FolderFiles(Mapping[str, bytes]):
@@ -163,6 +146,7 @@ def from_results(results: Results) -> SiteSource:
         len(sentences),
         lambda i: sentences[i],
         dump(results),
+        kept=tuple(s.index for s in sentences),
     )
 
 
@@ -198,14 +182,15 @@ def from_folder(folder: str | Path) -> SiteSource:
         name = layout.sentence(index)
         return sentence_from_json(_read(folder, name, where), where + name)
 
-    missing = [layout.sentence(i) for i in range(count) if layout.sentence(i) not in listed]
+    kept = kept_sentences(listed, count, layout)
+    missing = [layout.sentence(i) for i in kept if layout.sentence(i) not in listed]
     if missing:
         raise AttnReportError(
             f"results folder {folder} is incomplete: {missing[0]} is missing; "
             "run attnreport analyze again"
         )
     files = FolderFiles(folder, [MANIFEST, *listed])
-    return SiteSource(manifest, set_, iv, count, sentence, files, folder, layout)
+    return SiteSource(manifest, set_, iv, count, sentence, files, folder, layout, tuple(kept))
 
 
 def _size(folder: Path, name: str) -> int | None:

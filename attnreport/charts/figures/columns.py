@@ -1,6 +1,7 @@
 """Column helpers: read results tables, round for display.
 
-Display precision (what the pages carry; the results files keep 6 significant digits):
+Display precision (what the pages carry; the results files keep 6 significant digits,
+but the attention scores at the 3 decimals shown, ``SCORE_PLACES``):
 pre-softmax scores and score terms to 3 decimals, probabilities, magnitudes, cosines
 and KL divergences to 4 decimals. Colour scales and tooltips need no more, and the
 payload stays small.
@@ -14,37 +15,17 @@ from typing import Any
 import numpy as np
 
 from attnreport.charts.figure import Columns
-from attnreport.results import SentenceResults
+from attnreport.results import SentenceResults, rounding
+from attnreport.results.rounding import SCORE_PLACES
 from attnreport.text import display_token
 
-SCORE_DECIMALS = 3
+SCORE_DECIMALS = SCORE_PLACES  # the places the results keep the attention scores at
 VALUE_DECIMALS = 4
 
 
 def rounded(values: Iterable[float], decimals: int = VALUE_DECIMALS) -> list[float]:
-    """Python floats rounded to ``decimals`` places (correctly rounded, so JSON stays short):
-    ``[round(float(v), decimals) for v in values]``, bit for bit, vectorised.
-
-    ``rint(v * 10**d) / 10**d`` is that value whenever ``v * 10**d`` is not within float
-    error of a half (the integer is then the exact decimal rounding, and the division is
-    correctly rounded to the nearest double of that decimal, which is what ``round``
-    returns); those few values, non-finite ones and ones too large for the float error
-    bound are rounded by Python.
-    """
-    source = values if isinstance(values, np.ndarray) else list(values)
-    array = np.asarray(source, dtype=np.float64)  # float(v) of each value, without the loop
-    if not 0 <= decimals <= 15:
-        return [round(v, decimals) for v in array.tolist()]
-    scale = float(10**decimals)  # exact
-    with np.errstate(invalid="ignore", over="ignore"):
-        scaled = array * scale
-        out = np.rint(scaled) / scale
-        hard = ~np.isfinite(scaled) | (np.abs(scaled) >= 2.0**31)
-        hard |= np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6
-    result = out.tolist()
-    for index in np.flatnonzero(hard).tolist():
-        result[index] = round(float(array[index]), decimals)
-    return result
+    """``results.rounding.rounded`` for display: ``VALUE_DECIMALS`` places unless told."""
+    return rounding.rounded(values, decimals)
 
 
 def select(columns: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:

@@ -34,6 +34,11 @@ class EngineContext:
     ray_address: str | None = None  # an existing Ray cluster; None: start a local one
     workers: int | None = None  # None: one per CPU (or GPU) of the cluster
     on_layer: Callable[[int, int], None] | None = None  # layers done in the sentence(s) in flight
+    kept: frozenset[int] | None = None  # sentences whose results file is made; None: all
+
+    def keeps(self, sentence: Sentence) -> bool:
+        """Whether ``sentence``'s results file is made (``page_choice.kept_indices``)."""
+        return self.kept is None or sentence.index in self.kept
 
 
 class Engine(Protocol):

@@ -63,13 +63,13 @@ class SentenceWorker:
     def pid(self) -> int:
         return os.getpid()
 
-    def analyze(self, sentence: Sentence) -> SentenceOutcome:
+    def analyze(self, sentence: Sentence, keep: bool = True) -> SentenceOutcome:
         self.layers = (0, len(self.session.specs))
 
         def on_layer(done: int, total: int) -> None:
             self.layers = (done, total)
 
-        return analyze_one(self.session, sentence, self.settings, on_layer)
+        return analyze_one(self.session, sentence, self.settings, on_layer, keep)
 
     def layers_done(self) -> tuple[int, int]:
         """(layers done, layers) of the current sentence; called in ``PROGRESS``."""
@@ -97,6 +97,7 @@ class RayEngine:
                 configure_logging=False,
             )
         self.on_layer = context.on_layer
+        self.context = context
         try:
             self.actors = self._start_actors(context)
         except BaseException:
@@ -136,7 +137,8 @@ class RayEngine:
         def submit(slot: int) -> None:
             if queue:
                 sentence = queue.popleft()
-                running[self.actors[slot].analyze.remote(sentence)] = (slot, sentence)
+                keep = self.context.keeps(sentence)
+                running[self.actors[slot].analyze.remote(sentence, keep)] = (slot, sentence)
 
         for slot in range(len(self.actors)):
             for _ in range(IN_FLIGHT):

@@ -16,7 +16,10 @@ class LocalEngine:
     def analyze(self, sentences: Sequence[Sentence]) -> Iterator[SentenceOutcome]:
         for sentence in sentences:
             context = self.context
-            yield analyze_one(context.session, sentence, context.settings, context.on_layer)
+            yield analyze_one(
+                context.session, sentence, context.settings, context.on_layer,
+                context.keeps(sentence),
+            )  # fmt: skip
 
     def close(self) -> None:
         return None

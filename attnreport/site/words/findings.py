@@ -164,11 +164,35 @@ def _named(heads: Sequence[tuple[int, int]]) -> str:
     return count(n, "head") + named
 
 
-def sink_rate(first_prob: Heads, first_focus: Heads) -> Finding | None:
+def rate_basis_words(basis: sinks.RateBasis) -> str:
+    """What a sink rate rests on, and whether its inputs are as long as Gu et al.'s."""
+    lengths = (
+        f"{basis.shortest}"
+        if basis.shortest == basis.longest
+        else f"{basis.shortest}-{basis.longest}"
+    )
+    text = (
+        f"over {count(basis.sentences, 'sentence')} of {lengths} tokens "
+        f"({count(basis.queries, 'query')}, {count(basis.heads, 'head')})"
+    )
+    if not basis.short:
+        return text + f": each at least the {sinks.GU_TOKENS} tokens Gu et al. measure on"
+    return text + (
+        f"; Gu et al. measure on inputs of {sinks.GU_TOKENS} tokens and "
+        f"{count(basis.short, 'sentence')} here {plural('is', basis.short)} shorter, "
+        "where the first token takes a larger share by position alone, so the rate is not "
+        "theirs to compare with"
+    )
+
+
+def sink_rate(
+    first_prob: Heads, first_focus: Heads, basis: sinks.RateBasis | None = None
+) -> Finding | None:
     """Gu et al.'s Sink_1^eps over the set and where it disagrees with the argmax measure.
 
     first_prob: pooled mean first-token probability per head (``sinks.pooled_scores``);
-    first_focus: pooled first-token focus per head. None when there is no first_prob.
+    first_focus: pooled first-token focus per head; basis: what they rest on
+    (``sinks.rate_basis``), said when given. None when there is no first_prob.
     """
     if not first_prob:
         return None
@@ -197,6 +221,8 @@ def sink_rate(first_prob: Heads, first_focus: Heads) -> Finding | None:
         if parts
         else "The argmax measure (top key for most queries) agrees on every head."
     )
+    if basis is not None:
+        text += f" Both are taken {rate_basis_words(basis)}."
     return Finding("sink-rate", text, "set-sink-rate")
 
 
@@ -292,7 +318,8 @@ def key_findings(
     if first:
         out.append(sink_onset(first, by_sentence or None))
         if "first_prob" in by_sentence:
-            out.append(sink_rate(sinks.pooled_scores(by_sentence), first))
+            basis = sinks.rate_basis(by_sentence) if "sentence" in by_sentence else None
+            out.append(sink_rate(sinks.pooled_scores(by_sentence), first, basis))
     out.append(massive_activations(set_tables))
     out.append(orientation(set_tables.get("impact_pooled"), dim, post_norm.sizes_before))
     out.extend(role_findings(set_tables))
