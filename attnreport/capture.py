@@ -101,6 +101,9 @@ class LayerTap:
         # the blockwise attention keeps the probabilities of the first ``leading_rows``
         # queries of each watched layer (``Scored.leading_probs``); 0: none
         self.leading_rows = 0
+        # the blockwise attention hands each block it computes to this, where set
+        # (``streaming.BlockReducer``), and keeps what it returns (``Scored.reduced``)
+        self.reduce_block: Callable[..., dict[str, torch.Tensor]] | None = None
 
     def modify(self, module, q, k, v):
         modifier = self.modifiers.get(self.layer_of.get(id(module), -1))

@@ -154,8 +154,8 @@ def repeat_kv(t: torch.Tensor, groups: int) -> torch.Tensor:
 
 
 def _logits(q, k_all, scaling: float, score_bias) -> torch.Tensor:
-    if score_bias is None:
-        return torch.matmul(q, k_all.transpose(2, 3)) * scaling  # (batch, head, query, key)
+    if score_bias is None:  # scaled in place: the values of matmul(...) * scaling
+        return torch.matmul(q, k_all.transpose(2, 3)).mul_(scaling)  # (batch, head, query, key)
     batch, heads, n, d = q.shape
     bias = score_bias.reshape(batch * heads, -1, k_all.shape[2])
     fused = bias.baddbmm(  # ALiBi models add the bias in one fused op; so do we
@@ -168,8 +168,15 @@ def _logits(q, k_all, scaling: float, score_bias) -> torch.Tensor:
 def _softmax(scores: torch.Tensor, sinks: torch.Tensor | None, dtype: torch.dtype):
     """Probabilities over real keys and the sink's share (as gpt-oss computes them; a sink
     logit per query (batch, head, query) in float32, as Inkling 2 computes them)."""
+    probs, sink_probs = softmax_parts(scores, sinks)
+    return probs.to(dtype), sink_probs
+
+
+def softmax_parts(scores: torch.Tensor, sinks: torch.Tensor | None):
+    """``_softmax`` before its probabilities are rounded to the model's dtype: float32
+    without sinks, the dtype the sink's softmax ran in with them."""
     if sinks is None:
-        return torch.softmax(scores, dim=-1, dtype=torch.float32).to(dtype), None
+        return torch.softmax(scores, dim=-1, dtype=torch.float32), None
     batch, heads, n, _ = scores.shape
     if sinks.dim() == 1:
         combined = torch.cat([scores, sinks.reshape(1, -1, 1, 1).expand(batch, -1, n, -1)], -1)
@@ -177,7 +184,7 @@ def _softmax(scores: torch.Tensor, sinks: torch.Tensor | None, dtype: torch.dtyp
         combined = torch.cat([scores, sinks.reshape(batch, heads, n, 1)], -1).float()
     combined = combined - combined.max(dim=-1, keepdim=True).values
     full = torch.softmax(combined, dim=-1, dtype=combined.dtype)
-    return full[..., :-1].to(dtype), full[..., -1]
+    return full[..., :-1], full[..., -1]
 
 
 def eager_attention(call: AttentionCall) -> tuple[torch.Tensor, torch.Tensor]:

@@ -19,7 +19,10 @@ import torch
 
 from attnreport.analyses import analyze_layer, attention_triangles, key_order, merge_layers
 from attnreport.analyses.blockwise import analyze_layer_blockwise
+from attnreport.analyses.heads import QueryBlock
 from attnreport.analyses.layer_tables import layer_tables
+from attnreport.analyses.roles import value_norms
+from attnreport.analyses.row_reductions import RoleInputs, reduce_block
 from attnreport.analyses.sentence import layer_role_tables
 from attnreport.analyses.tables import Table, round_sig
 from attnreport.attention import RawLayer, layer_record
@@ -29,7 +32,7 @@ from attnreport.models.placement import host
 from attnreport.records import LayerRecord
 from attnreport.results import AttentionMaps, SentenceTables
 from attnreport.results.types import sentence_tables_from
-from attnreport.streaming import layer_tensors, stream_layers
+from attnreport.streaming import BlockReducer, layer_tensors, stream_layers
 
 LayerProgress = Callable[[int, int], None]  # (layers done, layers in the model)
 
@@ -73,20 +76,46 @@ def analyze_pass(
         if on_layer is not None:
             on_layer(len(per_layer), len(specs))
 
+    ranks, ids = settings.breakdown_ranks, token_ids.cpu()
+
     def blockwise(spec: LayerSpec, raw: RawLayer) -> None:
-        tensors = layer_tensors(spec, raw)
-        ranks, ids = settings.breakdown_ranks, token_ids.cpu()
-        per_layer.append(analyze_layer_blockwise(tensors, ranks, roles=True, token_ids=ids))
+        tensors, reduced = layer_tensors(spec, raw), raw.computed.reduced  # type: ignore[union-attr]
+        per_layer.append(
+            analyze_layer_blockwise(tensors, ranks, roles=True, token_ids=ids, reduced=reduced)
+        )
         if on_layer is not None:
             on_layer(len(per_layer), len(specs))
 
-    stream_layers(model, specs, token_ids, dense if keep_maps else blockwise, not keep_maps)
+    handler, reducer = (dense, None) if keep_maps else (blockwise, block_reducer(specs, ids, ranks))
+    stream_layers(model, specs, token_ids, handler, not keep_maps, reducer)
     sinks = maps.sinks if any(layer is not None for layer in maps.sinks or ()) else None
     numbers = tuple(s.layer for s in specs)  # a hybrid's attention layers: not 0..n-1
     layers = None if numbers == tuple(range(len(specs))) else numbers
     return sentence_tables_from(merge_layers(per_layer)), (
         AttentionMaps(maps.scores, sinks, maps.rank_fixes, None, layers) if keep_maps else None
     )
+
+
+def block_reducer(specs: list[LayerSpec], token_ids: torch.Tensor, ranks: int) -> BlockReducer:
+    """The ``streaming.BlockReducer`` of a long sentence's pass: each block the model's
+    attention computes is reduced to what ``analyze_layer_blockwise`` reads
+    (``row_reductions.reduce_block``, with the head-role values), on the CPU. A layer's
+    value norms are read from its first block's call."""
+    spec_of = {id(s.attention): s for s in specs}
+    inputs: dict[int, RoleInputs] = {}
+
+    def reduce(call, start: int, stop: int, logits, scores, probs, sink):
+        spec = spec_of[id(call.module)]
+        if start == 0:
+            value = call.value[0].detach().cpu()
+            norms = value_norms(value, host(spec.out_weight), spec.layout.groups)
+            inputs[spec.layer] = RoleInputs(token_ids, norms)
+        roles = inputs[spec.layer]
+        block = [t if t is None else t.detach().cpu() for t in (logits, scores, probs, sink)]
+        n_ranks = max(ranks, 2)  # the top two make the concentration
+        return reduce_block(*block, QueryBlock(start, stop, 0), n_ranks, call.window, roles)
+
+    return reduce
 
 
 def sink_logits(sinks: torch.Tensor | None) -> list[float] | list[list[float]] | None:

@@ -37,12 +37,16 @@ from attnreport.capture import (
     raw_layer,
 )
 from attnreport.errors import AttnReportError
-from attnreport.interface import NAME, AttentionCall, _logits, _softmax, tapped
+from attnreport.interface import NAME, AttentionCall, _logits, softmax_parts, tapped
 from attnreport.models.layout import LayerSpec
 
 STREAM_NAME = "attnreport-blockwise"
 
 LayerHandler = Callable[[LayerSpec, RawLayer], None]
+# (call, start, stop, logits, scores, probs, sink share) of one block of queries
+# start..stop-1 over keys 0..stop-1 (batch removed; probabilities float32) -> that
+# block's per-query numbers, each (head, query, ...): ``analyses.row_reductions``
+BlockReducer = Callable[..., dict[str, torch.Tensor]]
 
 
 @dataclass(frozen=True)
@@ -64,30 +68,54 @@ class Scored:
     score_bias: torch.Tensor | None  # (head, query or 1, key), e.g. ALiBi
     context: torch.Tensor  # (head, query, d) probs @ v
     leading_probs: torch.Tensor | None = None
+    # the tap's ``reduce_block`` of every block, concatenated along the query axis (CPU)
+    reduced: dict[str, torch.Tensor] | None = None
 
 
-def _block_probs(query, k_all, mask, start, stop, options) -> torch.Tensor:
-    """(batch, head, stop - start, stop) probabilities of queries start..stop-1 over keys
-    0..stop-1, in ``interface.attention``'s order of operations (rounded to v's dtype)."""
-    scaling, softcap, window, sinks, score_bias, dtype = options
-    if sinks is not None and sinks.dim() == 3:  # a sink logit per query: the block's rows
-        sinks = sinks[..., start:stop]
+def _block_scores(query, k_all, mask, start, stop, options):
+    """(logits, scores), each (batch, head, stop - start, stop): queries start..stop-1 over
+    keys 0..stop-1 in ``interface.attention``'s order of operations. ``scores`` are the
+    soft-capped logits with the dtype's min where the mask blocks a key (filled in place,
+    only in the columns the mask blocks somewhere: the keys before ``start`` are every
+    query's without a window)."""
+    scaling, softcap, window, _, score_bias, _ = options
     bias = None
     if score_bias is not None:
         rows = score_bias if score_bias.shape[-2] == 1 else score_bias[..., start:stop, :]
         bias = rows[..., :stop]
     logits = _logits(query[:, :, start:stop], k_all[:, :, :stop], scaling, bias)
-    capped = logits if softcap is None else torch.tanh(logits / softcap) * softcap
+    scores = logits if softcap is None else torch.tanh(logits / softcap) * softcap
     if mask is None:
         allowed = QueryBlock(start, stop, 0).allowed(window).to(query.device)
     else:
         allowed = mask[0, 0, start:stop, :stop]
-    scores = capped.masked_fill(~allowed, torch.finfo(capped.dtype).min)
-    return _softmax(scores, sinks, dtype)[0]
+    blocked = ~allowed
+    columns = blocked.any(0).nonzero()
+    if len(columns):
+        lo, hi = int(columns[0]), int(columns[-1]) + 1
+        fill = torch.finfo(scores.dtype).min
+        scores[..., lo:hi].masked_fill_(blocked[:, lo:hi], fill)  # logits' allowed keys stay
+    return logits, scores
+
+
+def _block_softmax(scores, options, start, stop):
+    """``interface.softmax_parts`` of a block: (probabilities, the sink's share or None)."""
+    sinks = options[3]
+    if sinks is not None and sinks.dim() == 3:  # a sink logit per query: the block's rows
+        sinks = sinks[..., start:stop]
+    return softmax_parts(scores, sinks)
+
+
+def _block_probs(query, k_all, mask, start, stop, options) -> torch.Tensor:
+    """(batch, head, stop - start, stop) probabilities of queries start..stop-1 over keys
+    0..stop-1, rounded to v's dtype as ``interface.attention`` rounds them."""
+    _, scores = _block_scores(query, k_all, mask, start, stop, options)
+    return _block_softmax(scores, options, start, stop)[0].to(options[-1])
 
 
 def blockwise_attention(call: AttentionCall) -> tuple[torch.Tensor, None]:
-    """Eager attention over blocks of queries; returns (output (batch, query, head, d), None)."""
+    """Eager attention over blocks of queries; returns (output (batch, query, head, d), None).
+    A tap's ``reduce_block`` (if it has one) reduces each block as it is made."""
     query, attention_mask, tap = call.query, call.mask, call.tap
     k_all, v_all = call.repeated_kv()
     n = query.shape[2]
@@ -95,19 +123,26 @@ def blockwise_attention(call: AttentionCall) -> tuple[torch.Tensor, None]:
     context = torch.empty(  # (batch, head, query, d)
         (*query.shape[:3], v_all.shape[-1]), dtype=v_all.dtype, device=query.device
     )
+    reduce = getattr(tap, "reduce_block", None)
+    parts = []
     rows = block_rows(query.shape[1], n)
     for start in range(0, n, rows):
         stop = min(start + rows, n)
-        probs = _block_probs(query, k_all, attention_mask, start, stop, options)
-        context[:, :, start:stop] = torch.matmul(probs, v_all[:, :, :stop])
+        logits, scores = _block_scores(query, k_all, attention_mask, start, stop, options)
+        wide, sink = _block_softmax(scores, options, start, stop)
+        context[:, :, start:stop] = torch.matmul(wide.to(v_all.dtype), v_all[:, :, :stop])
+        if reduce is not None:
+            share = None if sink is None else sink[0].float()
+            parts.append(reduce(call, start, stop, logits[0], scores[0], wide[0].float(), share))
     if tap is not None:
         m = min(tap.leading_rows, n)
         leading = _block_probs(query, k_all, attention_mask, 0, m, options)[0] if m else None
         bias = None if call.bias is None else call.bias.reshape(query.shape[1], -1, n)
         sinks = None if call.sinks is None else call.sinks.detach()
+        reduced = {k: torch.cat([p[k] for p in parts], dim=1) for k in parts[0]} if parts else None
         scored = Scored(
             query[0], call.key[0], call.value[0], call.scaling, call.softcap, call.window,
-            sinks, bias, context[0], leading,
+            sinks, bias, context[0], leading, reduced,
         )  # fmt: skip
         tap.record(call.module, scored)  # type: ignore[arg-type]
     return context.transpose(1, 2).contiguous(), None
@@ -168,6 +203,7 @@ def layer_tensors(spec: LayerSpec, raw: RawLayer) -> LayerTensors:
         sinks=None if scored.sinks is None else scored.sinks.float(),
         out_scale=raw.out_scale,
         gated=None if raw.gated is None else gated_heads(raw.gated, heads),
+        context=scored.context,
     )
     return on_cpu(tensors)
 
@@ -197,15 +233,18 @@ def stream_layers(
     input_ids: torch.Tensor,
     on_layer: LayerHandler,
     blockwise: bool,
+    reduce_block: BlockReducer | None = None,
 ) -> None:
     """Run the model once on ``input_ids`` (n,); ``on_layer`` gets every layer in turn.
 
-    ``blockwise`` selects ``blockwise_attention`` (``raw.computed`` is a ``Scored``),
-    else the dense ``interface.attention`` (``raw.computed`` is a ``Computed`` with the
-    layer's n x n logits, scores and probabilities).
+    ``blockwise`` selects ``blockwise_attention`` (``raw.computed`` is a ``Scored``, with
+    ``reduced`` filled by ``reduce_block`` where one is given), else the dense
+    ``interface.attention`` (``raw.computed`` is a ``Computed`` with the layer's n x n
+    logits, scores and probabilities).
     """
     slots = {s.layer: Slots() for s in specs}
     tap = LayerTap(specs, slots)
+    tap.reduce_block = reduce_block
     hooks = []
     for spec in specs:
         hooks += layer_hooks(spec, slots[spec.layer], tap.copies)  # fills block_out first:

@@ -204,6 +204,8 @@ def test_one_token_sentence_has_zero_statistics():
 def test_block_size_follows_the_budget_and_blocks_cover_every_query():
     # 8 live float32 tensors of (9 heads x rows x 8192 keys) within 256 MiB.
     assert block_rows(9, 8192, 256 * 2**20) == 256 * 2**20 // (8 * 9 * 8192 * 4)
+    assert block_rows(9, 2048, 256 * 2**20) == 256  # an eighth of the keys: the causal cap
+    assert block_rows(9, 100, 256 * 2**20) == 128
     assert block_rows(9, 8192, 1) == 1
     t = make_tensors(n=13, window=4)
     blocks = list(query_blocks(t, 5))

@@ -30,7 +30,7 @@ from attnreport.results import CURRENT, Layout, dump, load, read_json
 from attnreport.results.compare import compare_results
 from attnreport.results.io import dump_json, dump_json_streamed
 from attnreport.results.layout import MANIFEST, compress, decode
-from attnreport.results.maps import AttentionMaps, rank_fixes
+from attnreport.results.maps import AttentionMaps, flat, rank_fixes, row_ranks, triangle_index
 from attnreport.results.rounding import column_to_list
 from attnreport.results.types import sentence_to_json
 from attnreport.sentence_pass import analyze_pass
@@ -102,6 +102,32 @@ def test_rank_fixes_keep_the_order_that_rounding_ties():
     assert maps.ranks[0][0] == [[0], [1, 0], [0, 2, 1]]
     back = AttentionMaps.from_json(json.loads(json.dumps(maps.to_json())))
     assert back.ranks == maps.ranks and back.to_json() == maps.to_json()
+
+
+@pytest.mark.parametrize("window", [None, 3])
+def test_rank_fixes_are_the_rows_whose_written_scores_rank_otherwise(window):
+    """Against ranking every written row again (``row_ranks``): scores drawn from a few
+    values plus perturbations below the 6th digit tie often after rounding, exact ties
+    included; a window masks cells inside the triangle."""
+    n, heads = 12, 3
+    gen = torch.Generator().manual_seed(7)
+    base = torch.randint(0, 4, (heads, n, n), generator=gen).double()
+    noise = torch.randint(0, 3, (heads, n, n), generator=gen).double() * 1e-8
+    scores = base + noise
+    allowed = torch.ones(n, n, dtype=torch.bool).tril()
+    if window is not None:
+        allowed &= ~torch.ones(n, n, dtype=torch.bool).tril(-window)
+    order = key_order(scores, allowed)
+    tris = [triangle(head.numpy(), allowed.numpy()) for head in scores]
+    fixes = rank_fixes(0, tris, order.ranks.numpy(), order.order.numpy())
+    expected = {}
+    for head, tri in enumerate(tris):
+        rows, keys, _ = triangle_index(n)
+        true = order.ranks[head].numpy()[rows, keys]
+        for query in np.unique(rows[row_ranks(rows, keys, flat(tri)) != true]).tolist():
+            expected[(0, head, query)] = tuple(order.ranks[head, query, : query + 1].tolist())
+    assert fixes == expected and len(expected) > 3  # the case is not vacuous
+    assert rank_fixes(0, tris, order.ranks.numpy()) == expected  # order derived from ranks
 
 
 def analyze(out: Path, model: Path, sentences: Path) -> Path:

@@ -137,4 +137,5 @@ def attention_triangles(record: LayerRecord, order: KeyOrder | None = None) -> K
     order = _order_of(record, order)
     allowed = as_numpy(record.allowed).astype(bool)
     scores = [triangle(head, allowed, SCORE_PLACES) for head in as_numpy(record.scores)]
-    return {"scores": scores, "rank_fixes": rank_fixes(record.layer, scores, order.ranks.numpy())}
+    fixes = rank_fixes(record.layer, scores, order.ranks.numpy(), order.order.numpy())
+    return {"scores": scores, "rank_fixes": fixes}

@@ -17,8 +17,6 @@ sum to (without a soft-cap it is ``s_ij`` itself).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
@@ -33,11 +31,11 @@ from attnreport.analyses.heads import (
 )
 from attnreport.analyses.impact import _ratio
 from attnreport.analyses.probes import massive_activation_row
-from attnreport.analyses.roles import head_roles_table, role_query_values, value_norms
+from attnreport.analyses.roles import head_roles_table, value_norms
+from attnreport.analyses.row_reductions import Block, RoleInputs, reduce_block
 from attnreport.analyses.tables import Table
+from attnreport.analyses.updates import gram_factor, update_numbers
 from attnreport.records import TERM_NAMES, after_norm
-
-Block = dict[str, torch.Tensor]  # per-block results, every value (head, block query, ...)
 
 
 def _repeat(t: torch.Tensor, groups: int) -> torch.Tensor:
@@ -50,7 +48,8 @@ def block_scores(t: LayerTensors, block: QueryBlock) -> tuple[torch.Tensor, torc
     """``(raw, scores)``, both (head, block query, block key) float32.
 
     ``raw`` is (q.k) * scaling + ALiBi, before soft-capping; ``scores`` is the model's score
-    after soft-capping, with -inf where the mask blocks the key. The arithmetic up to the
+    after soft-capping, with float32's min where the mask blocks the key (as the model's
+    eager attention fills it: finite, so a masked key's weight times its score is 0). The arithmetic up to the
     score runs in the dtype of ``q`` (the model's), as the model's eager code does, so a
     bfloat16 model's ranks and ties are its own; everything after is float32.
     """
@@ -63,7 +62,8 @@ def block_scores(t: LayerTensors, block: QueryBlock) -> tuple[torch.Tensor, torc
         raw = raw + (t.alibi_slopes.float()[:, None, None] * keys).to(raw.dtype)
     scores = raw if t.softcap is None else torch.tanh(raw / t.softcap) * t.softcap
     allowed = block.allowed(t.window)
-    return raw.float(), scores.float().masked_fill(~allowed, -torch.inf)
+    masked = torch.finfo(torch.float32).min
+    return raw.float(), scores.float().masked_fill(~allowed, masked)
 
 
 def block_probs(t: LayerTensors, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,19 +76,6 @@ def block_probs(t: LayerTensors, scores: torch.Tensor) -> tuple[torch.Tensor, to
     return probs[..., :-1], probs[..., -1]
 
 
-def ranked_keys(scores: torch.Tensor, n_ranks: int) -> torch.Tensor:
-    """(head, query, n_ranks) int64: the keys with ranks 0..n_ranks-1 of each row, as indices
-    into the last axis of ``scores``; ties to the lower index. Entries past a row's allowed
-    keys are meaningless (callers mask them with the row's key count)."""
-    work = scores.clone()
-    picks = []
-    for _ in range(n_ranks):
-        best = work.argmax(dim=-1)  # the first maximum: ties go to the lower key index
-        picks.append(best)
-        work.scatter_(-1, best[..., None], -torch.inf)
-    return torch.stack(picks, dim=-1)
-
-
 def rank_terms(t: LayerTensors, block: QueryBlock, keys: torch.Tensor) -> dict[str, torch.Tensor]:
     """The score terms (``records.TERM_NAMES``) at the chosen keys, each (head, query, rank).
 
@@ -99,8 +86,7 @@ def rank_terms(t: LayerTensors, block: QueryBlock, keys: torch.Tensor) -> dict[s
     (RoPE: the score with rotation minus without; ALiBi: its bias; absolute: 0).
     """
     kv = (torch.arange(t.n_heads) // t.groups)[:, None, None]  # (head, 1, 1)
-    k_raw = t.k_raw.float()[kv, keys]  # (head, query, rank, d)
-    k = t.k.float()[kv, keys]
+    k_raw, k = _at_keys(t.k_raw, keys, t.groups), _at_keys(t.k, keys, t.groups)
     q_raw = t.q_raw[:, block.start : block.stop, None].float()  # (head, query, 1, d)
     q = t.q[:, block.start : block.stop, None].float()
     bq = t.q_bias.float()[:, None, None, :]  # (head, 1, 1, d)
@@ -119,24 +105,48 @@ def rank_terms(t: LayerTensors, block: QueryBlock, keys: torch.Tensor) -> dict[s
     }
 
 
-def head_updates(t: LayerTensors, block: QueryBlock, probs: torch.Tensor) -> torch.Tensor:
-    """(head, query, model) float32: u = (probs @ v) @ W_o slice, each head's residual update;
-    behind an output gate, u = (g * z) @ W_o slice from the model's own gated output."""
+def _at_keys(k: torch.Tensor, keys: torch.Tensor, groups: int) -> torch.Tensor:
+    """(head, query, rank, d) float32: ``k`` (kv_head, key, d) at ``keys`` (head, query,
+    rank), head h reading kv head h // groups (one gather per kv head's group of heads)."""
+    heads, queries, ranks = keys.shape
+    d = k.shape[-1]
+    index = keys.reshape(k.shape[0], groups * queries * ranks, 1).expand(-1, -1, d)
+    return k.float().gather(1, index).reshape(heads, queries, ranks, d)
+
+
+def head_context(t: LayerTensors, block: QueryBlock, probs: torch.Tensor | None) -> torch.Tensor:
+    """(head, query, d) float32: what the output projection reads per head. The model's own
+    where the pass kept it (``t.context``; behind an output gate the gated output g * z,
+    ``t.gated``), else ``probs`` @ v of the block."""
     if t.gated is not None:
-        context = t.gated[:, block.start : block.stop].float()
-    else:
-        v = _repeat(t.v[:, block.first : block.stop], t.groups)  # (head, key, d)
-        context = torch.matmul(probs, v)  # (head, query, d)
-    return torch.einsum("hqd,hdm->hqm", context, t.out_weight.float())
+        return t.gated[:, block.start : block.stop].float()
+    if t.context is not None:
+        return t.context[:, block.start : block.stop].float()
+    assert probs is not None, "the block's probabilities make its context"
+    v = _repeat(t.v[:, block.first : block.stop], t.groups)  # (head, key, d)
+    return torch.matmul(probs, v)
 
 
-@dataclass(frozen=True)
-class RoleInputs:
-    """What the head-role scores need besides the block: the sentence's token ids (n,) or
-    None, and ``roles.value_norms`` (head, key) of the layer."""
-
-    token_ids: torch.Tensor | None
-    norms: torch.Tensor
+def query_numbers(
+    t: LayerTensors,
+    block: QueryBlock,
+    keys: torch.Tensor,
+    probs: torch.Tensor | None = None,
+    factor: torch.Tensor | None = None,
+) -> Block:
+    """The per-query numbers of a block that need no (head, query, key) tensor: the score
+    terms at the ranked ``keys`` (head, query, rank) and the updates' norm and dot product
+    with the residual stream (``updates.update_numbers``; ``factor``: the layer's
+    ``updates.gram_factor``)."""
+    scale = None if t.out_scale is None else t.out_scale[block.start : block.stop]
+    context = head_context(t, block, probs)
+    x = t.x[block.start : block.stop]
+    u_norm, u_dot = update_numbers(context, t.out_weight, x, scale, factor)
+    return {
+        **{name: v.double() for name, v in rank_terms(t, block, keys).items()},
+        "u_norm": u_norm,
+        "u_dot": u_dot,
+    }
 
 
 def analyze_block(
@@ -146,41 +156,9 @@ def analyze_block(
     ``roles``, also the per-query head-role values (keys ``role:NAME``)."""
     raw, scores = block_scores(t, block)
     probs, sink = block_probs(t, scores)
-    extra = {} if roles is None else _block_roles(t, block, probs, sink, roles)
-    local = ranked_keys(scores, n_ranks)  # (head, query, rank)
-    keys = local + block.first
-    scale = None if t.out_scale is None else t.out_scale[block.start : block.stop]
-    u = after_norm(head_updates(t, block, probs).double(), scale)  # (head, query, model)
-    x = t.x[block.start : block.stop].double()  # (query, model)
-    sees_first = block.first == 0
-    zeros = torch.zeros(probs.shape[:2], dtype=torch.float64)
-    return {
-        "keys": keys,
-        "probs_at": probs.gather(-1, local).double(),
-        "raw_at": raw.gather(-1, local).double(),
-        **{name: v.double() for name, v in rank_terms(t, block, keys).items()},
-        "p_first": probs[..., 0].double() if sees_first else zeros,
-        "sink": sink.double(),
-        "u_norm": torch.linalg.vector_norm(u, dim=-1),
-        "u_dot": torch.einsum("hqm,qm->hq", u, x),
-        **extra,
-    }
-
-
-def _block_roles(
-    t: LayerTensors, block: QueryBlock, probs: torch.Tensor, sink: torch.Tensor, roles: RoleInputs
-) -> Block:
-    """``roles.role_query_values`` of the block, keys prefixed ``role:``."""
-    values = role_query_values(
-        probs,
-        block.allowed(t.window),
-        block.start,
-        block.first,
-        roles.token_ids,
-        roles.norms[:, block.first : block.stop],
-        None if t.sinks is None else sink,
-    )
-    return {f"role:{name}": value for name, value in values.items()}
+    share = None if t.sinks is None else sink
+    reduced = reduce_block(raw, scores, probs, share, block, n_ranks, t.window, roles)
+    return reduced | query_numbers(t, block, reduced["keys"], probs, gram_factor(t.out_weight))
 
 
 def blockwise_rows(
@@ -188,6 +166,20 @@ def blockwise_rows(
 ) -> Block:
     """``analyze_block`` over every block, concatenated along the query axis."""
     blocks = [analyze_block(t, b, n_ranks, roles) for b in query_blocks(t, rows)]
+    return _concatenated(blocks)
+
+
+def completed_rows(t: LayerTensors, reduced: Block, rows: int) -> Block:
+    """``reduced``, every query's ``reduce_block`` numbers (the model's own pass reduced its
+    blocks), with the ``query_numbers`` of each block of ``rows`` queries."""
+    keys, factor = reduced["keys"], gram_factor(t.out_weight)
+    parts = [
+        query_numbers(t, b, keys[:, b.start : b.stop], None, factor) for b in query_blocks(t, rows)
+    ]
+    return reduced | _concatenated(parts)
+
+
+def _concatenated(blocks: list[Block]) -> Block:
     return {name: torch.cat([b[name] for b in blocks], dim=1) for name in blocks[0]}
 
 
@@ -198,10 +190,14 @@ def analyze_layer_blockwise(
     rows: int | None = None,
     roles: bool = False,
     token_ids: torch.Tensor | None = None,
+    reduced: Block | None = None,
 ) -> dict[str, Table]:
     """``top``, ``breakdown``, ``focus``, ``head_impact``, ``block_impact`` of one layer;
     with ``roles``, also ``head_roles`` and ``massive_activations`` (``token_ids`` (n,)
     for the duplicate-token score), as ``sentence.layer_role_tables`` gives them.
+    ``reduced``: every query's ``row_reductions.reduce_block`` numbers where the model's
+    own pass has reduced its blocks (with ``max(ranks, 2)`` ranks, and the role values
+    when ``roles``); None computes the blocks here.
 
     The tables and their row order are those of ``analyses.analyze_layer``; ``focus`` has
     two more columns, ``first_prob`` (mean of p_i0 over queries i >= 1 that may attend to
@@ -212,8 +208,12 @@ def analyze_layer_blockwise(
     if ranks < 0:
         raise ValueError(f"breakdown ranks must be >= 0, got {ranks}")
     rows = rows or block_rows(t.n_heads, t.n_tokens, budget_bytes)
-    inputs = RoleInputs(token_ids, value_norms(t.v, t.out_weight, t.groups)) if roles else None
-    per_query = blockwise_rows(t, max(ranks, 2), rows, inputs)
+    if reduced is not None:
+        per_query = completed_rows(t, reduced, rows)
+    else:
+        norms = value_norms(t.v, t.out_weight, t.groups) if roles else None
+        inputs = RoleInputs(token_ids, norms) if norms is not None else None
+        per_query = blockwise_rows(t, max(ranks, 2), rows, inputs)
     n_allowed = t.n_allowed()
     p_top2 = torch.where(n_allowed > 1, per_query["probs_at"][..., 1], 0.0)
     top_key, p_top1 = per_query["keys"][..., 0], per_query["probs_at"][..., 0]

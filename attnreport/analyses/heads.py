@@ -23,6 +23,7 @@ from attnreport.records import QueryHeads
 # argmax masks; 8 leaves room for the temporaries torch allocates along the way.
 LIVE_TENSORS = 8
 DEFAULT_BUDGET_BYTES = 256 * 2**20
+CAUSAL_ROWS = 128  # a block's rows below this cost more in calls than the mask wastes
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,9 @@ class LayerTensors(QueryHeads):
     # (head, query, d) g * z, what the output projection reads behind an output gate (the
     # model's own gated output, captured whole: O(n x d)), or None without a gate
     gated: torch.Tensor | None = None
+    # (head, query, d) probs @ v as the model's attention computed it, where the pass kept
+    # it; None: the analyses compute it from their own probabilities
+    context: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         n_heads, n, _ = self.q.shape
@@ -101,14 +105,23 @@ class QueryBlock:
         return ok if window is None else ok & (key > query - window)
 
 
+def causal_rows(n_keys: int) -> int:
+    """The most queries a block takes whatever the budget: an eighth of the input (at least
+    ``CAUSAL_ROWS``). A block of queries start..stop-1 computes every key up to stop, so
+    its upper triangle is work the causal mask throws away: eight blocks waste an
+    eighth of the triangle, one block as much as the whole triangle again."""
+    return max(CAUSAL_ROWS, -(-n_keys // 8))
+
+
 def block_rows(n_heads: int, n_keys: int, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> int:
     """How many queries per block keep the block's working memory within ``budget_bytes``.
 
     Working memory of one block of b queries: ``LIVE_TENSORS * n_heads * b * n_keys * 4``
-    bytes (float32). At least 1 query per block whatever the budget.
+    bytes (float32). At least 1 query per block whatever the budget, at most
+    ``causal_rows(n_keys)``.
     """
     per_query = LIVE_TENSORS * n_heads * max(n_keys, 1) * 4
-    return max(1, budget_bytes // per_query)
+    return max(1, min(budget_bytes // per_query, causal_rows(n_keys)))
 
 
 def query_blocks(tensors: LayerTensors, rows: int) -> Iterator[QueryBlock]:

@@ -104,11 +104,13 @@ def massive_activation_row(layer: int, x: torch.Tensor) -> Table:
     dimension, ``torch.median``'s lower median) and ratio = ``|value| / median`` (0 when
     the median is 0).
     """
-    magnitude = x.double().abs()
-    flat = int(np.argmax(round_sig(magnitude.reshape(-1))))
+    wide = x if x.dtype in (torch.float32, torch.float64) else x.float()  # exact
+    magnitude = wide.detach().cpu().abs().reshape(-1).numpy()
+    flat = _first_largest_rounded(magnitude)
     position, dimension = divmod(flat, int(x.shape[1]))
-    median = float(magnitude.reshape(-1).median())
-    top = float(magnitude[position, dimension])
+    lower = (magnitude.size - 1) // 2  # torch.median's lower median: that order statistic
+    median = float(np.partition(magnitude, lower)[lower])
+    top = float(magnitude[flat])
     return {
         "layer": np.array([layer], dtype=np.int64),
         "position": np.array([position], dtype=np.int64),
@@ -117,3 +119,12 @@ def massive_activation_row(layer: int, x: torch.Tensor) -> Table:
         "median": np.array([median], dtype=np.float64),
         "ratio": np.array([top / median if median > 0 else 0.0], dtype=np.float64),
     }
+
+
+def _first_largest_rounded(magnitude: np.ndarray) -> int:
+    """The first index of the largest ``round_sig(magnitude)`` (values >= 0). Rounding is
+    monotone, so only values within a rounding step of the largest can round to its
+    rounded value: those are rounded, not every value."""
+    largest = round_sig(float(magnitude.max()))
+    candidates = np.flatnonzero(magnitude >= largest * (1 - 1e-5))  # a step is <= 5e-6 of it
+    return int(candidates[int(np.argmax(round_sig(magnitude[candidates])))])

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from attnreport.analyses.tables import Table
+from attnreport.analyses.updates import gram_factor, written_norms
 
 ROLE_SCORES: tuple[str, ...] = (
     "previous_token",
@@ -52,13 +53,12 @@ def value_norms(v: torch.Tensor, out_weight: torch.Tensor, groups: int = 1) -> t
     """(head, key) float64: ``||v_j W_O^h||``, the norm of each key's value as head h writes it.
 
     ``v`` (kv_head, key, d), ``out_weight`` (head, d, model); query head h reads kv head
-    ``h // groups``.
+    ``h // groups``. Through each head's (d, d) Gram factor (``updates.written_norms``), so
+    nothing (head, key, model) is made.
     """
-    v = v.float()
     if groups > 1:
         v = v.repeat_interleave(groups, dim=0)  # (head, key, d)
-    written = torch.bmm(v, out_weight.float())  # (head, key, model), float32 (a BLAS call)
-    return torch.linalg.vector_norm(written, dim=-1).double()
+    return written_norms(v, out_weight, gram_factor(out_weight))
 
 
 def role_query_values(
@@ -69,6 +69,9 @@ def role_query_values(
     token_ids: torch.Tensor | None,
     norms: torch.Tensor,
     sink: torch.Tensor | None = None,
+    scores: torch.Tensor | None = None,
+    top: torch.Tensor | None = None,
+    pairs: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> dict[str, torch.Tensor]:
     """Per-query role values of a block, each (head, block query) float64.
 
@@ -76,34 +79,90 @@ def role_query_values(
     allowed); ``allowed`` (query, key) bool on the same block; ``token_ids`` (n,) of the
     whole sentence or None (then no query repeats a token); ``norms`` (head, key) from
     ``value_norms`` for the block's keys; ``sink`` (head, query) the learned sink's
-    probability or None. Keys: previous_token (0 on queries below ``PREVIOUS_FROM``), entropy, entropy_normalised, distance,
-    duplicate_mass (sum_j D_ij p_ij), row_mass (sum_j p_ij), repeats (1.0 where the
-    query's token occurs at an earlier allowed key), first_share (0 where key 0 is
-    outside the block).
+    probability or None. ``scores`` (head, query, key), where given, are what the
+    softmax read to give ``probs`` (finite, e.g. the dtype's min, where masked), and
+    ``top`` (head, query) each row's top key: the entropy is then read from them
+    (``_entropy``) instead of taking a logarithm of every probability; ``pairs``:
+    ``repeat_pairs(token_ids)``, where the caller made them once for every block. Keys:
+    previous_token (0 on queries below ``PREVIOUS_FROM``), entropy, entropy_normalised, distance, duplicate_mass (sum_j D_ij
+    p_ij), row_mass (sum_j p_ij), repeats (1.0 where the query's token occurs at an
+    earlier allowed key), first_share (0 where key 0 is outside the block).
+
+    The sums over keys run in ``probs``' dtype (float32 for a pass's probabilities, each
+    term of one sign, so a sum is as exact as its terms); the per-query values are float64.
     """
-    p = probs.double()
+    p = probs if probs.dtype in (torch.float32, torch.float64) else probs.float()
     n_heads, n_rows, n_keys = p.shape
     query = torch.arange(start, start + n_rows)
     key = torch.arange(first, first + n_keys)
     prev_local = query - 1 - first  # local index of key i-1
     has_prev = (prev_local >= 0) & (query >= PREVIOUS_FROM)
-    prev = p.gather(-1, prev_local.clamp(min=0).expand(n_heads, -1)[..., None])[..., 0]
-    outcomes = allowed.sum(-1).double() + (0.0 if sink is None else 1.0)
-    entropy = -torch.special.xlogy(p, p).sum(-1)  # 0 ln 0 = 0
+    prev = p.gather(-1, prev_local.clamp(min=0).expand(n_heads, -1)[..., None])[..., 0].double()
+    mass, weighted, distance = _weighted_sums(p, norms, query, key)
+    entropy = _entropy(p, mass, scores, top)
     if sink is not None:
         entropy = entropy - torch.special.xlogy(sink.double(), sink.double())
+    outcomes = allowed.sum(-1).double() + (0.0 if sink is None else 1.0)
     log_outcomes = outcomes.log().clamp(min=1e-300)
     normalised = torch.where(outcomes > 1, entropy / log_outcomes, 0.0)
     values = {
         "previous_token": torch.where(has_prev, prev, 0.0),
         "entropy": entropy,
         "entropy_normalised": normalised,
-        "distance": (p * (query[:, None] - key[None, :]).double()).sum(-1),
-        "row_mass": p.sum(-1),
+        "distance": distance,
+        "row_mass": mass,
     }
-    values.update(_duplicates(p, allowed, query, key, token_ids))
-    values["first_share"] = _first_share(p, norms, first)
+    if token_ids is not None and pairs is None:
+        pairs = repeat_pairs(token_ids.long())
+    values.update(_duplicates(p, allowed, query, key, pairs))
+    values["first_share"] = _first_share(p, norms, weighted, first)
     return values
+
+
+def _weighted_sums(
+    p: torch.Tensor, norms: torch.Tensor, query: torch.Tensor, key: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(mass, value-weighted mass, distance) of each row, (head, query) float64: ``sum_j
+    p_ij``, ``sum_j p_ij ||f_j||`` and ``sum_j p_ij (i - j)``, in one matrix product over
+    the keys before the block's first query (every query sees them whole) and a product
+    over the block's own square. Every query is at or past ``start``, so over those keys
+    ``i - j = (i - start) + (start - j)`` is a sum of two non-negative parts: each sum
+    adds terms of one sign (no cancellation in float32)."""
+    start = int(query[0]) if len(query) else 0
+    before = key < start  # (key,)
+    columns = [
+        torch.ones_like(norms, dtype=p.dtype),
+        norms.to(p.dtype),
+        torch.where(before, start - key, 0).to(p.dtype).expand_as(norms),
+        before.to(p.dtype).expand_as(norms),
+    ]
+    sums = torch.bmm(p, torch.stack(columns, dim=-1)).double()  # (head, query, 4)
+    own = int(before.sum())  # the square of the block's own keys (from ``start`` on)
+    offsets = (query[:, None] - key[None, own:]).to(p.dtype)  # (query, own key): i - j
+    near = (p[..., own:] * offsets).sum(-1).double()  # 0 weight on keys after i
+    far = sums[..., 2] + (query - start).double() * sums[..., 3]
+    return sums[..., 0], sums[..., 1], far + near
+
+
+def _entropy(
+    p: torch.Tensor, mass: torch.Tensor, scores: torch.Tensor | None, top: torch.Tensor | None
+) -> torch.Tensor:
+    """(head, query) float64: ``-sum_j p_ij ln p_ij`` over the block's keys.
+
+    With the scores the softmax read, ``ln p_ij = s_ij - s_top + ln p_top`` (the row's log
+    normaliser cancels), so the entropy is ``-sum_j p_ij (s_ij - s_top) - mass ln p_top``:
+    two sums of terms of one sign each, no logarithm per key. Without scores, a
+    logarithm of every probability (0 ln 0 = 0)."""
+    if scores is None:
+        return -torch.special.xlogy(p, p).sum(-1).double()
+    if top is None:
+        top = scores.argmax(-1)
+    s_top = scores.gather(-1, top[..., None])  # (head, query, 1)
+    p_top = p.gather(-1, top[..., None])[..., 0].double()
+    centered = scores.to(p.dtype) - s_top.to(p.dtype)  # <= 0: a copy, scores stay as given
+    spread = -centered.mul_(p).sum(-1).double()
+    log_top = torch.where(p_top > 0, p_top, 1.0).log()
+    return torch.where(mass > 0, spread - mass * log_top, 0.0)
 
 
 def _duplicates(
@@ -111,26 +170,51 @@ def _duplicates(
     allowed: torch.Tensor,
     query: torch.Tensor,
     key: torch.Tensor,
-    token_ids: torch.Tensor | None,
+    pairs: tuple[torch.Tensor, torch.Tensor] | None,
 ) -> dict[str, torch.Tensor]:
-    """duplicate_mass (head, query) and repeats (query,) broadcast to (head, query)."""
-    if token_ids is None:
-        zeros = p.new_zeros(p.shape[:2])
+    """duplicate_mass (head, query) and repeats (query,) broadcast to (head, query), float64,
+    from the sentence's ``repeat_pairs`` (None: no token repeats): they are few, so their
+    weights are gathered."""
+    zeros = torch.zeros(p.shape[:2], dtype=torch.float64)
+    if pairs is None or not len(query) or not len(key):
         return {"duplicate_mass": zeros, "repeats": zeros}
-    ids = token_ids.long()
-    same = (ids[query][:, None] == ids[key][None, :]) & (key[None, :] < query[:, None]) & allowed
-    repeats = same.any(-1).double().expand(p.shape[0], -1)
-    return {"duplicate_mass": (p * same.double()).sum(-1), "repeats": repeats}
+    later, earlier = pairs
+    start, first = int(query[0]), int(key[0])
+    inside = (later >= start) & (later <= int(query[-1])) & (earlier >= first)
+    rows, cols = later[inside] - start, earlier[inside] - first
+    seen = allowed[rows, cols]  # a window may hide the earlier occurrence
+    rows, cols = rows[seen], cols[seen]
+    mass = zeros.index_add(1, rows, p[:, rows, cols].double())
+    repeats = torch.zeros(len(query), dtype=torch.float64).index_fill(0, rows, 1.0)
+    return {"duplicate_mass": mass, "repeats": repeats.expand(p.shape[0], -1)}
 
 
-def _first_share(p: torch.Tensor, norms: torch.Tensor, first: int) -> torch.Tensor:
-    """(head, query): ``p_i0 ||f_0|| / sum_j p_ij ||f_j||``; 0 where key 0 is outside."""
+def repeat_pairs(token_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every (i, j) with ``j < i`` and ``t_j == t_i``, as two int64 tensors (later, earlier):
+    the positions sorted by token, then each paired with the earlier ones of its run."""
+    order = torch.sort(token_ids, stable=True).indices  # positions grouped by token, ascending
+    grouped = token_ids[order]
+    new_run = torch.ones(len(order), dtype=torch.bool)
+    new_run[1:] = grouped[1:] != grouped[:-1]
+    run_start = torch.cummax(torch.where(new_run, torch.arange(len(order)), 0), 0).values
+    before = torch.arange(len(order)) - run_start  # earlier positions of the same token
+    later = torch.repeat_interleave(torch.arange(len(order)), before)
+    step = torch.arange(len(later)) - torch.repeat_interleave(
+        torch.cumsum(before, 0) - before, before
+    )
+    return order[later], order[run_start[later] + step]
+
+
+def _first_share(
+    p: torch.Tensor, norms: torch.Tensor, weighted: torch.Tensor, first: int
+) -> torch.Tensor:
+    """(head, query): ``p_i0 ||f_0|| / sum_j p_ij ||f_j||`` (``weighted`` holds the sums);
+    0 where key 0 is outside the block or the sum is 0."""
     if first > 0:
-        return p.new_zeros(p.shape[:2])
-    weighted = p * norms.double()[:, None, :]  # (head, query, key)
-    total = weighted.sum(-1)
-    safe = torch.where(total > 0, total, 1.0)
-    return torch.where(total > 0, weighted[..., 0] / safe, 0.0)
+        return torch.zeros(p.shape[:2], dtype=torch.float64)
+    at_first = p[..., 0].double() * norms[:, :1].double()
+    safe = torch.where(weighted > 0, weighted, 1.0)
+    return torch.where(weighted > 0, at_first / safe, 0.0)
 
 
 def head_roles_table(

@@ -162,14 +162,30 @@ class AttentionMaps:
         return cls(scores, maps.sinks, fixes, probs)
 
 
-def rank_fixes(layer: int, scores: list[Triangle], ranks: np.ndarray) -> dict[Row, tuple[int, ...]]:
+def rank_fixes(
+    layer: int, scores: list[Triangle], ranks: np.ndarray, order: np.ndarray | None = None
+) -> dict[Row, tuple[int, ...]]:
     """The rows of one layer whose ``ranks`` (head, query, key), the analysis' key order
-    over unrounded scores, differ from those the written ``scores`` triangles give."""
+    over unrounded scores, differ from those the written ``scores`` triangles give.
+    ``order`` (head, query, key): the keys by rank (masked last), as ``KeyOrder.order``;
+    None derives it from ``ranks``.
+
+    Rounding never reverses two scores, it can only make them equal; the written scores
+    give the rank order unless two keys next to each other in it round to one value while
+    the later-ranked one is the lower key (a tie of the written scores goes to the lower
+    key). Those rows are found along ``order``, without sorting the written scores."""
+    if order is None:
+        order = np.argsort(np.where(ranks < 0, ranks.shape[-1], ranks), axis=-1, kind="stable")
     fixes = {}
     for head, triangle in enumerate(scores):
-        rows, keys, _ = triangle_index(len(triangle))
-        true = ranks[head][rows, keys]
-        for query in np.unique(rows[row_ranks(rows, keys, flat(triangle)) != true]).tolist():
+        n = len(triangle)
+        rows, keys, _ = triangle_index(n)
+        written = np.full((n, n), np.nan)
+        written[rows, keys] = flat(triangle)  # NaN where masked: never equal to anything
+        along = np.take_along_axis(written, order[head][:n, :n], axis=1)
+        keys_along = order[head][:n, :n]
+        swapped = (along[:, 1:] == along[:, :-1]) & (keys_along[:, 1:] < keys_along[:, :-1])
+        for query in np.flatnonzero(swapped.any(1)).tolist():
             fixes[(layer, head, query)] = tuple(ranks[head][query, : query + 1].tolist())
     return fixes
 

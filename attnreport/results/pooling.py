@@ -43,11 +43,21 @@ def bin_starts(query: np.ndarray, map_tokens: int, width: int = POOL_WIDTH) -> n
     return np.where(query < map_tokens, query, pooled)
 
 
+def _codes(columns: list[np.ndarray]) -> np.ndarray:
+    """One int64 per row that orders and groups rows as the tuple of ``columns`` does (each
+    column shifted to start at 0, then the columns' ranges multiplied out)."""
+    code = np.zeros(len(columns[0]), dtype=np.int64)
+    for column in columns:
+        low = int(column.min()) if len(column) else 0
+        span = int(column.max()) - low + 1 if len(column) else 1
+        code = code * span + (column.astype(np.int64) - low)
+    return code
+
+
 def _groups(columns: dict[str, np.ndarray], starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(group of each row, first row of each group), groups in the order rows first appear."""
-    keys = [columns[name] for name in _GROUPS if name in columns] + [starts]
-    stacked = np.stack([np.asarray(k, dtype=np.int64) for k in keys], axis=1)
-    _, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+    keys = [np.asarray(columns[name]) for name in _GROUPS if name in columns] + [starts]
+    _, first, inverse = np.unique(_codes(keys), return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")  # group ids by first appearance
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
@@ -56,11 +66,18 @@ def _groups(columns: dict[str, np.ndarray], starts: np.ndarray) -> tuple[np.ndar
 
 def _mode(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
     """Each group's most frequent value, the lowest on a tie."""
-    pairs, counts = np.unique(np.stack([group, values], axis=1), axis=0, return_counts=True)
-    order = np.lexsort((pairs[:, 1], -counts, pairs[:, 0]))  # group, most, lowest
-    best = order[np.r_[True, pairs[order][1:, 0] != pairs[order][:-1, 0]]]
     out = np.zeros(n, dtype=np.int64)
-    out[pairs[best, 0]] = pairs[best, 1]
+    if not len(values):
+        return out
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    pairs, counts = np.unique(group * span + (values - low), return_counts=True)  # by group, value
+    owner = pairs // span
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    most = np.repeat(np.maximum.reduceat(counts, starts), np.diff(np.r_[starts, len(pairs)]))
+    best = np.flatnonzero(counts == most)  # in value order within each group
+    best = best[np.r_[True, owner[best][1:] != owner[best][:-1]]]  # the lowest such value
+    out[owner[best]] = pairs[best] % span + low
     return out
 
 
