@@ -15,7 +15,8 @@ from attnreport.charts.figures.grid_blocks import (
     block_shares,
     blocks_for,
 )
-from attnreport.charts.figures.interventions import mean_figure, scaling_figure
+from attnreport.charts.figures.interventions import scaling_figure
+from attnreport.charts.figures.mean_grids import mean_figure
 from tests.fixtures.fake_results import fake_study, typed
 
 

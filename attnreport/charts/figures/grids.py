@@ -97,10 +97,12 @@ def kl_panel(
 ) -> alt.Chart:
     """KL(p_base || p_modified) of the next-token distribution against position, one
     colour-blind-safe colour (``CATEGORY_RANGE``) and dash pattern (``DASHES``) per cell
-    kind; the unmodified run (KL 0 by definition) is not drawn."""
+    kind; the unmodified run (KL 0 by definition, ``UNMODIFIED`` in ``color_field``) is
+    not drawn."""
+    field = color_field.split(":")[0]
     return (
         alt.Chart()
-        .transform_filter(f"datum.key == datum.query && datum.eps != '{UNMODIFIED}'")
+        .transform_filter(f"datum.key == datum.query && datum.{field} != '{UNMODIFIED}'")
         .mark_line(point=alt.OverlayMarkDef(size=14), strokeWidth=1.2)
         .encode(
             x=alt.X("query:Q", title="position", axis=alt.Axis(format="d", tickMinStep=1)),
@@ -199,10 +201,12 @@ def mean_chart(
     observed: dict[str, int],
     head: int,
     texts: dict[str, str] | None = None,
+    targets: tuple[str, ...] = TARGETS,
+    title: str = "Attention after replacing Q, K or V by its mean",
 ) -> alt.VConcatChart:
-    """Fig 12: rows = inputs, columns Q, K, V replaced by their mean; below, KL per position
-    (panels wrapping after ``KL_COLUMNS``). ``texts``: each input's whole sentence by its
-    index, for the tooltips (the row labels are cut short)."""
+    """Fig 12: rows = inputs, columns the unmodified run and ``targets`` replaced by their
+    mean; below, KL per position (panels wrapping after ``KL_COLUMNS``). ``texts``: each
+    input's whole sentence by its index, for the tooltips (the row labels are cut short)."""
     tips = [
         tip("input_text:N", "input"),
         tip("target:N", "tensor replaced by its mean"),
@@ -218,22 +222,19 @@ def mean_chart(
             title="input",
             header=alt.Header(labelLimit=160, labelAngle=0, labelAlign="left"),
         ),
-        column=alt.Facet("target:N", sort=list(TARGETS), title="tensor replaced by its mean"),
+        column=alt.Facet(
+            "target:N", sort=[UNMODIFIED, *targets], title="tensor replaced by its mean"
+        ),
     ).resolve_scale(x="independent", y="independent")
     kl = alt.FacetChart(
-        spec=kl_panel("target:N", list(TARGETS), tips, "tensor replaced").properties(
+        spec=kl_panel("target:N", list(targets), tips, "tensor replaced").properties(
             name="kl_panel"
         ),
         facet=alt.Facet("input:N", sort=by_input, title="input", header=alt.Header(labelLimit=200)),
         columns=KL_COLUMNS,
         name="kl",
     )
-    title = common.selection_title(
-        "Attention after replacing Q, K or V by its mean",
-        "colour: post-softmax weight",
-        "head",
-        "observation",
-    )
+    title = common.selection_title(title, "colour: post-softmax weight", "head", "observation")
     token_expr = "sentence_tokens[datum.sentence] ? sentence_tokens[datum.sentence][datum.{}] : '#' + datum.{}"
     return (
         alt.vconcat(grid, kl, data=alt.Data(name=key))

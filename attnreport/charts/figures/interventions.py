@@ -1,4 +1,5 @@
-"""Figures 11 and 12: attention after scaling Q, K or V, and after replacing it by its mean.
+"""Figure 11, attention after scaling Q, K or V, and what every grid figure shares (the mean
+grids are ``mean_grids``).
 
 Input is ``interventions.json`` as loaded. Every cell holds, for each observation
 (``same`` = the intervened layer, ``next``, ``last``) and head, the post-softmax triangle
@@ -27,14 +28,12 @@ from attnreport.charts.figures.grids import (
     OBSERVATIONS,
     TARGETS,
     epsilon_label,
-    mean_chart,
     scaling_chart,
 )
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.jsontypes import Row
 from attnreport.results import GridCell, Interventions, Manifest, SentenceResults
 from attnreport.results.maps import flat, triangle_index
-from attnreport.text import display_token
 
 
 def cell_rows(cell: GridCell, head: int, observation: str, extra: Row) -> Columns:
@@ -72,7 +71,7 @@ def _observed(cell: GridCell) -> int:
     return len(cell.observations["same"][0]) if cell.observations["same"] else 0
 
 
-def _shown_tokens(tokens: list[str], cell: GridCell) -> tuple[list[str], str]:
+def shown_tokens(tokens: list[str], cell: GridCell) -> tuple[list[str], str]:
     """The labels a grid draws for an input (block labels when blocked) and the caption
     sentence saying so."""
     blocks = blocks_for(_observed(cell))
@@ -112,7 +111,7 @@ def observation_chunks(
     return out
 
 
-def _tokens_of(index: int, known: Sequence[SentenceResults]) -> list[str] | None:
+def tokens_of(index: int, known: Sequence[SentenceResults]) -> list[str] | None:
     """Display tokens of sentence ``index`` from its results (None when not among them)."""
     for sentence in known:
         if sentence.index == index:
@@ -120,7 +119,7 @@ def _tokens_of(index: int, known: Sequence[SentenceResults]) -> list[str] | None
     return None
 
 
-def _default_head(sentence: SentenceResults, interventions: Interventions, n_heads: int) -> int:
+def default_head(sentence: SentenceResults, interventions: Interventions, n_heads: int) -> int:
     """The head with the strongest first-token focus at the intervened layer (0 if unknown)."""
     focus = sentence.tables.focus.arrays()
     layer = interventions.layer
@@ -132,16 +131,17 @@ def _default_head(sentence: SentenceResults, interventions: Interventions, n_hea
     return min(best)[1] if best else 0
 
 
-def _unmodified(baseline: Any, cells: Sequence[GridCell]) -> list[GridCell]:
-    """The unmodified run as one cell per tensor (its maps at \u03b5 = 1, KL 0), so the grid
-    shows it beside the scaled ones."""
-    if not cells:
-        return []
-    kl = [0.0] * len(cells[0].kl)
-    return [GridCell(t, 1.0, baseline, kl, cells[0].blocks) for t in TARGETS]
+def unmodified(
+    baseline: Any, like: GridCell, targets: Sequence[str], setting: float | int = 1.0
+) -> list[GridCell]:
+    """The unmodified run as one cell per target (its maps, KL 0; ``setting``: \u03b5 = 1,
+    or the input's sentence), kept like the cell ``like`` of the same input (whole or as
+    blocks), so that a grid shows it beside the changed ones."""
+    kl = [0.0] * len(like.kl)
+    return [GridCell(t, setting, baseline, kl, like.blocks) for t in targets]
 
 
-def _n_heads(cells: Sequence[GridCell]) -> int:
+def n_heads_of(cells: Sequence[GridCell]) -> int:
     return len(cells[0].observations["same"]) if cells else 0
 
 
@@ -160,17 +160,17 @@ def scaling_figure(
     epsilons = list(interventions.epsilons)
     order = {(t, e): i for i, (t, e) in enumerate((t, e) for t in TARGETS for e in epsilons)}
     cells = sorted(scaling.cells, key=lambda c: order.get((c.target, c.setting), len(order)))
-    n_heads = _n_heads(cells)
+    n_heads = n_heads_of(cells)
     index = scaling.sentence
     n = len(cells[0].kl) if cells else 0
-    tokens = _tokens_of(index, [sentence, *(sentences or [])])
+    tokens = tokens_of(index, [sentence, *(sentences or [])])
     tokens = tokens or [f"#{i}" for i in range(n)]
-    tokens, shown = _shown_tokens(tokens, cells[0]) if cells else (tokens, "")
-    head = _default_head(sentence, interventions, n_heads)
+    tokens, shown = shown_tokens(tokens, cells[0]) if cells else (tokens, "")
+    head = default_head(sentence, interventions, n_heads)
     observed = dict(interventions.observed_layers)
     chart = scaling_chart("scaling-grid", tokens, epsilons, n_heads, observed, head)
     rows = grid_rows(
-        [*_unmodified(scaling.baseline, cells), *cells],
+        [*(unmodified(scaling.baseline, cells[0], TARGETS) if cells else []), *cells],
         n_heads,
         lambda c: {"target": c.target, "eps": epsilon_label(c.setting)},
     )
@@ -185,70 +185,10 @@ def scaling_figure(
         "Below, the KL divergence of the next-token distribution from the unmodified run at "
         "each position, one colour per \u03b5."
     ) + shown
-    return _grid_figure("scaling-grid", "Scaling Q, K and V", caption, chart, rows, head)
+    return grid_figure("scaling-grid", "Scaling Q, K and V", caption, chart, rows, head)
 
 
-def _input_label(index: int, manifest: Manifest) -> str:
-    listed = {s.index: s.text for s in manifest.sentences}
-    text = listed.get(index, "").strip()
-    short = display_token(text[:28] + ("\u2026" if len(text) > 28 else "")) if text else ""
-    return f"sentence {index}" + (f": {short}" if short else "")
-
-
-def mean_figure(
-    interventions: Interventions,
-    sentence: SentenceResults,
-    manifest: Manifest,
-    sentences: Sequence[SentenceResults] | None = None,
-) -> Figure:
-    """Fig 12 as a Figure, one data file per observation.
-
-    Token texts of the inputs come from ``sentence`` and ``sentences``; an input found in
-    neither shows positions ("#3") in the tooltips.
-    """
-    mean = interventions.mean
-    chosen = list(mean.sentences)
-    place = {(i, t): k for k, (i, t) in enumerate((i, t) for i in chosen for t in TARGETS)}
-    cells = sorted(mean.cells, key=lambda c: place.get((int(c.setting), c.target), len(place)))
-    n_heads = _n_heads(cells)
-    known = [sentence, *(sentences or [])]
-    cell_of = {int(c.setting): c for c in cells}  # any of an input's cells: same positions
-    tokens, shown = {}, []
-    for i in chosen:
-        t = _tokens_of(i, known)
-        labels, sentence_text = _shown_tokens(t or [], cell_of[i]) if i in cell_of else (t, "")
-        if t is not None:
-            tokens[str(i)] = labels
-        shown.append(sentence_text)
-    head = _default_head(sentence, interventions, n_heads)
-    observed = dict(interventions.observed_layers)
-    texts = {str(s.index): display_token(s.text) for s in manifest.sentences if s.index in chosen}
-    chart = mean_chart("mean-grid", tokens, n_heads, observed, head, texts)
-    labels = {i: _input_label(i, manifest) for i in chosen}
-    rows = grid_rows(
-        cells,
-        n_heads,
-        lambda c: {
-            "sentence": int(c.setting),
-            "input": labels[int(c.setting)],
-            "target": c.target,
-        },
-    )
-    caption = (
-        f"Layer {interventions.layer}: for each of {len(chosen)} inputs (rows), Q, K or V "
-        "(columns) of every head is replaced by its mean over the token positions and "
-        "attention is recomputed; each cell is the post-softmax attention map of the chosen "
-        "head. With Q replaced, every current token scores the targets alike; with K "
-        "replaced, every target gets the same score, so attention is uniform; replacing V "
-        "leaves this layer's weights unchanged, so observe the next or last layer. Below, "
-        "the KL divergence of the next-token distribution per position."
-    ) + "".join(dict.fromkeys(shown))
-    return _grid_figure(
-        "mean-grid", "Replacing Q, K and V by their mean", caption, chart, rows, head
-    )
-
-
-def _grid_figure(
+def grid_figure(
     key: str, title: str, caption: str, chart: Any, rows: dict[tuple[int, str], Columns], head: int
 ) -> Figure:
     """A grid figure chunked per observed layer, opening on ``head`` and the same layer."""

@@ -257,10 +257,13 @@ def set_sink_rate(data: AltData) -> str:
     return text
 
 
-def _grid(data: AltData, kind: str, columns_: str) -> str:
+def _grid(data: AltData, kind: str, columns_: str, before_rotation: bool = False) -> str:
     iv = data.interventions
     layer = iv.layer if iv else 0
-    cells: tuple[GridCell, ...] = () if iv is None else getattr(iv, kind).cells
+    grid = None if iv is None else getattr(iv, kind)
+    cells: tuple[GridCell, ...] = () if grid is None else grid.cells
+    if before_rotation and grid is not None:
+        cells = grid.before_rotation
     text = (
         f"Grid of attention maps of layer {layer}, one head at a time: {columns_}. Colour is the "
         "attention probability, 0 to 1."
@@ -292,5 +295,20 @@ def mean_grid(data: AltData) -> str:
     sentences = data.interventions.mean.sentences if data.interventions else ()
     inputs = f"{wording.plural('sentence', len(sentences))} {wording.join_and([str(s) for s in sentences])}"
     return _grid(
-        data, "mean", f"rows {inputs}, columns Q, K and V replaced by their mean over positions"
+        data,
+        "mean",
+        f"rows {inputs}, columns the unmodified run and Q, K and V replaced by their mean over "
+        "positions",
+    )
+
+
+def mean_grid_before_rotation(data: AltData) -> str:
+    sentences = data.interventions.mean.sentences if data.interventions else ()
+    inputs = f"{wording.plural('sentence', len(sentences))} {wording.join_and([str(s) for s in sentences])}"
+    return _grid(
+        data,
+        "mean",
+        f"rows {inputs}, columns the unmodified run and Q and K replaced by their mean over "
+        "positions taken before the rotary rotation, then rotated again per position",
+        before_rotation=True,
     )
