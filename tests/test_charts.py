@@ -157,6 +157,9 @@ def test_every_spec_validates_against_vega_lite(figures):
         validate_jsonschema(fig.spec, schema)
         if fig in figures["rope"]:  # static specs differ only in their data (slow to check all)
             validate_jsonschema(fig.static_spec, schema)
+        if fig.phone_spec is not None:  # the intervention grids' layout for a phone
+            validate_jsonschema(fig.phone_spec, schema)
+            assert fig.phone_spec["data"] == {"name": fig.key}
         assert fig.spec["data"] == {"name": fig.key}
         assert fig.title and fig.caption and fig.spec.get("title")
 

@@ -30,6 +30,8 @@ from attnreport.charts.figures.grids import (
     epsilon_label,
     scaling_chart,
 )
+from attnreport.charts.figures.kl_strip import series, strip_of, together_sentence
+from attnreport.charts.spec import common
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.jsontypes import Row
 from attnreport.results import GridCell, Interventions, Manifest, SentenceResults
@@ -119,16 +121,11 @@ def tokens_of(index: int, known: Sequence[SentenceResults]) -> list[str] | None:
     return None
 
 
-def default_head(sentence: SentenceResults, interventions: Interventions, n_heads: int) -> int:
-    """The head with the strongest first-token focus at the intervened layer (0 if unknown)."""
-    focus = sentence.tables.focus.arrays()
-    layer = interventions.layer
-    best = [
-        (-f, int(h))
-        for la, h, f in zip(focus["layer"], focus["head"], focus["first_focus"], strict=True)
-        if int(la) == layer and int(h) < n_heads
-    ]
-    return min(best)[1] if best else 0
+def default_head(sentence: SentenceResults, n_heads: int) -> int:
+    """The head the page opens on (``results.view.default_head``; 0 past ``n_heads``): every
+    figure of a page shows one head, so the rows inlined are that head's."""
+    head = common.default_head(sentence)[1]
+    return head if head < n_heads else 0
 
 
 def unmodified(
@@ -166,37 +163,53 @@ def scaling_figure(
     tokens = tokens_of(index, [sentence, *(sentences or [])])
     tokens = tokens or [f"#{i}" for i in range(n)]
     tokens, shown = shown_tokens(tokens, cells[0]) if cells else (tokens, "")
-    head = default_head(sentence, interventions, n_heads)
+    head = default_head(sentence, n_heads)
     observed = dict(interventions.observed_layers)
-    chart = scaling_chart("scaling-grid", tokens, epsilons, n_heads, observed, head)
     rows = grid_rows(
         [*(unmodified(scaling.baseline, cells[0], TARGETS) if cells else []), *cells],
         n_heads,
         lambda c: {"target": c.target, "eps": epsilon_label(c.setting)},
     )
+    labels = [epsilon_label(e) for e in epsilons]
+    strip = strip_of(series(rows[(head, "same")], "target", "eps"), labels)
+    charts = [
+        scaling_chart("scaling-grid", tokens, epsilons, n_heads, observed, head, strip, phone)
+        for phone in (False, True)
+    ]
     caption = (
-        f"Layer {interventions.layer}: Q, K or V of every head is multiplied by a factor "
-        "\u03b5 (columns; the first is the unmodified run) and attention is recomputed in a "
-        "real forward pass; each cell is the post-softmax attention map of the chosen head. "
-        "Q and K scaled by \u03b5 are one intervention: either multiplies every score by "
-        "\u03b5 (s = \u03b5 q\u00b7k), so their rows agree, tempering the scores towards "
-        "uniform causal attention. Scaling V leaves this layer's weights "
-        "unchanged by construction: choose the next or the last layer to see its effect. "
-        "Below, the KL divergence of the next-token distribution from the unmodified run at "
-        "each position, one colour per \u03b5."
-    ) + shown
-    return grid_figure("scaling-grid", "Scaling Q, K and V", caption, chart, rows, head)
+        (
+            f"Layer {interventions.layer}: Q, K or V of every head is multiplied by a factor "
+            "\u03b5 (columns; the first is the unmodified run) and attention is recomputed in a "
+            "real forward pass; each cell is the post-softmax attention map of the chosen head. "
+            "Q and K scaled by \u03b5 are one intervention: either multiplies every score by "
+            "\u03b5 (s = \u03b5 q\u00b7k), so their rows agree, tempering the scores towards "
+            "uniform causal attention. Scaling V leaves this layer's weights "
+            "unchanged by construction: choose the next or the last layer to see its effect. "
+            "Below, the KL divergence of the next-token distribution from the unmodified run at "
+            "each position, one colour per \u03b5."
+        )
+        + together_sentence(strip)
+        + shown
+    )
+    return grid_figure("scaling-grid", "Scaling Q, K and V", caption, charts, rows, head)
 
 
 def grid_figure(
-    key: str, title: str, caption: str, chart: Any, rows: dict[tuple[int, str], Columns], head: int
+    key: str,
+    title: str,
+    caption: str,
+    charts: Sequence[Any],
+    rows: dict[tuple[int, str], Columns],
+    head: int,
 ) -> Figure:
-    """A grid figure chunked per observed layer, opening on ``head`` and the same layer."""
+    """A grid figure chunked per observed layer, opening on ``head`` and the same layer;
+    ``charts``: the page's and the phone's."""
     return build_figure(
         key=key,
         title=title,
         caption=caption,
-        chart=chart,
+        chart=charts[0],
+        phone_chart=charts[1],
         chunks=observation_chunks(rows, (head, "same")),
         params=("observation",),
         default=("same",),

@@ -21,6 +21,7 @@ from attnreport.charts.figures.interventions import (
     tokens_of,
     unmodified,
 )
+from attnreport.charts.figures.kl_strip import series, strip_of, together_sentence
 from attnreport.results import GridCell, Interventions, Manifest, SentenceResults
 from attnreport.text import display_token
 
@@ -87,16 +88,20 @@ def _mean_grid_figure(
         if t is not None:
             tokens[str(i)] = labels
         shown.append(sentence_text)
-    head = default_head(sentence, interventions, n_heads)
+    head = default_head(sentence, n_heads)
     observed = dict(interventions.observed_layers)
     texts = {str(s.index): display_token(s.text) for s in manifest.sentences if s.index in chosen}
-    chart = mean_chart(key, tokens, n_heads, observed, head, texts, targets, titles[1])
     labels = {i: _input_label(i, manifest) for i in chosen}
     rows = grid_rows(
         _with_unmodified(cells, mean.baselines, chosen),
         n_heads,
         lambda c: {"sentence": int(c.setting), "input": labels[int(c.setting)], "target": c.target},
     )
+    strip = strip_of(series(rows[(head, "same")], "input", "target"), list(targets))
+    charts = [
+        mean_chart(key, tokens, n_heads, observed, head, strip, texts, targets, titles[1], phone)
+        for phone in (False, True)
+    ]
     what = " or ".join(targets) if len(targets) < 3 else "Q, K or V"
     text = (
         f"Layer {interventions.layer}: for each of {len(chosen)} inputs (rows), {what} "
@@ -104,8 +109,8 @@ def _mean_grid_figure(
         f"token positions and attention is recomputed in a real forward pass; each cell is the "
         f"post-softmax attention map of the chosen head. {caption} Below, the KL divergence of "
         "the next-token distribution per position."
-    )
-    return grid_figure(key, titles[0], text + "".join(dict.fromkeys(shown)), chart, rows, head)
+    ) + together_sentence(strip)
+    return grid_figure(key, titles[0], text + "".join(dict.fromkeys(shown)), charts, rows, head)
 
 
 def mean_figure(
