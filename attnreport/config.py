@@ -148,7 +148,8 @@ class Settings:
         V.EPSILONS, list, items=(int, float), check=positive_numbers, recorded=True
     )
     intervene_layer: int | None = setting(None, int, check=not_negative, recorded=True)
-    scaling_sentence: int = setting(0, int, check=not_negative, recorded=True)
+    scaling_sentence: int = setting(0, int, check=not_negative, recorded=True)  # maps drawn
+    scaling_sentences: tuple[int, ...] | None = setting(None, list, items=(int,), recorded=True)
     mean_sentences: tuple[int, ...] | None = setting(None, list, items=(int,), recorded=True)
     map_tokens: int = setting(
         V.MAP_TOKENS, int, check=at_least_one, recorded=True
@@ -283,7 +284,8 @@ bos = "auto"                 # begin-of-sequence token: auto (as the tokenizer d
 breakdown_ranks = 3          # ranks shown by the sort_idx widget of the breakdown figure
 epsilons = [5e-1, 1e-3, 1e-10]
 # intervene_layer = 12       # default: the layer with the strongest first-token focus
-scaling_sentence = 0
+scaling_sentence = 0         # the sentence whose maps the scaling grid draws
+# scaling_sentences = [0, 1, 2, 3, 4, 5, 6, 7]   # default: the first 8 (each KL averaged over them)
 # mean_sentences = [0, 1, 2]
 map_tokens = 256             # n x n attention maps and exact per-query rows up to this many tokens (past it: bins of 32)
 # view_head = [3, 4]         # layer and head the pages open on (default: strongest first-token focus)

@@ -123,13 +123,13 @@ def test_missing_folder_and_not_a_results_folder(tmp_path):
 def test_newer_schema_names_the_versions_understood(folder):
     path = folder / CURRENT.sentence(1)
     data = read_json(path)
-    data["schema"] = "attnreport.results/9"
+    data["schema"] = "attnreport.results/99"
     path.write_bytes(compress(json.dumps(data).encode()))
     (folder / "manifest.json").write_text(
-        (folder / "manifest.json").read_text().replace(SCHEMA, "attnreport.results/9")
+        (folder / "manifest.json").read_text().replace(SCHEMA, "attnreport.results/99")
     )
     message = error_of(folder)
-    assert "version 9" in message and "versions 1 and 2" in message and "upgrade" in message
+    assert "version 99" in message and "versions 1 and 2" in message and "upgrade" in message
     assert "4" in message.split("reads versions")[1]
 
 

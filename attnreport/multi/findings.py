@@ -16,10 +16,10 @@ from attnreport.analyses import sinks
 from attnreport.multi.measures import CURVES, ModelSide, apart, depth, depth_match, layer_values
 from attnreport.site.apparatus import post_norm
 from attnreport.site.words.claims import Claim
-from attnreport.site.words.effects import mean_kl, mildest_first
+from attnreport.site.words.effects import kl_words, mildest_first, scaling_effects
 from attnreport.site.words.findings import v_undone
 from attnreport.site.words.verdicts import CONTRADICTED, PARTLY, SUPPORTED
-from attnreport.site.words.wording import index_set, join_and, quantity
+from attnreport.site.words.wording import index_set, join_and
 
 MOST = 0.5  # "most heads", "most queries": more than half, as the single-model findings
 SAME = 1e-6  # the results keep 6 significant digits: closer curves read as identical
@@ -206,17 +206,18 @@ def windows(sides: Sequence[ModelSide]) -> Comparison | None:
 def v_norm_note(sides: Sequence[ModelSide]) -> str:
     """When a model's post-attention norm undoes a mild scaling of V (``v_undone``) and
     another model's output moves under the same scaling, the contrast in one sentence."""
-    cells = {s.name: s.interventions.scaling.cells for s in sides if s.interventions is not None}
-    mild = {name: v[0] for name, c in cells.items() if (v := mildest_first(c, "V"))}
+    found = {s.name: scaling_effects(s.interventions.scaling)
+             for s in sides if s.interventions is not None}  # fmt: skip
+    mild = {name: v[0] for name, e in found.items() if (v := mildest_first(e, "V"))}
     undone = [s for s in sides if s.name in mild and post_norm(s.manifest).present
-              and v_undone(cells[s.name])]  # fmt: skip
+              and v_undone(found[s.name])]  # fmt: skip
     moved = [s for s in sides if s.name in mild and s not in undone]
     if not undone or not moved:
         return ""
-    eps = {float(mild[s.name].setting) for s in [*undone, *moved]}
+    eps = {mild[s.name].setting for s in [*undone, *moved]}
     if len(eps) != 1:
         return ""
-    parts = [f"{s.name}'s by {quantity(mean_kl(mild[s.name]), 'nat')}" for s in [*moved, *undone]]
+    parts = [f"{s.name}'s by {kl_words(mild[s.name].kl)}" for s in [*moved, *undone]]
     parts[0] = parts[0].replace("'s by", "'s next-token distribution by", 1)
     names = join_and([s.name for s in undone])
     return (

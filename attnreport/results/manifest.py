@@ -16,7 +16,7 @@ from attnreport.errors import AttnReportError
 from attnreport.jsontypes import Json
 from attnreport.results.layers import LayerFacts, layer_facts_from_json, layer_facts_to_json
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # version 1 lacks manifest.files and the optional columns; versions 1 and 2 store the
 # attention probs and ranks (3 derives them) and write table columns as plain arrays;
@@ -26,8 +26,11 @@ SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # 6 adds the per-layer facts (``model.layers``: positions, windows, soft-caps, sinks, QK-norm);
 # 7 keeps a long sentence's per-query tables past ``map_tokens`` as bins (``pooling``:
 # ``span``) and the observations of an input the grids draw as blocks (``observed_blocks``);
-# 8 takes the update sizes after a post-attention norm (``LayerFacts.post_norm``)
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
+# 8 takes the update sizes after a post-attention norm (``LayerFacts.post_norm``);
+# 9 runs the scaling grid on several inputs (``scaling.sentences``; cells of the inputs not
+# drawn keep their KL, gaps and changes only), scales Q or K once ("QK"), shares each
+# input's unmodified pass between the grids, and keeps no same-layer maps for V
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i
 Observations = dict[str, list[Triangle]]  # "same"/"next"/"last" -> [head] -> triangle
@@ -75,6 +78,7 @@ class StudySettings:
     epsilons: tuple[float, ...] = V.EPSILONS
     intervene_layer: int | None = None
     scaling_sentence: int = 0
+    scaling_sentences: tuple[int, ...] | None = None  # schema 9
     mean_sentences: tuple[int, ...] | None = None
     map_tokens: int = V.MAP_TOKENS
     view_head: tuple[int, ...] | None = None
@@ -162,7 +166,7 @@ def model_from_json(obj: Any, where: str) -> ModelInfo:
 
 def settings_from_json(obj: Any) -> StudySettings:
     known, extra = _known(StudySettings, obj or {})
-    for name in ("epsilons", "mean_sentences", "view_head"):
+    for name in ("epsilons", "scaling_sentences", "mean_sentences", "view_head"):
         if name in known:
             known[name] = _tuple_or_none(known[name])
     return StudySettings(**known, extra=extra)

@@ -32,7 +32,11 @@ from attnreport.results import Interventions
 from attnreport.results.interventions import interventions_from_json
 from attnreport.results.layout import CURRENT, MANIFEST, read_json
 from attnreport.session import Session
-from attnreport.study import intervention_results, mean_sentence_indices
+from attnreport.study import (
+    intervention_results,
+    mean_sentence_indices,
+    scaling_sentence_indices,
+)
 
 Listed = dict[int, tuple[str, tuple[int, ...]]]  # index -> (text, token ids)
 
@@ -87,7 +91,10 @@ def reused_interventions(folder: Path, before: Listed) -> InterventionsAt:
 
     def at(session: Session, settings: Settings, layer: int) -> Interventions:
         count = len(session.sentences)
-        inputs = {settings.scaling_sentence, *mean_sentence_indices(settings, count)}
+        inputs = {
+            *scaling_sentence_indices(settings, count),
+            *mean_sentence_indices(settings, count),
+        }
         same = all(before.get(i, ("", ()))[1] == session.sentences[i].token_ids for i in inputs)
         if same and path.is_file():
             try:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import altair as alt
 
+from attnreport.analyses.kl import KL_CONVENTION, KL_NAME
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.charts.spec.common import tip
@@ -207,6 +208,9 @@ def kl_figure(rows: Columns, models: Sequence[str], match: str) -> Figure:
             tip("layer:Q", "at layer"),
             DEPTH_TIP,
             tip("mean_kl:Q", "mean KL (nats)", ".3g"),
+            tip("low:Q", "lowest sentence", ".3g"),
+            tip("high:Q", "highest sentence", ".3g"),
+            tip("sentences:Q", "sentences"),
         ],
         title,
         (560, 240),
@@ -214,6 +218,9 @@ def kl_figure(rows: Columns, models: Sequence[str], match: str) -> Figure:
     caption = (
         "Q, K or V of every head of one layer scaled by epsilon or replaced by its mean "
         "over positions; the bar is KL(p_base || p_modified) of the next-token "
-        "distribution, in nats, averaged over positions (and inputs). " + match
+        f"distribution, in nats, as the {KL_NAME}: {KL_CONVENTION} (the tooltip gives the "
+        "lowest and highest sentence). Scaling Q or K by "
+        "epsilon is one intervention (every score becomes epsilon q\u00b7k either way), so it "
+        "is one bar, Q or K. " + match
     )
     return build_figure(key=KL_KEY, title=title, caption=caption, chart=chart, rows=rows)

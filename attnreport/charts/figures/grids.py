@@ -98,11 +98,13 @@ def scaling_chart(
     head: int,
     strip: Strip,
     phone: bool = False,
+    targets: list[str] | None = None,
 ) -> alt.VConcatChart:
-    """Fig 11: rows Q, K, V; columns epsilon (every one, or the unmodified run and the one
-    chosen with ``eps``); below, KL per position for every cell, one panel per tensor, on
-    the scales of ``strip``. ``phone``: one column for a phone's width, the tensor chosen
-    with ``tensor``, a row per epsilon (``phone_grid``)."""
+    """Fig 11: rows ``targets`` (Q, K, V; or Q or K, V); columns epsilon (every one, or the
+    unmodified run and the one chosen with ``eps``); below, KL per position for every cell,
+    one panel per tensor, on the scales of ``strip``. ``phone``: one column for a phone's
+    width, the tensor chosen with ``tensor``, a row per epsilon (``phone_grid``)."""
+    targets = targets or list(TARGETS)
     labels = [epsilon_label(e) for e in epsilons]
     tips = [tip("target:N", "tensor scaled"), tip("eps:N", "scale factor")]
     columns = [UNMODIFIED, *labels]
@@ -113,13 +115,13 @@ def scaling_chart(
         grid = facet(
             heat_panel(len(tokens), tips),
             "grid",
-            row=alt.Facet("target:N", sort=list(TARGETS), title="tensor scaled"),
+            row=alt.Facet("target:N", sort=targets, title="tensor scaled"),
             column=alt.Facet("eps:N", sort=columns, title="scale factor"),
         )
     kl = alt.FacetChart(
         spec=kl_panel("eps:N", labels, tips, strip, "scale factor").properties(name="kl_panel"),
-        facet=alt.Facet("target:N", sort=list(TARGETS), title="tensor scaled"),
-        columns=len(TARGETS),  # wrapped, so that a narrow page puts them in fewer columns
+        facet=alt.Facet("target:N", sort=targets, title="tensor scaled"),
+        columns=len(targets),  # wrapped, so that a narrow page puts them in fewer columns
         name="kl",
     )
     shown = ("tensor",) if phone else ()
@@ -147,7 +149,7 @@ def scaling_chart(
     )
     if phone:
         chart = chart.transform_filter("datum.target == tensor").add_params(
-            widgets.tensor_param(list(TARGETS))
+            widgets.tensor_param(targets)
         )
     return chart.properties(title=title, usermeta=RELAYOUT)
 

@@ -26,7 +26,6 @@ from attnreport.charts.figures.grid_blocks import (
 )
 from attnreport.charts.figures.grids import (
     OBSERVATIONS,
-    TARGETS,
     epsilon_label,
     scaling_chart,
 )
@@ -34,7 +33,7 @@ from attnreport.charts.figures.kl_strip import series, strip_of, together_senten
 from attnreport.charts.spec import common
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.jsontypes import Row
-from attnreport.results import GridCell, Interventions, Manifest, SentenceResults
+from attnreport.results import GridCell, Interventions, Manifest, ScalingGrid, SentenceResults
 from attnreport.results.maps import flat, triangle_index
 
 
@@ -142,21 +141,27 @@ def n_heads_of(cells: Sequence[GridCell]) -> int:
     return len(cells[0].observations["same"]) if cells else 0
 
 
+TARGET_LABELS = {"QK": "Q or K"}  # a scaling cell's target as its row names it (schema 9)
+TARGET_ORDER = ("Q", "K", "QK", "V")
+
+
 def scaling_figure(
     interventions: Interventions,
     sentence: SentenceResults,
     manifest: Manifest,
     sentences: Sequence[SentenceResults] | None = None,
 ) -> Figure:
-    """Fig 11 as a Figure, one data file per observation.
+    """Fig 11 as a Figure, one data file per observation: the maps of the input the grid
+    draws (``ScalingGrid.sentence``); the caption says how many it ran on.
 
     Token texts come from ``sentence`` or ``sentences`` (whichever is the scaled one);
     without them the tooltips show positions ("#3").
     """
     scaling = interventions.scaling
     epsilons = list(interventions.epsilons)
-    order = {(t, e): i for i, (t, e) in enumerate((t, e) for t in TARGETS for e in epsilons)}
-    cells = sorted(scaling.cells, key=lambda c: order.get((c.target, c.setting), len(order)))
+    present = [t for t in TARGET_ORDER if any(c.target == t for c in scaling.shown)]
+    order = {(t, e): i for i, (t, e) in enumerate((t, e) for t in present for e in epsilons)}
+    cells = sorted(scaling.shown, key=lambda c: order.get((c.target, c.setting), len(order)))
     n_heads = n_heads_of(cells)
     index = scaling.sentence
     n = len(cells[0].kl) if cells else 0
@@ -165,33 +170,59 @@ def scaling_figure(
     tokens, shown = shown_tokens(tokens, cells[0]) if cells else (tokens, "")
     head = default_head(sentence, n_heads)
     observed = dict(interventions.observed_layers)
+    targets = [TARGET_LABELS.get(t, t) for t in present]
     rows = grid_rows(
-        [*(unmodified(scaling.baseline, cells[0], TARGETS) if cells else []), *cells],
+        [*(unmodified(scaling.baseline, cells[0], present) if cells else []), *cells],
         n_heads,
-        lambda c: {"target": c.target, "eps": epsilon_label(c.setting)},
+        lambda c: {
+            "target": TARGET_LABELS.get(c.target, c.target),
+            "eps": epsilon_label(c.setting),
+        },
     )
     labels = [epsilon_label(e) for e in epsilons]
     strip = strip_of(series(rows[(head, "same")], "target", "eps"), labels)
     charts = [
-        scaling_chart("scaling-grid", tokens, epsilons, n_heads, observed, head, strip, phone)
+        scaling_chart("scaling-grid", tokens, epsilons, n_heads, observed, head, strip, phone,
+                      targets)
         for phone in (False, True)
-    ]
+    ]  # fmt: skip
     caption = (
-        (
-            f"Layer {interventions.layer}: Q, K or V of every head is multiplied by a factor "
-            "\u03b5 (columns; the first is the unmodified run) and attention is recomputed in a "
-            "real forward pass; each cell is the post-softmax attention map of the chosen head. "
-            "Q and K scaled by \u03b5 are one intervention: either multiplies every score by "
-            "\u03b5 (s = \u03b5 q\u00b7k), so their rows agree, tempering the scores towards "
-            "uniform causal attention. Scaling V leaves this layer's weights "
-            "unchanged by construction: choose the next or the last layer to see its effect. "
-            "Below, the KL divergence of the next-token distribution from the unmodified run at "
-            "each position, one colour per \u03b5."
-        )
+        f"Layer {interventions.layer}: Q, K or V of every head is multiplied by a factor "
+        "\u03b5 (columns; the first is the unmodified run) and attention is recomputed in a "
+        "real forward pass; each cell is the post-softmax attention map of the chosen head. "
+        + QK_ONE
+        + " Scaling V leaves this layer's weights unchanged by construction: choose the next "
+        "or the last layer to see its effect. Below, the KL divergence of the next-token "
+        "distribution from the unmodified run at each position, one colour per \u03b5."
         + together_sentence(strip)
+        + inputs_sentence(scaling)
         + shown
     )
     return grid_figure("scaling-grid", "Scaling Q, K and V", caption, charts, rows, head)
+
+
+QK_ONE = (
+    "Q and K scaled by \u03b5 are one intervention: either multiplies every score by \u03b5 "
+    "(s = \u03b5 q\u00b7k), tempering the scores towards uniform causal attention; the grid "
+    "runs it once, as the row Q or K."
+)
+
+
+def inputs_sentence(scaling: ScalingGrid) -> str:
+    """The caption sentence saying which input the maps show and why, and what the grid
+    ran on besides."""
+    n = len(scaling.inputs)
+    which = (
+        f" The maps are those of sentence {scaling.sentence}, the one the scaling_sentence "
+        "setting names (the first sentence of the set unless it is set), so that they can be "
+        "read beside its page's other figures"
+    )
+    if n == 1:
+        return which + "; the grid ran on this sentence only."
+    return (
+        which + f"; the grid ran on {n} sentences, and the text reports each intervention's "
+        f"KL over all {n}, with its spread."
+    )
 
 
 def grid_figure(

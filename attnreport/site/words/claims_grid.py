@@ -60,7 +60,7 @@ def cell_changes(cell: GridCell, base: Any, observation: str) -> list[float]:
 
 
 def _cells(grid: ScalingGrid, target: str) -> list[GridCell]:
-    return [c for c in grid.cells if c.target == target]
+    return [c for c in grid.shown if c.target == target]
 
 
 def qk_scaling_uniform(iv: Interventions) -> Claim | None:
@@ -68,19 +68,19 @@ def qk_scaling_uniform(iv: Interventions) -> Claim | None:
     allowed keys. Tested at the smallest epsilon on every head of the intervention layer;
     a head breaks it when its weights are more than ``UNIFORM_TOL`` from uniform."""
     grid = iv.scaling
-    eps = min((float(c.setting) for c in grid.cells), default=None)
+    eps = min((float(c.setting) for c in grid.shown), default=None)
     if eps is None:
         return None
     layer = iv.layer
-    cells = [c for c in grid.cells if float(c.setting) == eps and c.target in "QK"]
+    cells = [c for c in grid.shown if float(c.setting) == eps and c.target in ("Q", "K", "QK")]
     gaps = {c.target: cell_gaps(c) for c in cells}
     broken = sorted({(layer, h) for g in gaps.values() for h, v in enumerate(g) if v > UNIFORM_TOL})
     tested = sum(len(g) for g in gaps.values())
     ev = Evidence(1.0 if tested else 0.0, 1, tested, len(broken), needed=1)
     kl = {c.target: effects.mean_kl(c) for c in cells}
     largest = " and ".join(
-        f"{t} {number(max(g), 2)}"
-        for t, g in sorted(gaps.items(), key=lambda tg: "QK".index(tg[0]))
+        f"{effects.target_words(t)} {number(max(g), 2)}"
+        for t, g in sorted(gaps.items(), key=lambda tg: effects.ORDER.get(tg[0], 3))
     )
     same = (
         "; Q and K give the same KL, " + quantity(kl["Q"], "nat")
@@ -125,8 +125,12 @@ def v_scaling_next_layer(iv: Interventions) -> Claim | None:
     next_layer = iv.observed_layers.get("next", layer + 1)
     broken = [(layer, h) for h, v in enumerate(own) if v > UNCHANGED_TOL]
     ev = Evidence(max(nxt, default=0.0) - UNIFORM_TOL, 1, len(own), len(broken), needed=1)
-    kl = f"the next-token distribution moves {quantity(effects.mean_kl(cell), 'nat')} (mean KL per position)"  # fmt: skip
-    scaled = f"V scaled by {float(cell.setting):g} in layer {layer}"
+    eps = float(cell.setting)  # its KL over every input scaled, as the findings give it
+    spread = next(
+        e.kl for e in effects.scaling_effects(grid) if (e.target, e.setting) == ("V", eps)
+    )
+    kl = f"the next-token distribution's KL is {effects.kl_words(spread)}"
+    scaled = f"V scaled by {eps:g} in layer {layer}"
     moved = _moved(max(own, default=0.0))
     if next_layer <= layer:  # no attention layer after it to show the change
         text = (

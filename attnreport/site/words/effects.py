@@ -10,11 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from attnreport.results.interventions import GridCell, MeanGrid
-from attnreport.site.words.wording import count, join_and, quantity
+from attnreport.analyses.grid_kl import Spread, grid_kl
+from attnreport.analyses.kl import sentence_kl
+from attnreport.results.interventions import GridCell, MeanGrid, ScalingGrid
+from attnreport.site.words.wording import join_and, number, quantity
 
 TIE = 1e-9  # KL values closer than this (relative) are the same effect
-ORDER = {"Q": 0, "K": 1, "V": 2}
+# A KL below this many nats is float32 round-off, not an effect: the next-token
+# distributions are compared in float32, whose log-probabilities carry about 1e-7 of error
+KL_FLOOR = 1e-6
+FLOOR_TEXT = "1e-6"
+ORDER = {"Q": 0, "K": 1, "QK": 0, "V": 2}
 # What a post-attention norm does (Gemma 2 and 3, OLMo 2), after "the model" or "This model"
 POST_NORM = (
     "normalises the attention block's output before adding it to the hidden state (a "
@@ -41,53 +47,102 @@ NO_POST_NORM = PostNorm()
 
 
 def mean_kl(cell: GridCell) -> float:
-    """Mean of a cell's per-position KL values, in nats (0 for none)."""
-    kl = [float(v) for v in cell.kl]
-    return sum(kl) / len(kl) if kl else 0.0
+    """A cell's KL on its sentence: the mean of its per-position values, in nats (0 for
+    none; ``analyses.kl.sentence_kl``)."""
+    return sentence_kl(cell.kl)
 
 
-def mildest_first(cells: Sequence[GridCell], target: str) -> list[GridCell]:
-    """The scaling cells of ``target``, the mildest (largest epsilon) first."""
-    return sorted((c for c in cells if c.target == target), key=lambda c: -float(c.setting))
+@dataclass(frozen=True)
+class Effect:
+    """One intervention over every input it ran on: ``target`` as the results name it
+    ("Q", "K", "QK" for Q or K scaled, "V"), its ``setting`` (an epsilon; 0 for the mean
+    grid) and its KL by the report's one convention (``analyses.grid_kl``: the sentence-averaged KL)."""
+
+    target: str
+    setting: float
+    kl: Spread
+
+    @property
+    def mean(self) -> float:
+        return self.kl.mean
 
 
-def top_scaling(cells: Sequence[GridCell]) -> tuple[tuple[str, ...], float, float]:
-    """The scaling cells with the largest mean KL: (targets, epsilon, mean KL in nats).
+def scaling_effects(grid: ScalingGrid) -> list[Effect]:
+    """Each (target, epsilon) of the scaling grid, over every input it was scaled on."""
+    return [
+        Effect(target, eps, grid_kl(cells, grid.sentence_of))
+        for (target, eps), cells in grid.groups().items()
+    ]
+
+
+def mean_effects(mean: MeanGrid) -> list[Effect]:
+    """Each target of the mean grid, over its inputs, in Q, K, V order."""
+    by_target: dict[str, list[GridCell]] = {}
+    for cell in mean.cells:
+        by_target.setdefault(cell.target, []).append(cell)
+    return [
+        Effect(t, 0.0, grid_kl(cells, lambda c: int(c.setting)))
+        for t, cells in sorted(by_target.items(), key=lambda tc: ORDER.get(tc[0], 3))
+    ]
+
+
+def target_words(target: str) -> str:
+    """``Q or K`` for the one intervention that scales either (schema 9), else the target."""
+    return "Q or K" if target == "QK" else target
+
+
+def kl_words(kl: Spread) -> str:
+    """A KL by the report's convention with its spread: ``0.07 nats per position`` on one
+    sentence, ``0.07 nats per position, the mean over 8 sentences (0.02 to 0.11)`` on
+    several; under ``KL_FLOOR`` on every sentence, ``0 within float32 (under 1e-6 nats)``."""
+    if below_float(kl):
+        return f"0 within float32 (under {FLOOR_TEXT} nats)"
+    text = quantity(kl.mean, "nat") + " per position"
+    if kl.n < 2:
+        return text
+    return f"{text}, the mean over {kl.n} sentences ({number(kl.low, 2)} to {number(kl.high, 2)})"
+
+
+def below_float(kl: Spread) -> bool:
+    """Whether every sentence's KL is float32 round-off (under ``KL_FLOOR``)."""
+    return kl.high < KL_FLOOR
+
+
+def mildest_first(effects: Sequence[Effect], target: str) -> list[Effect]:
+    """The scaling interventions of ``target``, the mildest (largest epsilon) first."""
+    return sorted((e for e in effects if e.target == target), key=lambda e: -e.setting)
+
+
+def top_scaling(effects: Sequence[Effect]) -> tuple[tuple[str, ...], float, Spread]:
+    """The scaling interventions with the largest KL: (targets, epsilon, KL).
 
     Targets whose KL ties (relative ``TIE``) at the same epsilon are all named: scaling Q
-    or K by the same factor scales every score alike, so their KL is equal. Ties across
-    epsilons go to the larger (milder) one; between targets to Q, K, V in that order.
+    or K by the same factor scales every score alike, so their KL is equal (results before
+    schema 9 ran both). Ties across epsilons go to the larger (milder) one; between
+    targets to Q, K, V in that order.
     """
-    kl = [mean_kl(c) for c in cells]
-    top = min(range(len(cells)), key=lambda i: (-kl[i], ORDER.get(cells[i].target, 3),
-                                                -float(cells[i].setting)))  # fmt: skip
-    eps = float(cells[top].setting)
-    tied = {c.target for c, v in zip(cells, kl, strict=True)
-            if float(c.setting) == eps and abs(v - kl[top]) <= TIE * max(kl[top], 1e-300)}  # fmt: skip
-    return tuple(sorted(tied, key=lambda t: ORDER.get(t, 3))), eps, kl[top]
+    top = min(effects, key=lambda e: (-e.mean, ORDER.get(e.target, 3), -e.setting))
+    tied = {e.target for e in effects
+            if e.setting == top.setting and abs(e.mean - top.mean) <= TIE * max(top.mean, 1e-300)}  # fmt: skip
+    return tuple(sorted(tied, key=lambda t: ORDER.get(t, 3))), top.setting, top.kl
 
 
-def scaling_text(cells: Sequence[GridCell], layer: int) -> str:
-    tied, eps, top_kl = top_scaling(cells)
-    what = join_and(tied, "or")
+def scaling_text(effects: Sequence[Effect], layer: int) -> str:
+    tied, eps, top_kl = top_scaling(effects)
+    what = join_and([target_words(t) for t in tied], "or")
     same = " (the same change: both scale every score)" if set(tied) == {"Q", "K"} else ""
     return (
         f"Of the interventions that scale Q, K or V in layer {layer}, scaling {what} by {eps:g}{same} moves the "
-        f"next-token distribution most: a mean KL divergence of {quantity(top_kl, 'nat')} "
-        "per position"
+        f"next-token distribution most: a KL divergence of {kl_words(top_kl)}"
     )
 
 
 def mean_text(mean: MeanGrid) -> str:
-    by_target: dict[str, list[float]] = {}
-    for c in mean.cells:
-        by_target.setdefault(c.target, []).append(mean_kl(c))
-    if not by_target:
+    effects = mean_effects(mean)
+    if not effects:
         return ""
-    avg = {t: sum(v) / len(v) for t, v in by_target.items()}
-    top = min(avg, key=lambda t: (-avg[t], ORDER.get(t, 3)))
-    n = max(len(v) for v in by_target.values())
+    top = min(effects, key=lambda e: (-e.mean, ORDER.get(e.target, 3)))
     return (
-        f" Of the replacements by the mean over the token positions, replacing {top} moves it most "
-        f"({quantity(avg[top], 'nat')} on average over {count(n, 'sentence')})."
+        f" Of the replacements by the mean over the token positions, replacing {top.target} "
+        f"moves it most: {kl_words(top.kl)}."
     )

@@ -18,12 +18,16 @@ from attnreport.analyses import sinks
 from attnreport.results.interventions import Interventions
 from attnreport.site.words import fit
 from attnreport.site.words.effects import (
+    FLOOR_TEXT,
     NO_POST_NORM,
     POST_NORM,
+    Effect,
     PostNorm,
-    mean_kl,
+    below_float,
+    kl_words,
     mean_text,
     mildest_first,
+    scaling_effects,
     scaling_text,
     top_scaling,
 )
@@ -40,7 +44,6 @@ from attnreport.site.words.wording import (
     number,
     percent,
     plural,
-    quantity,
     times,
 )
 from attnreport.vocabulary import MOST
@@ -219,19 +222,21 @@ def intervention_effect(
         return None
     layer = interventions.layer
     scaling = interventions.scaling
-    cells = scaling.cells
-    if not cells:
+    effects = scaling_effects(scaling)
+    if not effects:
         return None
-    if all(mean_kl(c) == 0 for c in cells):
+    if all(below_float(e.kl) for e in effects):
         text = (
-            f"Scaling Q, K or V in layer {layer} left the next-token distribution unchanged (KL 0)."
+            f"Scaling Q, K or V in layer {layer} left the next-token distribution unchanged "
+            f"within float32 (a KL under {FLOOR_TEXT} nats at every scale factor)."
         )
     else:
-        text = scaling_text(cells, layer)
-        v = [mean_kl(c) for c in cells if c.target == "V"]
-        if v and "V" not in top_scaling(cells)[0]:  # V's own effect, when V is not the top one
-            text += f"; scaling V moves it at most {quantity(max(v), 'nat')}"
-        text += "." + (v_undone(cells) if post_norm else "")
+        text = scaling_text(effects, layer)
+        v = [e for e in effects if e.target == "V"]
+        if v and "V" not in top_scaling(effects)[0]:  # V's own effect, when V is not the top one
+            strongest = max(v, key=lambda e: e.mean)
+            text += f"; scaling V moves it at most {kl_words(strongest.kl)}"
+        text += "." + (v_undone(effects) if post_norm else "")
     text += mean_text(interventions.mean)
     return Finding("interventions", text, "scaling-grid", scaling.sentence)
 
@@ -239,27 +244,30 @@ def intervention_effect(
 UNDONE = 0.01  # V's mildest scaling moves the output less than 1% of its strongest one
 
 
-def v_undone(cells: Sequence[Any], said: bool = False) -> str:
+def v_undone(effects: Sequence[Effect], said: bool = False) -> str:
     """For a model with a post-attention norm: V's mildest scaling barely moving the
     next-token distribution (under ``UNDONE`` of what its strongest does), in words; "" when
-    the grid does not show it. cells: the scaling grid's cells (target, setting, KL);
-    said: the text before already gives the mildest scaling's KL, so only the reason follows.
+    the grid does not show it. effects: the scaling grid's interventions
+    (``effects.scaling_effects``); said: the text before already gives the mildest
+    scaling's KL, so only the reason follows.
     """
-    v = mildest_first(cells, "V")
+    v = mildest_first(effects, "V")
     if len(v) < 2:
         return ""
-    mild, strong = mean_kl(v[0]), max(mean_kl(c) for c in v)
+    mild, strong = v[0].mean, max(e.mean for e in v)
     if strong <= 0 or mild > UNDONE * strong:
         return ""
-    nearer = "".join(f", {quantity(mean_kl(c), 'nat')} at {float(c.setting):g}" for c in v[1:])
-    opener = (
-        f" V scaled by {float(v[0].setting):g} moves it so little because"
-        if said
-        else f" Scaling V by {float(v[0].setting):g} moves it only {quantity(mild, 'nat')}:"
-    )
+    nearer = ", ".join(f"at {e.setting:g} it is {kl_words(e.kl)}" for e in v[1:])
+    eps = f"{v[0].setting:g}"
+    if said:
+        opener = f" V scaled by {eps} moves it so little because"
+    elif below_float(v[0].kl):
+        opener = f" Scaling V by {eps} leaves it unchanged within float32 (a KL under {FLOOR_TEXT} nats):"
+    else:
+        opener = f" Scaling V by {eps} moves it only {kl_words(v[0].kl)}:"
     return (
         f"{opener} the model {POST_NORM}, and the norm undoes a scaling of V until the output "
-        f"is small enough for the norm's own epsilon to matter ({nearer[2:]})."
+        f"is small enough for the norm's own epsilon to matter; {nearer}."
     )
 
 
