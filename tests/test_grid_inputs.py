@@ -144,3 +144,17 @@ def test_the_comparison_and_the_words_print_one_kl_per_intervention():
     assert (rows["low"][0], rows["high"][0]) == (pytest.approx(0.1), pytest.approx(0.9))
     (effect,) = scaling_effects(iv.scaling)
     assert effect.mean == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_v_claim_gives_the_kl_over_every_sentence_scaled():
+    """The v-next-layer claim reads its maps on the drawn sentence (0) but gives the KL as
+    the findings do: over both sentences scaled, (0.3 + 0.9) / 2, with the spread."""
+    from attnreport.site.words.claims_grid import v_scaling_next_layer
+    from tests.fixtures.grids import grids
+
+    moved = {"same": [0.0], "next": [0.5], "last": [0.1]}
+    cells = [GridCell("V", 1e-10, {}, [0.2, 0.4], moved=moved, sentence=0),
+             GridCell("V", 1e-10, {}, [0.9], moved=moved, sentence=1)]  # fmt: skip
+    claim = v_scaling_next_layer(grids(3, cells, baseline={"same": [[[1.0]]]}, epsilons=[1e-10]))
+    assert "layer 4's move up to 0.5" in claim.evidence
+    assert "KL is 0.6 nats per position, the mean over 2 sentences (0.3 to 0.9)." in claim.evidence
