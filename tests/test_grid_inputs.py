@@ -146,15 +146,32 @@ def test_the_comparison_and_the_words_print_one_kl_per_intervention():
     assert effect.mean == pytest.approx(expected, abs=1e-12)
 
 
-def test_the_v_claim_gives_the_kl_over_every_sentence_scaled():
-    """The v-next-layer claim reads its maps on the drawn sentence (0) but gives the KL as
-    the findings do: over both sentences scaled, (0.3 + 0.9) / 2, with the spread."""
-    from attnreport.site.words.claims_grid import v_scaling_next_layer
+def test_the_grid_claims_read_every_sentence_scaled():
+    """The v-next-layer and qk-uniform claims take each head's largest change (gap) over
+    every sentence scaled, not the drawn sentence's alone (0), and give the KL as the
+    findings do: over both sentences, (0.3 + 0.9) / 2, with the spread."""
+    from attnreport.site.words.claims_grid import qk_scaling_uniform, v_scaling_next_layer
     from tests.fixtures.grids import grids
 
-    moved = {"same": [0.0], "next": [0.5], "last": [0.1]}
-    cells = [GridCell("V", 1e-10, {}, [0.2, 0.4], moved=moved, sentence=0),
-             GridCell("V", 1e-10, {}, [0.9], moved=moved, sentence=1)]  # fmt: skip
-    claim = v_scaling_next_layer(grids(3, cells, baseline={"same": [[[1.0]]]}, epsilons=[1e-10]))
-    assert "layer 4's move up to 0.5" in claim.evidence
-    assert "KL is 0.6 nats per position, the mean over 2 sentences (0.3 to 0.9)." in claim.evidence
+    def moved(same: float, nxt: float) -> dict[str, list[float]]:
+        return {"same": [0.0, same], "next": [nxt, 0.1], "last": [0.1, 0.1]}
+
+    def gaps(g: float) -> dict[str, list[float]]:
+        return {"same": [0.001, g], "next": [0.2, 0.2], "last": [0.2, 0.2]}
+
+    cells = [
+        GridCell("V", 1e-10, {}, [0.2, 0.4], moved=moved(0.0, 0.5), sentence=0),
+        GridCell("V", 1e-10, {}, [0.9], moved=moved(0.3, 0.7), sentence=1),
+        GridCell("QK", 1e-10, {}, [0.1, 0.1], gaps=gaps(0.002), sentence=0),
+        GridCell("QK", 1e-10, {}, [0.1], gaps=gaps(0.4), sentence=1),
+    ]
+    iv = grids(3, cells, baseline={"same": [[[1.0]]]}, epsilons=[1e-10])
+    v = v_scaling_next_layer(iv)
+    assert v.evidence.startswith("V scaled by 1e-10 in layer 3 (on 2 sentences): the layer's")
+    assert "own weights move at most 0.3, layer 4's move up to 0.7;" in v.evidence
+    assert "KL is 0.6 nats per position, the mean over 2 sentences (0.3 to 0.9)." in v.evidence
+    assert v.breakers == "layer 3, head 1 change their own weights"  # on sentence 1 only
+    qk = qk_scaling_uniform(iv)
+    assert qk.evidence.startswith("Scaled by 1e-10 in layer 3 (on 2 sentences), the largest gap")
+    assert "uniform over the allowed keys is Q or K 0.4." in qk.evidence
+    assert qk.breakers.startswith("layer 3, head 1 stay more than")  # on sentence 1 only

@@ -59,8 +59,23 @@ def cell_changes(cell: GridCell, base: Any, observation: str) -> list[float]:
     return changes(cell.observations[observation], base[observation])
 
 
-def _cells(grid: ScalingGrid, target: str) -> list[GridCell]:
-    return [c for c in grid.shown if c.target == target]
+def _smallest(grid: ScalingGrid, targets: Sequence[str]) -> tuple[float, list[GridCell]]:
+    """The smallest epsilon of ``targets`` and its cell on every input scaled (schema 9
+    keeps each one's gaps and changes; older results scaled one input)."""
+    cells = [c for c in grid.cells if c.target in targets]
+    eps = min((float(c.setting) for c in cells), default=0.0)
+    return eps, [c for c in cells if float(c.setting) == eps]
+
+
+def _head_max(per_input: Sequence[Sequence[float]]) -> list[float]:
+    """Per head, the largest value over the inputs."""
+    return [max(v) for v in zip(*per_input, strict=True)] if per_input else []
+
+
+def _over(n: int) -> str:
+    """`` (on 8 sentences)`` when the grid ran on several, else "": the largest value over
+    them is the one given."""
+    return f" (on {n} sentences)" if n > 1 else ""
 
 
 def qk_scaling_uniform(iv: Interventions) -> Claim | None:
@@ -68,16 +83,17 @@ def qk_scaling_uniform(iv: Interventions) -> Claim | None:
     allowed keys. Tested at the smallest epsilon on every head of the intervention layer;
     a head breaks it when its weights are more than ``UNIFORM_TOL`` from uniform."""
     grid = iv.scaling
-    eps = min((float(c.setting) for c in grid.shown), default=None)
-    if eps is None:
+    eps, cells = _smallest(grid, ("Q", "K", "QK"))
+    if not cells:
         return None
     layer = iv.layer
-    cells = [c for c in grid.shown if float(c.setting) == eps and c.target in ("Q", "K", "QK")]
-    gaps = {c.target: cell_gaps(c) for c in cells}
+    targets = sorted({c.target for c in cells}, key=lambda t: effects.ORDER.get(t, 3))
+    gaps = {t: _head_max([cell_gaps(c) for c in cells if c.target == t]) for t in targets}
+    n = len({grid.sentence_of(c) for c in cells})
     broken = sorted({(layer, h) for g in gaps.values() for h, v in enumerate(g) if v > UNIFORM_TOL})
     tested = sum(len(g) for g in gaps.values())
-    ev = Evidence(1.0 if tested else 0.0, 1, tested, len(broken), needed=1)
-    kl = {c.target: effects.mean_kl(c) for c in cells}
+    ev = Evidence(1.0 if tested else 0.0, n, tested, len(broken), needed=1)
+    kl = {c.target: effects.mean_kl(c) for c in cells}  # Q and K apart: one input (schema < 9)
     largest = " and ".join(
         f"{effects.target_words(t)} {number(max(g), 2)}"
         for t, g in sorted(gaps.items(), key=lambda tg: effects.ORDER.get(tg[0], 3))
@@ -88,7 +104,7 @@ def qk_scaling_uniform(iv: Interventions) -> Claim | None:
         else ""
     )
     text = (
-        f"Scaled by {eps:g} in layer {layer}, the largest gap between a head's weights and "
+        f"Scaled by {eps:g} in layer {layer}{_over(n)}, the largest gap between a head's weights and "
         f"uniform over the allowed keys is {largest}{same}. Scaling Q or K by ε is one "
         "intervention: every score becomes s = ε q·k either way."
     )
@@ -115,22 +131,21 @@ def v_scaling_next_layer(iv: Interventions) -> Claim | None:
     last attention layer: the "next" observed is the layer itself) only the first half
     can be tested: the verdict is inconclusive and says why."""
     grid = iv.scaling
-    cells = _cells(grid, "V")
+    eps, cells = _smallest(grid, ("V",))
     if not cells or not grid.baseline:
         return None
-    cell = min(cells, key=lambda c: float(c.setting))
-    base = grid.baseline
-    own, nxt = cell_changes(cell, base, "same"), cell_changes(cell, base, "next")
-    layer = iv.layer
+    base = grid.baseline  # the drawn input's: older cells without ``moved`` are its
+    own = _head_max([cell_changes(c, base, "same") for c in cells])
+    nxt = _head_max([cell_changes(c, base, "next") for c in cells])
+    layer, n = iv.layer, len({grid.sentence_of(c) for c in cells})
     next_layer = iv.observed_layers.get("next", layer + 1)
     broken = [(layer, h) for h, v in enumerate(own) if v > UNCHANGED_TOL]
-    ev = Evidence(max(nxt, default=0.0) - UNIFORM_TOL, 1, len(own), len(broken), needed=1)
-    eps = float(cell.setting)  # its KL over every input scaled, as the findings give it
-    spread = next(
+    ev = Evidence(max(nxt, default=0.0) - UNIFORM_TOL, n, len(own), len(broken), needed=1)
+    spread = next(  # its KL over every input scaled, as the findings give it
         e.kl for e in effects.scaling_effects(grid) if (e.target, e.setting) == ("V", eps)
     )
     kl = f"the next-token distribution's KL is {effects.kl_words(spread)}"
-    scaled = f"V scaled by {eps:g} in layer {layer}"
+    scaled = f"V scaled by {eps:g} in layer {layer}{_over(n)}"
     moved = _moved(max(own, default=0.0))
     if next_layer <= layer:  # no attention layer after it to show the change
         text = (
