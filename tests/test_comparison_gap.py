@@ -91,7 +91,7 @@ def test_a_norm_undoing_v_scaling_is_set_against_a_model_that_moves():
                     ("gqa", "post_attention_norm"))  # fmt: skip
     assert findings.v_norm_note([plain, normed]) == (
         " Scaling V by 0.5 moves A's next-token distribution by 0.12 nats per position and B's "
-        "by 0 within float32 (under 1e-6 nats): B normalises the attention block's output "
+        "by less than 1e-6 nats (0 within float32): B normalises the attention block's output "
         "before adding it (a post-attention norm), which undoes a scaling of V."
     )
     assert findings.v_norm_note([plain, with_v(normed, {("V", 0.5): [1.4e-8], ("V", 1e-10): [0.33]}, ("gqa",))]) == ""  # fmt: skip

@@ -13,10 +13,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnreport.analyses import sinks
+from attnreport.analyses.grid_kl import Spread
 from attnreport.multi.measures import CURVES, ModelSide, apart, depth, depth_match, layer_values
 from attnreport.site.apparatus import post_norm
 from attnreport.site.words.claims import Claim
-from attnreport.site.words.effects import kl_words, mildest_first, scaling_effects
+from attnreport.site.words.effects import (
+    FLOOR_TEXT,
+    below_float,
+    kl_words,
+    mildest_first,
+    scaling_effects,
+)
 from attnreport.site.words.findings import v_undone
 from attnreport.site.words.verdicts import CONTRADICTED, PARTLY, SUPPORTED
 from attnreport.site.words.wording import index_set, join_and
@@ -203,6 +210,12 @@ def windows(sides: Sequence[ModelSide]) -> Comparison | None:
     return Comparison("windows", " ".join(notes), "compare-first-focus") if notes else None
 
 
+def _by(kl: Spread) -> str:
+    """How far a scaling moves a distribution, after "by": its KL, or less than float32 can
+    tell apart from 0."""
+    return f"less than {FLOOR_TEXT} nats (0 within float32)" if below_float(kl) else kl_words(kl)
+
+
 def v_norm_note(sides: Sequence[ModelSide]) -> str:
     """When a model's post-attention norm undoes a mild scaling of V (``v_undone``) and
     another model's output moves under the same scaling, the contrast in one sentence."""
@@ -217,7 +230,7 @@ def v_norm_note(sides: Sequence[ModelSide]) -> str:
     eps = {mild[s.name].setting for s in [*undone, *moved]}
     if len(eps) != 1:
         return ""
-    parts = [f"{s.name}'s by {kl_words(mild[s.name].kl)}" for s in [*moved, *undone]]
+    parts = [f"{s.name}'s by {_by(mild[s.name].kl)}" for s in [*moved, *undone]]
     parts[0] = parts[0].replace("'s by", "'s next-token distribution by", 1)
     names = join_and([s.name for s in undone])
     return (
