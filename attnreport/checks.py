@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from attnreport import vocabulary as V
 from attnreport.config import Settings
 from attnreport.errors import AttnReportError
 from attnreport.named_models import DEFAULT, NAMED, require_named
@@ -78,6 +79,18 @@ def check_pages(pages: str, count: int) -> None:
         log.warning(note)
 
 
+def scaling_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ...]:
+    """The sentences the scaling grid runs on: ``scaling_sentences``, else the first
+    ``SCALING_INPUTS``; with ``scaling_sentence`` (whose maps it draws) among them."""
+    chosen = settings.scaling_sentences or tuple(range(min(V.SCALING_INPUTS, n_sentences)))
+    bad = [i for i in chosen if not 0 <= i < n_sentences]
+    if bad:
+        raise AttnReportError(
+            f"scaling-grid sentence {bad[0]} does not exist (the set has {n_sentences})"
+        )
+    return tuple(sorted({*chosen, settings.scaling_sentence}))
+
+
 def mean_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ...]:
     """The sentences of the mean grid: ``mean_sentences``, else the first three."""
     chosen = mean_inputs(settings.mean_sentences, n_sentences)
@@ -96,6 +109,7 @@ def check_sentence_choices(settings: Settings, n_sentences: int) -> None:
             f"scaling sentence {settings.scaling_sentence} does not exist "
             f"(the set has {n_sentences}, 0-{n_sentences - 1})"
         )
+    scaling_sentence_indices(settings, n_sentences)
     mean_sentence_indices(settings, n_sentences)
 
 

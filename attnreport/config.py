@@ -170,7 +170,8 @@ class Settings:
     # the attention layer nearest this relative depth (0 first, 1 last), when no
     # intervene_layer is set; a comparison records it for each model after the first
     intervene_depth: float | None = setting(None, float, int, check=unit_depth, recorded=True)
-    scaling_sentence: int = setting(0, int, check=not_negative, recorded=True)
+    scaling_sentence: int = setting(0, int, check=not_negative, recorded=True)  # maps drawn
+    scaling_sentences: tuple[int, ...] | None = setting(None, list, items=(int,), recorded=True)
     mean_sentences: tuple[int, ...] | None = setting(None, list, items=(int,), recorded=True)
     map_tokens: int = setting(
         V.MAP_TOKENS, int, check=at_least_one, recorded=True
@@ -307,7 +308,8 @@ breakdown_ranks = 3          # ranks shown by the sort_idx widget of the breakdo
 epsilons = [5e-1, 1e-3, 1e-10]
 # intervene_layer = 12       # default: the layer with the strongest first-token focus
 # intervene_depth = 0.5      # or the layer nearest this relative depth (0 first, 1 last)
-scaling_sentence = 0
+scaling_sentence = 0         # the sentence whose maps the scaling grid draws
+# scaling_sentences = [0, 1, 2, 3, 4, 5, 6, 7]   # default: the first 8 (each KL averaged over them)
 # mean_sentences = [0, 1, 2]
 map_tokens = 256             # n x n attention maps and exact per-query rows up to this many tokens (past it: bins of 32)
 # view_head = [3, 4]         # layer and head the pages open on (default: strongest first-token focus)

@@ -16,22 +16,37 @@ from torch import nn
 from attnreport.config import Settings
 from attnreport.models.attending import spec_at
 from attnreport.session import Session
-from attnreport.vocabulary import TARGETS
 
 PassProgress = Callable[[int, int], None]  # (passes done, passes in all)
 
 
-def intervention_passes(session: Session, settings: Settings, layer: int) -> int:
-    """Forward passes of ``study.intervention_results`` at ``layer``: the scaling grid's
-    baseline and one per (target, epsilon); per mean-grid sentence a baseline and one per
-    target; and, when the layer rotates q and k, per sentence a baseline and one for Q and K
-    averaged before the rotation."""
-    from attnreport.checks import mean_sentence_indices
+def intervention_pass_plan(session: Session, settings: Settings, layer: int) -> dict[str, int]:
+    """The forward passes of ``study.intervention_results`` at ``layer``, by what they do:
+    one unmodified pass per input (the scaling and mean grids share it); per scaled input
+    one per (target, epsilon), Q or K being one target; per mean input one per target;
+    and, when the layer rotates q and k, per mean input one for Q and one for K averaged
+    before the rotation. Every pass after an input's first replays the blocks before
+    ``layer`` (``interventions.replayed_blocks``)."""
+    from attnreport.checks import mean_sentence_indices, scaling_sentence_indices
+    from attnreport.interventions import kind
 
-    n_mean = len(mean_sentence_indices(settings, len(session.sentences)))
-    scaling = 1 + len(TARGETS) * len(settings.epsilons)
-    before_rotation = n_mean * 3 if spec_at(session.specs, layer).rotate is not None else 0
-    return scaling + n_mean * (1 + len(TARGETS)) + before_rotation
+    count = len(session.sentences)
+    scaled = scaling_sentence_indices(settings, count)
+    meaned = mean_sentence_indices(settings, count)
+    spec = spec_at(session.specs, layer)
+    rotated = kind("mean_before_rotation")
+    return {
+        "unmodified": len({*scaled, *meaned}),
+        "scaling": len(scaled) * len(kind("scale").targets) * len(settings.epsilons),
+        "mean": len(meaned) * len(kind("mean").targets),
+        "mean before rotation": len(meaned) * len(rotated.targets) if rotated.applies(spec) else 0,
+    }
+
+
+def intervention_passes(session: Session, settings: Settings, layer: int) -> int:
+    """Forward passes of ``study.intervention_results`` at ``layer``, in all
+    (``intervention_pass_plan``)."""
+    return sum(intervention_pass_plan(session, settings, layer).values())
 
 
 @contextmanager

@@ -19,18 +19,16 @@ from attnreport import __version__
 from attnreport.analyses.role_pooling import RoleTotals
 from attnreport.analyses.tables import Table, round_sig
 from attnreport.bos_contrast import bos_contrast
-from attnreport.checks import check_sentence_choices, mean_sentence_indices
+from attnreport.checks import (
+    check_sentence_choices,
+    mean_sentence_indices,
+    scaling_sentence_indices,
+)
 from attnreport.config import Settings
 from attnreport.dates import analysis_date
 from attnreport.errors import AttnReportError
 from attnreport.interventions import GridCell as Cell
-from attnreport.interventions import (
-    Outcome,
-    mean_grid,
-    mean_grid_before_rotation,
-    observed_layers,
-    scaling_grid,
-)
+from attnreport.interventions import Outcome, input_grids, observed_layers
 from attnreport.models.attending import attention_layers, check_attention_layer
 from attnreport.models.described import rope_facts, tokenizer_kind
 from attnreport.models.facts import layer_facts
@@ -154,65 +152,69 @@ def _observations(outcome: Outcome, observed: dict[str, int]) -> dict[str, np.nd
     }
 
 
-def _cell(cell: Cell, observed: dict[str, int], base: dict[str, np.ndarray] | None) -> GridCell:
-    """A typed grid cell; ``base``: the unmodified pass of an input drawn as blocks (its
-    observations are kept as the grid's blocks, ``observed_blocks``), None for one kept
-    whole."""
+@dataclass(frozen=True)
+class _Input:
+    """How one input's cells are kept: ``base`` its unmodified pass's observations (and
+    ``kept``, as the file keeps them), ``drawn`` whether a grid draws its maps, ``blocks``
+    whether it is drawn as blocks."""
+
+    base: dict[str, np.ndarray]
+    kept: dict[str, Any]
+    drawn: bool
+    blocks: bool
+
+
+def _cell(cell: Cell, observed: dict[str, int], kept: _Input, sentence: int | None) -> GridCell:
+    """A typed grid cell: its KL, and per observation and head its gaps to uniform and its
+    changes against the input's unmodified pass (``observed_blocks``); its maps only when a
+    grid draws its input (whole, or as the grid's blocks), and, for a cell that changes V,
+    not those of its own layer (the unmodified pass's by construction)."""
     probs = _observations(cell.outcome, observed)
     kl = [round_sig(float(v)) for v in cell.kl.cpu()]
-    if base is None:
-        return GridCell(
-            target=cell.target, setting=cell.setting, observations=kept_whole(probs), kl=kl
-        )
-    observations, fields = blocked_cell(probs, base)
-    return GridCell(cell.target, cell.setting, observations, kl, **fields)
+    blocked, fields = blocked_cell(probs, kept.base)
+    if not kept.drawn:
+        observations, fields = {}, {**fields, "blocks": None}
+    elif not kept.blocks:
+        observations, fields = kept_whole(probs), {**fields, "blocks": None}
+    else:
+        observations = blocked
+    if cell.target == "V" and observations:  # the file leaves them out (``UNCHANGED_BY_V``)
+        observations["same"] = kept.kept["same"]
+    return GridCell(cell.target, cell.setting, observations, kl, **fields, sentence=sentence)
 
 
 def intervention_results(session: Session, settings: Settings, layer: int) -> Interventions:
-    """Scaling and mean grids at ``layer`` (schema ``interventions.json``). The observations
-    of a sentence longer than ``map_tokens`` cover its first ``map_tokens`` queries; those
-    of more than ``GRID_TOKENS`` positions are kept as the blocks the grids draw
-    (``results.observed_blocks``)."""
+    """Scaling and mean grids at ``layer`` (schema ``interventions.json``), input by input
+    on one unmodified pass each (``interventions.input_grids``). The observations of a
+    sentence longer than ``map_tokens`` cover its first ``map_tokens`` queries; those of
+    more than ``GRID_TOKENS`` positions are kept as the blocks the grids draw
+    (``results.observed_blocks``); the scaling cells of an input whose maps are not drawn
+    keep their KL, gaps and changes only."""
     observed = observed_layers(layer, attention_layers(session.specs))
     ids = session.token_tensors()
     model, specs, leading = session.model, session.specs, settings.map_tokens
-    scaled = ids[settings.scaling_sentence]
-    base, cells = scaling_grid(model, specs, scaled, layer, settings.epsilons, leading)
-    mean_inputs = mean_sentence_indices(settings, len(ids))
-    inputs = {i: ids[i] for i in mean_inputs}
-    baselines, mean_cells = mean_grid(model, specs, inputs, layer, leading)
-    before = mean_grid_before_rotation(model, specs, inputs, layer, leading)
-    drawn = (settings.scaling_sentence, *mean_inputs)
-    blocks = {i: block_size(min(len(ids[i]), leading)) > 1 for i in drawn}  # grids' blocks
-
-    # each unmodified pass's observations, read once: its baseline and every cell of an
-    # input drawn as blocks compare with them
-    first = settings.scaling_sentence
-    scaled_base = {first: _observations(base, observed)}
-    mean_bases = {i: _observations(b, observed) for i, b in baselines.items()}
-
-    def kept(cells: list[Cell], sentence_of: Any, bases: dict[int, dict[str, np.ndarray]]):
-        return tuple(
-            _cell(c, observed, bases[i] if blocks[i] else None)
-            for c, i in ((c, sentence_of(c)) for c in cells)
-        )
-
+    scaled = scaling_sentence_indices(settings, len(ids))
+    meaned = mean_sentence_indices(settings, len(ids))
+    shown = settings.scaling_sentence
+    bases, scaling, mean, before = {}, [], [], []
+    for i in sorted({*scaled, *meaned}):
+        eps = settings.epsilons if i in scaled else None
+        grids = input_grids(model, specs, i, ids[i], layer, eps, i in meaned, leading)
+        base = _observations(grids.base, observed)
+        blocks = block_size(min(len(ids[i]), leading)) > 1
+        bases[i] = kept_baseline(base, blocks)
+        scaled_keep = _Input(base, bases[i], i == shown, blocks)
+        scaling += [_cell(c, observed, scaled_keep, i) for c in grids.scaling]
+        keep = _Input(base, bases[i], True, blocks)
+        mean += [_cell(c, observed, keep, None) for c in grids.mean]
+        before += [_cell(c, observed, keep, None) for c in grids.before_rotation]
     return Interventions(
         layer=layer,
         observed_layers=dict(observed),
         where=WHERE,
         epsilons=tuple(settings.epsilons),
-        scaling=ScalingGrid(
-            sentence=settings.scaling_sentence,
-            baseline=kept_baseline(scaled_base[first], blocks[first]),
-            cells=kept(cells, lambda c: first, scaled_base),
-        ),
-        mean=MeanGrid(
-            sentences=tuple(mean_inputs),
-            baselines={i: kept_baseline(p, blocks[i]) for i, p in mean_bases.items()},
-            cells=kept(mean_cells, lambda c: int(c.setting), mean_bases),
-            before_rotation=kept(before, lambda c: int(c.setting), mean_bases),
-        ),
+        scaling=ScalingGrid(shown, bases[shown], tuple(scaling), tuple(scaled)),
+        mean=MeanGrid(tuple(meaned), {i: bases[i] for i in meaned}, tuple(mean), tuple(before)),
     )
 
 

@@ -60,6 +60,7 @@ BOS: tuple[str, ...] = ("auto", "always", "never")  # begin-of-sequence token
 TITLE = "What does attention focus on?"
 AUTHORS: tuple[str, ...] = ()  # a report's authors are its people, never the tool
 EPSILONS: tuple[float, ...] = (5e-1, 1e-3, 1e-10)
+SCALING_INPUTS = 8  # the scaling grid runs on the first 8 sentences (its spread over them)
 BREAKDOWN_RANKS = 3
 MAP_TOKENS = 256  # n x n attention maps and exact per-query rows are kept up to this many tokens
 BOS_DEFAULT = "auto"

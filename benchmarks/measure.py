@@ -12,15 +12,13 @@ import torch
 
 from attnreport.analyses import concat_tables, focus_table, head_impact_table, key_order
 from attnreport.capture import capture_attention, installed_hooks
+from attnreport.checks import mean_sentence_indices, scaling_sentence_indices
 from attnreport.config import Settings
 from attnreport.corpus.partial import SentencePartial, SetPartial
-from attnreport.interventions import mean_grid, scaling_grid
+from attnreport.interventions import baseline, mean_grid, mean_grid_before_rotation, scaling_grid
+from attnreport.pass_count import intervention_pass_plan
 from attnreport.session import Session
-from attnreport.study import (
-    intervention_results,
-    mean_sentence_indices,
-    strongest_first_token_layer,
-)
+from attnreport.study import intervention_results, strongest_first_token_layer
 
 
 def timed(fn: Callable[[], Any], repeats: int) -> list[float]:
@@ -153,26 +151,44 @@ def count_attention_calls(session: Session, fn: Callable[[], Any]) -> int:
     return calls[0]
 
 
+def grid_inputs(session: Session, settings: Settings, layer: int) -> dict[str, list[int]]:
+    """Per grid, the input of each of its forward passes as ``intervention_results`` runs
+    them (``pass_count.intervention_pass_plan`` names and counts them): one unmodified
+    pass per input, shared by the grids, then each grid's cells."""
+    count = len(session.sentences)
+    scaled = scaling_sentence_indices(settings, count)
+    meaned = mean_sentence_indices(settings, count)
+    plan = intervention_pass_plan(session, settings, layer)
+    per_scaled = plan["scaling"] // max(len(scaled), 1)
+    per_mean = (plan["mean"] + plan["mean before rotation"]) // max(len(meaned), 1)
+    scaling = [i for i in scaled for _ in range(1 + per_scaled)]
+    mean = [i for i in meaned for _ in range(1 + per_mean)]
+    shared = sorted({*scaled, *meaned})
+    every = shared + [i for i in scaled for _ in range(per_scaled)]
+    return {"scaling grid": scaling, "mean grids": mean,
+            "intervention_results": every + [i for i in meaned for _ in range(per_mean)]}  # fmt: skip
+
+
 def _grid_plans(session: Session, settings: Settings, layer: int) -> list[tuple]:
     """(name, call, inputs of its passes) for both grids as ``intervention_results`` runs them."""
     ids = session.token_tensors()
-    model, specs = session.model, session.specs
-    means = {i: ids[i] for i in mean_sentence_indices(settings, len(ids))}
-    scaling = [settings.scaling_sentence] * (1 + 3 * len(settings.epsilons))
-    mean = [i for i in means for _ in range(4)]  # baseline + Q, K, V per sentence
+    model, specs, eps = session.model, session.specs, settings.epsilons
+    used = grid_inputs(session, settings, layer)
+    scaled = sorted(set(used["scaling grid"]))
+    means = {i: ids[i] for i in sorted(set(used["mean grids"]))}
+
+    def mean_grids() -> None:
+        bases = {i: baseline(model, specs, x, layer) for i, x in means.items()}
+        mean_grid(model, specs, means, layer, bases=bases)
+        mean_grid_before_rotation(model, specs, means, layer, bases=bases)
+
     return [
-        (
-            "scaling grid",
-            lambda: scaling_grid(model, specs, ids[scaling[0]], layer, settings.epsilons),
-            scaling,
-        ),
-        ("mean grid", lambda: mean_grid(model, specs, means, layer), mean),
-        (
-            "intervention_results",
-            lambda: intervention_results(session, settings, layer),
-            scaling + mean,
-        ),
-    ]
+        ("scaling grid", lambda: [scaling_grid(model, specs, ids[i], layer, eps) for i in scaled],
+         used["scaling grid"]),
+        ("mean grids", mean_grids, used["mean grids"]),
+        ("intervention_results", lambda: intervention_results(session, settings, layer),
+         used["intervention_results"]),
+    ]  # fmt: skip
 
 
 def grid_timings(

@@ -130,11 +130,15 @@ def test_intervention_grids():
     assert text.startswith(
         "Grid of attention maps of layer 3, one head at a time: rows Q, K and V, each scaled by 0.5."
     )
-    assert text.endswith("comes from scaling V by 0.5: a mean KL of 0.3 nats per position.")
+    assert text.endswith("comes from scaling V by 0.5: a KL divergence of 0.3 nats per position.")
     grid = alt_text("mean-grid", AltData(interventions=iv))
     assert (
         "rows sentences 0 and 2" in grid
-        and "replacing V by its mean in sentence 2: a mean KL of 0.6 nats" in grid
+        and "replacing V by its mean: a KL divergence of 0.6 nats per position." in grid
+    )
+    merged = grids(3, [cell("QK", 0.5, [0.1]), cell("V", 0.5, [0.3])], epsilons=[0.5])
+    assert "rows Q or K and V, each scaled by 0.5" in alt_text(
+        "scaling-grid", AltData(interventions=merged)
     )
 
 

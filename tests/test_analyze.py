@@ -57,9 +57,11 @@ def test_tiny_results_are_complete_and_reproducible(tmp_path, tiny_model_dirs, t
     n = sentence["sentence"]["n_tokens"]
     assert len(sentence["attention"]["scores"][0][0]) == n  # layer 0, head 0: one row per query
     intervention = read_json(tmp_path / "a" / CURRENT.interventions)
-    assert [c["target"] for c in intervention["scaling"]["cells"]] == ["Q"] * 3 + ["K"] * 3 + [
-        "V"
-    ] * 3
+    cells = intervention["scaling"]["cells"]  # both sentences scaled; Q or K once, then V
+    assert [(c["sentence"], c["target"]) for c in cells] == [
+        (s, t) for s in (0, 1) for t in ("QK", "QK", "QK", "V", "V", "V")
+    ]
+    assert intervention["scaling"]["sentences"] == [0, 1]
     assert intervention["mean"]["sentences"] == [0, 1]
 
 

@@ -49,8 +49,8 @@ def test_depth_gaps_read_as_words_at_two_places():
 
 
 def test_a_norm_undoing_v_scaling_is_set_against_a_model_that_moves():
-    """One model with a post-attention norm (V x 0.5: 1.4e-8 nats) beside one without
-    (0.12 nats): the interventions finding names both numbers and the norm."""
+    """One model with a post-attention norm (V x 0.5: 1.4e-8 nats, float32 round-off) beside
+    one without (0.12 nats): the interventions finding names both numbers and the norm."""
     from dataclasses import replace
 
     from tests.fixtures.grids import scaling_cells
@@ -64,9 +64,9 @@ def test_a_norm_undoing_v_scaling_is_set_against_a_model_that_moves():
     normed = with_v(side("B", 5, 1), {("V", 0.5): [1.4e-8], ("V", 1e-10): [0.33]},
                     ("gqa", "post_attention_norm"))  # fmt: skip
     assert findings.v_norm_note([plain, normed]) == (
-        " Scaling V by 0.5 moves A's next-token distribution by 0.12 nats and B's by 0 nats "
-        "within float32 round-off: B normalises the attention block's output before adding it "
-        "(a post-attention norm), which undoes a scaling of V."
+        " Scaling V by 0.5 moves A's next-token distribution by 0.12 nats per position and B's "
+        "by less than 1e-6 nats (0 within float32): B normalises the attention block's output "
+        "before adding it (a post-attention norm), which undoes a scaling of V."
     )
     assert findings.v_norm_note([plain, with_v(normed, {("V", 0.5): [1.4e-8], ("V", 1e-10): [0.33]}, ("gqa",))]) == ""  # fmt: skip
     assert findings.v_norm_note([normed, normed]) == ""  # nothing moves to set it against

@@ -104,6 +104,7 @@ def test_manifest_records_the_settings_that_change_the_numbers():
         "mean_sentences",
         "pages",
         "scaling_sentence",
+        "scaling_sentences",
         "view_head",
     }
     assert recorded["view_head"] == [1, 2] and recorded["epsilons"] == [0.5, 1e-3, 1e-10]

@@ -15,7 +15,8 @@ from attnreport.charts.figures.grid_blocks import (
     block_shares,
     blocks_for,
 )
-from attnreport.charts.figures.interventions import mean_figure, scaling_figure
+from attnreport.charts.figures.interventions import scaling_figure
+from attnreport.charts.figures.mean_grids import mean_figure
 from tests.fixtures.fake_results import fake_study, typed
 
 
@@ -59,9 +60,9 @@ def test_a_long_scaling_grid_draws_blocks_and_says_so(long_study):
     assert blocks_for(130).size == 5
     count = math.ceil(130 / 5)
     assert max(fig.inline["query"]) == count - 1 and max(fig.inline["key"]) == count - 1
-    # every block pair of twelve cells (the unmodified run and three factors for each of
-    # Q, K and V), one head
-    cells = 12 * count * (count + 1) // 2
+    # every block pair of eight cells (the unmodified run and three factors for each of
+    # Q or K, and V), one head
+    cells = 8 * count * (count + 1) // 2
     assert len(fig.inline["query"]) == cells
     assert "in blocks of 5 tokens" in fig.caption and "all 130 positions" in fig.caption
     params = {p["name"]: p.get("value") for p in fig.spec["params"]}
@@ -70,7 +71,7 @@ def test_a_long_scaling_grid_draws_blocks_and_says_so(long_study):
     # the first cell (Q, unmodified) is the baseline run; its block (0, 0) of head h: the
     # weights of queries 0-4 on keys 0-4, summed, over the five queries
     head = fig.inline["head"][0]
-    assert (fig.inline["target"][0], fig.inline["eps"][0]) == ("Q", "unmodified")
+    assert (fig.inline["target"][0], fig.inline["eps"][0]) == ("Q or K", "unmodified")
     tri = long_study.interventions.scaling.baseline["same"][head]
     expected = math.fsum(tri[q][k] for q in range(5) for k in range(q + 1)) / 5
     assert fig.inline["prob"][0] == pytest.approx(expected, abs=1e-4)

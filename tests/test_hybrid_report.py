@@ -109,7 +109,7 @@ def test_interventions_ran_at_the_attention_layer(built):
     for head, triangle in enumerate(iv.scaling.baseline["same"]):
         for query, row in enumerate(triangle):
             np.testing.assert_allclose(row, own[head, query, : query + 1], atol=TOL, rtol=0)
-    tiny_q = next(c for c in iv.scaling.cells if c.target == "Q" and c.setting == 1e-10)
+    tiny_q = next(c for c in iv.scaling.shown if c.target == "QK" and c.setting == 1e-10)
     for triangle in tiny_q.observations["same"]:  # ~0 queries: uniform over the allowed keys
         for query, row in enumerate(triangle):
             np.testing.assert_allclose(row, np.full(query + 1, 1 / (query + 1)), atol=TOL)

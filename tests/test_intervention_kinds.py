@@ -52,7 +52,8 @@ def llama(tiny_model_dirs):
 
 def test_the_built_in_kinds_are_registered():
     assert {"scale", "mean", "mean_before_rotation"} <= set(KINDS)
-    assert kind("scale").targets == ("Q", "K", "V")
+    assert kind("scale").targets == ("QK", "V")  # Q or K scaled: one intervention
+    assert kind("mean").targets == ("Q", "K", "V")
     with pytest.raises(AttnReportError, match="unknown intervention kind 'nope'"):
         kind("nope")
 

@@ -79,7 +79,9 @@ def test_mean_query_ranks_keys_the_same_way_in_every_row(llama):
 def test_grids_have_every_cell_and_kl(llama):
     model, specs, ids = llama
     base, cells = scaling_grid(model, specs, ids, 1, (0.5, 1e-3))
-    assert [(c.target, c.setting) for c in cells] == [(t, e) for t in "QKV" for e in (0.5, 1e-3)]
+    assert [(c.target, c.setting) for c in cells] == [
+        (t, e) for t in ("QK", "V") for e in (0.5, 1e-3)
+    ]
     assert set(base.probs) == {1, 2}
     assert all(c.kl.shape == (len(ids),) and torch.all(c.kl >= 0) for c in cells)
     assert cells[-1].kl.max() > 0  # scaling V by 1e-3 changes the prediction

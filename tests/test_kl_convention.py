@@ -41,10 +41,10 @@ def test_the_comparison_and_each_models_page_print_the_same_kl():
             expected = sum(sum(kl) / len(kl) for kl in per_sentence) / len(per_sentence)
             assert bars[f"{target} mean"] == pytest.approx(expected, abs=1e-6)
         words = mean_text(mean)
-        top = re.search(r"replacing (\w) moves it most \(([0-9.e-]+) nats?", words)
-        assert top, words
-        shown = float(top.group(2))
-        assert shown == pytest.approx(bars[f"{top.group(1)} mean"], rel=0.05)
+        shown = re.findall(r"\b([QKV]) ([0-9.e-]+) nats?\b", words.split(", by ", 1)[-1])
+        assert {t for t, _ in shown} == {c.target for c in mean.cells}, words
+        for target, value in shown:
+            assert float(value) == pytest.approx(bars[f"{target} mean"], rel=0.05)
 
 
 def test_the_methods_and_the_comparison_name_the_convention():

@@ -18,12 +18,13 @@ WARNING = "figure bias-vs-position: no static image, its default view has 90000 
 
 
 def _grid_passes(interventions) -> int:
-    """Forward passes the results' grids took, counted from what they hold: a baseline and
-    the cells of the scaling grid; per mean-grid sentence a baseline and its cells; the
-    before-rotation cells and, when there are any, one baseline per sentence again."""
+    """Forward passes the results' grids took, counted from what they hold: one unmodified
+    pass per input (the grids share it), and one per cell of each grid."""
     mean = interventions.mean
-    before = len(mean.before_rotation) + (len(mean.baselines) if mean.before_rotation else 0)
-    return 1 + len(interventions.scaling.cells) + len(mean.baselines) + len(mean.cells) + before
+    inputs = {*interventions.scaling.inputs, *mean.sentences}
+    return (
+        len(inputs) + len(interventions.scaling.cells) + len(mean.cells) + len(mean.before_rotation)
+    )
 
 
 def test_the_interventions_report_every_pass(tmp_path, tiny_model_dirs):

@@ -74,8 +74,9 @@ def test_scaling_names_q_and_k_together_when_they_tie():
     cells = [cell(t, e, [kl])
              for t, e, kl in [("Q", 1e-10, 0.163), ("K", 1e-10, 0.163), ("V", 0.5, 0.003)]]  # fmt: skip
     assert prose.scaling_summary(grids(20, cells).scaling, 20) == (
-        "Scaling Q or K by 1e-10 in layer 20 changes the next-token distribution most (a mean KL "
-        "divergence of 0.16 nats per position); scaling V by 0.5 changes it least (0.003 nats)."
+        "Scaling Q or K by 1e-10 in layer 20 changes the next-token distribution most, a KL "
+        "divergence of 0.16 nats per position; scaling V by 0.5 changes it least, 0.003 nats "
+        "per position."
     )
 
 
@@ -85,18 +86,18 @@ def test_scaling_with_a_post_attention_norm_says_why_v_barely_moves():
     grid = [("Q", 0.5, 0.0128), ("Q", 1e-10, 0.127), ("V", 0.5, 1.4e-8), ("V", 1e-10, 0.33)]
     cells = [cell(t, e, [kl]) for t, e, kl in grid]
     text = prose.scaling_summary(grids(14, cells).scaling, 14, post_norm=True)
-    assert text.endswith(
-        "scaling V by 0.5 changes it least (0 nats within float32 round-off). V scaled by 0.5 "
-        "moves it so little "
-        "because the model normalises the attention block's output before adding it to the "
-        "hidden state (a post-attention norm), and the norm undoes a scaling of V until the "
-        "output is small enough for the norm's own epsilon to matter (0.33 nats at 1e-10)."
+    assert text.endswith(  # 1.4e-8 nats is float32 round-off: 0 within float32 (issue 39)
+        "scaling V by 0.5 leaves it unchanged within float32 (under 1e-6 nats). V scaled by 0.5 "
+        "moves it so little because the model normalises the attention block's output before "
+        "adding it to the hidden state (a post-attention norm), and the norm undoes a scaling "
+        "of V until the output is small enough for the norm's own epsilon to matter; at 1e-10 "
+        "it is 0.33 nats per position."
     )
     assert "post-attention" not in prose.scaling_summary(grids(14, cells).scaling, 14)
-    q_least = [cell("Q", 0.5, [1e-9]), *cells[1:]]
+    q_least = [cell("Q", 0.5, [1e-5]), cells[1], cell("V", 0.5, [4e-4]), cells[3]]
     other = prose.scaling_summary(grids(14, q_least).scaling, 14, post_norm=True)
-    assert "scaling Q by 0.5 changes it least" in other
-    assert "Scaling V by 0.5 moves it only 0 nats within float32 round-off: the model" in other
+    assert "scaling Q by 0.5 changes it least, 1.0e-5 nats per position." in other
+    assert "Scaling V by 0.5 moves it only 4.0e-4 nats per position: the model normalises" in other
 
 
 def test_set_summary_states_no_maximum():

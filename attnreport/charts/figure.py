@@ -58,6 +58,9 @@ class Figure:
     chunk_source: str | None = None  # key of the figure on the page whose chunk files it reads
     note: str = ""  # one sentence the page shows in the figure: a plotted quantity that is
     # identically zero for this model (and why), in place of a chart of nothing
+    # the Vega-Lite spec the page draws instead of ``spec`` in a phone's column (same
+    # data set and params; None: ``spec`` fitted to the phone, ``runtime_layout.js``)
+    phone_spec: VegaSpec | None = None
 
     @property
     def selecting_params(self) -> tuple[str, ...]:

@@ -50,7 +50,8 @@ scatter_figure = _builder("impact", "scatter_figure")
 block_impact_figure = _builder("block_impact", "block_impact_figure")
 pooled_impact_figure = _builder("block_impact", "pooled_impact_figure")
 scaling_figure = _builder("interventions", "scaling_figure")
-mean_figure = _builder("interventions", "mean_figure")
+mean_figure = _builder("mean_grids", "mean_figure")
+mean_before_rotation_figure = _builder("mean_grids", "mean_before_rotation_figure")
 sink_rate_figure = _builder("sink_rate", "sink_rate_figure")
 atlas_figure = _builder("head_roles", "atlas_figure")
 roles_scatter_figure = _builder("head_roles", "scatter_figure")
@@ -188,6 +189,13 @@ def _shows_grids(inputs: Inputs) -> bool:
     return inputs.show_interventions and inputs.results.interventions is not None
 
 
+def _shows_before_rotation(inputs: Inputs) -> bool:
+    """The grid of the mean taken before the rotation: rotary models only (and results of
+    schema version 5 or later)."""
+    iv = inputs.results.interventions
+    return _shows_grids(inputs) and iv is not None and bool(iv.mean.before_rotation)
+
+
 _IMPACT = ("sentence:head_impact", "sentence:top")
 
 FIGURES: tuple[FigureEntry, ...] = (
@@ -223,6 +231,10 @@ FIGURES: tuple[FigureEntry, ...] = (
                 family="intervention grid"),
     FigureEntry("mean-grid", "sentence", "interventions", ("interventions:mean", "sentence:focus"),
                 _iv(mean_figure), when=_shows_grids, alt=alt.mean_grid, family="intervention grid"),
+    FigureEntry("mean-grid-before-rotation", "sentence", "interventions",
+                ("interventions:mean", "sentence:focus"), _iv(mean_before_rotation_figure),
+                when=_shows_before_rotation, alt=alt.mean_grid_before_rotation,
+                family="intervention grid"),
     _set_focus("self-focus", "self_focus"),
     _set_focus("first-focus", "first_focus"),
     FigureEntry("set-sink-rate", "index", "set", ("set:focus_by_sentence",),

@@ -208,7 +208,9 @@
         return;
       }
       self.loaded[chunk] = true;
+      self.inserting = true; // a redraw waits for these rows to be in the data set
       self.view.insert(self.key, toRows(columns)).runAsync().then(function () {
+        self.inserting = false;
         self.ensureChunk();
       });
     });
@@ -287,11 +289,32 @@
     this.drawing = true;
     this.fit = layout.fitOf(this.el.clientWidth);
     this.el.setAttribute("data-fit", this.fit);
-    var spec = Object.assign({}, layout.fitted(this.payload.spec, this.el.clientWidth));
+    // a payload may name the spec a phone's column draws instead (the grids: one column),
+    // in a data file of its own: loaded once, then drawn
+    var phone = this.fit === "phone" && this.payload.phone;
+    if (phone && !this.phoneSpec) {
+      loadFile(this.dir, key + "--" + this.payload.phone, function (spec, error) {
+        if (error) {
+          self.drawing = false;
+          self.fail(error);
+          return;
+        }
+        self.phoneSpec = spec;
+        self.draw();
+      });
+      return;
+    }
+    var base = phone ? this.phoneSpec : this.payload.spec;
+    var spec = Object.assign({}, layout.fitted(base, this.el.clientWidth));
     spec.data = (spec.data || []).map(function (data) {
       return data.name === key ? Object.assign({}, data, { values: rows }) : data;
     });
-    spec.signals = pageState.adopt(spec.signals || []);
+    var own = this.own || {}; // its own controls' values, kept when it is drawn again
+    spec.signals = pageState.adopt(spec.signals || []).map(function (signal) {
+      return Object.prototype.hasOwnProperty.call(own, signal.name)
+        ? Object.assign({}, signal, { value: own[signal.name] })
+        : signal;
+    });
     this.shared = pageState.sharedSignals(spec.signals);
     var options = {
       renderer: this.payload.renderer || "svg",
@@ -315,6 +338,9 @@
         }
         self.listen();
         pageState.join(self);
+        if (spec.usermeta && spec.usermeta.relayout) {
+          self.followDomains(spec);
+        }
         self.ensureChunk();
         self.refit(); // the window may have been resized while it drew
       })
@@ -325,25 +351,68 @@
   };
 
   // Draw again when the figure's width now asks for another fit (legends beside or
-  // below, facets in more or fewer columns), once it is neither drawing nor loading. The
-  // chunks shown are inserted again from the files already loaded.
+  // below, facets in more or fewer columns).
   Chart.prototype.refit = function () {
-    var self = this;
-    if (!this.view || layout.fitOf(this.el.clientWidth) === this.fit) {
-      return;
+    if (this.view && layout.fitOf(this.el.clientWidth) !== this.fit) {
+      this.redraw();
     }
-    if (this.drawing || Object.keys(this.pending).length) {
-      window.clearTimeout(this.refitTimer);
-      this.refitTimer = window.setTimeout(function () {
-        self.refit();
+  };
+
+  // A spec whose usermeta says {relayout: true} is drawn again, on the page's state and
+  // with every row it holds, whenever the values of a facet (its rows or columns: the
+  // compiled data sets "..._domain") change, after a control moved or rows arrived: Vega
+  // scrambles the cells of a drawn facet grid whose domain changes (an intervention
+  // grid's scale factors), while a first draw lays them out as a page opened on that
+  // view does.
+  Chart.prototype.followDomains = function (spec) {
+    var self = this;
+    var view = this.view;
+    var names = (spec.data || []).map(function (data) {
+      return data.name;
+    }).filter(function (name) {
+      return /_domain$/.test(name);
+    });
+    var domains = function () {
+      return JSON.stringify(names.map(function (name) {
+        return view.data(name);
+      }));
+    };
+    var drawn = domains();
+    names.forEach(function (name) {
+      view.addDataListener(name, function () {
+        if (self.view === view && domains() !== drawn) {
+          window.clearTimeout(self.redrawTimer);
+          self.redrawTimer = window.setTimeout(function () {
+            self.redraw(); // after the run that changed it
+          }, 0);
+        }
+      });
+    });
+  };
+
+  // Draw the chart again, once it is neither drawing nor loading, with every row its data
+  // set holds (the inline rows and the chunks inserted since).
+  Chart.prototype.redraw = function () {
+    var self = this;
+    if (this.drawing || this.inserting || Object.keys(this.pending).length) {
+      window.clearTimeout(this.redrawTimer);
+      this.redrawTimer = window.setTimeout(function () {
+        self.redraw();
       }, 100);
       return;
     }
+    var view = this.view;
+    var shared = this.shared;
+    this.own = {};
+    (this.embedded.spec.signals || []).forEach(function (signal) {
+      if (signal.bind && !Object.prototype.hasOwnProperty.call(shared, signal.name)) {
+        self.own[signal.name] = view.signal(signal.name);
+      }
+    });
+    this.rows = view.data(this.key).map(function (row) {
+      return Object.assign({}, row);
+    });
     this.embedded.finalize();
-    this.loaded = {};
-    if (this.inlineLoaded) {
-      this.loaded[this.payload.inline_chunk] = true;
-    }
     this.draw();
   };
 

@@ -4,8 +4,8 @@
   (q, k or v times an epsilon), ``mean`` (the mean over positions), ``mean_rotation``
   (the mean taken before the rotary rotation);
 - ``passes``: one changed pass (``run_modified``) and what it showed (``Outcome``);
-- ``grids``: one cell per (target, setting) of any kind (``cells``), and the three grids
-  the report draws.
+- ``grids``: one cell per (target, setting) of any kind (``cells``), the three grids the
+  report draws, and every cell of one input on one unmodified pass (``input_grids``).
 
 A new kind is a module here that ``register``s a ``Kind``, imported on the line below.
 """
@@ -15,8 +15,10 @@ from __future__ import annotations
 from attnreport.interventions import mean, mean_rotation, scaling  # noqa: F401  (the kinds)
 from attnreport.interventions.grids import (
     GridCell,
+    InputGrids,
     baseline,
     cells,
+    input_grids,
     mean_grid,
     mean_grid_before_rotation,
     observed,
@@ -46,8 +48,8 @@ from attnreport.interventions.passes import (
 from attnreport.interventions.scaling import scale
 
 __all__ = [
-    "KINDS", "QKV", "Change", "GridCell", "Kind", "Modifier", "Outcome", "baseline", "cells",
-    "identity", "kind", "mean_before_rotation", "mean_grid", "mean_grid_before_rotation",
+    "KINDS", "QKV", "Change", "GridCell", "InputGrids", "Kind", "Modifier", "Outcome", "baseline", "cells",
+    "identity", "input_grids", "kind", "mean_before_rotation", "mean_grid", "mean_grid_before_rotation",
     "mean_over_positions", "next_token_kl", "observed", "observed_layers", "on_target",
     "outcome_kl", "register", "replayed_blocks", "run_modified", "scale", "scaling_grid",
 ]  # fmt: skip

@@ -81,10 +81,13 @@ def scaling_grid(
     layer: int,
     epsilons: tuple[float, ...],
     leading: int | None = None,
+    base: Outcome | None = None,
 ) -> tuple[Outcome, list[GridCell]]:
-    """Baseline and one cell per (target, epsilon): rows Q, K, V; columns epsilons. An
-    input longer than ``leading`` tokens is observed over its first ``leading`` queries."""
-    base = baseline(model, specs, input_ids, layer, leading)
+    """Baseline and one cell per (target, epsilon): rows Q or K (one intervention, "QK")
+    and V; columns epsilons. An input longer than ``leading`` tokens is observed over its
+    first ``leading`` queries. ``base``: the input's unmodified pass when already run (its
+    prefix is replayed), else one is run."""
+    base = base or baseline(model, specs, input_ids, layer, leading)
     grid = cells(model, specs, input_ids, layer, kind("scale"), base, epsilons, None, leading)
     return base.kept(), grid
 
@@ -96,15 +99,16 @@ def mean_grid(
     layer: int,
     leading: int | None = None,
     kind_name: str = "mean",
+    bases: dict[int, Outcome] | None = None,
 ) -> tuple[dict[int, Outcome], list[GridCell]]:
     """Baselines per input and one cell per (input, target) of ``kind_name``: rows inputs;
     columns Q, K, V (those of the kind). No baselines and no cells when the kind does not
-    apply at ``layer``."""
+    apply at ``layer``. ``bases``: unmodified passes already run, by input."""
     if not kind(kind_name).applies(spec_at(specs, layer)):
         return {}, []
     baselines, grid = {}, []
     for index, ids in inputs.items():
-        base = baseline(model, specs, ids, layer, leading)
+        base = (bases or {}).get(index) or baseline(model, specs, ids, layer, leading)
         grid += cells(model, specs, ids, layer, kind(kind_name), base, (None,), index, leading)
         baselines[index] = base.kept()
     return baselines, grid
@@ -113,8 +117,44 @@ def mean_grid(
 # fmt: off
 def mean_grid_before_rotation(model: nn.Module, specs: list[LayerSpec],
                               inputs: dict[int, torch.Tensor], layer: int,
-                              leading: int | None = None) -> list[GridCell]:
+                              leading: int | None = None,
+                              bases: dict[int, Outcome] | None = None) -> list[GridCell]:
     # fmt: on
     """Q and K replaced by their mean taken before the rotary rotation, one cell per
     (input, target); empty for a model that does not rotate q and k."""
-    return mean_grid(model, specs, inputs, layer, leading, "mean_before_rotation")[1]
+    return mean_grid(model, specs, inputs, layer, leading, "mean_before_rotation", bases)[1]
+
+
+@dataclass(frozen=True)
+class InputGrids:
+    """Every cell one input takes part in, and its unmodified pass (observations only)."""
+
+    base: Outcome
+    scaling: list[GridCell]  # (target, epsilon), when the input is scaled
+    mean: list[GridCell]  # Q, K, V replaced by their mean, when the input is a mean input
+    before_rotation: list[GridCell]  # Q and K averaged before the rotation (rotary models)
+
+
+def input_grids(
+    model: nn.Module,
+    specs: list[LayerSpec],
+    index: int,
+    input_ids: torch.Tensor,
+    layer: int,
+    epsilons: tuple[float, ...] | None,
+    meaned: bool,
+    leading: int | None = None,
+) -> InputGrids:
+    """The cells of input ``index`` at ``layer``, on one unmodified pass: the scaling
+    grid's when ``epsilons`` (None: the input is not scaled), the mean grids' when
+    ``meaned``. One input at a time: only its own pass's next-token distribution is held."""
+    base = baseline(model, specs, input_ids, layer, leading)
+    scaled = [] if epsilons is None else scaling_grid(
+        model, specs, input_ids, layer, epsilons, leading, base
+    )[1]  # fmt: skip
+    one = {index: input_ids}
+    mean = mean_grid(model, specs, one, layer, leading, bases={index: base})[1] if meaned else []
+    before = (
+        mean_grid_before_rotation(model, specs, one, layer, leading, {index: base}) if meaned else []
+    )
+    return InputGrids(base.kept(), scaled, mean, before)

@@ -14,10 +14,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnreport.analyses import sinks
+from attnreport.analyses.grid_kl import Spread
 from attnreport.multi.measures import ModelSide, apart, depth, depth_match, layer_values
 from attnreport.site.apparatus import post_norm
 from attnreport.site.words.claims import Claim, ClaimInputs, tested_claims
-from attnreport.site.words.effects import mean_kl, mildest_first, nats
+from attnreport.site.words.effects import (
+    FLOOR_TEXT,
+    below_float,
+    kl_words,
+    mildest_first,
+    scaling_effects,
+)
 from attnreport.site.words.findings import v_undone
 from attnreport.site.words.readings import per_head
 from attnreport.site.words.readings import sink_layers as layers_of_sinks
@@ -149,20 +156,27 @@ def windows(sides: Sequence[ModelSide]) -> Comparison | None:
     return Comparison("windows", " ".join(notes), "compare-first-focus") if notes else None
 
 
+def _by(kl: Spread) -> str:
+    """How far a scaling moves a distribution, after "by": its KL, or less than float32 can
+    tell apart from 0."""
+    return f"less than {FLOOR_TEXT} nats (0 within float32)" if below_float(kl) else kl_words(kl)
+
+
 def v_norm_note(sides: Sequence[ModelSide]) -> str:
     """When a model's post-attention norm undoes a mild scaling of V (``v_undone``) and
     another model's output moves under the same scaling, the contrast in one sentence."""
-    cells = {s.name: s.interventions.scaling.cells for s in sides if s.interventions is not None}
-    mild = {name: v[0] for name, c in cells.items() if (v := mildest_first(c, "V"))}
+    found = {s.name: scaling_effects(s.interventions.scaling)
+             for s in sides if s.interventions is not None}  # fmt: skip
+    mild = {name: v[0] for name, e in found.items() if (v := mildest_first(e, "V"))}
     undone = [s for s in sides if s.name in mild and post_norm(s.manifest).present
-              and v_undone(cells[s.name])]  # fmt: skip
+              and v_undone(found[s.name])]  # fmt: skip
     moved = [s for s in sides if s.name in mild and s not in undone]
     if not undone or not moved:
         return ""
-    eps = {float(mild[s.name].setting) for s in [*undone, *moved]}
+    eps = {mild[s.name].setting for s in [*undone, *moved]}
     if len(eps) != 1:
         return ""
-    parts = [f"{s.name}'s by {nats(mean_kl(mild[s.name]))}" for s in [*moved, *undone]]
+    parts = [f"{s.name}'s by {_by(mild[s.name].kl)}" for s in [*moved, *undone]]
     parts[0] = parts[0].replace("'s by", "'s next-token distribution by", 1)
     names = join_and([s.name for s in undone])
     return (

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnreport.analyses import sinks
-from attnreport.analyses.kl import intervention_kl
+from attnreport.analyses.grid_kl import grid_kl
 from attnreport.analyses.layer_choice import depth
 from attnreport.results import Interventions, Manifest, SetResults
 
@@ -129,33 +129,40 @@ def role_layer_rows(sides: Sequence[ModelSide]) -> Columns:
 
 
 def _cell_label(target: str, setting: float | int, kind: str) -> str:
-    return f"{target} x {setting:g}" if kind == "scaling" else f"{target} mean"
+    if kind == "mean":
+        return f"{target} mean"
+    return f"{'V' if target == 'V' else 'Q or K'} x {setting:g}"  # Q or K: one intervention
 
 
 def kl_rows(sides: Sequence[ModelSide]) -> Columns:
-    """model, cell, kind, target, mean_kl (nats: the sentence-averaged KL, ``analyses.kl``,
-    over the cell's sentences: the mean grid's inputs), layer, depth: the next-token KL of
-    every intervention of each model, at that model's intervention layer."""
-    rows: Columns = {k: [] for k in ("model", "cell", "kind", "target", "mean_kl", "layer", "depth")}  # fmt: skip
+    """model, cell, kind, target, mean_kl (nats, by the report's one convention:
+    the sentence-averaged KL, ``analyses.grid_kl``), low and high (its lowest and highest sentence),
+    sentences, layer, depth: the next-token KL of every intervention of each model, at that
+    model's intervention layer. Scaling Q or K is one intervention (s = eps q.k): results
+    that ran both (before schema 9) give it one bar, their sentences' KL averaged."""
+    names = ("model", "cell", "kind", "target", "mean_kl", "low", "high", "sentences", "layer",
+             "depth")  # fmt: skip
+    rows: Columns = {k: [] for k in names}
     for side in sides:
         iv = side.interventions
         if iv is None:
             continue
-        cells: dict[str, list[list[float]]] = {}  # label -> per sentence, its KL_i
-        kinds: dict[str, tuple[str, str]] = {}
-        for kind, grid in (("scaling", iv.scaling.cells), ("mean", iv.mean.cells)):
+        groups: dict[str, list] = {}
+        for kind, grid, sentence_of in (
+            ("scaling", iv.scaling.cells, iv.scaling.sentence_of),
+            ("mean", iv.mean.cells, lambda c: int(c.setting)),
+        ):
             for cell in grid:
                 label = _cell_label(cell.target, cell.setting, kind)
-                cells.setdefault(label, []).append([float(v) for v in cell.kl])
-                kinds[label] = (kind, cell.target)
-        for label, values in cells.items():
-            rows["model"].append(side.name)
-            rows["cell"].append(label)
-            rows["kind"].append(kinds[label][0])
-            rows["target"].append(kinds[label][1])
-            rows["mean_kl"].append(round(intervention_kl(values), 6))
-            rows["layer"].append(iv.layer)
-            rows["depth"].append(depth(iv.layer, side.n_layers))
+                groups.setdefault(label, []).append((kind, cell, sentence_of))
+        for label, members in groups.items():
+            kind, first, sentence_of = members[0]
+            kl = grid_kl([c for _, c, _ in members], sentence_of)
+            target = first.target if kind == "mean" or first.target == "V" else "QK"
+            values = (side.name, label, kind, target, round(kl.mean, 6), round(kl.low, 6),
+                      round(kl.high, 6), kl.n, iv.layer, depth(iv.layer, side.n_layers))  # fmt: skip
+            for name, value in zip(names, values, strict=True):
+                rows[name].append(value)
     return rows
 
 

@@ -33,7 +33,10 @@ SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # 9 also splits each head's update sizes by its top key (``focus``: ``first_update``,
 # ``other_update``) and captures the BOS contrast in the other condition whichever the run
 # used, with its first-token probabilities (``bos_contrast``: ``first_prob``, ``n_first``, ``bos``);
-# 9 also keeps a sentence's own file only for the sentences with a page (``kept``: ``settings.pages``)
+# 9 also keeps a sentence's own file only for the sentences with a page (``kept``: ``settings.pages``);
+# 9 also runs the scaling grid on several inputs (``scaling.sentences``; cells of the inputs not
+# drawn keep their KL, gaps and changes only), scales Q or K once ("QK"), shares each
+# input's unmodified pass between the grids, and keeps no same-layer maps for V
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i
@@ -90,6 +93,7 @@ class StudySettings:
     intervene_layer: int | None = None
     intervene_depth: float | None = None  # version 9 (a comparison's matched depth)
     scaling_sentence: int = 0
+    scaling_sentences: tuple[int, ...] | None = None  # schema 9
     mean_sentences: tuple[int, ...] | None = None
     map_tokens: int = V.MAP_TOKENS
     view_head: tuple[int, ...] | None = None
@@ -188,7 +192,7 @@ def model_from_json(obj: Any, where: str) -> ModelInfo:
 
 def settings_from_json(obj: Any) -> StudySettings:
     known, extra = _known(StudySettings, obj or {})
-    for name in ("epsilons", "mean_sentences", "view_head"):
+    for name in ("epsilons", "scaling_sentences", "mean_sentences", "view_head"):
         if name in known:
             known[name] = _tuple_or_none(known[name])
     return StudySettings(**known, extra=extra)

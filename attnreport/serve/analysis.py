@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from attnreport.checks import mean_sentence_indices
+from attnreport.checks import mean_sentence_indices, scaling_sentence_indices
 from attnreport.config import Settings
 from attnreport.corpus.fingerprint import RunFingerprint, difference, run_fingerprint
 from attnreport.corpus.run import CorpusOptions, InterventionsAt, Progress, run_corpus
@@ -88,7 +88,10 @@ def reused_interventions(folder: Path, before: Listed) -> InterventionsAt:
 
     def at(session: Session, settings: Settings, layer: int) -> Interventions:
         count = len(session.sentences)
-        inputs = {settings.scaling_sentence, *mean_sentence_indices(settings, count)}
+        inputs = {
+            *scaling_sentence_indices(settings, count),
+            *mean_sentence_indices(settings, count),
+        }
         same = all(before.get(i, ("", ()))[1] == session.sentences[i].token_ids for i in inputs)
         if same and path.is_file():
             try:

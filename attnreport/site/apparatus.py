@@ -16,7 +16,7 @@ from attnreport.results.pooling import POOL_WIDTH
 from attnreport.site.words.chat import chat_words
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.verdicts import min_sentences
-from attnreport.site.words.wording import count, join_and
+from attnreport.site.words.wording import count, index_set, join_and
 
 QUANT_IN_NAME = re.compile(r"\b(I?Q\d\w*|BF16|F16)\b")
 
@@ -122,9 +122,16 @@ def _interventions(iv: Interventions | None) -> str | None:
         if iv.mean.before_rotation
         else "; the reading with the mean taken before the rotation was not run"
     )
+    scaled = iv.scaling.inputs
+    scaling = (
+        f"sentence {scaled[0]}"
+        if len(scaled) == 1
+        else f"{len(scaled)} sentences ({index_set(scaled, 'sentence')}; the maps drawn are "
+        f"sentence {iv.scaling.sentence}'s)"
+    )
     return (
-        f"Interventions run in one layer ({iv.layer}), scaling on sentence {iv.scaling.sentence} "
-        f"and mean replacement on sentences {mean}; other layers may respond differently. The "
+        f"Interventions run in one layer ({iv.layer}), scaling on {scaling} and mean "
+        f"replacement on sentences {mean}; other layers may respond differently. The "
         "mean is taken on Q, K and V as the attention function receives them (after any rotary "
         f"rotation){second}."
     )

@@ -84,7 +84,8 @@ def _figure_files(
         raise ValueError(f"figure key {fig.key!r} must match [a-z0-9-] (page {page})")
     chunk_dir = None
     encoded = placed.encoded
-    chunks = encoded.chunk_files if encoded else charts.chunk_files(fig) if fig.chunks else {}
+    has_files = fig.chunks or fig.phone_spec is not None
+    chunks = encoded.chunk_files if encoded else charts.chunk_files(fig) if has_files else {}
     if chunks:
         chunk_dir = f"data/{page}/{fig.key}/"
         for name, content in sorted(chunks.items()):

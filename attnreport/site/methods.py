@@ -149,6 +149,7 @@ FIGURE_METHOD = {
     "impact-by-position": "block",
     "scaling-grid": "interventions",
     "mean-grid": "interventions",
+    "mean-grid-before-rotation": "interventions",
     "set-self-focus": "focus",
     "set-first-focus": "focus",
     "set-concentration": "concentration",

@@ -62,7 +62,13 @@ Payload (JSON object)::
     {"key": KEY, "spec": VEGA, "renderer": "svg"|"canvas",
      "inline": COLUMNS|null, "inline_chunk": CHUNK|null,
      "chunk_params": [PARAM, ...], "chunks": {"V1|V2": CHUNK, ...},
-     "chunk_source": SOURCE|null}
+     "chunk_source": SOURCE|null, "phone": VEGA}
+
+``phone`` (only in some payloads: the intervention grids) names the data file
+``KEY--phone.js`` beside the chunk files, which registers (as ``"KEY--phone"``) the Vega
+spec the runtime draws instead of ``spec`` when the chart is drawn for a phone ("phone"
+fit, below 500 px): the same data set and params, laid out in one column. A page read on
+a wider screen never loads it.
 
 ``COLUMNS`` maps a column name to either a plain array or a compressed one:
 ``{"r": [v0, n0, v1, n1, ...]}`` (value v0 repeated n0 times, then v1 n1 times ...),
@@ -94,7 +100,7 @@ from attnreport.results.codec import decode_column, encode_column
 from attnreport.text import script_json as script_safe_json
 
 
-class Payload(TypedDict):
+class Payload(TypedDict, total=False):
     """A figure's inline payload as the page's runtime reads it (see the module docstring)."""
 
     key: str
@@ -105,6 +111,7 @@ class Payload(TypedDict):
     chunk_params: list[str]
     chunks: dict[str, str]
     chunk_source: str | None
+    phone: str  # only a figure with a phone's own spec (``Figure.phone_spec``): ``PHONE``
 
 
 def encode_columns(columns: Columns) -> Json:
@@ -126,7 +133,7 @@ def shares_inline(fig: Figure) -> bool:
 
 def payload_dict(fig: Figure) -> Payload:
     """The payload object before serialisation (see the module docstring)."""
-    return {
+    payload: Payload = {
         "key": fig.key,
         "spec": page_vega(fig.spec, fig.key),
         "renderer": fig.renderer,
@@ -136,6 +143,9 @@ def payload_dict(fig: Figure) -> Payload:
         "chunks": dict(fig.chunk_names),
         "chunk_source": fig.chunk_source,
     }
+    if fig.phone_spec is not None:
+        payload["phone"] = PHONE
+    return payload
 
 
 def figure_payload(fig: Figure) -> str:
@@ -151,15 +161,20 @@ def chunk_file_name(key: str, chunk: str) -> str:
     return f"{key}--{chunk}.js"
 
 
+PHONE = "phone"  # the data file of a figure's phone spec: ``KEY--phone.js``
+
+
 def chunk_files(fig: Figure) -> dict[str, str]:
-    """File name -> JS source registering that chunk's columns, for every chunk."""
+    """File name -> JS source registering that chunk's columns, for every chunk; and the
+    phone's spec (compiled) of a figure that has one."""
     out = {}
-    for chunk, columns in fig.chunks.items():
+    registered = {chunk: encode_columns(columns) for chunk, columns in fig.chunks.items()}
+    if fig.phone_spec is not None:
+        registered[PHONE] = page_vega(fig.phone_spec, fig.key)
+    for chunk, value in registered.items():
         name = chunk_file_name(fig.key, chunk)
         ident = script_safe_json(name[: -len(".js")])
-        out[name] = (
-            f"window.attnreport.register({ident}, {script_safe_json(encode_columns(columns))});\n"
-        )
+        out[name] = f"window.attnreport.register({ident}, {script_safe_json(value)});\n"
     return out
 
 

@@ -212,6 +212,9 @@ def kl_figure(rows: Columns, models: Sequence[str], match: str) -> Figure:
             tip("layer:Q", "at layer"),
             DEPTH_TIP,
             tip("mean_kl:Q", "mean KL (nats)", ".3g"),
+            tip("low:Q", "lowest sentence", ".3g"),
+            tip("high:Q", "highest sentence", ".3g"),
+            tip("sentences:Q", "sentences"),
         ],
         title,
         (560, 240),
@@ -219,6 +222,9 @@ def kl_figure(rows: Columns, models: Sequence[str], match: str) -> Figure:
     caption = (
         "Q, K or V of every head of one layer scaled by epsilon or replaced by its mean "
         "over positions; the bar is KL(p_base || p_modified) of the next-token "
-        f"distribution, in nats, as the {KL_NAME}: {KL_CONVENTION}. " + match
+        f"distribution, in nats, as the {KL_NAME}: {KL_CONVENTION} (the tooltip gives the "
+        "lowest and highest sentence). Scaling Q or K by "
+        "epsilon is one intervention (every score becomes epsilon q\u00b7k either way), so it "
+        "is one bar, Q or K. " + match
     )
     return build_figure(key=KL_KEY, title=title, caption=caption, chart=chart, rows=rows)

@@ -12,16 +12,14 @@ import json
 
 import altair as alt
 
+from attnreport.charts.figures.kl_strip import UNMODIFIED, Strip, kl_panel
 from attnreport.charts.spec import common, widgets
 from attnreport.charts.spec.common import tip
-from attnreport.charts.spec.theme import CATEGORY_RANGE, attention_scale
+from attnreport.charts.spec.theme import attention_scale
 from attnreport.vocabulary import TARGETS
 
 OBSERVATIONS = ("same", "next", "last")
 SELECTED = "datum.head == head && datum.observation == observation"
-
-
-UNMODIFIED = "unmodified"  # the column of the run without intervention (\u03b5 = 1)
 
 
 def epsilon_label(epsilon: float) -> str:
@@ -58,15 +56,19 @@ def _panel_tooltips(first: list[alt.Tooltip]) -> list[alt.Tooltip]:
     ]
 
 
-def heat_panel(n: int, tips: list[alt.Tooltip], fit: bool = False) -> alt.Chart:
+def heat_panel(
+    n: int, tips: list[alt.Tooltip], fit: bool = False, width: float = 220, hi: float = 14
+) -> alt.Chart:
     """One post-softmax attention map cell (0..1 colour scale) on positions 0..n-1.
 
     Every cell shares the position scales (a shorter input leaves the end empty), unless
     ``fit``: then each cell has its own (the facet resolves them independently) and a
     fixed size, so every input fills its square with no padded rows. Vega-Lite fails at
     run time on faceted step-sized cells with independent scales, hence the fixed size.
+    ``width``: about the cell's width in pixels, ``hi`` the largest step (a short input's
+    map is then narrower).
     """
-    step = common.cell_step(n, width=220, lo=2, hi=14)
+    step = common.cell_step(n, width=width, lo=2, hi=hi)
     domain = list(range(n))
     axis = alt.Axis(labelAngle=0, values=domain[:: max(1, n // 6)])
     scale = alt.Scale() if fit else alt.Scale(domain=domain)
@@ -87,47 +89,6 @@ def heat_panel(n: int, tips: list[alt.Tooltip], fit: bool = False) -> alt.Chart:
     )
 
 
-# One dash pattern per cell kind, beside its colour: two cells with the same KL (every
-# ε small enough to flatten attention) draw the same line, and only the dashes show both.
-DASHES = [[1, 0], [6, 3], [2, 2], [8, 2, 2, 2], [4, 4], [1, 3], [10, 4]]
-
-
-def kl_panel(
-    color_field: str, color_sort: list[str], tips: list[alt.Tooltip], title: str = "cell"
-) -> alt.Chart:
-    """KL(p_base || p_modified) of the next-token distribution against position, one
-    colour-blind-safe colour (``CATEGORY_RANGE``) and dash pattern (``DASHES``) per cell
-    kind; the unmodified run (KL 0 by definition) is not drawn."""
-    return (
-        alt.Chart()
-        .transform_filter(f"datum.key == datum.query && datum.eps != '{UNMODIFIED}'")
-        .mark_line(point=alt.OverlayMarkDef(size=14), strokeWidth=1.2)
-        .encode(
-            x=alt.X("query:Q", title="position", axis=alt.Axis(format="d", tickMinStep=1)),
-            y=alt.Y("kl:Q", title="KL divergence (nats)"),
-            color=alt.Color(
-                color_field,
-                sort=color_sort,
-                title=title,
-                scale=alt.Scale(domain=color_sort, range=CATEGORY_RANGE[: len(color_sort)]),
-            ),
-            strokeDash=alt.StrokeDash(
-                color_field,
-                sort=color_sort,
-                scale=alt.Scale(domain=color_sort, range=DASHES[: len(color_sort)]),
-                legend=None,  # the colour legend names the cells; the dashes tell them apart
-            ),
-            tooltip=[
-                *tips,
-                tip("query_token:N", "token"),
-                tip("query:O", "position"),
-                tip("kl:Q", "KL divergence", ".4g"),
-            ],
-        )
-        .properties(width=220, height=110)
-    )
-
-
 def scaling_chart(
     key: str,
     tokens: list[str],
@@ -135,27 +96,40 @@ def scaling_chart(
     n_heads: int,
     observed: dict[str, int],
     head: int,
+    strip: Strip,
+    phone: bool = False,
+    targets: list[str] | None = None,
 ) -> alt.VConcatChart:
-    """Fig 11: rows Q, K, V; columns epsilon (every one, or the unmodified run and the one
-    chosen with ``eps``); below, KL per position for every cell, one panel per tensor."""
+    """Fig 11: rows ``targets`` (Q, K, V; or Q or K, V); columns epsilon (every one, or the
+    unmodified run and the one chosen with ``eps``); below, KL per position for every cell,
+    one panel per tensor, on the scales of ``strip``. ``phone``: one column for a phone's
+    width, the tensor chosen with ``tensor``, a row per epsilon (``phone_grid``)."""
+    targets = targets or list(TARGETS)
     labels = [epsilon_label(e) for e in epsilons]
     tips = [tip("target:N", "tensor scaled"), tip("eps:N", "scale factor")]
-    grid = facet(
-        heat_panel(len(tokens), tips),
-        "grid",
-        row=alt.Facet("target:N", sort=list(TARGETS), title="tensor scaled"),
-        column=alt.Facet("eps:N", sort=[UNMODIFIED, *labels], title="scale factor"),
-    )
+    columns = [UNMODIFIED, *labels]
+    if phone:
+        panel = heat_panel(len(tokens), tips, width=PHONE_WIDTH, hi=PHONE_WIDTH / 2)
+        grid = phone_grid(panel, "eps:N", columns)
+    else:
+        grid = facet(
+            heat_panel(len(tokens), tips),
+            "grid",
+            row=alt.Facet("target:N", sort=targets, title="tensor scaled"),
+            column=alt.Facet("eps:N", sort=columns, title="scale factor"),
+        )
     kl = alt.FacetChart(
-        spec=kl_panel("eps:N", labels, tips, "scale factor").properties(name="kl_panel"),
-        facet=alt.Facet("target:N", sort=list(TARGETS), title="tensor scaled"),
-        columns=len(TARGETS),  # wrapped, so that a narrow page puts them in fewer columns
+        spec=kl_panel("eps:N", labels, tips, strip, "scale factor").properties(name="kl_panel"),
+        facet=alt.Facet("target:N", sort=targets, title="tensor scaled"),
+        columns=len(targets),  # wrapped, so that a narrow page puts them in fewer columns
         name="kl",
     )
+    shown = ("tensor",) if phone else ()
     title = common.selection_title(
-        "Attention after scaling Q, K or V", "colour: post-softmax weight", "head", "observation"
-    )
-    return (
+        "Attention after scaling Q, K or V", "colour: post-softmax weight", *shown, "head",
+        "observation",
+    )  # fmt: skip
+    chart = (
         alt.vconcat(grid, kl, data=alt.Data(name=key))
         .transform_filter(SELECTED)
         .transform_filter(epsilon_filter(epsilons))
@@ -172,7 +146,34 @@ def scaling_chart(
                 [e for e in epsilons if e != 1], [epsilon_label(e) for e in epsilons if e != 1]
             ),
         )
-        .properties(title=title)
+    )
+    if phone:
+        chart = chart.transform_filter("datum.target == tensor").add_params(
+            widgets.tensor_param(targets)
+        )
+    return chart.properties(title=title, usermeta=RELAYOUT)
+
+
+# The grids' facets change with their controls (the scale factors shown, the tensor) and
+# as rows arrive: the page draws them again each time (runtime.js, Chart.followDomains).
+RELAYOUT = {"relayout": True}
+
+
+PHONE_WIDTH = 240  # px: a map's width in a grid drawn for a phone (one map a row)
+
+
+def phone_grid(
+    panel: alt.Chart, field: str, sort: list[str] | alt.EncodingSortField
+) -> alt.FacetChart:
+    """The maps of one tensor in one column, one a row, each titled with its ``field``
+    (a phone's layout: every map as wide as ``PHONE_WIDTH``, headers never side by side)."""
+    return alt.FacetChart(
+        spec=panel.properties(name="grid_panel"),
+        facet=alt.Facet(
+            field, sort=sort, title=None, header=alt.Header(labelLimit=PHONE_WIDTH + 40)
+        ),
+        columns=1,
+        name="grid",
     )
 
 
@@ -198,44 +199,55 @@ def mean_chart(
     n_heads: int,
     observed: dict[str, int],
     head: int,
+    strip: Strip,
     texts: dict[str, str] | None = None,
+    targets: tuple[str, ...] = TARGETS,
+    title: str = "Attention after replacing Q, K or V by its mean",
+    phone: bool = False,
 ) -> alt.VConcatChart:
-    """Fig 12: rows = inputs, columns Q, K, V replaced by their mean; below, KL per position
-    (panels wrapping after ``KL_COLUMNS``). ``texts``: each input's whole sentence by its
-    index, for the tooltips (the row labels are cut short)."""
+    """Fig 12: rows = inputs, columns the unmodified run and ``targets`` replaced by their
+    mean; below, KL per position (panels wrapping after ``KL_COLUMNS``). ``texts``: each
+    input's whole sentence by its index, for the tooltips (the row labels are cut short).
+    ``phone``: one column for a phone's width, the tensor chosen with ``tensor``: per input
+    its unmodified run, then its tensor replaced (``phone_grid``)."""
     tips = [
         tip("input_text:N", "input"),
         tip("target:N", "tensor replaced by its mean"),
     ]
     n = max((len(t) for t in tokens.values()), default=1)
     by_input = alt.EncodingSortField("sentence", op="min")
-    grid = facet(
-        heat_panel(n, tips, fit=True),
-        "grid",
-        row=alt.Facet(
-            "input:N",
-            sort=by_input,
-            title="input",
-            header=alt.Header(labelLimit=160, labelAngle=0, labelAlign="left"),
-        ),
-        column=alt.Facet("target:N", sort=list(TARGETS), title="tensor replaced by its mean"),
-    ).resolve_scale(x="independent", y="independent")
+    if phone:
+        panel = heat_panel(n, tips, fit=True, width=PHONE_WIDTH, hi=PHONE_WIDTH / 2)
+        grid = phone_grid(panel, "cell:N", alt.EncodingSortField("cell_order", op="min"))
+        grid = grid.resolve_scale(x="independent", y="independent")
+    else:
+        grid = facet(
+            heat_panel(n, tips, fit=True),
+            "grid",
+            row=alt.Facet(
+                "input:N",
+                sort=by_input,
+                title="input",
+                header=alt.Header(labelLimit=160, labelAngle=0, labelAlign="left"),
+            ),
+            column=alt.Facet(
+                "target:N", sort=[UNMODIFIED, *targets], title="tensor replaced by its mean"
+            ),
+        ).resolve_scale(x="independent", y="independent")
     kl = alt.FacetChart(
-        spec=kl_panel("target:N", list(TARGETS), tips, "tensor replaced").properties(
+        spec=kl_panel("target:N", list(targets), tips, strip, "tensor replaced").properties(
             name="kl_panel"
         ),
         facet=alt.Facet("input:N", sort=by_input, title="input", header=alt.Header(labelLimit=200)),
         columns=KL_COLUMNS,
         name="kl",
     )
+    shown = ("tensor",) if phone else ()
     title = common.selection_title(
-        "Attention after replacing Q, K or V by its mean",
-        "colour: post-softmax weight",
-        "head",
-        "observation",
+        title, "colour: post-softmax weight", *shown, "head", "observation"
     )
     token_expr = "sentence_tokens[datum.sentence] ? sentence_tokens[datum.sentence][datum.{}] : '#' + datum.{}"
-    return (
+    chart = (
         alt.vconcat(grid, kl, data=alt.Data(name=key))
         .transform_filter(SELECTED)
         .transform_calculate(
@@ -250,5 +262,17 @@ def mean_chart(
             widgets.head_param(n_heads, head),
             widgets.observation_param(observed),
         )
-        .properties(title=title)
+    )
+    if not phone:
+        return chart.properties(title=title, usermeta=RELAYOUT)
+    # the run first: a long input's text is cut at the header's end
+    run = f"datum.target == '{UNMODIFIED}' ? 'unmodified' : datum.target + ' replaced'"
+    return (
+        chart.transform_filter(f"datum.target == '{UNMODIFIED}' || datum.target == tensor")
+        .transform_calculate(
+            cell=f"({run}) + ' \u2014 ' + datum.input",
+            cell_order=f"2 * datum.sentence + (datum.target == '{UNMODIFIED}' ? 0 : 1)",
+        )
+        .add_params(widgets.tensor_param(list(targets)))
+        .properties(title=title, usermeta=RELAYOUT)
     )

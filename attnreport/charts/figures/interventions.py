@@ -1,4 +1,5 @@
-"""Figures 11 and 12: attention after scaling Q, K or V, and after replacing it by its mean.
+"""Figure 11, attention after scaling Q, K or V, and what every grid figure shares (the mean
+grids are ``mean_grids``).
 
 Input is ``interventions.json`` as loaded. Every cell holds, for each observation
 (``same`` = the intervened layer, ``next``, ``last``) and head, the post-softmax triangle
@@ -25,16 +26,15 @@ from attnreport.charts.figures.grid_blocks import (
 )
 from attnreport.charts.figures.grids import (
     OBSERVATIONS,
-    TARGETS,
     epsilon_label,
-    mean_chart,
     scaling_chart,
 )
+from attnreport.charts.figures.kl_strip import series, strip_of, together_sentence
+from attnreport.charts.spec import common
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.jsontypes import Row
-from attnreport.results import GridCell, Interventions, Manifest, SentenceResults
+from attnreport.results import GridCell, Interventions, Manifest, ScalingGrid, SentenceResults
 from attnreport.results.maps import flat, triangle_index
-from attnreport.text import display_token
 
 
 def cell_rows(cell: GridCell, head: int, observation: str, extra: Row) -> Columns:
@@ -72,7 +72,7 @@ def _observed(cell: GridCell) -> int:
     return len(cell.observations["same"][0]) if cell.observations["same"] else 0
 
 
-def _shown_tokens(tokens: list[str], cell: GridCell) -> tuple[list[str], str]:
+def shown_tokens(tokens: list[str], cell: GridCell) -> tuple[list[str], str]:
     """The labels a grid draws for an input (block labels when blocked) and the caption
     sentence saying so."""
     blocks = blocks_for(_observed(cell))
@@ -112,7 +112,7 @@ def observation_chunks(
     return out
 
 
-def _tokens_of(index: int, known: Sequence[SentenceResults]) -> list[str] | None:
+def tokens_of(index: int, known: Sequence[SentenceResults]) -> list[str] | None:
     """Display tokens of sentence ``index`` from its results (None when not among them)."""
     for sentence in known:
         if sentence.index == index:
@@ -120,29 +120,29 @@ def _tokens_of(index: int, known: Sequence[SentenceResults]) -> list[str] | None
     return None
 
 
-def _default_head(sentence: SentenceResults, interventions: Interventions, n_heads: int) -> int:
-    """The head with the strongest first-token focus at the intervened layer (0 if unknown)."""
-    focus = sentence.tables.focus.arrays()
-    layer = interventions.layer
-    best = [
-        (-f, int(h))
-        for la, h, f in zip(focus["layer"], focus["head"], focus["first_focus"], strict=True)
-        if int(la) == layer and int(h) < n_heads
-    ]
-    return min(best)[1] if best else 0
+def default_head(sentence: SentenceResults, n_heads: int) -> int:
+    """The head the page opens on (``results.view.default_head``; 0 past ``n_heads``): every
+    figure of a page shows one head, so the rows inlined are that head's."""
+    head = common.default_head(sentence)[1]
+    return head if head < n_heads else 0
 
 
-def _unmodified(baseline: Any, cells: Sequence[GridCell]) -> list[GridCell]:
-    """The unmodified run as one cell per tensor (its maps at \u03b5 = 1, KL 0), so the grid
-    shows it beside the scaled ones."""
-    if not cells:
-        return []
-    kl = [0.0] * len(cells[0].kl)
-    return [GridCell(t, 1.0, baseline, kl, cells[0].blocks) for t in TARGETS]
+def unmodified(
+    baseline: Any, like: GridCell, targets: Sequence[str], setting: float | int = 1.0
+) -> list[GridCell]:
+    """The unmodified run as one cell per target (its maps, KL 0; ``setting``: \u03b5 = 1,
+    or the input's sentence), kept like the cell ``like`` of the same input (whole or as
+    blocks), so that a grid shows it beside the changed ones."""
+    kl = [0.0] * len(like.kl)
+    return [GridCell(t, setting, baseline, kl, like.blocks) for t in targets]
 
 
-def _n_heads(cells: Sequence[GridCell]) -> int:
+def n_heads_of(cells: Sequence[GridCell]) -> int:
     return len(cells[0].observations["same"]) if cells else 0
+
+
+TARGET_LABELS = {"QK": "Q or K"}  # a scaling cell's target as its row names it (schema 9)
+TARGET_ORDER = ("Q", "K", "QK", "V")
 
 
 def scaling_figure(
@@ -151,112 +151,96 @@ def scaling_figure(
     manifest: Manifest,
     sentences: Sequence[SentenceResults] | None = None,
 ) -> Figure:
-    """Fig 11 as a Figure, one data file per observation.
+    """Fig 11 as a Figure, one data file per observation: the maps of the input the grid
+    draws (``ScalingGrid.sentence``); the caption says how many it ran on.
 
     Token texts come from ``sentence`` or ``sentences`` (whichever is the scaled one);
     without them the tooltips show positions ("#3").
     """
     scaling = interventions.scaling
     epsilons = list(interventions.epsilons)
-    order = {(t, e): i for i, (t, e) in enumerate((t, e) for t in TARGETS for e in epsilons)}
-    cells = sorted(scaling.cells, key=lambda c: order.get((c.target, c.setting), len(order)))
-    n_heads = _n_heads(cells)
+    present = [t for t in TARGET_ORDER if any(c.target == t for c in scaling.shown)]
+    order = {(t, e): i for i, (t, e) in enumerate((t, e) for t in present for e in epsilons)}
+    cells = sorted(scaling.shown, key=lambda c: order.get((c.target, c.setting), len(order)))
+    n_heads = n_heads_of(cells)
     index = scaling.sentence
     n = len(cells[0].kl) if cells else 0
-    tokens = _tokens_of(index, [sentence, *(sentences or [])])
+    tokens = tokens_of(index, [sentence, *(sentences or [])])
     tokens = tokens or [f"#{i}" for i in range(n)]
-    tokens, shown = _shown_tokens(tokens, cells[0]) if cells else (tokens, "")
-    head = _default_head(sentence, interventions, n_heads)
+    tokens, shown = shown_tokens(tokens, cells[0]) if cells else (tokens, "")
+    head = default_head(sentence, n_heads)
     observed = dict(interventions.observed_layers)
-    chart = scaling_chart("scaling-grid", tokens, epsilons, n_heads, observed, head)
+    targets = [TARGET_LABELS.get(t, t) for t in present]
     rows = grid_rows(
-        [*_unmodified(scaling.baseline, cells), *cells],
+        [*(unmodified(scaling.baseline, cells[0], present) if cells else []), *cells],
         n_heads,
-        lambda c: {"target": c.target, "eps": epsilon_label(c.setting)},
+        lambda c: {
+            "target": TARGET_LABELS.get(c.target, c.target),
+            "eps": epsilon_label(c.setting),
+        },
     )
+    labels = [epsilon_label(e) for e in epsilons]
+    strip = strip_of(series(rows[(head, "same")], "target", "eps"), labels)
+    charts = [
+        scaling_chart("scaling-grid", tokens, epsilons, n_heads, observed, head, strip, phone,
+                      targets)
+        for phone in (False, True)
+    ]  # fmt: skip
     caption = (
         f"Layer {interventions.layer}: Q, K or V of every head is multiplied by a factor "
         "\u03b5 (columns; the first is the unmodified run) and attention is recomputed in a "
         "real forward pass; each cell is the post-softmax attention map of the chosen head. "
-        "Q and K scaled by \u03b5 are one intervention: either multiplies every score by "
-        "\u03b5 (s = \u03b5 q\u00b7k), so their rows agree, tempering the scores towards "
-        "uniform causal attention. Scaling V leaves this layer's weights "
-        "unchanged by construction: choose the next or the last layer to see its effect. "
-        "Below, the KL divergence of the next-token distribution from the unmodified run at "
-        "each position, one colour per \u03b5."
-    ) + shown
-    return _grid_figure("scaling-grid", "Scaling Q, K and V", caption, chart, rows, head)
-
-
-def _input_label(index: int, manifest: Manifest) -> str:
-    listed = {s.index: s.text for s in manifest.sentences}
-    text = listed.get(index, "").strip()
-    short = display_token(text[:28] + ("\u2026" if len(text) > 28 else "")) if text else ""
-    return f"sentence {index}" + (f": {short}" if short else "")
-
-
-def mean_figure(
-    interventions: Interventions,
-    sentence: SentenceResults,
-    manifest: Manifest,
-    sentences: Sequence[SentenceResults] | None = None,
-) -> Figure:
-    """Fig 12 as a Figure, one data file per observation.
-
-    Token texts of the inputs come from ``sentence`` and ``sentences``; an input found in
-    neither shows positions ("#3") in the tooltips.
-    """
-    mean = interventions.mean
-    chosen = list(mean.sentences)
-    place = {(i, t): k for k, (i, t) in enumerate((i, t) for i in chosen for t in TARGETS)}
-    cells = sorted(mean.cells, key=lambda c: place.get((int(c.setting), c.target), len(place)))
-    n_heads = _n_heads(cells)
-    known = [sentence, *(sentences or [])]
-    cell_of = {int(c.setting): c for c in cells}  # any of an input's cells: same positions
-    tokens, shown = {}, []
-    for i in chosen:
-        t = _tokens_of(i, known)
-        labels, sentence_text = _shown_tokens(t or [], cell_of[i]) if i in cell_of else (t, "")
-        if t is not None:
-            tokens[str(i)] = labels
-        shown.append(sentence_text)
-    head = _default_head(sentence, interventions, n_heads)
-    observed = dict(interventions.observed_layers)
-    texts = {str(s.index): display_token(s.text) for s in manifest.sentences if s.index in chosen}
-    chart = mean_chart("mean-grid", tokens, n_heads, observed, head, texts)
-    labels = {i: _input_label(i, manifest) for i in chosen}
-    rows = grid_rows(
-        cells,
-        n_heads,
-        lambda c: {
-            "sentence": int(c.setting),
-            "input": labels[int(c.setting)],
-            "target": c.target,
-        },
+        + QK_ONE
+        + " Scaling V leaves this layer's weights unchanged by construction: choose the next "
+        "or the last layer to see its effect. Below, the KL divergence of the next-token "
+        "distribution from the unmodified run at each position, one colour per \u03b5."
+        + together_sentence(strip)
+        + inputs_sentence(scaling)
+        + shown
     )
-    caption = (
-        f"Layer {interventions.layer}: for each of {len(chosen)} inputs (rows), Q, K or V "
-        "(columns) of every head is replaced by its mean over the token positions and "
-        "attention is recomputed; each cell is the post-softmax attention map of the chosen "
-        "head. With Q replaced, every current token scores the targets alike; with K "
-        "replaced, every target gets the same score, so attention is uniform; replacing V "
-        "leaves this layer's weights unchanged, so observe the next or last layer. Below, "
-        "the KL divergence of the next-token distribution per position."
-    ) + "".join(dict.fromkeys(shown))
-    return _grid_figure(
-        "mean-grid", "Replacing Q, K and V by their mean", caption, chart, rows, head
+    return grid_figure("scaling-grid", "Scaling Q, K and V", caption, charts, rows, head)
+
+
+QK_ONE = (
+    "Q and K scaled by \u03b5 are one intervention: either multiplies every score by \u03b5 "
+    "(s = \u03b5 q\u00b7k), tempering the scores towards uniform causal attention; the grid "
+    "runs it once, as the row Q or K."
+)
+
+
+def inputs_sentence(scaling: ScalingGrid) -> str:
+    """The caption sentence saying which input the maps show and why, and what the grid
+    ran on besides."""
+    n = len(scaling.inputs)
+    which = (
+        f" The maps are those of sentence {scaling.sentence}, the one the scaling_sentence "
+        "setting names (the first sentence of the set unless it is set), so that they can be "
+        "read beside its page's other figures"
+    )
+    if n == 1:
+        return which + "; the grid ran on this sentence only."
+    return (
+        which + f"; the grid ran on {n} sentences, and the text reports each intervention's "
+        f"KL over all {n}, with its spread."
     )
 
 
-def _grid_figure(
-    key: str, title: str, caption: str, chart: Any, rows: dict[tuple[int, str], Columns], head: int
+def grid_figure(
+    key: str,
+    title: str,
+    caption: str,
+    charts: Sequence[Any],
+    rows: dict[tuple[int, str], Columns],
+    head: int,
 ) -> Figure:
-    """A grid figure chunked per observed layer, opening on ``head`` and the same layer."""
+    """A grid figure chunked per observed layer, opening on ``head`` and the same layer;
+    ``charts``: the page's and the phone's."""
     return build_figure(
         key=key,
         title=title,
         caption=caption,
-        chart=chart,
+        chart=charts[0],
+        phone_chart=charts[1],
         chunks=observation_chunks(rows, (head, "same")),
         params=("observation",),
         default=("same",),

@@ -237,6 +237,7 @@ def build_figure(
     default: tuple[Any, ...] = (),
     chunk_source: str | None = None,
     first_rows: Columns | None = None,
+    phone_chart: alt.TopLevelMixin | None = None,
 ) -> Figure:
     """A Figure from a chart and either all its ``rows`` or ``chunks`` keyed by param values.
 
@@ -247,6 +248,7 @@ def build_figure(
     others are read from the source's chunk files. With ``first_rows``, the page inlines
     only those rows (a part of the default view) and marks no chunk as inlined: the
     runtime loads the default chunk, which must not repeat them, after the first draw.
+    ``phone_chart``: the chart a phone's column draws instead (the same rows and params).
 
     The page draws it with the renderer ``renderer.choose_renderer`` picks from the marks
     of that first view (SVG, or a canvas past ``renderer.CANVAS_MARKS``); the static spec
@@ -266,6 +268,7 @@ def build_figure(
         inline=inline,
         static_spec=static_view(spec, inline),
         renderer=renderer,
+        phone_spec=None if phone_chart is None else page_spec(to_spec(phone_chart, key), renderer),
     )
     if not chunks:
         return drawn

@@ -48,6 +48,13 @@ def observation_param(observed_layers: dict[str, int]) -> alt.Parameter:
     return alt.param(name="observation", value="same", bind=bind)
 
 
+def tensor_param(targets: list[str]) -> alt.Parameter:
+    """The tensor an intervention grid drawn for a phone shows (one of ``targets``, "Q",
+    "K", "V"), as a radio."""
+    bind = alt.binding_radio(options=targets, name="tensor ")
+    return alt.param(name="tensor", value=targets[0], bind=bind)
+
+
 EVERY_EPSILON = "all"  # the ``eps`` option that shows every scale factor
 
 

@@ -10,16 +10,22 @@ sentence's and the set's, the typed interventions, and the (layer, head) the pag
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from attnreport.analyses import sinks
 from attnreport.charts.spec.position_window import window_alt_note
-from attnreport.results.interventions import GridCell, Interventions
+from attnreport.results.interventions import Interventions
 from attnreport.site.words import wording
-from attnreport.site.words.effects import mean_kl, top_scaling
+from attnreport.site.words.effects import (
+    kl_words,
+    mean_effects,
+    scaling_effects,
+    target_words,
+    top_scaling,
+)
 from attnreport.site.words.fit import lead_words
 from attnreport.site.words.readings import columns, layer_means, per_head, top_key
 from attnreport.vocabulary import FOCUS_NAMES, TERMS
@@ -257,40 +263,62 @@ def set_sink_rate(data: AltData) -> str:
     return text
 
 
-def _grid(data: AltData, kind: str, columns_: str) -> str:
+def _grid(data: AltData, kind: str, columns_: str, before_rotation: bool = False) -> str:
     iv = data.interventions
     layer = iv.layer if iv else 0
-    cells: tuple[GridCell, ...] = () if iv is None else getattr(iv, kind).cells
     text = (
         f"Grid of attention maps of layer {layer}, one head at a time: {columns_}. Colour is the "
         "attention probability, 0 to 1."
     )
-    if cells and kind == "scaling":
-        targets, eps, kl = top_scaling(cells)
+    if iv is None:
+        return text
+    if kind == "scaling":
+        found = scaling_effects(iv.scaling)
+        if not found:
+            return text
+        targets, eps, kl = top_scaling(found)
+        targets = tuple(target_words(t) for t in targets)
         how = f"scaling {wording.join_and(targets, 'or')} by {eps:g}"
-    elif cells:
-        top = max(cells, key=mean_kl)
-        how, kl = (
-            f"replacing {top.target} by its mean in sentence {top.setting}",
-            mean_kl(top),
-        )
-    if cells:
-        text += (
-            f" The largest change to the next-token distribution comes from {how}: a mean KL "
-            f"of {wording.quantity(kl, 'nat')} per position."
-        )
-    return text
+    else:
+        grid = replace(iv.mean, cells=iv.mean.before_rotation) if before_rotation else iv.mean
+        found = mean_effects(grid)
+        if not found:
+            return text
+        top = max(found, key=lambda e: e.mean)
+        how, kl = f"replacing {top.target} by its mean", top.kl
+    return text + (
+        f" The largest change to the next-token distribution comes from {how}: a KL "
+        f"divergence of {kl_words(kl)}."
+    )
 
 
 def scaling_grid(data: AltData) -> str:
-    eps = [f"{float(e):g}" for e in (data.interventions.epsilons if data.interventions else ())]
+    iv = data.interventions
+    eps = [f"{float(e):g}" for e in (iv.epsilons if iv else ())]
     factors = f" by {wording.join_and(eps, 'or')}" if eps else ""
-    return _grid(data, "scaling", f"rows Q, K and V, each scaled{factors}")
+    shown = {c.target for c in iv.scaling.shown} if iv else set()
+    rows = [target_words(t) for t in ("Q", "K", "QK", "V") if t in shown] or ["Q", "K", "V"]
+    return _grid(data, "scaling", f"rows {wording.join_and(rows)}, each scaled{factors}")
 
 
 def mean_grid(data: AltData) -> str:
     sentences = data.interventions.mean.sentences if data.interventions else ()
     inputs = f"{wording.plural('sentence', len(sentences))} {wording.join_and([str(s) for s in sentences])}"
     return _grid(
-        data, "mean", f"rows {inputs}, columns Q, K and V replaced by their mean over positions"
+        data,
+        "mean",
+        f"rows {inputs}, columns the unmodified run and Q, K and V replaced by their mean over "
+        "positions",
+    )
+
+
+def mean_grid_before_rotation(data: AltData) -> str:
+    sentences = data.interventions.mean.sentences if data.interventions else ()
+    inputs = f"{wording.plural('sentence', len(sentences))} {wording.join_and([str(s) for s in sentences])}"
+    return _grid(
+        data,
+        "mean",
+        f"rows {inputs}, columns the unmodified run and Q and K replaced by their mean over "
+        "positions taken before the rotary rotation, then rotated again per position",
+        before_rotation=True,
     )

@@ -1,4 +1,4 @@
-"""What the interventions did, in words: the cells that moved the next-token distribution most.
+"""What the interventions did, in words: each intervention's KL, every target said.
 
 Cells are the typed ``results.interventions.GridCell``: target (Q, K, V), setting (an
 epsilon in the scaling grid, a sentence in the mean grid), and ``kl``, KL(p_base ||
@@ -10,15 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from attnreport.analyses.kl import intervention_kl, sentence_kl
-from attnreport.results.interventions import GridCell, MeanGrid
-from attnreport.site.words.wording import count, join_and, quantity
+from attnreport.analyses.grid_kl import Spread, grid_kl
+from attnreport.analyses.kl import sentence_kl
+from attnreport.results.interventions import GridCell, MeanGrid, ScalingGrid
+from attnreport.site.words.wording import join_and, number, quantity
 
 TIE = 1e-9  # KL values closer than this (relative) are the same effect
 # A KL divergence below this is the float32 round-off of the log-probabilities it compares
 # (about 1e-7 relative on log-probabilities of order 10), not an effect: it reads as 0.
 FLOAT32_NATS = 1e-6
-ORDER = {"Q": 0, "K": 1, "V": 2}
+FLOOR_TEXT = "1e-6"
+ORDER = {"Q": 0, "K": 1, "QK": 0, "V": 2}
 # What a post-attention norm does (Gemma 2 and 3, OLMo 2), after "the model" or "This model"
 POST_NORM = (
     "normalises the attention block's output before adding it to the hidden state (a "
@@ -58,48 +60,116 @@ def mean_kl(cell: GridCell) -> float:
     return sentence_kl(cell.kl)
 
 
-def mildest_first(cells: Sequence[GridCell], target: str) -> list[GridCell]:
-    """The scaling cells of ``target``, the mildest (largest epsilon) first."""
-    return sorted((c for c in cells if c.target == target), key=lambda c: -float(c.setting))
+@dataclass(frozen=True)
+class Effect:
+    """One intervention over every input it ran on: ``target`` as the results name it
+    ("Q", "K", "QK" for Q or K scaled, "V"), its ``setting`` (an epsilon; 0 for the mean
+    grid) and its KL by the report's one convention (``analyses.grid_kl``: the sentence-averaged KL)."""
+
+    target: str
+    setting: float
+    kl: Spread
+
+    @property
+    def mean(self) -> float:
+        return self.kl.mean
 
 
-def top_scaling(cells: Sequence[GridCell]) -> tuple[tuple[str, ...], float, float]:
-    """The scaling cells with the largest mean KL: (targets, epsilon, mean KL in nats).
+def scaling_effects(grid: ScalingGrid) -> list[Effect]:
+    """Each (target, epsilon) of the scaling grid, over every input it was scaled on."""
+    return [
+        Effect(target, eps, grid_kl(cells, grid.sentence_of))
+        for (target, eps), cells in grid.groups().items()
+    ]
+
+
+def mean_effects(mean: MeanGrid) -> list[Effect]:
+    """Each target of the mean grid, over its inputs, in Q, K, V order."""
+    by_target: dict[str, list[GridCell]] = {}
+    for cell in mean.cells:
+        by_target.setdefault(cell.target, []).append(cell)
+    return [
+        Effect(t, 0.0, grid_kl(cells, lambda c: int(c.setting)))
+        for t, cells in sorted(by_target.items(), key=lambda tc: ORDER.get(tc[0], 3))
+    ]
+
+
+def target_words(target: str) -> str:
+    """``Q or K`` for the one intervention that scales either (schema 9), else the target."""
+    return "Q or K" if target == "QK" else target
+
+
+def kl_words(kl: Spread) -> str:
+    """A KL by the report's convention with its spread: ``0.07 nats per position`` on one
+    sentence, ``0.07 nats per position, the mean over 8 sentences (0.02 to 0.11)`` on
+    several; under ``FLOAT32_NATS`` on every sentence, ``0 within float32 (under 1e-6 nats)``."""
+    if below_float(kl):
+        return f"0 within float32 (under {FLOOR_TEXT} nats)"
+    text = quantity(kl.mean, "nat") + " per position"
+    if kl.n < 2:
+        return text
+    return f"{text}, the mean over {kl.n} sentences ({number(kl.low, 2)} to {number(kl.high, 2)})"
+
+
+def below_float(kl: Spread) -> bool:
+    """Whether every sentence's KL is float32 round-off (under ``FLOAT32_NATS``)."""
+    return kl.high < FLOAT32_NATS
+
+
+def mildest_first(effects: Sequence[Effect], target: str) -> list[Effect]:
+    """The scaling interventions of ``target``, the mildest (largest epsilon) first."""
+    return sorted((e for e in effects if e.target == target), key=lambda e: -e.setting)
+
+
+def top_scaling(effects: Sequence[Effect]) -> tuple[tuple[str, ...], float, Spread]:
+    """The scaling interventions with the largest KL: (targets, epsilon, KL).
 
     Targets whose KL ties (relative ``TIE``) at the same epsilon are all named: scaling Q
-    or K by the same factor scales every score alike, so their KL is equal. Ties across
-    epsilons go to the larger (milder) one; between targets to Q, K, V in that order.
+    or K by the same factor scales every score alike, so their KL is equal (results before
+    schema 9 ran both). Ties across epsilons go to the larger (milder) one; between
+    targets to Q, K, V in that order.
     """
-    kl = [mean_kl(c) for c in cells]
-    top = min(range(len(cells)), key=lambda i: (-kl[i], ORDER.get(cells[i].target, 3),
-                                                -float(cells[i].setting)))  # fmt: skip
-    eps = float(cells[top].setting)
-    tied = {c.target for c, v in zip(cells, kl, strict=True)
-            if float(c.setting) == eps and abs(v - kl[top]) <= TIE * max(kl[top], 1e-300)}  # fmt: skip
-    return tuple(sorted(tied, key=lambda t: ORDER.get(t, 3))), eps, kl[top]
+    top = min(effects, key=lambda e: (-e.mean, ORDER.get(e.target, 3), -e.setting))
+    tied = {e.target for e in effects
+            if e.setting == top.setting and abs(e.mean - top.mean) <= TIE * max(top.mean, 1e-300)}  # fmt: skip
+    return tuple(sorted(tied, key=lambda t: ORDER.get(t, 3))), top.setting, top.kl
 
 
-def scaling_text(cells: Sequence[GridCell], layer: int) -> str:
-    tied, eps, top_kl = top_scaling(cells)
-    what = join_and(tied, "or")
-    same = " (the same change: both scale every score)" if set(tied) == {"Q", "K"} else ""
+def spread_words(kl: Spread) -> str:
+    """A KL by the report's convention, short: ``0.07 nats`` on one sentence, ``0.07 nats
+    (0.02 to 0.11)`` with its lowest and highest sentence on several; under
+    ``FLOAT32_NATS`` on every sentence, ``0 within float32 (under 1e-6 nats)``."""
+    if below_float(kl):
+        return f"0 within float32 (under {FLOOR_TEXT} nats)"
+    text = quantity(kl.mean, "nat")
+    return text if kl.n < 2 else f"{text} ({number(kl.low, 2)} to {number(kl.high, 2)})"
+
+
+def every_target(effects: Sequence[Effect]) -> str:
+    """``Q or K 0.2 nats (0.1 to 0.3) and V 0.012 nats (0.01 to 0.02)``: each target's KL
+    (``spread_words``), in Q, K, V order; no one picked out as the largest."""
+    ordered = sorted(effects, key=lambda e: ORDER.get(e.target, 3))
+    return join_and([f"{target_words(e.target)} {spread_words(e.kl)}" for e in ordered])
+
+
+def measured_as(effects: Sequence[Effect]) -> str:
+    """What ``every_target``'s numbers are: the mean KL per position on one sentence, or
+    the sentence-averaged one over several, the brackets giving the lowest and highest."""
+    n = max((e.kl.n for e in effects), default=0)
+    if n < 2:
+        return "the mean KL per position"
     return (
-        f"Of the interventions that scale Q, K or V in layer {layer}, scaling {what} by {eps:g}{same} moves the "
-        f"next-token distribution most: a mean KL divergence of {quantity(top_kl, 'nat')} "
-        "per position"
+        f"the mean KL per position averaged over {n} sentences (in brackets its lowest and "
+        "highest sentence)"
     )
 
 
 def mean_text(mean: MeanGrid) -> str:
-    by_target: dict[str, list[list[float]]] = {}
-    for c in mean.cells:
-        by_target.setdefault(c.target, []).append(list(c.kl))
-    if not by_target:
+    """What replacing Q, K or V by its mean did, every target said (``every_target``)."""
+    effects = mean_effects(mean)
+    if not effects:
         return ""
-    avg = {t: intervention_kl(v) for t, v in by_target.items()}  # the sentence-averaged KL
-    top = min(avg, key=lambda t: (-avg[t], ORDER.get(t, 3)))
-    n = max(len(v) for v in by_target.values())
     return (
-        f" Of the replacements by the mean over the token positions, replacing {top} moves it most "
-        f"({quantity(avg[top], 'nat')} on average over {count(n, 'sentence')})."
+        " Replacing Q, K or V by its mean over the token positions moves it, as "
+        f"{measured_as(effects)}, by {every_target(effects)}."
     )

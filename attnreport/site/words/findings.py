@@ -22,12 +22,18 @@ from attnreport.analyses import sinks
 from attnreport.results.interventions import Interventions
 from attnreport.site.words import fit
 from attnreport.site.words.effects import (
+    FLOOR_TEXT,
     NO_POST_NORM,
     POST_NORM,
+    Effect,
     PostNorm,
-    mean_kl,
+    below_float,
+    every_target,
+    kl_words,
+    mean_text,
+    measured_as,
     mildest_first,
-    nats,
+    scaling_effects,
 )
 from attnreport.site.words.readings import (
     Finding,
@@ -48,7 +54,6 @@ from attnreport.site.words.wording import (
     percent,
     plural,
 )
-from attnreport.vocabulary import TARGETS
 
 
 def _medians_by_sentence(by_sentence: Any, layers: Sequence[int], statistic: str) -> list[float]:
@@ -93,13 +98,6 @@ def sink_onset(first_focus: Heads, by_sentence: Any = None) -> Finding:
     return Finding("sink-onset", text, "set-first-focus")
 
 
-def _kl_by_target(cells: Sequence[Any]) -> str:
-    """``Q 0.07, K 0.07 and V 0.35 nats``: each target's mean KL, in target order."""
-    kl = {c.target: mean_kl(c) for c in cells}
-    parts = [f"{t} {nats(kl[t])}" for t in TARGETS if t in kl]
-    return join_and(parts)
-
-
 def intervention_effect(
     interventions: Interventions | None, post_norm: bool = False
 ) -> Finding | None:
@@ -110,50 +108,54 @@ def intervention_effect(
     if interventions is None or not interventions.scaling.cells:
         return None
     layer, scaling = interventions.layer, interventions.scaling
-    eps = min(float(c.setting) for c in scaling.cells)
-    strongest = [c for c in scaling.cells if float(c.setting) == eps]
-    text = (
-        f"Scaled by {eps:g} in layer {layer}, Q, K and V move the next-token distribution "
-        f"of sentence {scaling.sentence} by {_kl_by_target(strongest)} (mean KL per position)."
-        + (v_undone(scaling.cells) if post_norm else "")
-    )
-    mean = interventions.mean
-    if mean.cells:
-        by_target: dict[str, list[float]] = {}
-        for c in mean.cells:
-            by_target.setdefault(c.target, []).append(mean_kl(c))
-        parts = [f"{t} {nats(float(np.median(by_target[t])))}" for t in TARGETS if t in by_target]
-        text += (
-            " Replacing Q, K or V by its mean over the token positions moves it by "
-            f"{join_and(parts)} (median over {count(len(mean.sentences), 'sentence')})."
+    effects = scaling_effects(scaling)
+    if not effects:
+        return None
+    if all(below_float(e.kl) for e in effects):
+        text = (
+            f"Scaling Q, K or V in layer {layer} left the next-token distribution unchanged "
+            f"within float32 (a KL under {FLOOR_TEXT} nats at every scale factor)."
         )
+    else:
+        eps = min(e.setting for e in effects)
+        strongest = [e for e in effects if e.setting == eps]
+        of = f" of sentence {scaling.sentence}" if max(e.kl.n for e in strongest) < 2 else ""
+        text = (
+            f"Scaling Q, K or V by {eps:g} in layer {layer} moves the next-token distribution"
+            f"{of}, as {measured_as(strongest)}, by {every_target(strongest)}."
+            + (v_undone(effects) if post_norm else "")
+        )
+    text += mean_text(interventions.mean)
     return Finding("interventions", text, "scaling-grid", scaling.sentence)
 
 
 UNDONE = 0.01  # V's mildest scaling moves the output less than 1% of its strongest one
 
 
-def v_undone(cells: Sequence[Any], said: bool = False) -> str:
+def v_undone(effects: Sequence[Effect], said: bool = False) -> str:
     """For a model with a post-attention norm: V's mildest scaling barely moving the
     next-token distribution (under ``UNDONE`` of what its strongest does), in words; "" when
-    the grid does not show it. cells: the scaling grid's cells (target, setting, KL);
-    said: the text before already gives the mildest scaling's KL, so only the reason follows.
+    the grid does not show it. effects: the scaling grid's interventions
+    (``effects.scaling_effects``); said: the text before already gives the mildest
+    scaling's KL, so only the reason follows.
     """
-    v = mildest_first(cells, "V")
+    v = mildest_first(effects, "V")
     if len(v) < 2:
         return ""
-    mild, strong = mean_kl(v[0]), max(mean_kl(c) for c in v)
+    mild, strong = v[0].mean, max(e.mean for e in v)
     if strong <= 0 or mild > UNDONE * strong:
         return ""
-    nearer = "".join(f", {nats(mean_kl(c))} at {float(c.setting):g}" for c in v[1:])
-    opener = (
-        f" V scaled by {float(v[0].setting):g} moves it so little because"
-        if said
-        else f" Scaling V by {float(v[0].setting):g} moves it only {nats(mild)}:"
-    )
+    nearer = ", ".join(f"at {e.setting:g} it is {kl_words(e.kl)}" for e in v[1:])
+    eps = f"{v[0].setting:g}"
+    if said:
+        opener = f" V scaled by {eps} moves it so little because"
+    elif below_float(v[0].kl):
+        opener = f" Scaling V by {eps} leaves it unchanged within float32 (a KL under {FLOOR_TEXT} nats):"
+    else:
+        opener = f" Scaling V by {eps} moves it only {kl_words(v[0].kl)}:"
     return (
         f"{opener} the model {POST_NORM}, and the norm undoes a scaling of V until the output "
-        f"is small enough for the norm's own epsilon to matter ({nearer[2:]})."
+        f"is small enough for the norm's own epsilon to matter; {nearer}."
     )
 
 

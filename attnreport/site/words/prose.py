@@ -225,26 +225,29 @@ _nats = effects.nats  # a KL in words, 0 below float32 round-off
 
 
 def scaling_summary(scaling: ScalingGrid, layer: int, post_norm: bool = False) -> str | None:
-    """Part 4 text: which scaled target changes the next-token distribution most; with
-    ``post_norm``, also a post-attention norm undoing a mild scaling of V (``v_undone``)."""
-    cells = scaling.cells
-    if not cells:
+    """Part 4 text: which scaling changes the next-token distribution most and least,
+    each by the report's KL convention over the sentences scaled; with ``post_norm``, also a
+    post-attention norm undoing a mild scaling of V (``v_undone``)."""
+    found = effects.scaling_effects(scaling)
+    if not found:
         return None
-    targets, eps, kl = effects.top_scaling(cells)
-    low = min(cells, key=lambda c: (mean_kl(c), float(c.setting)))
-    return (
-        f"Scaling {join_and(targets, 'or')} by {eps:g} in layer {layer} changes the "
-        f"next-token distribution most (a mean KL divergence of {_nats(kl)} per position); "
-        f"scaling {low.target} by {float(low.setting):g} changes it least "
-        f"({_nats(mean_kl(low))})."
-        + (findings.v_undone(cells, said=_is_mildest_v(low, cells)) if post_norm else "")
+    targets, eps, kl = effects.top_scaling(found)
+    # below float32's round-off every KL is 0: the least is then the first of them in order
+    low = min(found, key=lambda e: (0.0 if effects.below_float(e.kl) else e.mean,
+                                    effects.ORDER.get(e.target, 3), e.setting))  # fmt: skip
+    what = join_and([effects.target_words(t) for t in targets], "or")
+    mildest = effects.mildest_first(found, "V")
+    least = f"scaling {effects.target_words(low.target)} by {low.setting:g}"
+    least += (
+        f" leaves it unchanged within float32 (under {effects.FLOOR_TEXT} nats)"
+        if effects.below_float(low.kl)
+        else f" changes it least, {effects.kl_words(low.kl)}"
     )
-
-
-def _is_mildest_v(cell: Any, cells: Sequence[Any]) -> bool:
-    """Whether ``cell`` is the mildest scaling of V among ``cells``."""
-    v = effects.mildest_first(cells, "V")
-    return bool(v) and v[0] is cell
+    return (
+        f"Scaling {what} by {eps:g} in layer {layer} changes the next-token distribution "
+        f"most, a KL divergence of {effects.kl_words(kl)}; {least}."
+        + (findings.v_undone(found, said=bool(mildest) and mildest[0] is low) if post_norm else "")
+    )
 
 
 def mean_summary(mean: MeanGrid, sentence: int, layer: int) -> str | None:

@@ -23,35 +23,47 @@ from attnreport.site.words.claims.maps import (
     UNIFORM_TOL,
     cell_changes,
     cell_gaps,
+    head_max,
+    smallest_cells,
 )
 from attnreport.site.words.wording import number, quantity
+
+
+def _over(n: int) -> str:
+    """`` (on 8 sentences)`` when the grid scaled several, else "": the bound given holds
+    on every one."""
+    return f" (on {n} sentences)" if n > 1 else ""
 
 
 @check(order=10)
 def qk_scaling_uniform(inputs: ClaimInputs) -> Check | None:
     """At the smallest ε, every head of the intervention layer within ``UNIFORM_TOL`` of
-    uniform, Q and K scaled alike."""
+    uniform on every sentence scaled, Q and K scaled alike (one target, "QK", in schema 9)."""
     iv = inputs.interventions
     if iv is None or not iv.scaling.cells or not inputs.scores_only_qk:
         return None
-    eps = min(float(c.setting) for c in iv.scaling.cells)
-    cells = [c for c in iv.scaling.cells if float(c.setting) == eps and c.target in "QK"]
+    eps, cells = smallest_cells(iv.scaling, ("Q", "K", "QK"))
     if not cells:
         return None
-    gaps = {c.target: cell_gaps(c) for c in cells}
+    targets = sorted({c.target for c in cells}, key=lambda t: effects.ORDER.get(t, 3))
+    gaps = {t: head_max([cell_gaps(c) for c in cells if c.target == t]) for t in targets}
+    n = len({iv.scaling.sentence_of(c) for c in cells})
     broken = sorted(
         {(iv.layer, h) for g in gaps.values() for h, v in enumerate(g) if v > UNIFORM_TOL}
     )
-    largest = " and ".join(f"{t} {number(max(gaps[t], default=0.0), 2)}" for t in "QK" if t in gaps)
-    kl = {c.target: effects.mean_kl(c) for c in cells}
+    largest = " and ".join(
+        f"{effects.target_words(t)} {number(max(gaps[t], default=0.0), 2)}" for t in targets
+    )
+    kl = {c.target: effects.mean_kl(c) for c in cells}  # Q and K apart: one input (schema < 9)
     same = (
         f"; Q and K give the same KL, {quantity(kl['Q'], 'nat')}"
         if len(kl) == 2 and len(set(kl.values())) == 1
         else ""
     )
     evidence = (
-        f"Scaled by {eps:g} in layer {iv.layer}, the largest gap between a head's weights and "
-        f"uniform over the keys it sees is {largest} (uniform means within {UNIFORM_TOL:g}){same}."
+        f"Scaled by {eps:g} in layer {iv.layer}{_over(n)}, the largest gap between a head's "
+        f"weights and uniform over the keys it sees is {largest} (uniform means within "
+        f"{UNIFORM_TOL:g}){same}."
     )
     if broken:
         evidence += f" {fit.heads_words(broken)} stay further from uniform."
@@ -62,30 +74,31 @@ def qk_scaling_uniform(inputs: ClaimInputs) -> Check | None:
 
 @check(order=20)
 def v_scaling_own_layer(inputs: ClaimInputs) -> Check | None:
-    """V scaled by the smallest ε leaves its own layer's weights within ``UNCHANGED_TOL``;
-    the evidence also says what it does change (the next layer, the next token)."""
+    """V scaled by the smallest ε leaves its own layer's weights within ``UNCHANGED_TOL`` on
+    every sentence scaled; the evidence also says what it does change (the next layer, the
+    next token)."""
     iv = inputs.interventions
     if iv is None or not iv.scaling.baseline:
         return None
-    cells = [c for c in iv.scaling.cells if c.target == "V"]
+    eps, cells = smallest_cells(iv.scaling, ("V",))
     if not cells:
         return None
-    cell = min(cells, key=lambda c: float(c.setting))
-    own = cell_changes(cell, iv.scaling.baseline, "same")
+    base = iv.scaling.baseline  # the drawn input's: older cells without ``moved`` are its
+    own = head_max([cell_changes(c, base, "same") for c in cells])
+    n = len({iv.scaling.sentence_of(c) for c in cells})
     broken = [(iv.layer, h) for h, v in enumerate(own) if v > UNCHANGED_TOL]
     moved = max(own, default=0.0)
-    evidence = (
-        f"V scaled by {float(cell.setting):g} in layer {iv.layer}: the layer's own weights "
-        + ("do not move at all" if moved == 0 else f"move at most {number(moved, 2)}")
+    evidence = f"V scaled by {eps:g} in layer {iv.layer}{_over(n)}: the layer's own weights " + (
+        "do not move at all" if moved == 0 else f"move at most {number(moved, 2)}"
     )
     after = iv.observed_layers.get("next", iv.layer + 1)
     if after > iv.layer:
-        nxt = cell_changes(cell, iv.scaling.baseline, "next")
+        nxt = head_max([cell_changes(c, base, "next") for c in cells])
         evidence += f"; layer {after}'s move up to {number(max(nxt, default=0.0), 2)}"
-    evidence += (
-        f"; the next-token distribution moves {quantity(effects.mean_kl(cell), 'nat')} "
-        "(mean KL per position)."
+    spread = next(  # its KL over every input scaled, as the findings give it
+        e.kl for e in effects.scaling_effects(iv.scaling) if (e.target, e.setting) == ("V", eps)
     )
+    evidence += f"; the next-token distribution's KL is {effects.kl_words(spread)}."
     if broken:
         evidence += f" {fit.heads_words(broken)} change their own weights."
     return Check("v-own-layer", "Scaling V leaves its own layer's attention weights "

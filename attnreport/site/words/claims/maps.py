@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from attnreport.results.interventions import GridCell
+from attnreport.results.interventions import GridCell, ScalingGrid
 from attnreport.results.observed_blocks import localities
 
 Maps = Sequence[Sequence[Sequence[float | None]]]  # head -> query -> key
@@ -84,3 +84,16 @@ def cell_changes(cell: GridCell, base: Any, observation: str) -> list[float]:
     if cell.moved is not None:
         return list(cell.moved[observation])
     return changes(cell.observations[observation], base[observation])
+
+
+def smallest_cells(grid: ScalingGrid, targets: Sequence[str]) -> tuple[float, list[GridCell]]:
+    """The smallest epsilon of ``targets`` in the scaling grid and its cells on every input
+    scaled (schema 9 keeps each one's gaps and changes; older results scaled one input)."""
+    cells = [c for c in grid.cells if c.target in targets]
+    eps = min((float(c.setting) for c in cells), default=0.0)
+    return eps, [c for c in cells if float(c.setting) == eps]
+
+
+def head_max(per_input: Sequence[Sequence[float]]) -> list[float]:
+    """Per head, the largest value over the inputs (a check's bound holds on every one)."""
+    return [max(v) for v in zip(*per_input, strict=True)] if per_input else []
