@@ -113,11 +113,13 @@ def test_interventions_ran_at_the_attention_layer(built):
     for triangle in tiny_q.observations["same"]:  # ~0 queries: uniform over the allowed keys
         for query, row in enumerate(triangle):
             np.testing.assert_allclose(row, np.full(query + 1, 1 / (query + 1)), atol=TOL)
-    # layer 3 is the last attention layer: V scaling has no later attention layer to move,
-    # and the index says so instead of calling the claim contradicted
-    claim = page_text(site / "index.html").split("Scaling V leaves the layer's own weights")[0]
-    said = "Inconclusive (no attention layer after layer 3) :"
-    assert claim.rstrip().endswith(said), claim[-200:]
+    # layer 3 is the last attention layer: the V check reads its own weights and names no
+    # later layer to have moved (there is none to show it)
+    index = page_text(site / "index.html")
+    check = index.split("Scaling V leaves its own layer's attention weights unchanged")[1]
+    check = check.split("See the figure")[0]
+    assert "V scaled by 1e-10 in layer 3" in check and "own weights do not move" in check, check
+    assert "layer 4" not in check, check
 
 
 @pytest.mark.slow
