@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from attnreport.analyses import concat_tables, focus_table, head_impact_table, key_order
+from attnreport.analyses.layer_choice import strongest_first_token_layer
 from attnreport.capture import capture_attention, installed_hooks
 from attnreport.checks import mean_sentence_indices, scaling_sentence_indices
 from attnreport.config import Settings
@@ -18,7 +19,7 @@ from attnreport.corpus.partial import SentencePartial, SetPartial
 from attnreport.interventions import baseline, mean_grid, mean_grid_before_rotation, scaling_grid
 from attnreport.pass_count import intervention_pass_plan
 from attnreport.session import Session
-from attnreport.study import intervention_results, strongest_first_token_layer
+from attnreport.study import intervention_results
 
 
 def timed(fn: Callable[[], Any], repeats: int) -> list[float]:
