@@ -16,11 +16,9 @@ from attnreport.config import Settings
 from attnreport.corpus.partial import SentencePartial, SetPartial
 from attnreport.interventions import mean_grid, scaling_grid
 from attnreport.session import Session
-from attnreport.study import (
-    intervention_results,
-    mean_sentence_indices,
-    strongest_first_token_layer,
-)
+from attnreport.analyses.layer_choice import strongest_first_token_layer
+from attnreport.checks import mean_sentence_indices
+from attnreport.study import intervention_results
 
 
 def timed(fn: Callable[[], Any], repeats: int) -> list[float]:
