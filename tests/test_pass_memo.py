@@ -8,7 +8,7 @@ import gc
 
 import numpy as np
 
-from attnreport import study, value_norms
+from attnreport import bos_contrast, study, value_norms
 from attnreport.config import Settings
 from attnreport.pass_memo import keep_passes, remembered
 from attnreport.session import open_session
@@ -49,7 +49,7 @@ def test_a_second_set_build_runs_no_extra_pass(tmp_path, tiny_model_dirs, monkey
     def no_pass(*args, **kwargs):
         raise AssertionError("an extra pass ran again")
 
-    monkeypatch.setattr(study, "stream_layers", no_pass)
+    monkeypatch.setattr(bos_contrast, "stream_layers", no_pass)
     monkeypatch.setattr(value_norms, "stream_layers", no_pass)
     monkeypatch.setattr(study, "probe_scores", no_pass)
     again = (study.bos_contrast(session, settings), value_norms.value_norms(session))

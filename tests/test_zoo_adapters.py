@@ -189,4 +189,6 @@ def test_inkling2_sink_logit_per_query_is_in_its_softmax_and_its_maps():
     for head in range(record.n_heads):
         for q in range(len(IDS)):
             derived = np.asarray(maps.probs[-1][head][q])
-            np.testing.assert_allclose(derived, record.probs[head, q, : q + 1], atol=1e-5, rtol=0)
+            np.testing.assert_allclose(
+                derived, record.probs[head, q, : q + 1], atol=1e-3, rtol=0
+            )  # 3-decimal scores
