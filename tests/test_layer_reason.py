@@ -34,9 +34,9 @@ def test_the_default_rule_is_named_with_its_number():
     assert strongest_first_token_layer(POOLED) == 1
     text = layer_reason(manifest(), POOLED, 1)
     assert text == (
-        "The interventions run in layer 1, the layer with the strongest first-token focus "
-        "(the default choice): pooled over the set, its heads put their top target on the "
-        "first token for 75% of the queries on average, the most of its 3 attention layers."
+        "The interventions run in layer 1, by the default rule, which picks the attention "
+        "layer whose heads most often put their top target on the first token, pooled over "
+        "the set: here 75% of the queries on average, of the model's 3 attention layers."
     )
     assert (
         layer_reason(manifest(), POOLED, 2) == "The interventions run in layer 2."

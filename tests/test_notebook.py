@@ -87,5 +87,6 @@ def test_the_table_cell_displays_a_dataframe_and_the_site_is_written(executed):
     index = (folder / "quickstart-site" / "index.html").read_text(encoding="utf-8")
     assert "SmolLM2 in a notebook" in index
     assert (folder / "quickstart-site" / "results" / "manifest.json").is_file()
-    (study,) = outputs_of(notebook, "study = attnreport.analyze")
+    shown = outputs_of(notebook, "study = attnreport.analyze")  # progress bars, then the study
+    (study,) = [o for o in shown if o["output_type"] == "execute_result"]
     assert "3 sentences, 30 layers x 9 heads" in study["data"]["text/plain"]

@@ -55,6 +55,7 @@ def test_sigterm_mid_analysis_stops_at_once_and_leaves_everything_whole(tmp_path
     config.write_text(CONFIG.format(model=model), encoding="utf-8")
     write_sentences(project, "the cat sat on the mat .", "the dog chased the cat")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["SOURCE_DATE_EPOCH"] = "1767225600"  # analysed on 2026-01-01, the date CONFIG sets
     command = [sys.executable, "-m", "attnreport.cli", "serve", "--watch", "--port", str(free_port())]  # fmt: skip
     process = subprocess.Popen(
         command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True

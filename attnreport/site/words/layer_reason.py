@@ -54,8 +54,8 @@ def layer_reason(manifest: Manifest, pooled: Mapping[str, Any] | None, layer: in
     if not means or strongest_first_token_layer(pooled) != layer:
         return f"{start}."
     return (
-        f"{start}, the layer with the strongest first-token focus (the default choice): "
-        f"pooled over the set, its heads put their top target on the first token for "
-        f"{pct(means[layer])} of the queries on average, the most of its "
+        f"{start}, by the default rule, which picks the attention layer whose heads most "
+        f"often put their top target on the first token, pooled over the set: here "
+        f"{pct(means[layer])} of the queries on average, of the model's "
         f"{count(len(means), 'attention layer')}."
     )
