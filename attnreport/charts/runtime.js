@@ -135,6 +135,12 @@
     return rows;
   }
 
+  function single(name, value) {
+    var out = {};
+    out[name] = value;
+    return out;
+  }
+
   function statusElement(el) {
     var status = document.createElement("div");
     status.className = "ar-status";
@@ -152,6 +158,12 @@
     this.status = statusElement(el);
     this.loaded = {};
     this.pending = {};
+    this.failed = {}; // chunks whose file could not be loaded
+    this.waiting = {}; // chunk -> what runs once its rows are in
+    this.wanted = {}; // signal changes waiting for their rows (``show``)
+    var intercept = this.intercept.bind(this);
+    el.addEventListener("input", intercept, true); // before the control's own listener
+    el.addEventListener("change", intercept, true);
     this.view = null;
     this.shared = {}; // name -> the bound signal of each shared param it has
   }
@@ -190,6 +202,9 @@
       this.say(Object.keys(this.pending).length ? "loading\u2026" : "No data for this choice.");
       return;
     }
+    if (this.failed[chunk]) {
+      return; // its status says why
+    }
     if (this.loaded[chunk] || this.pending[chunk]) {
       this.say(Object.keys(this.pending).length ? "loading\u2026" : "");
       return;
@@ -197,21 +212,89 @@
     this.load(chunk);
   };
 
-  Chart.prototype.load = function (chunk) {
+  // Load CHUNK's file (once) and insert its rows; THEN, if given, runs before the view
+  // does (every caller waiting on the chunk's file is called back).
+  Chart.prototype.load = function (chunk, then) {
     var self = this;
+    var waiting = (this.waiting[chunk] = this.waiting[chunk] || []);
+    if (then) {
+      waiting.push(then);
+    }
+    if (this.pending[chunk]) {
+      return;
+    }
     this.pending[chunk] = true;
     this.say("loading\u2026");
     loadFile(this.dir, this.source + "--" + chunk, function (columns, error) {
       delete self.pending[chunk];
+      delete self.waiting[chunk];
       if (error) {
+        self.failed[chunk] = true;
         self.say(error);
-        return;
+      } else {
+        self.loaded[chunk] = true;
+        self.view.insert(self.key, toRows(columns));
       }
-      self.loaded[chunk] = true;
-      self.view.insert(self.key, toRows(columns)).runAsync().then(function () {
+      waiting.forEach(function (callback) {
+        callback();
+      });
+      self.view.runAsync().then(function () {
         self.ensureChunk();
       });
     });
+  };
+
+  // Whether CHUNK's rows are in (or its file failed: the status says so).
+  Chart.prototype.ready = function (chunk) {
+    return Boolean(this.loaded[chunk] || this.failed[chunk]);
+  };
+
+  // The chunk the view shows once the CHANGES ({name: value}) of its signals are made.
+  Chart.prototype.chunkWith = function (changes) {
+    var view = this.view;
+    var values = this.payload.chunk_params.map(function (param) {
+      return String(Object.prototype.hasOwnProperty.call(changes, param) ? changes[param] : view.signal(param));
+    });
+    return this.payload.chunk_params.length ? this.payload.chunks[values.join("|")] : undefined;
+  };
+
+  // Show the CHANGES ({name: value}) of its signals, once the rows they select are in:
+  // a view never runs on a choice whose rows are still loading (an empty plot, and Vega
+  // warning that its scales have no extent). Changes asked for meanwhile join them.
+  Chart.prototype.show = function (changes) {
+    var self = this;
+    var wanted = Object.assign(this.wanted, changes);
+    var chunk = this.chunkWith(wanted);
+    if (chunk !== undefined && !this.ready(chunk)) {
+      this.load(chunk, function () {
+        self.show({});
+      });
+      return;
+    }
+    this.wanted = {};
+    Object.keys(wanted).forEach(function (name) {
+      if (self.view.signal(name) !== wanted[name]) {
+        self.view.signal(name, wanted[name]);
+      }
+    });
+    this.view.runAsync();
+  };
+
+  // A control of this chart moved by the reader (EVENT, seen before Vega's own listener)
+  // to a value whose rows are not loaded: Vega does not see it; the chart shows the
+  // value once its rows are in (``show``), and the page follows.
+  Chart.prototype.intercept = function (event) {
+    var name = event.target && event.target.name;
+    var signal = this.view && this.shared[name];
+    if (!signal || this.payload.chunk_params.indexOf(name) < 0) {
+      return;
+    }
+    var value = window.attnreport.controlValue(event.target, signal.bind, this.el);
+    var chunk = value === undefined ? undefined : this.chunkWith(Object.assign({}, this.wanted, single(name, value)));
+    if (chunk !== undefined && !this.ready(chunk)) {
+      event.stopImmediatePropagation();
+      this.show(single(name, value));
+    }
   };
 
   Chart.prototype.listen = function () {
@@ -276,22 +359,59 @@
     this.draw();
   };
 
+  // The chunk that the compiled SIGNALS' values of the chunk params select (undefined:
+  // none, or a chart without chunks).
+  Chart.prototype.chunkFor = function (signals) {
+    var params = this.payload.chunk_params;
+    if (!params.length) {
+      return undefined;
+    }
+    var values = params.map(function (param) {
+      var signal = signals.filter(function (s) {
+        return s.name === param;
+      })[0];
+      return String(signal ? signal.value : undefined);
+    });
+    return this.payload.chunks[values.join("|")];
+  };
+
   // Draw the chart (again) for the width of its figure (layout.fitted), on the page's
-  // state: the inline rows become the values of the (Vega) spec's data set KEY, so the
-  // first render already has them (no empty-data layout); chunk rows are inserted later
-  // into the same data set.
+  // state: the inline rows, and the rows of the chunk that state selects when it is
+  // another (a view opened from the hash, or drawn again after a resize: its file is
+  // loaded first), become the values of the (Vega) spec's data set KEY, so the first
+  // render already has the rows it shows (no empty-data layout, no warning about an
+  // empty scale); rows of other chunks are inserted later into the same data set.
   Chart.prototype.draw = function () {
     var self = this;
-    var key = this.key;
-    var rows = this.rows;
     this.drawing = true;
     this.fit = layout.fitOf(this.el.clientWidth);
     this.el.setAttribute("data-fit", this.fit);
     var spec = Object.assign({}, layout.fitted(this.payload.spec, this.el.clientWidth));
+    spec.signals = pageState.adopt(spec.signals || []);
+    var chunk = this.chunkFor(spec.signals);
+    if (chunk === undefined || this.loaded[chunk]) {
+      this.embed(spec, this.rows);
+      return;
+    }
+    this.pending[chunk] = true;
+    this.say("loading\u2026");
+    loadFile(this.dir, this.source + "--" + chunk, function (columns, error) {
+      delete self.pending[chunk];
+      self.say(error || "");
+      if (!error) {
+        self.loaded[chunk] = true;
+      }
+      self.embed(spec, error ? self.rows : self.rows.concat(toRows(columns)));
+    });
+  };
+
+  // vegaEmbed the fitted SPEC with ROWS as its data set KEY's values.
+  Chart.prototype.embed = function (spec, rows) {
+    var self = this;
+    var key = this.key;
     spec.data = (spec.data || []).map(function (data) {
       return data.name === key ? Object.assign({}, data, { values: rows }) : data;
     });
-    spec.signals = pageState.adopt(spec.signals || []);
     this.shared = pageState.sharedSignals(spec.signals);
     var options = {
       renderer: this.payload.renderer || "svg",
@@ -341,6 +461,7 @@
     }
     this.embedded.finalize();
     this.loaded = {};
+    this.failed = {};
     if (this.inlineLoaded) {
       this.loaded[this.payload.inline_chunk] = true;
     }
@@ -394,9 +515,24 @@
     });
   }
 
+  // The compiled signals of every chart of the page whose payload can be read (a chart
+  // whose payload cannot reports it when it starts).
+  function pageSignals(elements) {
+    var lists = [];
+    for (var i = 0; i < elements.length; i++) {
+      try {
+        lists.push(payloadOf(elements[i].getAttribute("data-key")).spec.signals || []);
+      } catch (error) {
+        continue;
+      }
+    }
+    return lists;
+  }
+
   function startAll() {
     layout.fitCanvasPicking();
     var elements = document.querySelectorAll(".ar-chart");
+    pageState.expect(pageSignals(elements)); // the hash checked against every control
     for (var i = 0; i < elements.length; i++) {
       new Chart(elements[i]).start();
     }
@@ -406,7 +542,48 @@
     });
   }
 
+  // Whether every chart has drawn and none is drawing, loading, waiting to be fitted
+  // again or fitting its plots.
+  function quiet() {
+    var elements = document.querySelectorAll(".ar-chart");
+    for (var i = 0; i < elements.length; i++) {
+      if (!elements[i].hasAttribute("data-rendered")) {
+        return false;
+      }
+    }
+    return !layout.busy() && pageState.charts.every(function (chart) {
+      return !chart.drawing && !Object.keys(chart.pending).length &&
+        layout.fitOf(chart.el.clientWidth) === chart.fit;
+    });
+  }
+
+  // Resolves when the page is quiet (``quiet``) after every view has run: the drawing
+  // then shows the page's state. For scripts and tests that read the drawn charts.
+  function settled() {
+    return new Promise(function (resolve) {
+      function check() {
+        if (!quiet()) {
+          window.setTimeout(check, 20);
+          return;
+        }
+        Promise.all(pageState.charts.map(function (chart) {
+          return chart.view.runAsync();
+        })).then(function () {
+          window.setTimeout(function () {
+            if (quiet()) {
+              resolve();
+            } else {
+              check();
+            }
+          }, 0);
+        });
+      }
+      check();
+    });
+  }
+
   Object.assign(window.attnreport, {
+    settled: settled,
     register: function (id, columns) {
       registry[id] = columns;
     },

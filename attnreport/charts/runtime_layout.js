@@ -203,6 +203,7 @@
   var LEAST = 0.3; // the smallest a plot is shrunk, as a share of its compiled size
   var TRIES = 3; // text does not shrink with the plots, so a few passes get it to fit
   var FILL_TRIES = 6; // a chart that fills its column: text is most of what is left
+  var fitting = 0; // fitting passes begun or asked for and not finished (``busy``)
 
   // The width a drawn chart takes (its SVG's or canvas's own CSS pixels, before the
   // stylesheet scales it to the figure).
@@ -290,12 +291,22 @@
         return Promise.resolve();
       }
       busy = true;
-      return pass(fill ? FILL_TRIES : TRIES, null).then(function () {
+      fitting += 1;
+      function done() {
         busy = false;
+        fitting -= 1;
+      }
+      return pass(fill ? FILL_TRIES : TRIES, null).then(done, function (error) {
+        done();
+        throw error;
       });
     }
     view.addResizeListener(function () {
-      window.setTimeout(fitNow, 0); // not inside the dataflow run that resized it
+      fitting += 1; // asked for: busy until it has run
+      window.setTimeout(function () {
+        fitting -= 1;
+        fitNow();
+      }, 0); // not inside the dataflow run that resized it
     });
     return fitNow();
   }
@@ -315,6 +326,9 @@
   }
 
   ns.layout = {
+    busy: function () {
+      return fitting > 0;
+    },
     fitOf: fitOf,
     fitted: fitted,
     shrinkToFit: shrinkToFit,
