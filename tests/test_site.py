@@ -270,8 +270,8 @@ def test_unsafe_figure_key_is_rejected(study):
     from dataclasses import replace
 
     charts = demo_charts()
-    bad = replace(charts, index_figures=lambda r: [replace(p, figure=replace(p.figure, key="../x"))
-                                                   for p in charts.index_figures(r)][:1])  # fmt: skip
+    bad = replace(charts, index_figures=lambda r, pages: [replace(p, figure=replace(p.figure, key="../x"))
+                                                          for p in charts.index_figures(r, pages)][:1])  # fmt: skip
     with pytest.raises(ValueError, match="figure key"):
         assemble_site(study, OPTIONS, bad)
 
@@ -407,9 +407,9 @@ def test_later_pages_are_built_while_earlier_pages_images_are_drawn():
         page_of.update((id(p.figure), index) for p in placed)
         return placed
 
-    def index_built(results):
+    def index_built(results, pages):
         events.append(("build", None))
-        return site_helpers.index_figures(results)
+        return site_helpers.index_figures(results, pages)
 
     def started(figs, png, here):
         page = page_of.get(id(figs[0]))

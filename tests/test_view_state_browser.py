@@ -18,6 +18,7 @@ file loading, no fitting pass left), so nothing here sleeps a fixed time.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from urllib.parse import quote
 
@@ -241,3 +242,97 @@ def test_every_control_at_every_value_draws_what_its_hash_draws(example, tabs, n
         if value in compared(values):
             assert_same_drawing(drawn, fresh.open(url + tab.hash()), (name, value))
     assert tab.logged == [] and fresh.logged == []
+
+
+# ---- Every head on an index opens its sentence page at that head ------------------------
+
+# Per chart of the page: each drawn mark that stands for one row (a point, a cell) whose
+# row names a head: the chart, the row's layer, head, link and tooltip text.
+HEADS = """() => window.attnreport.state.charts.flatMap(chart => {
+  const out = [];
+  (function walk(mark) {
+    for (const item of mark.items || []) {
+      if (mark.marktype === 'group') {
+        for (const sub of item.items || []) walk(sub);
+      } else if (mark.role === 'mark' && ['symbol', 'rect'].includes(mark.marktype)) {
+        const d = item.datum || {};
+        if (typeof d.head === 'number') {
+          out.push({key: chart.key, layer: d.layer, head: d.head, href: d.href || null,
+                    opens: d.opens || null});
+        }
+      }
+    }
+  })(chart.view.scenegraph().root);
+  return out;
+})"""
+
+# One uncovered mark of chart KEY whose row links somewhere: its link and its centre.
+TARGET = """key => {
+  const LINKING = ['symbol', 'rect'];  // a line or an area stands for many rows
+  const chart = window.attnreport.state.charts.find(c => c.key === key);
+  let found = null;
+  (function walk(mark) {
+    for (const item of mark.items || []) {
+      if (found) return;
+      if (mark.marktype === 'group') {
+        for (const sub of item.items || []) walk(sub);
+      } else if (LINKING.includes(mark.marktype) && mark.role === 'mark' && item.datum.href) {
+        item._svg.scrollIntoView({block: 'center'});
+        const r = item._svg.getBoundingClientRect();
+        const x = r.left + r.width / 2, y = r.top + r.height / 2;
+        if (r.width > 2 && document.elementFromPoint(x, y) === item._svg) {
+          found = {href: item.datum.href, x, y};
+        }
+      }
+    }
+  })(chart.view.scenegraph().root);
+  return found;
+}"""
+
+INDEX_FIGURES = {
+    "set-self-focus", "set-first-focus", "set-sink-rate", "set-concentration",
+    "set-head-impact", "head-atlas", "induction-vs-previous",
+}  # fmt: skip
+
+
+def controls_of(page: Path) -> dict[str, dict]:
+    """The bound signals of a page's attention map (its layer and head controls), read
+    from the page's payload."""
+    html = page.read_text()
+    at = html.index('id="ar-data-attention-map">') + len('id="ar-data-attention-map">')
+    spec = json.loads(html[at : html.index("</script>", at)])["spec"]
+    return {s["name"]: s["bind"] for s in spec["signals"] if s.get("bind")}
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_head_on_the_index_opens_a_sentence_page_at_that_head(example, tabs, model):
+    tab = tabs[0]
+    index = example / model / "index.html"
+    tab.open(index.as_uri())
+    heads = tab.page.evaluate(HEADS)
+    assert {h["key"] for h in heads} == INDEX_FIGURES
+    controls: dict[str, dict] = {}
+    for head in heads:  # every link: a page beside the index that can show that head
+        page, _, view = head["href"].partition("#")
+        assert view == f"layer={head['layer']}&head={head['head']}", head
+        assert (index.parent / page).is_file(), head
+        bind = controls.setdefault(page, controls_of(index.parent / page))
+        assert bind["layer"]["min"] <= head["layer"] <= bind["layer"]["max"], head
+        assert bind["head"]["min"] <= head["head"] <= bind["head"]["max"], head
+        assert head["opens"].startswith(f"sentence {int(page[1:4])} at layer {head['layer']},")
+
+    for key in sorted(INDEX_FIGURES):  # a click on one head of each figure opens its page
+        tab.open(index.as_uri())
+        target = tab.page.evaluate(TARGET, key)
+        assert target is not None, key
+        tab.page.mouse.move(target["x"], target["y"])
+        tooltip = tab.page.locator("#vg-tooltip-element")
+        tooltip.filter(has_text="click opens").wait_for()  # hover says where it goes
+        with tab.page.expect_navigation():
+            tab.page.mouse.click(target["x"], target["y"])
+        page, _, view = target["href"].partition("#")
+        assert tab.page.url == (index.parent / page).as_uri() + "#" + view
+        tab.page.wait_for_function("() => window.attnreport && window.attnreport.settled")
+        shown = one_view(tab.drawn())
+        assert f"layer={shown['layer']}&head={shown['head']}" == view, key
+    assert tab.logged == []

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from attnreport.charts.figure import Encoded, Figure
+from attnreport.charts.figures.links import Pages
 from attnreport.charts.spec.notes import BREAKDOWN_NOTES, MAP_NOTES, caption_notes
 from attnreport.results import Manifest, Results, SentenceResults
 from attnreport.site.words import alt_text as alt
@@ -61,13 +62,16 @@ class Inputs:
 
     ``show_interventions``: the page shows the intervention grids (on the page of the
     sentence the scaling grid was run on). ``notes``: the caption sentences of the
-    figure's entry (``FigureEntry.caption_notes``), which its builder appends.
+    figure's entry (``FigureEntry.caption_notes``), which its builder appends. ``pages``:
+    on the index, the sentences that have a page and their files, which its figures link
+    each head to (``figures.links``).
     """
 
     results: Results
     page_sentence: SentenceResults | None = None  # None on the index
     show_interventions: bool = False
     notes: str = ""  # what the figure's entry adds to its caption (``place`` sets it)
+    pages: Pages = ()
 
     @property
     def sentence(self) -> SentenceResults:
@@ -125,6 +129,7 @@ def _pooled(statistic: str) -> Callable[[Inputs], Figure]:
         len(i.results.sentences) or len(i.results.manifest.sentences),
         i.results.manifest,
         i.notes,
+        i.pages,
     )
 
 
@@ -182,16 +187,17 @@ FIGURES: tuple[FigureEntry, ...] = (
     _set_focus("self-focus", "self_focus"),
     _set_focus("first-focus", "first_focus"),
     FigureEntry("set-sink-rate", "index", "set", ("set:focus_by_sentence",),
-                lambda i: sink_rate_figure(i.results.set, i.results.manifest, i.notes),
+                lambda i: sink_rate_figure(i.results.set, i.results.manifest, i.notes, i.pages),
                 alt=alt.set_sink_rate, shaded=True),
     _set_focus("concentration", "concentration"),
     FigureEntry("set-head-impact", "index", "set", ("set:impact_pooled",),
-                lambda i: pooled_impact_figure(i.results.set, i.results.manifest),
+                lambda i: pooled_impact_figure(i.results.set, i.results.manifest, i.pages),
                 alt=alt.set_head_impact),
     FigureEntry("head-atlas", "index", "set", ("set:head_roles", "set:focus_by_sentence"),
-                lambda i: atlas_figure(i.results.set, i.results.manifest), when=_has_roles),
+                lambda i: atlas_figure(i.results.set, i.results.manifest, i.pages),
+                when=_has_roles),
     FigureEntry("induction-vs-previous", "index", "set", ("set:head_roles", "set:impact_pooled"),
-                lambda i: roles_scatter_figure(i.results.set), when=_has_roles),
+                lambda i: roles_scatter_figure(i.results.set, i.pages), when=_has_roles),
 )  # fmt: skip
 
 
@@ -210,10 +216,11 @@ class Placed:
     encoded: Encoded | None = None
 
 
-def page_inputs(results: Results, index: int | None) -> Inputs:
-    """Inputs of sentence ``index``'s page, or of the index page when None."""
+def page_inputs(results: Results, index: int | None, pages: Pages = ()) -> Inputs:
+    """Inputs of sentence ``index``'s page, or of the index page when None (``pages``: the
+    sentence pages its figures link to)."""
     if index is None:
-        return Inputs(results)
+        return Inputs(results, pages=pages)
     iv = results.interventions
     shows = iv is not None and iv.scaling.sentence == index
     return Inputs(results, results.sentences[index], shows)

@@ -20,6 +20,10 @@
   var SHARED = ["layer", "head", "sort_idx", "observation", "eps", "positions_from"];
   var HASH_DELAY = 400; // ms a control must rest before its view becomes a history entry
   var NUMBER = /^-?([0-9]+\.?[0-9]*|\.[0-9]+)(e[-+]?[0-9]+)?$/i;
+  // A row's link: a page beside this one, opened at a view ("s003-the-dog.html#layer=2&head=1")
+  var PAGE_LINK = /^[A-Za-z0-9_.-]+\.html#[A-Za-z0-9_=&.-]+$/;
+  // Marks that stand for one row (a line or an area stands for many: it links nowhere)
+  var LINKING = ["symbol", "rect"];
 
   function own(object, name) {
     return Object.prototype.hasOwnProperty.call(object, name);
@@ -246,9 +250,16 @@
       this.remember();
     },
 
-    // A click on a mark whose row names a head (a line, a point, a bar of a per-head chart).
+    // A click on a mark whose row names a head (a line, a point, a bar of a per-head chart):
+    // on an index, whose rows link each head to a sentence page (an "href" column:
+    // charts/figures/links.py), that page opens at the head; elsewhere the head is chosen.
     pick: function (item) {
       var datum = item && item.datum;
+      if (datum && typeof datum.href === "string" && PAGE_LINK.test(datum.href) &&
+          LINKING.indexOf(item.mark.marktype) >= 0) {
+        window.location.assign(datum.href);
+        return;
+      }
       if (!datum || typeof datum.head !== "number") {
         return;
       }

@@ -16,9 +16,11 @@ import numpy as np
 
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.figures.columns import as_list, rounded, sentence_tokens, sort_rows
+from attnreport.charts.figures.head_roles import link_caption, role_links
+from attnreport.charts.figures.links import Pages
 from attnreport.charts.spec import common, widgets
 from attnreport.charts.spec.assemble import build_figure
-from attnreport.charts.spec.common import tip
+from attnreport.charts.spec.common import link_cursor, link_tips, tip
 from attnreport.charts.spec.other_blocks import ordinal_layers
 from attnreport.charts.spec.position_window import (
     WINDOW_PARAM,
@@ -145,7 +147,10 @@ def robust_limits(magnitude: np.ndarray, orientation: np.ndarray) -> tuple[float
 
 
 def pooled_impact_chart(
-    key: str, limits: tuple[float, float] = (1.0, 1.0), manifest: Manifest | None = None
+    key: str,
+    limits: tuple[float, float] = (1.0, 1.0),
+    manifest: Manifest | None = None,
+    rows: Columns | None = None,
 ) -> alt.HConcatChart:
     """Index: mean magnitude and mean orientation per (layer, head) over the set, as heatmaps;
     ``limits`` from ``robust_limits``: magnitude sequential on [0, limits[0]], orientation
@@ -160,10 +165,11 @@ def pooled_impact_chart(
             tip("magnitude:Q", "mean ||u||/||x||", ".3f"),
             tip("orientation:Q", "mean cos(u, x)", ".3f"),
             tip("n_tokens:Q", "tokens"),
+            *link_tips(rows or {}),
         ],
     )
     magnitude = (
-        base.mark_rect()
+        base.mark_rect(**link_cursor(rows or {}))
         .encode(
             color=alt.Color(
                 "magnitude:Q",
@@ -174,7 +180,7 @@ def pooled_impact_chart(
         .properties(title="update magnitude", width=alt.Step(18), height=alt.Step(12))
     )
     orientation = (
-        base.mark_rect()
+        base.mark_rect(**link_cursor(rows or {}))
         .encode(
             color=alt.Color(
                 "orientation:Q",
@@ -197,12 +203,17 @@ def pooled_impact_chart(
     )
 
 
-def pooled_impact_figure(set_results: SetResults, manifest: Manifest | None = None) -> Figure:
-    """The index page's head impact figure (all rows inline: layers x heads)."""
+def pooled_impact_figure(
+    set_results: SetResults, manifest: Manifest | None = None, pages: Pages = ()
+) -> Figure:
+    """The index page's head impact figure (all rows inline: layers x heads), each head
+    linked to the page of ``pages`` that shows its role best (as in the head atlas)."""
+
     pooled = sort_rows(set_results.impact_pooled.arrays(), ("layer", "head"))
     rows: Columns = {name: as_list(pooled[name]) for name in ("layer", "head", "n_tokens")}
     for name in ("magnitude", "orientation"):
         rows[name] = rounded(pooled[name])
+    rows = role_links(set_results, rows, pages)
     caption = (
         "For every layer (rows) and head (columns), the mean over all tokens of the set of "
         "how strongly the head changes the hidden state (left) and of the direction of the "
@@ -210,14 +221,14 @@ def pooled_impact_figure(set_results: SetResults, manifest: Manifest | None = No
         f"orthogonal). Both colour scales end at the {ROBUST_PERCENTILE:g}th percentile of "
         "the heads' values (values beyond it take the end colour), so a few outliers do not wash out the rest. Look "
         "for heads that write large updates and for layers where updates turn negative."
-    )
+    ) + link_caption(rows, pages)
     key = "set-head-impact"
     return build_figure(
         key=key,
         title="Head impact over the sentence set",
         caption=caption,
         chart=pooled_impact_chart(
-            key, robust_limits(pooled["magnitude"], pooled["orientation"]), manifest
+            key, robust_limits(pooled["magnitude"], pooled["orientation"]), manifest, rows
         ),
         rows=rows,
     )

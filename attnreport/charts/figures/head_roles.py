@@ -10,6 +10,8 @@
   score on the sentences, one point per head, sized by the head's mean update magnitude
   ``||u|| / ||x||`` (``impact_pooled``): the HeadVis view of the two halves of an
   induction circuit.
+
+A click on a head opens the sentence page that shows its role best (``links``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import numpy as np
 
 from attnreport.analyses import sinks
 from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.figures.links import Pages, best_by_role, with_links
 from attnreport.charts.spec.assemble import build_figure
+from attnreport.charts.spec.common import link_cursor, link_tips
 from attnreport.charts.spec.other_blocks import ordinal_layers
 from attnreport.results import Manifest, SetResults
 
@@ -74,6 +78,31 @@ def role_rows(set_results: SetResults) -> Columns:
     return rows
 
 
+def role_links(set_results: SetResults, rows: Columns, pages: Pages) -> Columns:
+    """``rows`` (a row per head: ``layer``, ``head``) linked to the page of ``pages`` that
+    shows each head's role best (``links.best_by_role``; a set without head roles: where
+    its attention is most concentrated)."""
+    table = role_rows(set_results) if has_roles(set_results) else {"layer": [], "head": []}
+    keys = zip(table["layer"], table["head"], strict=True)
+    roles = dict(zip(keys, table.get("role", []), strict=True))
+    heads = zip(rows["layer"], rows["head"], strict=True)
+    wanted = {(int(a), int(b)): roles.get((int(a), int(b)), NO_ROLE) for a, b in heads}
+    return with_links(rows, best_by_role(set_results, wanted, pages), pages)
+
+
+LINK_CAPTION = (
+    " Click a head to open it on the sentence page, of the {pages} with one, that shows its "
+    "role best: where its previous-token or duplicate-token score or, for a sink, its "
+    "first-token probability is highest; for an induction head (scored on the probes) or a "
+    "head without a role, where its attention is most concentrated."
+)
+
+
+def link_caption(rows: Columns, pages: Pages) -> str:
+    """The caption sentence saying where a click on a head of ``rows`` goes ("" unlinked)."""
+    return LINK_CAPTION.format(pages=len(pages)) if "href" in rows else ""
+
+
 def _tooltip() -> list[alt.Tooltip]:
     titles = {
         "previous_token": "previous-token (sentences)",
@@ -95,14 +124,18 @@ def _tooltip() -> list[alt.Tooltip]:
     ]
 
 
-def atlas_chart(key: str, manifest: Manifest | None = None) -> alt.Chart:
+def atlas_chart(
+    key: str, manifest: Manifest | None = None, rows: Columns | None = None
+) -> alt.Chart:
     """Layers (rows) x heads (columns), colour = role (nominal); a hybrid's blocks without
-    attention are empty rows labelled "not attention" (``ordinal_layers``)."""
+    attention are empty rows labelled "not attention" (``ordinal_layers``); the heads of
+    linked ``rows`` say so."""
+    rows = rows or {}
     domain = [*ROLES, NO_ROLE]
     colours = ["#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#e8e8e8"]
     return (
         alt.Chart(alt.Data(name=key))
-        .mark_rect(stroke="white", strokeWidth=1)
+        .mark_rect(stroke="white", strokeWidth=1, **link_cursor(rows))
         .encode(
             x=alt.X("head:O", title="head"),
             y=alt.Y("layer:O", title="layer", **ordinal_layers(manifest)),
@@ -111,19 +144,21 @@ def atlas_chart(key: str, manifest: Manifest | None = None) -> alt.Chart:
                 scale=alt.Scale(domain=domain, range=colours),
                 legend=alt.Legend(title="strongest role", orient="bottom"),
             ),
-            tooltip=_tooltip(),
+            tooltip=_tooltip() + link_tips(rows),
         )
         .properties(title="Head atlas: each head's strongest role", width=360, height=520)
     )
 
 
-def scatter_chart(key: str) -> alt.Chart:
-    """Induction (probes) against previous-token (sentences), size = update magnitude."""
+def scatter_chart(key: str, rows: Columns | None = None) -> alt.Chart:
+    """Induction (probes) against previous-token (sentences), size = update magnitude;
+    the heads of linked ``rows`` say so."""
+    rows = rows or {}
     unit = alt.Scale(domain=[0, 1])
     tenths = alt.Axis(values=[i / 10 for i in range(11)], format=".1f")  # a label per 0.1
     return (
         alt.Chart(alt.Data(name=key))
-        .mark_circle(opacity=0.7)
+        .mark_circle(opacity=0.7, **link_cursor(rows))
         .encode(
             x=alt.X(
                 "previous_token:Q",
@@ -134,14 +169,17 @@ def scatter_chart(key: str) -> alt.Chart:
             y=alt.Y("induction:Q", title="induction score (probes)", scale=unit, axis=tenths),
             size=alt.Size("magnitude:Q", title="update ||u|| / ||x||"),
             color=alt.Color("layer:Q", title="layer", scale=alt.Scale(scheme="viridis")),
-            tooltip=_tooltip(),
+            tooltip=_tooltip() + link_tips(rows),
         )
         .properties(title="Induction against previous-token score, per head", width=480, height=360)
     )
 
 
-def atlas_figure(set_results: SetResults, manifest: Manifest | None = None) -> Figure:
-    """The head atlas of the index."""
+def atlas_figure(
+    set_results: SetResults, manifest: Manifest | None = None, pages: Pages = ()
+) -> Figure:
+    """The head atlas of the index, each head linked to a page of ``pages``."""
+    rows = role_links(set_results, role_rows(set_results), pages)
     caption = (
         "Every head of every layer, coloured by its strongest role: the largest of its "
         "previous-token score (mean weight on the token just before, over the sentences), "
@@ -152,22 +190,24 @@ def atlas_figure(set_results: SetResults, manifest: Manifest | None = None) -> F
         f"{ROLE_THRESHOLD:g} on none. The tooltip gives every "
         "score, the entropy, the mean attention distance and the value-weighted first-token "
         "share (Kobayashi et al. 2020)."
-    )
+    ) + link_caption(rows, pages)
     return build_figure(
-        key=ATLAS_KEY, title="Head atlas", caption=caption, chart=atlas_chart(ATLAS_KEY, manifest),
-        rows=role_rows(set_results),
+        key=ATLAS_KEY, title="Head atlas", caption=caption,
+        chart=atlas_chart(ATLAS_KEY, manifest, rows), rows=rows,
     )  # fmt: skip
 
 
-def scatter_figure(set_results: SetResults) -> Figure:
-    """Induction against previous-token score, sized by head impact."""
+def scatter_figure(set_results: SetResults, pages: Pages = ()) -> Figure:
+    """Induction against previous-token score, sized by head impact, each head linked to a
+    page of ``pages``."""
+    rows = role_links(set_results, role_rows(set_results), pages)
     caption = (
         "One point per head: its induction score on the probes against its previous-token "
         "score on the sentences, sized by its mean update magnitude ||u|| / ||x|| over the "
         "set. An induction circuit needs both: a previous-token head in an earlier layer "
         "and an induction head after it (Elhage et al. 2021; Olsson et al. 2022)."
-    )
+    ) + link_caption(rows, pages)
     return build_figure(
         key=SCATTER_KEY, title="Induction and previous-token heads", caption=caption,
-        chart=scatter_chart(SCATTER_KEY), rows=role_rows(set_results),
+        chart=scatter_chart(SCATTER_KEY, rows), rows=rows,
     )  # fmt: skip
