@@ -171,9 +171,10 @@ FIGURES: tuple[FigureEntry, ...] = (
                              strict=True)
     ),
     FigureEntry("update-magnitude", "sentence", "impact", _IMPACT,
-                lambda i: histogram_figure(i.sentence, "magnitude"), alt=alt.update_magnitude),
+                lambda i: histogram_figure(i.sentence, "magnitude", manifest=i.results.manifest),
+                alt=alt.update_magnitude),
     FigureEntry("update-orientation", "sentence", "impact", _IMPACT,
-                lambda i: histogram_figure(i.sentence, "orientation"),
+                lambda i: histogram_figure(i.sentence, "orientation", manifest=i.results.manifest),
                 alt=alt.update_orientation),
     FigureEntry("orientation-vs-magnitude", "sentence", "impact", _IMPACT,
                 lambda i: scatter_figure(i.sentence), alt=alt.orientation_magnitude),
