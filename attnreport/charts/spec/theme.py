@@ -61,6 +61,14 @@ MAGNITUDE_SCHEME = "viridis"
 ORIENTATION_SCHEME = "blueorange"
 
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+# The static images' text: vl-convert lays it out with Liberation Sans (``export.fonts``),
+# whose widths Arial's match (and Helvetica's nearly), so a viewer draws it in the space
+# it was given; the page's own FONT would let a wider system font (DejaVu Sans, about a
+# fifth wider) run over its neighbours and out of the image. Where none of those three is
+# installed, DejaVu Sans Condensed comes closest; ``STATIC_SLACK`` px more on the right
+# keeps its longer titles inside the image.
+STATIC_FONT = "'Liberation Sans', Arial, Helvetica, 'DejaVu Sans Condensed', sans-serif"
+STATIC_SLACK = 30
 
 
 def attention_scale(domain: list[float] | None = None) -> alt.Scale:
