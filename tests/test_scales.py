@@ -55,7 +55,7 @@ def test_gemmas_head_impact_spreads_its_layers_over_the_colours(gemma):
     heads share the first fifth, and the scale covers every head."""
     figure = pooled_impact_figure(gemma.set, gemma.manifest)
     magnitude = np.asarray(figure.inline["magnitude"])
-    scale = figure.spec["hconcat"][0]["encoding"]["color"]["scale"]
+    scale = figure.spec["concat"][0]["encoding"]["color"]["scale"]
     assert scale["type"] == "log" and "log scale" in figure.caption
     assert scale["domain"][0] <= magnitude.min() and scale["domain"][1] >= magnitude.max() * 0.999
     assert (colour_positions(magnitude, scale) < 0.2).mean() < 1 / 3

@@ -177,7 +177,7 @@ def pooled_impact_chart(
     limits: tuple[float, float] = (1.0, 1.0),
     manifest: Manifest | None = None,
     rows: Columns | None = None,
-) -> alt.HConcatChart:
+) -> alt.ConcatChart:
     """Index: mean magnitude and mean orientation per (layer, head) over the set, as heatmaps;
     ``limits`` from ``robust_limits``: magnitude sequential on [0, limits[0]] (or on a log
     scale over the ``rows``' magnitudes when they span decades: ``magnitude_colour``),
@@ -228,8 +228,10 @@ def pooled_impact_chart(
     if kind != "linear":
         subtitle += f"; magnitude on a {kind} scale"
     title = alt.TitleParams(text="Head impact over the sentence set", subtitle=subtitle)
+    # two columns that wrap (``runtime_layout``): one under the other on a phone, where side
+    # by side their cells would shrink until the head numbers ran into each other
     return (
-        alt.hconcat(magnitude, orientation, data=alt.Data(name=key))
+        alt.concat(magnitude, orientation, columns=2, data=alt.Data(name=key))
         .resolve_scale(color="independent")
         .properties(title=title)
     )
