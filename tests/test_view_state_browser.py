@@ -10,7 +10,8 @@ On the page of each model that has every kind of control (the intervention grids
   it to that value, writes it to the URL, and every chart draws only rows of the chosen
   layer and head; and the drawing (every mark's place, size, colour and text, read from
   the Vega scenegraph, not pixels) is the one the same view gets when it is opened from
-  the hash.
+  the hash; and each chart's ARIA label follows its view (its alt text on the view its
+  figure opens on, else its own title naming the layer and head it draws).
 
 The page says when it is quiet (``window.attnreport.settled()``: every chart drawn, no
 file loading, no fitting pass left), so nothing here sleeps a fixed time.
@@ -28,8 +29,9 @@ pytestmark = pytest.mark.browser
 
 # Per chart (once the page is quiet): its key, its shared controls' values, the marks it
 # draws (type, role, place, size, colours, opacity, text: what a reader sees, rounded to
-# 0.1 px; each mark's items sorted) and the drawn rows whose layer or head is not the chart's (its data rows
-# behind marks, ``datum``, that have a numeric field of the name of one of its controls).
+# 0.1 px; each mark's items sorted), the drawn rows whose layer or head is not the chart's
+# (its data rows behind marks, ``datum``, that have a numeric field of the name of one of
+# its controls), and its ARIA label with the alt text of its opening view (``data-alt``).
 DRAWN = """async () => {
   await window.attnreport.settled();
   const r = x => Math.round(x * 10) / 10;
@@ -58,7 +60,10 @@ DRAWN = """async () => {
       }
       items.push(...own.sort());
     })(chart.view.scenegraph().root, 0, 0);
-    return {key: chart.key, signals, items, stray: stray.slice(0, 3)};
+    const opening = {};  // the values its figure opens on (its alt text describes that view)
+    for (const s of chart.payload.spec.signals || []) if (s.name in signals) opening[s.name] = s.value;
+    return {key: chart.key, signals, items, stray: stray.slice(0, 3), opening,
+            label: chart.el.getAttribute('aria-label'), alt: chart.el.getAttribute('data-alt')};
   });
 }"""
 
@@ -163,6 +168,8 @@ def test_a_hash_out_of_range_opens_one_view_and_the_url_is_rewritten_to_it(examp
     last = controls["layer"][-1]
     assert view == {**default, "layer": last, "head": 0}, view  # clamped; the rest dropped
     assert tab.hash() == f"#layer={last}&head=0"  # the view shown, nothing else
+    (chart,) = [c for c in tab.drawn() if c["key"] == "attention-map"]
+    assert f"(layer {last}, head 0)" in chart["label"] and chart["label"] != chart["alt"]
 
     tab.page.locator('#ar-chart-attention-map input[name="head"]').fill("1")
     tab.page.locator('#ar-chart-attention-map input[name="head"]').dispatch_event("input")
@@ -190,6 +197,20 @@ def set_control(page, name: str, index: int, value) -> None:
     else:
         chart = page.locator(".ar-chart").filter(has=page.locator(f"[name={name}]")).last
         chart.locator(f"input[name={name}]").nth(index).check()
+
+
+def assert_labels_follow(drawn: list[dict], name: str, value) -> None:
+    """Each chart with control ``name`` is labelled for the view it draws: its alt text on
+    the view its figure opens on, else its title naming the view (a layer or head by number)."""
+    for chart in drawn:
+        if name not in chart["signals"]:
+            continue
+        if chart["signals"] == chart["opening"]:
+            assert chart["label"] == chart["alt"], (name, value, chart["key"])
+            continue
+        assert chart["label"] != chart["alt"], (name, value, chart["key"])
+        if name in ("layer", "head") and "(" in chart["label"]:
+            assert f"{name} {value}" in chart["label"], (name, value, chart["label"])
 
 
 def assert_same_drawing(mine: list[dict], theirs: list[dict], what) -> None:
@@ -239,6 +260,7 @@ def test_every_control_at_every_value_draws_what_its_hash_draws(example, tabs, n
         view = one_view(drawn)
         assert view[name] == value, (name, value, view)
         assert tab.hash() == "#" + hash_of(view)
+        assert_labels_follow(drawn, name, value)
         if value in compared(values):
             assert_same_drawing(drawn, fresh.open(url + tab.hash()), (name, value))
     assert tab.logged == [] and fresh.logged == []

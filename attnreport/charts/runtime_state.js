@@ -1,4 +1,4 @@
-/* attnreport chart runtime, part 1 of 3: one state per page, mirrored in the URL hash.
+/* attnreport chart runtime, part 1 of 5: one state per page, mirrored in the URL hash.
  *
  * The bound params named in SHARED are state of the page, not of one figure: every
  * chart that binds one shows the same value, moving any control moves them all, and
