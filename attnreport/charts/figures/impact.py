@@ -1,4 +1,4 @@
-"""Figures 7-9: what each head of a chosen layer changes in the hidden state.
+"""Figures 7-8: what each head of a chosen layer changes in the hidden state.
 
 - Fig 7/8: the distribution of ``magnitude = ||u||/||x||`` and ``orientation = cos(u, x)``
   per head of a chosen layer, coloured by the head's top target for that token (self /
@@ -9,9 +9,8 @@
   dimensions of the hidden state (``noise_band``). More: histograms, one per head, stacked
   by top target, each with its own axis (no axis under a head that does not exist). The
   magnitude's axis is logarithmic when its values span decades (``scales.ratio_scale``).
-- Fig 9: orientation against magnitude, one point per (token, head) of the chosen layer.
-All three are chunked per layer (heads x tokens rows each). Fig 10 and the pooled index
-figure are in ``block_impact``.
+Both are chunked per layer (heads x tokens rows each). Fig 9 (orientation against
+magnitude) is in ``impact_scatter``; Fig 10 and the pooled index figure in ``block_impact``.
 """
 
 from __future__ import annotations
@@ -208,40 +207,6 @@ def strip_chart(
     )
 
 
-def scatter_chart(
-    key: str, tokens: list[str], n_layers: int, layer: int, layers: list[int] | None = None
-) -> alt.Chart:
-    """Fig 9: orientation against magnitude, one point per (token, head); ``layers``: as
-    in ``histogram_chart``."""
-    title = common.selection_title(
-        "Orientation vs magnitude", "one point per token and head", "layer"
-    )
-    return (
-        alt.Chart(alt.Data(name=key))
-        .transform_filter("datum.layer == layer")
-        .transform_calculate(top_target=TARGET_LABEL, token="tokens[datum.query]")
-        .mark_point(filled=True, size=28, opacity=0.7)
-        .encode(
-            x=alt.X("magnitude:Q", title=MEASURES["magnitude"][2]),
-            y=alt.Y(
-                "orientation:Q", title=MEASURES["orientation"][2], scale=alt.Scale(domain=[-1, 1])
-            ),
-            color=alt.Color("top_target:N", scale=kind_scale(), title="head's top target"),
-            tooltip=[
-                tip("token:N", "token"),
-                tip("query:O", "position"),
-                tip("layer:O", "layer"),
-                tip("head:O", "head"),
-                tip("magnitude:Q", "magnitude", ".3f"),
-                tip("orientation:Q", "orientation", ".3f"),
-                tip("top_target:N", "head's top target"),
-            ],
-        )
-        .add_params(widgets.tokens_param(tokens), widgets.layer_param(n_layers, layer, layers))
-        .properties(title=title, width=520, height=320)
-    )
-
-
 HISTOGRAM_CAPTIONS = {
     "magnitude": (
         "How strongly each head of the chosen layer changes the hidden state: the norm of "
@@ -316,29 +281,4 @@ def histogram_figure(
         params=("layer",),
         default=(layer,),
         chunk_source=source,
-    )
-
-
-def scatter_figure(sentence: SentenceResults) -> Figure:
-    """Fig 9, chunked per layer."""
-    n_layers, _ = common.n_layers_heads(sentence)
-    layer = common.default_head(sentence)[0]
-    key = "orientation-vs-magnitude"
-    tokens = sentence_tokens(sentence)
-    chart = scatter_chart(key, tokens, n_layers, layer, attention_layers(sentence))
-    caption = (
-        "Each point is one token and one head of the chosen layer: how strongly the head "
-        "changes that token's hidden state (x) against the direction of the change (y). "
-        "Points near y = 0 are orthogonal updates; points below 0 cancel part of the hidden "
-        "state. Purple points are tokens the head attends to the first token for."
-    ) + pooled_caption(sentence.tables.head_impact, "each point")
-    rows = head_impact_rows(sentence, ("query", "magnitude", "orientation"))
-    return build_figure(
-        key=key,
-        title="Orientation vs magnitude",
-        caption=caption,
-        chart=chart,
-        chunks=rows,
-        params=("layer",),
-        default=(layer,),
     )
