@@ -100,6 +100,8 @@ def link_problems(page_path: str, page: Page, files: dict[str, bytes]) -> list[s
     problems = []
     for attr, url in page.urls:
         parts = urlsplit(url)
+        if parts.scheme == "data" and url.startswith("data:image/"):
+            continue  # an inline image (the 404 page's icon): nothing to fetch or resolve
         if parts.scheme or parts.netloc or url.startswith("/") or "\\" in url:
             problems.append(f"{page_path}: external or absolute {attr}={url!r}")
             continue

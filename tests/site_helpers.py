@@ -108,8 +108,9 @@ def sentence_figures(results: Results, index: int) -> list[Placed]:
     ]
 
 
-def index_figures(results: Results) -> list[Placed]:
-    """Two set-wide figures: sorted pooled focus lines and pooled impact."""
+def index_figures(results: Results, pages: tuple = ()) -> list[Placed]:
+    """Two set-wide figures: sorted pooled focus lines and pooled impact (``pages``, the
+    sentence pages the real ones link to, are not linked here)."""
     lines = _lines(results.set.focus_sorted, "set-focus-sorted", "Pooled first-token focus")
     bars = _bars(rows(results.set.impact_pooled), "set-impact", "Pooled head impact")
     return [

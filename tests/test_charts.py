@@ -366,12 +366,16 @@ def test_static_view_resolves_conditions_on_dropped_selections():
     assert spec["layer"][1]["name"] == "catch"  # the interactive spec is left as it was
 
 
-def test_histogram_bars_count_tokens_per_bin(figures):
+def test_histogram_bars_count_tokens_per_bin(big_study):
     """Tooltip fields join the aggregation's groupby: the measure must be binned there too,
-    or every bar splits into one-token pieces."""
+    or every bar splits into one-token pieces (60 tokens a head: histograms, not strips)."""
     import vl_convert
 
-    for fig in figures["rope"]:
+    s0 = big_study.sentences[0]
+    page = sentence_figures(s0, big_study.interventions, big_study.manifest, big_study.sentences)
+    drawn = [fig for fig in page if fig.key.startswith("update-")]
+    assert len(drawn) == 2
+    for fig in drawn:
         if fig.key.startswith("update-"):
             vega = vl_convert.vegalite_to_vega(fig.static_spec, vl_version=images.VL_VERSION)
             measure = fig.key.removeprefix("update-")

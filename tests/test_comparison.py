@@ -365,16 +365,31 @@ def test_every_comparison_figure_has_alt_text_from_its_rows(site):
     assert "%" in labels["compare-sink-rate"].split("peaks at", 1)[1]
 
 
-def test_update_sizes_are_compared_on_a_log_scale_and_shares_on_their_range():
-    """Update sizes are ratios that span orders of magnitude (Gemma-3's first layers about
-    2 x ||x||, SmolLM2's layers 0.03): a log axis keeps every model's curve readable; the
-    shares keep a linear axis (the sink rate on 0-100)."""
+def test_update_sizes_take_a_log_scale_when_they_span_decades_and_say_how_they_were_taken():
+    """Update sizes are ratios that can span orders of magnitude (Gemma-3's first layers
+    about 2 x ||x||, SmolLM2's layers 0.03): past two decades a log axis keeps every
+    model's curve readable, chosen from the values (not the model); within two, a linear
+    one. The shares keep a linear axis (the sink rate on 0-100). Models whose sizes are
+    taken differently (before or after a post-attention norm) are told apart."""
     from attnreport.charts.figures.comparison import curve_figure
 
-    rows = {"statistic": ["head_impact", "sink_rate"], "model": ["A", "A"], "layer": [0, 0],
-            "depth": [0.0, 0.0], "value": [0.5, 50.0]}  # fmt: skip
-    impact = curve_figure(rows, "head_impact", ["A"]).spec
-    rate = curve_figure(rows, "sink_rate", ["A"]).spec
-    assert impact["encoding"]["y"]["scale"] == {"type": "log"}
-    assert "log scale" in curve_figure(rows, "head_impact", ["A"]).caption
+    def rows(values: list[float]) -> dict[str, list]:
+        n = len(values)
+        return {"statistic": ["head_impact"] * n + ["sink_rate"], "model": ["A", "B"] * (n // 2) + ["A"],
+                "layer": list(range(n)) + [0], "depth": [0.0] * (n + 1), "value": values + [50.0]}  # fmt: skip
+
+    wide = curve_figure(rows([2.5, 0.02, 0.01, 0.3]), "head_impact", ["A", "B"])
+    narrow = curve_figure(rows([0.5, 0.02, 0.01, 0.3]), "head_impact", ["A", "B"])
+    rate = curve_figure(rows([0.5, 0.02]), "sink_rate", ["A"]).spec
+    assert wide.spec["encoding"]["y"]["scale"] == {"type": "log"}
+    assert "2.4 powers of ten" in wide.caption and "log scale" in wide.caption
+    assert "scale" not in narrow.spec["encoding"]["y"] and "log" not in narrow.caption
     assert rate["encoding"]["y"]["scale"] == {"domain": [0, 100]}
+
+    same = curve_figure(rows([0.5, 0.2]), "head_impact", ["A", "B"], {"A": "x", "B": "x"})
+    assert "strokeDash" not in same.spec["encoding"] and "measured" not in same.inline
+    taken = {"A": "as added", "B": "after its norm"}
+    apart = curve_figure(rows([0.5, 0.2]), "head_impact", ["A", "B"], taken)
+    assert apart.spec["encoding"]["strokeDash"]["field"] == "measured"
+    assert apart.inline["measured"] == ["as added", "after its norm"]
+    assert "A: as added; B: after its norm" in apart.caption

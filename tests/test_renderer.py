@@ -12,7 +12,7 @@ import pytest
 import vl_convert
 
 from attnreport.charts.export.images import VL_VERSION
-from attnreport.charts.figures import block_impact, focus, impact
+from attnreport.charts.figures import block_impact, focus, impact_scatter
 from attnreport.charts.spec.assemble import build_figure, columns_to_rows, static_view
 from attnreport.charts.spec.renderer import CANVAS_MARKS, choose_renderer, default_marks
 from tests.fixtures.fake_results import (
@@ -80,7 +80,7 @@ def test_folds_and_layers_multiply_the_rows():
 @pytest.mark.parametrize(
     "make",
     [
-        lambda s, m: impact.scatter_figure(s),
+        lambda s, m: impact_scatter.scatter_figure(s),
         lambda s, m: focus.focus_figure(s, "first_focus", m),
         lambda s, m: block_impact.block_impact_figure(s),
     ],

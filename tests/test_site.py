@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
+from urllib.parse import unquote
 
 import pytest
 from hypothesis import given, settings
@@ -14,7 +15,7 @@ from attnreport.charts.export.embed import figure_payload as payload
 from attnreport.errors import AttnReportError
 from attnreport.site import SiteOptions, assemble_site, date_from_env
 from attnreport.site.assemble import stable_svg_ids
-from attnreport.site.render import render_404, script_json
+from attnreport.site.render import render_404, script_json, template_asset
 from attnreport.site.slugs import MAX_WORDS_CHARS, sentence_filename, sentence_slug
 from attnreport.site.words import prose
 from attnreport.text import display_token, visible
@@ -170,11 +171,16 @@ def test_static_pngs_are_written_and_linked_only_when_asked(study, png):
 
 
 def test_404_page_is_standalone_and_relative():
-    """Served at any depth by GitHub Pages: inline style, only links to the index."""
+    """Served at any depth by GitHub Pages: inline style, an inline icon (without one the
+    browser asks the server for /favicon.ico), only links to the index."""
     html = render_404()
     page = scan(html)
     assert page.h1 == 1 and "<style>" in html and "stylesheet" not in html
-    assert {url for _, url in page.urls} == {"index.html"}
+    urls = {url for _, url in page.urls}
+    icons = {url for url in urls if url.startswith("data:image/svg+xml,")}
+    assert urls - icons == {"index.html"} and len(icons) == 1
+    (icon,) = icons
+    assert unquote(icon.split(",", 1)[1]) == template_asset("favicon.svg").decode().strip()
 
 
 # --- text from data ----------------------------------------------------------------------
@@ -275,8 +281,8 @@ def test_unsafe_figure_key_is_rejected(study):
     from dataclasses import replace
 
     charts = demo_charts()
-    bad = replace(charts, index_figures=lambda r: [replace(p, figure=replace(p.figure, key="../x"))
-                                                   for p in charts.index_figures(r)][:1])  # fmt: skip
+    bad = replace(charts, index_figures=lambda r, pages: [replace(p, figure=replace(p.figure, key="../x"))
+                                                          for p in charts.index_figures(r, pages)][:1])  # fmt: skip
     with pytest.raises(ValueError, match="figure key"):
         assemble_site(study, OPTIONS, bad)
 
@@ -413,9 +419,9 @@ def test_later_pages_are_built_while_earlier_pages_images_are_drawn():
         page_of.update((id(p.figure), index) for p in placed)
         return placed
 
-    def index_built(results):
+    def index_built(results, pages):
         events.append(("build", None))
-        return site_helpers.index_figures(results)
+        return site_helpers.index_figures(results, pages)
 
     def started(figs, png, here):
         page = page_of.get(id(figs[0]))

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from attnreport.charts.figure import Encoded, Figure
+from attnreport.charts.figures.links import Pages
 from attnreport.charts.spec.notes import BREAKDOWN_NOTES, MAP_NOTES, caption_notes
 from attnreport.results import Manifest, Results, SentenceResults
 from attnreport.site.words import alt_evidence
@@ -46,7 +47,7 @@ bias_position_figure = _builder("breakdown", "bias_position_figure")
 focus_figure = _builder("focus", "focus_figure")
 pooled_focus_figure = _builder("focus", "pooled_focus_figure")
 histogram_figure = _builder("impact", "histogram_figure")
-scatter_figure = _builder("impact", "scatter_figure")
+scatter_figure = _builder("impact_scatter", "scatter_figure")
 block_impact_figure = _builder("block_impact", "block_impact_figure")
 pooled_impact_figure = _builder("block_impact", "pooled_impact_figure")
 scaling_figure = _builder("interventions", "scaling_figure")
@@ -67,13 +68,16 @@ class Inputs:
 
     ``show_interventions``: the page shows the intervention grids (on the page of the
     sentence the scaling grid was run on). ``notes``: the caption sentences of the
-    figure's entry (``FigureEntry.caption_notes``), which its builder appends.
+    figure's entry (``FigureEntry.caption_notes``), which its builder appends. ``pages``:
+    on the index, the sentences that have a page and their files, which its figures link
+    each head to (``figures.links``).
     """
 
     results: Results
     page_sentence: SentenceResults | None = None  # None on the index
     show_interventions: bool = False
     notes: str = ""  # what the figure's entry adds to its caption (``place`` sets it)
+    pages: Pages = ()
 
     @property
     def sentence(self) -> SentenceResults:
@@ -141,6 +145,7 @@ def _pooled(statistic: str) -> Callable[[Inputs], Figure]:
         len(i.results.sentences) or len(i.results.manifest.sentences),
         i.results.manifest,
         i.notes,
+        i.pages,
     )
 
 
@@ -216,10 +221,10 @@ FIGURES: tuple[FigureEntry, ...] = (
                              strict=True)
     ),
     FigureEntry("update-magnitude", "sentence", "impact", _IMPACT,
-                lambda i: histogram_figure(i.sentence, "magnitude"), alt=alt.update_magnitude,
+                lambda i: histogram_figure(i.sentence, "magnitude", manifest=i.results.manifest), alt=alt.update_magnitude,
                 family="update histograms"),
     FigureEntry("update-orientation", "sentence", "impact", _IMPACT,
-                lambda i: histogram_figure(i.sentence, "orientation"),
+                lambda i: histogram_figure(i.sentence, "orientation", manifest=i.results.manifest),
                 alt=alt.update_orientation, family="update histograms"),
     FigureEntry("orientation-vs-magnitude", "sentence", "impact", _IMPACT,
                 lambda i: scatter_figure(i.sentence), alt=alt.orientation_magnitude),
@@ -238,16 +243,17 @@ FIGURES: tuple[FigureEntry, ...] = (
     _set_focus("self-focus", "self_focus"),
     _set_focus("first-focus", "first_focus"),
     FigureEntry("set-sink-rate", "index", "set", ("set:focus_by_sentence",),
-                lambda i: sink_rate_figure(i.results.set, i.results.manifest, i.notes),
+                lambda i: sink_rate_figure(i.results.set, i.results.manifest, i.notes, i.pages),
                 alt=alt.set_sink_rate, shaded=True),
     _set_focus("concentration", "concentration"),
     FigureEntry("set-head-impact", "index", "set", ("set:impact_pooled",),
-                lambda i: pooled_impact_figure(i.results.set, i.results.manifest),
+                lambda i: pooled_impact_figure(i.results.set, i.results.manifest, i.pages),
                 alt=alt.set_head_impact),
     FigureEntry("head-atlas", "index", "set", ("set:head_roles", "set:focus_by_sentence"),
-                lambda i: atlas_figure(i.results.set, i.results.manifest), when=_has_roles),
+                lambda i: atlas_figure(i.results.set, i.results.manifest, i.pages),
+                when=_has_roles),
     FigureEntry("induction-vs-previous", "index", "set", ("set:head_roles", "set:impact_pooled"),
-                lambda i: roles_scatter_figure(i.results.set), when=_has_roles),
+                lambda i: roles_scatter_figure(i.results.set, i.pages), when=_has_roles),
     # the evidence the claims are judged on, and the massive activations
     FigureEntry("split-updates", "index", "set", ("set:focus_by_sentence",),
                 _set(split_update_figure), when=_splits_updates, alt=alt_evidence.split_updates),
@@ -275,10 +281,11 @@ class Placed:
     encoded: Encoded | None = None
 
 
-def page_inputs(results: Results, index: int | None) -> Inputs:
-    """Inputs of sentence ``index``'s page, or of the index page when None."""
+def page_inputs(results: Results, index: int | None, pages: Pages = ()) -> Inputs:
+    """Inputs of sentence ``index``'s page, or of the index page when None (``pages``: the
+    sentence pages its figures link to)."""
     if index is None:
-        return Inputs(results)
+        return Inputs(results, pages=pages)
     iv = results.interventions
     shows = iv is not None and iv.scaling.sentence == index
     return Inputs(results, results.sentences[index], shows)

@@ -4,21 +4,25 @@
  * the Vega bundle, which defines window.vegaEmbed; pages load both with "defer", so the
  * article's text is laid out and painted while the bundle loads and compiles. The
  * protocol (payload, chunk files, column encodings, data attributes) is documented in
- * attnreport/charts/embed.py. This is part 3 of 3 (data and drawing): runtime_state.js
- * (the page state, window.attnreport.state) and runtime_layout.js (column fitting,
- * window.attnreport.layout) run before it, in the same file (embed.runtime_js()).
+ * attnreport/charts/embed.py. This is the last part (drawing): runtime_state.js (the page
+ * state, window.attnreport.state), runtime_layout.js (column fitting,
+ * window.attnreport.layout), runtime_data.js (data files and column decoding,
+ * window.attnreport.data) and runtime_label.js (each chart's label, following its view,
+ * window.attnreport.label) run before it, in the same file (embed.runtime_js()).
  * Everything lives inside this function: the Vega bundle declares top-level names.
  */
 (function () {
   "use strict";
 
-  var registry = {}; // "KEY--CHUNK" -> encoded columns, filled by chunk files
-  var files = {}; // "KEY--CHUNK" -> {done, columns, error, waiters}: each file loads once
   var readyCount = 0;
   var payloads = {}; // figure key -> its parsed payload: a shared source is parsed once
-  // the page state and the column fitting, from runtime_state.js and runtime_layout.js
+  // the page state, the column fitting, the data files and the labels, from the parts
+  // that run before this one
   var pageState = window.attnreport.state;
   var layout = window.attnreport.layout;
+  var loadFile = window.attnreport.data.loadFile;
+  var toRows = window.attnreport.data.toRows;
+  var label = window.attnreport.label;
 
   // The payload of figure KEY (its <script id="ar-data-KEY">), parsed on first use;
   // throws when it is missing or not JSON.
@@ -29,110 +33,10 @@
     return payloads[key];
   }
 
-  // Load the chunk file DIR + ID + ".js" once per page; call back (columns, error) when
-  // it has run, now if it already has. Charts that share a source share its files.
-  function loadFile(dir, id, callback) {
-    var file = files[id];
-    if (file && file.done) {
-      callback(file.columns, file.error);
-      return;
-    }
-    if (file) {
-      file.waiters.push(callback);
-      return;
-    }
-    file = files[id] = { done: false, columns: null, error: null, waiters: [callback] };
-    var script = document.createElement("script");
-    function finish(error) {
-      file.done = true;
-      file.columns = registry[id] || null;
-      delete registry[id];
-      file.error =
-        error || (file.columns ? null : "The data file " + id + ".js did not register its rows.");
-      var waiters = file.waiters;
-      file.waiters = [];
-      waiters.forEach(function (waiter) {
-        waiter(file.columns, file.error);
-      });
-    }
-    script.onload = function () {
-      finish(null);
-    };
-    script.onerror = function () {
-      finish("Could not load " + dir + id + ".js.");
-    };
-    script.src = dir + id + ".js";
-    document.head.appendChild(script);
-  }
-
-  // {"b": [d, w, BASE64], "x": [i0, v0, ...]}: little-endian signed integers of w bytes,
-  // each divided by 10^d (one correctly rounded division, as in Python: the same float),
-  // then the exceptions written over them.
-  function decodePacked(encoded) {
-    var decimals = encoded.b[0];
-    var width = encoded.b[1];
-    var text = atob(encoded.b[2]);
-    var view = new DataView(new ArrayBuffer(text.length));
-    for (var i = 0; i < text.length; i++) {
-      view.setUint8(i, text.charCodeAt(i));
-    }
-    var scale = Math.pow(10, decimals); // exact for decimals <= 22
-    var out = new Array(text.length / width);
-    for (var j = 0; j < out.length; j++) {
-      var q =
-        width === 1
-          ? view.getInt8(j)
-          : width === 2
-            ? view.getInt16(2 * j, true)
-            : view.getInt32(4 * j, true);
-      out[j] = decimals > 0 ? q / scale : q;
-    }
-    var exceptions = encoded.x || [];
-    for (var k = 0; k < exceptions.length; k += 2) {
-      out[exceptions[k]] = exceptions[k + 1];
-    }
+  function single(name, value) {
+    var out = {};
+    out[name] = value;
     return out;
-  }
-
-  function decodeColumn(encoded) {
-    if (Array.isArray(encoded)) {
-      return encoded;
-    }
-    if (Object.prototype.hasOwnProperty.call(encoded, "b")) {
-      return decodePacked(encoded);
-    }
-    var delta = Object.prototype.hasOwnProperty.call(encoded, "d");
-    var runs = delta ? encoded.d : encoded.r;
-    var out = [];
-    var total = 0;
-    for (var i = 0; i < runs.length; i += 2) {
-      for (var n = 0; n < runs[i + 1]; n++) {
-        if (delta) {
-          total += runs[i];
-          out.push(total);
-        } else {
-          out.push(runs[i]);
-        }
-      }
-    }
-    return out;
-  }
-
-  function toRows(encodedColumns) {
-    var names = Object.keys(encodedColumns || {});
-    var columns = names.map(function (name) {
-      return decodeColumn(encodedColumns[name]);
-    });
-    var length = columns.length ? columns[0].length : 0;
-    var rows = new Array(length);
-    for (var r = 0; r < length; r++) {
-      var row = {};
-      for (var c = 0; c < names.length; c++) {
-        row[names[c]] = columns[c][r];
-      }
-      rows[r] = row;
-    }
-    return rows;
   }
 
   function statusElement(el) {
@@ -152,6 +56,12 @@
     this.status = statusElement(el);
     this.loaded = {};
     this.pending = {};
+    this.failed = {}; // chunks whose file could not be loaded
+    this.waiting = {}; // chunk -> what runs once its rows are in
+    this.wanted = {}; // signal changes waiting for their rows (``show``)
+    var intercept = this.intercept.bind(this);
+    el.addEventListener("input", intercept, true); // before the control's own listener
+    el.addEventListener("change", intercept, true);
     this.view = null;
     this.shared = {}; // name -> the bound signal of each shared param it has
   }
@@ -190,6 +100,9 @@
       this.say(Object.keys(this.pending).length ? "loading\u2026" : "No data for this choice.");
       return;
     }
+    if (this.failed[chunk]) {
+      return; // its status says why
+    }
     if (this.loaded[chunk] || this.pending[chunk]) {
       this.say(Object.keys(this.pending).length ? "loading\u2026" : "");
       return;
@@ -197,23 +110,91 @@
     this.load(chunk);
   };
 
-  Chart.prototype.load = function (chunk) {
+  // Load CHUNK's file (once) and insert its rows; THEN, if given, runs before the view
+  // does (every caller waiting on the chunk's file is called back).
+  Chart.prototype.load = function (chunk, then) {
     var self = this;
+    var waiting = (this.waiting[chunk] = this.waiting[chunk] || []);
+    if (then) {
+      waiting.push(then);
+    }
+    if (this.pending[chunk]) {
+      return;
+    }
     this.pending[chunk] = true;
     this.say("loading\u2026");
     loadFile(this.dir, this.source + "--" + chunk, function (columns, error) {
       delete self.pending[chunk];
+      delete self.waiting[chunk];
       if (error) {
+        self.failed[chunk] = true;
         self.say(error);
-        return;
+      } else {
+        self.loaded[chunk] = true;
+        self.inserting = true; // a redraw waits for these rows to be in the data set
+        self.view.insert(self.key, toRows(columns));
       }
-      self.loaded[chunk] = true;
-      self.inserting = true; // a redraw waits for these rows to be in the data set
-      self.view.insert(self.key, toRows(columns)).runAsync().then(function () {
+      waiting.forEach(function (callback) {
+        callback();
+      });
+      self.view.runAsync().then(function () {
         self.inserting = false;
         self.ensureChunk();
       });
     });
+  };
+
+  // Whether CHUNK's rows are in (or its file failed: the status says so).
+  Chart.prototype.ready = function (chunk) {
+    return Boolean(this.loaded[chunk] || this.failed[chunk]);
+  };
+
+  // The chunk the view shows once the CHANGES ({name: value}) of its signals are made.
+  Chart.prototype.chunkWith = function (changes) {
+    var view = this.view;
+    var values = this.payload.chunk_params.map(function (param) {
+      return String(Object.prototype.hasOwnProperty.call(changes, param) ? changes[param] : view.signal(param));
+    });
+    return this.payload.chunk_params.length ? this.payload.chunks[values.join("|")] : undefined;
+  };
+
+  // Show the CHANGES ({name: value}) of its signals, once the rows they select are in:
+  // a view never runs on a choice whose rows are still loading (an empty plot, and Vega
+  // warning that its scales have no extent). Changes asked for meanwhile join them.
+  Chart.prototype.show = function (changes) {
+    var self = this;
+    var wanted = Object.assign(this.wanted, changes);
+    var chunk = this.chunkWith(wanted);
+    if (chunk !== undefined && !this.ready(chunk)) {
+      this.load(chunk, function () {
+        self.show({});
+      });
+      return;
+    }
+    this.wanted = {};
+    Object.keys(wanted).forEach(function (name) {
+      if (self.view.signal(name) !== wanted[name]) {
+        self.view.signal(name, wanted[name]);
+      }
+    });
+    this.view.runAsync();
+  };
+
+  // A control of this chart moved by the reader (EVENT, seen before Vega's own listener)
+  // to a value whose rows are not loaded: Vega does not see it; the chart shows the
+  // value once its rows are in (``show``), and the page follows.
+  Chart.prototype.intercept = function (event) {
+    var name = event.target && event.target.name;
+    var signal = this.view && this.shared[name];
+    if (!signal || this.payload.chunk_params.indexOf(name) < 0) {
+      return;
+    }
+    var value = window.attnreport.controlValue(event.target, signal.bind, this.el);
+    var chunk = value === undefined ? undefined : this.chunkWith(Object.assign({}, this.wanted, single(name, value)));
+    if (chunk !== undefined && !this.ready(chunk)) {
+      event.stopImmediatePropagation();
+      this.show(single(name, value));
+    }
   };
 
   Chart.prototype.listen = function () {
@@ -278,14 +259,30 @@
     this.draw();
   };
 
+  // The chunk that the compiled SIGNALS' values of the chunk params select (undefined:
+  // none, or a chart without chunks).
+  Chart.prototype.chunkFor = function (signals) {
+    var params = this.payload.chunk_params;
+    if (!params.length) {
+      return undefined;
+    }
+    var values = params.map(function (param) {
+      var signal = signals.filter(function (s) {
+        return s.name === param;
+      })[0];
+      return String(signal ? signal.value : undefined);
+    });
+    return this.payload.chunks[values.join("|")];
+  };
+
   // Draw the chart (again) for the width of its figure (layout.fitted), on the page's
-  // state: the inline rows become the values of the (Vega) spec's data set KEY, so the
-  // first render already has them (no empty-data layout); chunk rows are inserted later
-  // into the same data set.
+  // state: the inline rows, and the rows of the chunk that state selects when it is
+  // another (a view opened from the hash, or drawn again after a resize: its file is
+  // loaded first), become the values of the (Vega) spec's data set KEY, so the first
+  // render already has the rows it shows (no empty-data layout, no warning about an
+  // empty scale); rows of other chunks are inserted later into the same data set.
   Chart.prototype.draw = function () {
     var self = this;
-    var key = this.key;
-    var rows = this.rows;
     this.drawing = true;
     this.fit = layout.fitOf(this.el.clientWidth);
     this.el.setAttribute("data-fit", this.fit);
@@ -293,27 +290,48 @@
     // in a data file of its own: loaded once, then drawn
     var phone = this.fit === "phone" && this.payload.phone;
     if (phone && !this.phoneSpec) {
-      loadFile(this.dir, key + "--" + this.payload.phone, function (spec, error) {
+      loadFile(this.dir, this.key + "--" + this.payload.phone, function (loaded, error) {
         if (error) {
           self.drawing = false;
           self.fail(error);
           return;
         }
-        self.phoneSpec = spec;
+        self.phoneSpec = loaded;
         self.draw();
       });
       return;
     }
     var base = phone ? this.phoneSpec : this.payload.spec;
     var spec = Object.assign({}, layout.fitted(base, this.el.clientWidth));
-    spec.data = (spec.data || []).map(function (data) {
-      return data.name === key ? Object.assign({}, data, { values: rows }) : data;
-    });
     var own = this.own || {}; // its own controls' values, kept when it is drawn again
     spec.signals = pageState.adopt(spec.signals || []).map(function (signal) {
       return Object.prototype.hasOwnProperty.call(own, signal.name)
         ? Object.assign({}, signal, { value: own[signal.name] })
         : signal;
+    });
+    var chunk = this.chunkFor(spec.signals);
+    if (chunk === undefined || this.loaded[chunk]) {
+      this.embed(spec, this.rows);
+      return;
+    }
+    this.pending[chunk] = true;
+    this.say("loading\u2026");
+    loadFile(this.dir, this.source + "--" + chunk, function (columns, error) {
+      delete self.pending[chunk];
+      self.say(error || "");
+      if (!error) {
+        self.loaded[chunk] = true;
+      }
+      self.embed(spec, error ? self.rows : self.rows.concat(toRows(columns)));
+    });
+  };
+
+  // vegaEmbed the fitted SPEC with ROWS as its data set KEY's values.
+  Chart.prototype.embed = function (spec, rows) {
+    var self = this;
+    var key = this.key;
+    spec.data = (spec.data || []).map(function (data) {
+      return data.name === key ? Object.assign({}, data, { values: rows }) : data;
     });
     this.shared = pageState.sharedSignals(spec.signals);
     var options = {
@@ -338,6 +356,7 @@
         }
         self.listen();
         pageState.join(self);
+        label.keep(self);
         if (spec.usermeta && spec.usermeta.relayout) {
           self.followDomains(spec);
         }
@@ -391,7 +410,7 @@
   };
 
   // Draw the chart again, once it is neither drawing nor loading, with every row its data
-  // set holds (the inline rows and the chunks inserted since).
+  // set holds (the inline rows and the chunks inserted since: they stay loaded).
   Chart.prototype.redraw = function () {
     var self = this;
     if (this.drawing || this.inserting || Object.keys(this.pending).length) {
@@ -463,9 +482,24 @@
     });
   }
 
+  // The compiled signals of every chart of the page whose payload can be read (a chart
+  // whose payload cannot reports it when it starts).
+  function pageSignals(elements) {
+    var lists = [];
+    for (var i = 0; i < elements.length; i++) {
+      try {
+        lists.push(payloadOf(elements[i].getAttribute("data-key")).spec.signals || []);
+      } catch (error) {
+        continue;
+      }
+    }
+    return lists;
+  }
+
   function startAll() {
     layout.fitCanvasPicking();
     var elements = document.querySelectorAll(".ar-chart");
+    pageState.expect(pageSignals(elements)); // the hash checked against every control
     for (var i = 0; i < elements.length; i++) {
       new Chart(elements[i]).start();
     }
@@ -475,12 +509,48 @@
     });
   }
 
+  // Whether every chart has drawn and none is drawing, loading, waiting to be fitted
+  // again or fitting its plots.
+  function quiet() {
+    var elements = document.querySelectorAll(".ar-chart");
+    for (var i = 0; i < elements.length; i++) {
+      if (!elements[i].hasAttribute("data-rendered")) {
+        return false;
+      }
+    }
+    return !layout.busy() && pageState.charts.every(function (chart) {
+      return !chart.drawing && !Object.keys(chart.pending).length &&
+        layout.fitOf(chart.el.clientWidth) === chart.fit;
+    });
+  }
+
+  // Resolves when the page is quiet (``quiet``) after every view has run: the drawing
+  // then shows the page's state. For scripts and tests that read the drawn charts.
+  function settled() {
+    return new Promise(function (resolve) {
+      function check() {
+        if (!quiet()) {
+          window.setTimeout(check, 20);
+          return;
+        }
+        Promise.all(pageState.charts.map(function (chart) {
+          return chart.view.runAsync();
+        })).then(function () {
+          window.setTimeout(function () {
+            if (quiet()) {
+              resolve();
+            } else {
+              check();
+            }
+          }, 0);
+        });
+      }
+      check();
+    });
+  }
+
   Object.assign(window.attnreport, {
-    register: function (id, columns) {
-      registry[id] = columns;
-    },
-    decodeColumn: decodeColumn,
-    toRows: toRows,
+    settled: settled,
     csv: figureCsv,
   });
 

@@ -1,4 +1,4 @@
-/* attnreport chart runtime, part 2 of 3: fitting each chart to its column.
+/* attnreport chart runtime, part 2 of 5: fitting each chart to its column.
  *
  * A chart is drawn for the width of its figure: "wide" (700 px or more) as compiled,
  * "narrow" (500-700 px) with legends below the plot and every wrapped facet in two
@@ -93,8 +93,9 @@
 
   // Every group with a fixed column count (a wrapped facet) in at most COLUMNS columns,
   // tick labels that would overlap left out on a continuous axis and turned upright on a
-  // horizontal axis of categories (each category keeps its name: a bar left unnamed
-  // could not be read), and row headers written along their row (a long label beside a
+  // horizontal axis of categories (a bar keeps its name where its label fits; every other
+  // one is left out only where the categories are closer than a line of text, as a long
+  // sentence's tokens), and row headers written along their row (a long label beside a
   // grid on a phone takes the width its cells need; the tooltips name the row in full).
   // SCALES: the scale types by name, of this group and the groups around it.
   function wrapFacets(group, columns, scales) {
@@ -111,6 +112,10 @@
       var across = axis.orient === "bottom";
       if (across && (type === "band" || type === "point") && axis.labels !== false) {
         Object.assign(axis, { labelAngle: -90, labelAlign: "right", labelBaseline: "middle" });
+        // upright, a label takes its line's height: where the categories are closer than
+        // that (a sentence's tokens on a phone) every other one is left out, in turn (the
+        // tooltips name each); a few bars keep every name
+        axis.labelOverlap = "parity";
       } else {
         axis.labelOverlap = true; // a shrunk plot's tick labels would run into each other
       }
@@ -203,6 +208,7 @@
   var LEAST = 0.3; // the smallest a plot is shrunk, as a share of its compiled size
   var TRIES = 3; // text does not shrink with the plots, so a few passes get it to fit
   var FILL_TRIES = 6; // a chart that fills its column: text is most of what is left
+  var fitting = 0; // fitting passes begun or asked for and not finished (``busy``)
 
   // The width a drawn chart takes (its SVG's or canvas's own CSS pixels, before the
   // stylesheet scales it to the figure).
@@ -290,12 +296,22 @@
         return Promise.resolve();
       }
       busy = true;
-      return pass(fill ? FILL_TRIES : TRIES, null).then(function () {
+      fitting += 1;
+      function done() {
         busy = false;
+        fitting -= 1;
+      }
+      return pass(fill ? FILL_TRIES : TRIES, null).then(done, function (error) {
+        done();
+        throw error;
       });
     }
     view.addResizeListener(function () {
-      window.setTimeout(fitNow, 0); // not inside the dataflow run that resized it
+      fitting += 1; // asked for: busy until it has run
+      window.setTimeout(function () {
+        fitting -= 1;
+        fitNow();
+      }, 0); // not inside the dataflow run that resized it
     });
     return fitNow();
   }
@@ -315,6 +331,9 @@
   }
 
   ns.layout = {
+    busy: function () {
+      return fitting > 0;
+    },
     fitOf: fitOf,
     fitted: fitted,
     shrinkToFit: shrinkToFit,

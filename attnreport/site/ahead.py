@@ -37,7 +37,7 @@ from typing import Any
 from attnreport.results.layout import MANIFEST
 from attnreport.site.chart_source import chart_builders
 from attnreport.site.context import SiteOptions
-from attnreport.site.page_data import intervention_indices, page_results, placed
+from attnreport.site.page_data import intervention_indices, page_files, page_results, placed
 from attnreport.site.source import SiteSource
 
 log = logging.getLogger(__name__)
@@ -49,14 +49,15 @@ POLL_S = 0.5  # how often a wait checks that the worker it waits for is still al
 Page = int | None  # a sentence's page, or the index (None)
 
 
-def make_page(source: SiteSource, index: Page, images: bool, png: bool | float) -> None:
-    """Page ``index``'s figures into the figure cache and, when ``images``, its static
-    images into the image cache: what the assembly makes of the page, less its HTML."""
+def make_page(source: SiteSource, index: Page, options: SiteOptions) -> None:
+    """Page ``index``'s figures into the figure cache and, when ``options.images``, its
+    static images into the image cache: what the assembly makes of the page, less its HTML."""
     from attnreport.charts.export.image_export import figure_images
 
-    figures = placed(source, page_results(source, index), index, chart_builders())
-    if images:
-        figure_images([p.figure for p in figures], png=png, workers=1)
+    pages = page_files(source, options) if index is None else ()
+    figures = placed(source, page_results(source, index), index, chart_builders(), pages)
+    if options.images:
+        figure_images([p.figure for p in figures], png=options.png_export, workers=1)
 
 
 def _work(
@@ -75,7 +76,7 @@ def _work(
             state[slot] = number
         try:
             source = source or from_folder(folder)
-            make_page(source, pages[slot], options.images, options.png_export)
+            make_page(source, pages[slot], options)
             outcome = DONE
         except Exception as error:  # the page is made again in the assembling process
             log.info("page %s made ahead failed: %s", pages[slot], error)

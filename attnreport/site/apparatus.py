@@ -88,6 +88,17 @@ def post_norm(manifest: Manifest) -> PostNorm:
     return PostNorm(present=True, sizes_before=not after)
 
 
+def update_sizes(manifest: Manifest) -> str:
+    """How the model's update sizes ||u|| / ||x|| are taken, in a few words (a comparison
+    says so when its models take them differently)."""
+    norm = post_norm(manifest)
+    if not norm.present:
+        return "each head's update as added (no post-attention norm)"
+    if norm.sizes_after:
+        return "each head's share of what its post-attention norm adds"
+    return "before the post-attention norm (not what is added)"
+
+
 def _post_norm(manifest: Manifest) -> str | None:
     if not post_norm(manifest).sizes_before:
         return None

@@ -38,9 +38,14 @@ from attnreport.site import pages, render
 from attnreport.site.ahead import Ahead
 from attnreport.site.chart_source import ChartSource, Drawing, as_bytes
 from attnreport.site.context import PLACEMENT, FigureFiles, FigureInput, Link, Pager, SiteOptions
-from attnreport.site.page_data import chosen_pages, intervention_inputs, page_results, placed
+from attnreport.site.page_data import (
+    chosen_pages,
+    intervention_inputs,
+    page_files,
+    page_results,
+    placed,
+)
 from attnreport.site.real_charts import default_charts
-from attnreport.site.slugs import sentence_filename
 from attnreport.site.source import SiteFiles, SiteSource, from_results
 from attnreport.vocabulary import MARKER, OPTIONS_FILE, RESULTS_FOLDER
 
@@ -261,8 +266,9 @@ def assemble_site(
     pool.shutdown(wait=False)  # the bundle is still made; the thread ends with it
     texts = source.texts()
     names: list[str | None] = [None] * source.count
-    for i in chosen:
-        names[i] = sentence_filename(i, texts[i])
+    linked = page_files(source, options)
+    for i, name in linked:
+        names[i] = name
     files: dict[str, bytes] = {}
     # With workers making pages, this process draws its own pages' images: it finishes
     # each page at once, so that it claims the next only when it is ready to make it.
@@ -272,7 +278,7 @@ def assemble_site(
         if ahead:
             ahead.claim(None)
         set_only = page_results(source, None)  # the index is set-wide
-        made = placed(source, set_only, None, charts)
+        made = placed(source, set_only, None, charts, linked)
         here = ahead is not None
         figs = _figures("index", None, made, charts, options, files, source.layout, here)
         pipeline.drain()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from attnreport.charts.export.figure_cache import PageFiles
 from attnreport.charts.figure import Encoded, Figure
+from attnreport.charts.figures.links import Pages
 from attnreport.charts.registry import Placed
 from attnreport.results import Results
 
@@ -39,7 +40,8 @@ class ChartSource:
     """Where figures come from; defaults to ``attnreport.charts`` (see ``default_charts``)."""
 
     sentence_figures: Callable[[Results, int], Sequence[Placed]]
-    index_figures: Callable[[Results], Sequence[Placed]]
+    # the index's figures, given the sentence pages they link to
+    index_figures: Callable[[Results, Pages], Sequence[Placed]]
     payload: Callable[[Figure], str]  # JSON text for the page's <script> element
     chunk_files: Callable[[Figure], Mapping[str, bytes | str]]  # file name -> content
     images: Callable[[Figure], Mapping[str, bytes]]  # "svg"/"png" -> bytes
@@ -49,8 +51,9 @@ class ChartSource:
     # for it; ``images`` one by one when None.
     figure_images: Callable[[Sequence[Figure], bool, bool], Drawing] | None = None
     # A page's figures through the figure cache, given the digests of what the page may
-    # read; ``sentence_figures`` / ``index_figures`` when None.
-    page_figures: Callable[[Results, int | None, PageFiles], Sequence[Placed]] | None = None
+    # read and (the index) the sentence pages it links to; ``sentence_figures`` /
+    # ``index_figures`` when None.
+    page_figures: Callable[[Results, int | None, PageFiles, Pages], Sequence[Placed]] | None = None
     # Workers making the last pages into the caches while this process makes the first
     # ones (``attnreport.site.ahead.start``), given the pages in order; None: none.
     ahead: Callable[[SiteSource, Sequence[int | None], SiteOptions], PagesAhead | None] | None = (
@@ -81,13 +84,15 @@ def chart_builders(cache: bool = True) -> ChartSource:
     def encode(fig: Figure) -> Encoded:
         return Encoded(embed.figure_payload(fig), embed.chunk_files(fig))
 
-    def page_figures(results: Results, index: int | None, files: PageFiles) -> list[Placed]:
+    def page_figures(
+        results: Results, index: int | None, files: PageFiles, pages: Pages
+    ) -> list[Placed]:
         make = figure_cache.cached_maker(figure_cache.default_cache(), files, encode)
-        return build_figures(page_inputs(results, index), make=make)
+        return build_figures(page_inputs(results, index, pages), make=make)
 
     return ChartSource(
         sentence_figures=lambda results, index: build_figures(page_inputs(results, index)),
-        index_figures=lambda results: build_figures(page_inputs(results, None)),
+        index_figures=lambda results, pages: build_figures(page_inputs(results, None, pages)),
         payload=embed.figure_payload,
         chunk_files=embed.chunk_files,
         images=images,

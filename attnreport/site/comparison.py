@@ -30,6 +30,7 @@ from attnreport.multi.measures import ModelSide, short_name
 from attnreport.results import dump_json
 from attnreport.site import comparison_page as cp
 from attnreport.site import render
+from attnreport.site.apparatus import update_sizes
 from attnreport.site.assemble import assemble_site, options_json, vega_bundle
 from attnreport.site.chart_source import ChartSource, as_bytes
 from attnreport.site.context import FigureContext, FigureFiles, SiteOptions
@@ -108,9 +109,12 @@ def _figures(
     from attnreport.charts.figures import comparison as figs
 
     models = [s.name for s in sides]
+    sizes = {s.name: update_sizes(s.manifest) for s in sides}
     made = [
         (
-            figs.curve_figure(tables["curves"], stat, models),
+            figs.curve_figure(
+                tables["curves"], stat, models, sizes if stat == "head_impact" else None
+            ),
             alt.curve_alt(tables["curves"], stat, models),
         )  # fmt: skip
         for stat in measures.CURVES

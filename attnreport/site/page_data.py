@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from attnreport.charts.export.figure_cache import PageFiles
+from attnreport.charts.figures.links import Pages
 from attnreport.charts.registry import Placed
 from attnreport.errors import AttnReportError
 from attnreport.page_choice import page_indices, parse_pages
 from attnreport.results import Results, SentenceResults
 from attnreport.site.chart_source import ChartSource
 from attnreport.site.context import SiteOptions
+from attnreport.site.slugs import sentence_filename
 from attnreport.site.source import SiteSource
 
 
@@ -34,6 +36,13 @@ def chosen_pages(source: SiteSource, options: SiteOptions) -> tuple[int, ...]:
             f"with pages = {analysed!r}: only those sentences keep their maps)"
         )
     return tuple(i for i in chosen if source.keeps(i))
+
+
+def page_files(source: SiteSource, options: SiteOptions) -> Pages:
+    """(sentence, its page's file name) of every sentence with a page (``chosen_pages``):
+    what the index's figures link to."""
+    texts = source.texts()
+    return tuple((i, sentence_filename(i, texts[i])) for i in chosen_pages(source, options))
 
 
 def intervention_indices(source: SiteSource) -> list[int]:
@@ -60,13 +69,18 @@ def page_results(
 
 
 def placed(
-    source: SiteSource, results: Results, index: int | None, charts: ChartSource
+    source: SiteSource,
+    results: Results,
+    index: int | None,
+    charts: ChartSource,
+    pages: Pages = (),
 ) -> Sequence[Placed]:
-    """The figures of sentence ``index``'s page (the index when None), through the figure
-    cache when ``charts`` has one: keyed by the digests of the results files they read."""
+    """The figures of sentence ``index``'s page (the index, linking to the sentence pages
+    ``pages``, when None), through the figure cache when ``charts`` has one: keyed by the
+    digests of the results files they read."""
     if charts.page_figures is None:
         if index is None:
-            return charts.index_figures(results)
+            return charts.index_figures(results, pages)
         return charts.sentence_figures(results, index)
     layout = source.layout
     files = PageFiles(
@@ -77,4 +91,4 @@ def placed(
         set=layout.set,
         interventions=layout.interventions,
     )
-    return charts.page_figures(results, index, files)
+    return charts.page_figures(results, index, files, pages if index is None else ())

@@ -14,6 +14,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 from markupsafe import Markup
@@ -113,7 +114,8 @@ def render_404(meta: PageMeta | None = None) -> str:
     """The page GitHub Pages shows for a missing address.
 
     GitHub Pages serves it at the missing address, at any folder depth, where relative
-    links to ``assets/`` would not resolve; so its stylesheet is inlined.
+    links to ``assets/`` would not resolve; so its stylesheet is inlined, and its icon is
+    a data URL (without one the browser asks the server for /favicon.ico).
     """
     meta = meta or PageMeta(
         site_title="attnreport",
@@ -126,7 +128,8 @@ def render_404(meta: PageMeta | None = None) -> str:
     css = template_asset("style.css").decode("utf-8")
     if "</style" in css.lower():
         raise ValueError("style.css must not contain '</style'")
-    return _render("404.html", meta=meta, charts=False, inline_css=css)
+    icon = "data:image/svg+xml," + quote(template_asset("favicon.svg").decode("utf-8").strip())
+    return _render("404.html", meta=meta, charts=False, inline_css=css, inline_icon=icon)
 
 
 def template_asset(name: str) -> bytes:

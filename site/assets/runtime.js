@@ -5,7 +5,10 @@
  * clicking a mark whose row names a head (and layer) selects it everywhere. The state
  * is mirrored in the URL hash ("#layer=7&head=2&eps=0.001&..."), so a link opens that
  * view, and each settled change is a history entry, so back and forward step through
- * views. Exposes window.attnreport.state (the page state) and .history; runtime.js, loaded
+ * views. A value no control of the page can show ("#layer=99&head=-3") is brought to the
+ * nearest one every control of its name can show (a slider's end or step) or dropped (an
+ * option no select has), before any chart draws, and the URL rewritten to the view shown;
+ * an edited hash likewise. Exposes window.attnreport.state (the page state) and .history; runtime.js, loaded
  * after this file and runtime_layout.js (embed.runtime_js() joins the three), draws.
  */
 (function () {
@@ -17,6 +20,10 @@
   var SHARED = ["layer", "head", "sort_idx", "observation", "eps", "positions_from"];
   var HASH_DELAY = 400; // ms a control must rest before its view becomes a history entry
   var NUMBER = /^-?([0-9]+\.?[0-9]*|\.[0-9]+)(e[-+]?[0-9]+)?$/i;
+  // A row's link: a page beside this one, opened at a view ("s003-the-dog.html#layer=2&head=1")
+  var PAGE_LINK = /^[A-Za-z0-9_.-]+\.html#[A-Za-z0-9_=&.-]+$/;
+  // Marks that stand for one row (a line or an area stands for many: it links nowhere)
+  var LINKING = ["symbol", "rect"];
 
   function own(object, name) {
     return Object.prototype.hasOwnProperty.call(object, name);
@@ -56,6 +63,69 @@
     return typeof value === typeof signal.value;
   }
 
+  // VALUE made one that the bound SIGNAL's control can show: a number on a slider is
+  // brought into its range and onto its nearest step ("layer=99" is the last layer,
+  // "head=-3" the first head); anything else it cannot show is undefined (dropped).
+  function nearest(signal, value) {
+    var bind = signal.bind || {};
+    if (bind.input === "range" && typeof value === "number" && isFinite(value)) {
+      var step = bind.step || 1;
+      var steps = Math.round((Math.min(Math.max(value, bind.min), bind.max) - bind.min) / step);
+      value = Math.min(bind.min + steps * step, bind.max);
+    }
+    return fits(signal, value) ? value : undefined;
+  }
+
+  // VALUES (by name) as the CONTROLS (name -> the bound signals of that name, one per
+  // chart) can all show them: each value brought to the nearest one every control of
+  // its name can show, and dropped when none can, or when no control has that name.
+  function validated(values, controls) {
+    var out = {};
+    Object.keys(values).forEach(function (name) {
+      var signals = controls[name] || [];
+      var value = values[name];
+      for (var pass = 0; pass < 2 && value !== undefined; pass++) {
+        // twice: a slider's nearest step may need the other sliders' range again
+        signals.forEach(function (signal) {
+          value = value === undefined ? undefined : nearest(signal, value);
+        });
+      }
+      if (signals.length && value !== undefined) {
+        out[name] = value;
+      }
+    });
+    return out;
+  }
+
+  // The hash that shows VALUES ("" when none).
+  function hashOf(values) {
+    var text = SHARED.filter(function (name) {
+      return own(values, name);
+    })
+      .map(function (name) {
+        return encodeURIComponent(name) + "=" + encodeURIComponent(values[name]);
+      })
+      .join("&");
+    return text ? "#" + text : "";
+  }
+
+  // The value a reader chose on TARGET, a control Vega made for a signal bound with
+  // BIND in the chart element EL (a slider's number, a select's or radio button's
+  // option, as Vega reads them); undefined for anything else (a radio button unchecked).
+  function controlValue(target, bind, el) {
+    if (target.type === "range") {
+      return +target.value;
+    }
+    if (target.tagName === "SELECT") {
+      return bind.options[target.selectedIndex];
+    }
+    if (target.type === "radio" && target.checked) {
+      var group = el.querySelectorAll('input[type="radio"][name="' + target.name + '"]');
+      return bind.options[Array.prototype.indexOf.call(group, target)];
+    }
+    return undefined;
+  }
+
   // history.pushState / replaceState, where the page may use them (a sandboxed frame may
   // not: its figures still share their state, the URL just does not follow).
   function writeHistory(method, state, url) {
@@ -70,6 +140,7 @@
 
   var pageState = {
     values: parseHash(window.location.hash),
+    controls: {}, // name -> the bound signals of that name, one per chart of the page
     charts: [],
     timer: null,
     restoring: false,
@@ -83,6 +154,38 @@
         }
       });
       return out;
+    },
+
+    // Before any chart draws: the controls of every chart of the page (their compiled
+    // SIGNALS, one list per chart) say which values the page can show; the hash's values
+    // become those (``validated``), and the URL is rewritten to them when they differ.
+    expect: function (signalLists) {
+      var controls = this.controls;
+      var self = this;
+      signalLists.forEach(function (signals) {
+        var shared = self.sharedSignals(signals);
+        Object.keys(shared).forEach(function (name) {
+          controls[name] = (controls[name] || []).concat([shared[name]]);
+        });
+      });
+      this.values = validated(this.values, controls);
+      this.showInUrl(parseHash(window.location.hash));
+    },
+
+    // The URL's hash rewritten to the view shown when ASKED (the values a hash asked
+    // for) differ from it: an out-of-range or unknown value is not left in the address.
+    showInUrl: function (asked) {
+      var shown = {};
+      var values = this.values;
+      Object.keys(asked).forEach(function (name) {
+        if (own(values, name)) {
+          shown[name] = values[name];
+        }
+      });
+      if (hashOf(shown) !== hashOf(asked)) {
+        var url = window.location.pathname + window.location.search + hashOf(shown);
+        writeHistory("replaceState", { attnreport: this.copy() }, url);
+      }
     },
 
     // A chart's signals before a draw: a shared one opens on the page's value (from the
@@ -126,7 +229,9 @@
     show: function (chart, name, value) {
       var signal = chart.shared[name];
       if (chart.view && signal && fits(signal, value) && chart.view.signal(name) !== value) {
-        chart.view.signal(name, value).runAsync();
+        var change = {};
+        change[name] = value;
+        chart.show(change); // once the rows of that value are in
       }
     },
 
@@ -145,9 +250,16 @@
       this.remember();
     },
 
-    // A click on a mark whose row names a head (a line, a point, a bar of a per-head chart).
+    // A click on a mark whose row names a head (a line, a point, a bar of a per-head chart):
+    // on an index, whose rows link each head to a sentence page (an "href" column:
+    // charts/figures/links.py), that page opens at the head; elsewhere the head is chosen.
     pick: function (item) {
       var datum = item && item.datum;
+      if (datum && typeof datum.href === "string" && PAGE_LINK.test(datum.href) &&
+          LINKING.indexOf(item.mark.marktype) >= 0) {
+        window.location.assign(datum.href);
+        return;
+      }
       if (!datum || typeof datum.head !== "number") {
         return;
       }
@@ -158,14 +270,7 @@
     },
 
     hash: function () {
-      var values = this.values;
-      return SHARED.filter(function (name) {
-        return own(values, name);
-      })
-        .map(function (name) {
-          return encodeURIComponent(name) + "=" + encodeURIComponent(values[name]);
-        })
-        .join("&");
+      return hashOf(this.values);
     },
 
     // After a change settles, the view becomes a history entry (its hash and values).
@@ -176,8 +281,8 @@
       }
       window.clearTimeout(this.timer);
       this.timer = window.setTimeout(function () {
-        var hash = "#" + self.hash();
-        if (hash !== window.location.hash) {
+        var hash = self.hash();
+        if (hash && hash !== window.location.hash) {
           writeHistory("pushState", { attnreport: self.copy() }, hash);
         }
       }, HASH_DELAY);
@@ -187,21 +292,26 @@
       return Object.assign({}, this.values);
     },
 
-    // Back, forward or an edited hash: show the view that entry holds.
-    restore: function (values) {
+    // Back, forward or an edited hash: show the view that entry holds (what of it the
+    // page can show: an edited hash is checked as the opening one is, and rewritten).
+    restore: function (values, fromHash) {
       var self = this;
+      var shown = validated(values, this.controls);
       window.clearTimeout(this.timer);
       this.restoring = true;
-      Object.keys(values).forEach(function (name) {
-        self.set(name, values[name]);
+      Object.keys(shown).forEach(function (name) {
+        self.set(name, shown[name]);
       });
       this.restoring = false;
+      if (fromHash) {
+        this.showInUrl(values);
+      }
     },
   };
 
   function onHistory(event) {
     var saved = event && event.state && event.state.attnreport;
-    pageState.restore(saved || parseHash(window.location.hash));
+    pageState.restore(saved || parseHash(window.location.hash), !saved);
   }
 
   // Once every chart has started: the opening view becomes the current history entry (so
@@ -215,6 +325,7 @@
   ns.state = pageState;
   ns.followHistory = followHistory;
   ns.parseHash = parseHash;
+  ns.controlValue = controlValue;
 })();
 
 /* attnreport chart runtime, part 2 of 3: fitting each chart to its column.
@@ -422,6 +533,7 @@
   var LEAST = 0.3; // the smallest a plot is shrunk, as a share of its compiled size
   var TRIES = 3; // text does not shrink with the plots, so a few passes get it to fit
   var FILL_TRIES = 6; // a chart that fills its column: text is most of what is left
+  var fitting = 0; // fitting passes begun or asked for and not finished (``busy``)
 
   // The width a drawn chart takes (its SVG's or canvas's own CSS pixels, before the
   // stylesheet scales it to the figure).
@@ -509,12 +621,22 @@
         return Promise.resolve();
       }
       busy = true;
-      return pass(fill ? FILL_TRIES : TRIES, null).then(function () {
+      fitting += 1;
+      function done() {
         busy = false;
+        fitting -= 1;
+      }
+      return pass(fill ? FILL_TRIES : TRIES, null).then(done, function (error) {
+        done();
+        throw error;
       });
     }
     view.addResizeListener(function () {
-      window.setTimeout(fitNow, 0); // not inside the dataflow run that resized it
+      fitting += 1; // asked for: busy until it has run
+      window.setTimeout(function () {
+        fitting -= 1;
+        fitNow();
+      }, 0); // not inside the dataflow run that resized it
     });
     return fitNow();
   }
@@ -534,6 +656,9 @@
   }
 
   ns.layout = {
+    busy: function () {
+      return fitting > 0;
+    },
     fitOf: fitOf,
     fitted: fitted,
     shrinkToFit: shrinkToFit,
@@ -679,6 +804,12 @@
     return rows;
   }
 
+  function single(name, value) {
+    var out = {};
+    out[name] = value;
+    return out;
+  }
+
   function statusElement(el) {
     var status = document.createElement("div");
     status.className = "ar-status";
@@ -696,6 +827,12 @@
     this.status = statusElement(el);
     this.loaded = {};
     this.pending = {};
+    this.failed = {}; // chunks whose file could not be loaded
+    this.waiting = {}; // chunk -> what runs once its rows are in
+    this.wanted = {}; // signal changes waiting for their rows (``show``)
+    var intercept = this.intercept.bind(this);
+    el.addEventListener("input", intercept, true); // before the control's own listener
+    el.addEventListener("change", intercept, true);
     this.view = null;
     this.shared = {}; // name -> the bound signal of each shared param it has
   }
@@ -734,6 +871,9 @@
       this.say(Object.keys(this.pending).length ? "loading\u2026" : "No data for this choice.");
       return;
     }
+    if (this.failed[chunk]) {
+      return; // its status says why
+    }
     if (this.loaded[chunk] || this.pending[chunk]) {
       this.say(Object.keys(this.pending).length ? "loading\u2026" : "");
       return;
@@ -741,21 +881,89 @@
     this.load(chunk);
   };
 
-  Chart.prototype.load = function (chunk) {
+  // Load CHUNK's file (once) and insert its rows; THEN, if given, runs before the view
+  // does (every caller waiting on the chunk's file is called back).
+  Chart.prototype.load = function (chunk, then) {
     var self = this;
+    var waiting = (this.waiting[chunk] = this.waiting[chunk] || []);
+    if (then) {
+      waiting.push(then);
+    }
+    if (this.pending[chunk]) {
+      return;
+    }
     this.pending[chunk] = true;
     this.say("loading\u2026");
     loadFile(this.dir, this.source + "--" + chunk, function (columns, error) {
       delete self.pending[chunk];
+      delete self.waiting[chunk];
       if (error) {
+        self.failed[chunk] = true;
         self.say(error);
-        return;
+      } else {
+        self.loaded[chunk] = true;
+        self.view.insert(self.key, toRows(columns));
       }
-      self.loaded[chunk] = true;
-      self.view.insert(self.key, toRows(columns)).runAsync().then(function () {
+      waiting.forEach(function (callback) {
+        callback();
+      });
+      self.view.runAsync().then(function () {
         self.ensureChunk();
       });
     });
+  };
+
+  // Whether CHUNK's rows are in (or its file failed: the status says so).
+  Chart.prototype.ready = function (chunk) {
+    return Boolean(this.loaded[chunk] || this.failed[chunk]);
+  };
+
+  // The chunk the view shows once the CHANGES ({name: value}) of its signals are made.
+  Chart.prototype.chunkWith = function (changes) {
+    var view = this.view;
+    var values = this.payload.chunk_params.map(function (param) {
+      return String(Object.prototype.hasOwnProperty.call(changes, param) ? changes[param] : view.signal(param));
+    });
+    return this.payload.chunk_params.length ? this.payload.chunks[values.join("|")] : undefined;
+  };
+
+  // Show the CHANGES ({name: value}) of its signals, once the rows they select are in:
+  // a view never runs on a choice whose rows are still loading (an empty plot, and Vega
+  // warning that its scales have no extent). Changes asked for meanwhile join them.
+  Chart.prototype.show = function (changes) {
+    var self = this;
+    var wanted = Object.assign(this.wanted, changes);
+    var chunk = this.chunkWith(wanted);
+    if (chunk !== undefined && !this.ready(chunk)) {
+      this.load(chunk, function () {
+        self.show({});
+      });
+      return;
+    }
+    this.wanted = {};
+    Object.keys(wanted).forEach(function (name) {
+      if (self.view.signal(name) !== wanted[name]) {
+        self.view.signal(name, wanted[name]);
+      }
+    });
+    this.view.runAsync();
+  };
+
+  // A control of this chart moved by the reader (EVENT, seen before Vega's own listener)
+  // to a value whose rows are not loaded: Vega does not see it; the chart shows the
+  // value once its rows are in (``show``), and the page follows.
+  Chart.prototype.intercept = function (event) {
+    var name = event.target && event.target.name;
+    var signal = this.view && this.shared[name];
+    if (!signal || this.payload.chunk_params.indexOf(name) < 0) {
+      return;
+    }
+    var value = window.attnreport.controlValue(event.target, signal.bind, this.el);
+    var chunk = value === undefined ? undefined : this.chunkWith(Object.assign({}, this.wanted, single(name, value)));
+    if (chunk !== undefined && !this.ready(chunk)) {
+      event.stopImmediatePropagation();
+      this.show(single(name, value));
+    }
   };
 
   Chart.prototype.listen = function () {
@@ -820,22 +1028,59 @@
     this.draw();
   };
 
+  // The chunk that the compiled SIGNALS' values of the chunk params select (undefined:
+  // none, or a chart without chunks).
+  Chart.prototype.chunkFor = function (signals) {
+    var params = this.payload.chunk_params;
+    if (!params.length) {
+      return undefined;
+    }
+    var values = params.map(function (param) {
+      var signal = signals.filter(function (s) {
+        return s.name === param;
+      })[0];
+      return String(signal ? signal.value : undefined);
+    });
+    return this.payload.chunks[values.join("|")];
+  };
+
   // Draw the chart (again) for the width of its figure (layout.fitted), on the page's
-  // state: the inline rows become the values of the (Vega) spec's data set KEY, so the
-  // first render already has them (no empty-data layout); chunk rows are inserted later
-  // into the same data set.
+  // state: the inline rows, and the rows of the chunk that state selects when it is
+  // another (a view opened from the hash, or drawn again after a resize: its file is
+  // loaded first), become the values of the (Vega) spec's data set KEY, so the first
+  // render already has the rows it shows (no empty-data layout, no warning about an
+  // empty scale); rows of other chunks are inserted later into the same data set.
   Chart.prototype.draw = function () {
     var self = this;
-    var key = this.key;
-    var rows = this.rows;
     this.drawing = true;
     this.fit = layout.fitOf(this.el.clientWidth);
     this.el.setAttribute("data-fit", this.fit);
     var spec = Object.assign({}, layout.fitted(this.payload.spec, this.el.clientWidth));
+    spec.signals = pageState.adopt(spec.signals || []);
+    var chunk = this.chunkFor(spec.signals);
+    if (chunk === undefined || this.loaded[chunk]) {
+      this.embed(spec, this.rows);
+      return;
+    }
+    this.pending[chunk] = true;
+    this.say("loading\u2026");
+    loadFile(this.dir, this.source + "--" + chunk, function (columns, error) {
+      delete self.pending[chunk];
+      self.say(error || "");
+      if (!error) {
+        self.loaded[chunk] = true;
+      }
+      self.embed(spec, error ? self.rows : self.rows.concat(toRows(columns)));
+    });
+  };
+
+  // vegaEmbed the fitted SPEC with ROWS as its data set KEY's values.
+  Chart.prototype.embed = function (spec, rows) {
+    var self = this;
+    var key = this.key;
     spec.data = (spec.data || []).map(function (data) {
       return data.name === key ? Object.assign({}, data, { values: rows }) : data;
     });
-    spec.signals = pageState.adopt(spec.signals || []);
     this.shared = pageState.sharedSignals(spec.signals);
     var options = {
       renderer: this.payload.renderer || "svg",
@@ -885,6 +1130,7 @@
     }
     this.embedded.finalize();
     this.loaded = {};
+    this.failed = {};
     if (this.inlineLoaded) {
       this.loaded[this.payload.inline_chunk] = true;
     }
@@ -938,9 +1184,24 @@
     });
   }
 
+  // The compiled signals of every chart of the page whose payload can be read (a chart
+  // whose payload cannot reports it when it starts).
+  function pageSignals(elements) {
+    var lists = [];
+    for (var i = 0; i < elements.length; i++) {
+      try {
+        lists.push(payloadOf(elements[i].getAttribute("data-key")).spec.signals || []);
+      } catch (error) {
+        continue;
+      }
+    }
+    return lists;
+  }
+
   function startAll() {
     layout.fitCanvasPicking();
     var elements = document.querySelectorAll(".ar-chart");
+    pageState.expect(pageSignals(elements)); // the hash checked against every control
     for (var i = 0; i < elements.length; i++) {
       new Chart(elements[i]).start();
     }
@@ -950,7 +1211,48 @@
     });
   }
 
+  // Whether every chart has drawn and none is drawing, loading, waiting to be fitted
+  // again or fitting its plots.
+  function quiet() {
+    var elements = document.querySelectorAll(".ar-chart");
+    for (var i = 0; i < elements.length; i++) {
+      if (!elements[i].hasAttribute("data-rendered")) {
+        return false;
+      }
+    }
+    return !layout.busy() && pageState.charts.every(function (chart) {
+      return !chart.drawing && !Object.keys(chart.pending).length &&
+        layout.fitOf(chart.el.clientWidth) === chart.fit;
+    });
+  }
+
+  // Resolves when the page is quiet (``quiet``) after every view has run: the drawing
+  // then shows the page's state. For scripts and tests that read the drawn charts.
+  function settled() {
+    return new Promise(function (resolve) {
+      function check() {
+        if (!quiet()) {
+          window.setTimeout(check, 20);
+          return;
+        }
+        Promise.all(pageState.charts.map(function (chart) {
+          return chart.view.runAsync();
+        })).then(function () {
+          window.setTimeout(function () {
+            if (quiet()) {
+              resolve();
+            } else {
+              check();
+            }
+          }, 0);
+        });
+      }
+      check();
+    });
+  }
+
   Object.assign(window.attnreport, {
+    settled: settled,
     register: function (id, columns) {
       registry[id] = columns;
     },

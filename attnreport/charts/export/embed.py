@@ -9,7 +9,7 @@ DOM protocol (what the page renders for each figure, in this order)::
 files of ``chunk_files(fig)`` are written, relative to the page. Before these, the page
 loads two classic scripts (no ``type="module"``): the Vega bundle
 (``vl_convert.javascript_bundle()``, which defines ``window.vegaEmbed``, ``window.vega``
-and ``window.vegaLite``) and ``runtime.js`` (``runtime_js()`` returns its text, joined from the three parts of
+and ``window.vegaLite``) and ``runtime.js`` (``runtime_js()`` returns its text, joined from the parts of
 ``RUNTIME_PARTS``). Both work
 from ``file://``. The bundle declares top-level ``const`` names, so other classic scripts
 must keep their names in a function scope (or wrap the bundle in one, which also works).
@@ -36,7 +36,15 @@ clicking a mark whose row has a numeric ``head`` (and ``layer``) sets them page-
 state is written to the hash as ``#layer=L&head=H&...`` once a change has rested for
 400 ms (``history.pushState``), and back, forward and an edited hash show the view of
 their entry; a hash without ``=`` is a plain anchor and is left alone. A numeric value is
-read as a number (``#eps=1e-3`` is the option 0.001).
+read as a number (``#eps=1e-3`` is the option 0.001). Before any chart draws, a hash value
+no control of the page can show is brought to the nearest one every control of its name
+can show (a slider's end or step: ``#layer=99`` is the last layer) or dropped (an option
+no select has), and the URL is rewritten to the view shown. A chart opens on, and a
+control moves to, a view only once the rows it shows are loaded (never an empty plot).
+On an index, a click on a point or cell whose row has an ``href`` (a sentence page at
+``#layer=L&head=H``: ``figures/links.py``) opens it. Each chart's ARIA label follows the
+view it draws (``runtime_label.js``); ``window.attnreport.settled()`` resolves once every
+chart is drawn and nothing is loading or being fitted.
 ``window.attnreport.state`` holds ``values`` and the drawn ``charts`` (``key``, ``view``).
 
 Fitting the column: the stylesheet scales a chart wider than its figure down (SVG by its
@@ -180,12 +188,19 @@ def chunk_files(fig: Figure) -> dict[str, str]:
 
 # The runtime's parts, by concern, in the order they run: each is a function scope that
 # adds to ``window.attnreport``; the page loads them as one file (one request, one script).
-RUNTIME_PARTS = ("runtime_state.js", "runtime_layout.js", "runtime.js")
+RUNTIME_PARTS = (
+    "runtime_state.js",
+    "runtime_layout.js",
+    "runtime_data.js",
+    "runtime_label.js",
+    "runtime.js",
+)
 
 
 def runtime_js() -> str:
     """The page runtime, to be copied next to the pages as ``runtime.js``: the state and
-    hash (``runtime_state.js``), column fitting and resizing (``runtime_layout.js``), then
-    data loading and drawing (``runtime.js``), joined in that order."""
+    hash (``runtime_state.js``), column fitting and resizing (``runtime_layout.js``), data
+    files and columns (``runtime_data.js``), the charts' labels following their views
+    (``runtime_label.js``), then drawing (``runtime.js``), joined in that order."""
     folder = resources.files("attnreport.charts")
     return "\n".join(folder.joinpath(name).read_text(encoding="utf-8") for name in RUNTIME_PARTS)

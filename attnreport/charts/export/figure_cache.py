@@ -5,7 +5,8 @@ payload and its data files) is most of ``render``. Both are pure functions of th
 results files the figure reads and of the code, so a figure is stored under a key made of:
 
 - the figure's registry key and page (``FigureEntry.key``; the sentence's index is in
-  its file), and whether the page shows the intervention grids;
+  its file), whether the page shows the intervention grids and, on the index, the
+  sentence pages its figures link to (``Inputs.pages``);
 - the sha256 of every results file its registry entry reads (``FigureEntry.reads``: the
   page's sentence file, the set and interventions files and, for the intervention
   grids, the files of the sentences they ran on: the bytes on disk, gzip-compressed from
@@ -82,6 +83,7 @@ class PageFiles:
         """The cache key of ``entry``'s figure drawn from ``inputs`` on this page
         (``code_version`` first)."""
         parts = [code_version(), entry.key, entry.page, str(inputs.show_interventions)]
+        parts.append(repr(inputs.pages))
         parts.append(self.manifest)
         for source in sorted({read.split(":")[0] for read in entry.reads}):
             if source == "sentence" and self.sentence is not None:

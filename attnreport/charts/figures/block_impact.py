@@ -17,9 +17,11 @@ import numpy as np
 
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.figures.columns import as_list, rounded, sentence_tokens, sort_rows
-from attnreport.charts.spec import common, widgets
+from attnreport.charts.figures.head_roles import link_caption, role_links
+from attnreport.charts.figures.links import Pages
+from attnreport.charts.spec import common, scales, widgets
 from attnreport.charts.spec.assemble import build_figure
-from attnreport.charts.spec.common import tip
+from attnreport.charts.spec.common import link_cursor, link_tips, tip
 from attnreport.charts.spec.other_blocks import ordinal_layers
 from attnreport.charts.spec.position_window import (
     WINDOW_PARAM,
@@ -38,16 +40,24 @@ from attnreport.charts.spec.theme import (
 from attnreport.results import Manifest, SentenceResults, SetResults
 
 
-def block_impact_chart(key: str, tokens: list[str], n_layers: int, n_heads: int) -> alt.LayerChart:
-    """Fig 10: block output norm ratio per token, one line per layer, first-token marks.
+def block_impact_chart(
+    key: str, tokens: list[str], n_layers: int, n_heads: int, magnitude: list[float] | None = None
+) -> alt.LayerChart:
+    """Fig 10: block output norm ratio per token, one line per layer, first-token marks; the
+    y scale is ``scales.ratio_scale`` of every ``magnitude`` drawn (log when they span
+    decades: one layer's large ratios would flatten the others onto 0).
 
     Past ``POSITION_WINDOW`` tokens, only the window from the ``positions_from`` slider is
     drawn; the x axis then follows the window and the title names it."""
     n = len(tokens)
     x_axis = common.position_axis("token", n, angle=-60)
+    y_scale = scales.ratio_scale(magnitude or [])
+    y_title = "||attention block output|| / ||x||"
+    if scales.scale_type(magnitude or []) != "linear":
+        y_title += f" ({scales.scale_type(magnitude or [])} scale)"
     base = alt.Chart().encode(
         x=alt.X("query:O", **x_axis),
-        y=alt.Y("magnitude:Q", title="||attention block output|| / ||x||"),
+        y=alt.Y("magnitude:Q", title=y_title, scale=y_scale),
         tooltip=[
             tip("token:N", "token"),
             tip("query:O", "position"),
@@ -115,14 +125,14 @@ def block_impact_figure(sentence: SentenceResults) -> Figure:
     ]
     rows["magnitude"] = rounded(block["magnitude"])
     tokens = sentence_tokens(sentence)
-    chart = block_impact_chart("impact-by-position", tokens, n_layers, n_heads)
+    chart = block_impact_chart("impact-by-position", tokens, n_layers, n_heads, rows["magnitude"])
     caption = (
         "The change made by the whole attention block (all heads together) relative to the "
         "hidden state, for every token, one line per layer (dark = early, yellow = late). "
         "Purple points mark tokens for which heads of that layer attend most to the first "
         "token; larger points mean more such heads (token 0 is never marked: it can attend "
         "only to itself). Check whether those tokens get smaller updates."
-    )
+    ) + scales.scale_words(rows["magnitude"])
     figure = {"key": "impact-by-position", "title": "Impact by position", "chart": chart}
     if not is_windowed(len(tokens)):
         return build_figure(caption=caption, rows=rows, **figure)
@@ -149,13 +159,38 @@ def robust_limits(magnitude: np.ndarray, orientation: np.ndarray) -> tuple[float
     return upper(np.abs(magnitude)), upper(np.abs(orientation))
 
 
+def magnitude_colour(magnitude: np.ndarray, top: float) -> tuple[alt.Scale, list[str]]:
+    """The colour scale and legend title of the heads' mean update magnitudes: over their
+    whole range on a log scale when they span more than ``scales.DECADES`` decades (one
+    colour would otherwise hold most layers), else sequential on [0, ``top``], clamped."""
+    kind = scales.scale_type(magnitude)
+    if kind == "linear":
+        domain = [0, top]
+        return alt.Scale(scheme=MAGNITUDE_SCHEME, domain=domain, clamp=True), [
+            "mean ||u||/||x||",
+            f"0 to {top:g} and above",
+        ]
+    finite = magnitude[np.isfinite(magnitude)]
+    low = float(f"{finite[finite > 0].min():.2g}") if kind == "log" else 0.0
+    domain = [low, float(f"{finite.max():.3g}")]
+    scale = scales.ratio_scale(finite, scheme=MAGNITUDE_SCHEME, domain=domain, clamp=True)
+    return scale, ["mean ||u||/||x||", f"{kind} scale, {domain[0]:g} to {domain[1]:g}"]
+
+
 def pooled_impact_chart(
-    key: str, limits: tuple[float, float] = (1.0, 1.0), manifest: Manifest | None = None
-) -> alt.HConcatChart:
+    key: str,
+    limits: tuple[float, float] = (1.0, 1.0),
+    manifest: Manifest | None = None,
+    rows: Columns | None = None,
+) -> alt.ConcatChart:
     """Index: mean magnitude and mean orientation per (layer, head) over the set, as heatmaps;
-    ``limits`` from ``robust_limits``: magnitude sequential on [0, limits[0]], orientation
-    diverging on [-limits[1], limits[1]] centred at 0 (cos = 0: orthogonal), both clamped."""
+    ``limits`` from ``robust_limits``: magnitude sequential on [0, limits[0]] (or on a log
+    scale over the ``rows``' magnitudes when they span decades: ``magnitude_colour``),
+    orientation diverging on [-limits[1], limits[1]] centred at 0 (cos = 0: orthogonal),
+    both clamped."""
     top, half = limits
+    values = np.asarray((rows or {}).get("magnitude", [top]), float)
+    colour, legend = magnitude_colour(values, top)
     base = alt.Chart().encode(
         x=alt.X("head:O", title="head"),
         y=alt.Y("layer:O", title="layer", sort="descending", **ordinal_layers(manifest, True)),
@@ -165,21 +200,22 @@ def pooled_impact_chart(
             tip("magnitude:Q", "mean ||u||/||x||", ".3f"),
             tip("orientation:Q", "mean cos(u, x)", ".3f"),
             tip("n_tokens:Q", "tokens"),
+            *link_tips(rows or {}),
         ],
     )
     magnitude = (
-        base.mark_rect()
+        base.mark_rect(**link_cursor(rows or {}))
         .encode(
             color=alt.Color(
                 "magnitude:Q",
-                scale=alt.Scale(scheme=MAGNITUDE_SCHEME, domain=[0, top], clamp=True),
-                legend=alt.Legend(title=["mean ||u||/||x||", f"0 to {top:g} and above"]),
+                scale=colour,
+                legend=alt.Legend(title=legend),
             )
         )
         .properties(title="update magnitude", width=alt.Step(18), height=alt.Step(12))
     )
     orientation = (
-        base.mark_rect()
+        base.mark_rect(**link_cursor(rows or {}))
         .encode(
             color=alt.Color(
                 "orientation:Q",
@@ -191,38 +227,55 @@ def pooled_impact_chart(
         )
         .properties(title="update orientation", width=alt.Step(18), height=alt.Step(12))
     )
-    title = alt.TitleParams(
-        text="Head impact over the sentence set",
-        subtitle=f"mean over every token; colours end at the {ROBUST_PERCENTILE:g}th percentile",
-    )
+    kind = scales.scale_type(values)
+    ends = "colours end" if kind == "linear" else "orientation colours end"
+    subtitle = f"mean over every token; {ends} at the {ROBUST_PERCENTILE:g}th percentile"
+    if kind != "linear":
+        subtitle += f"; magnitude on a {kind} scale"
+    title = alt.TitleParams(text="Head impact over the sentence set", subtitle=subtitle)
+    # two columns that wrap (``runtime_layout``): one under the other on a phone, where side
+    # by side their cells would shrink until the head numbers ran into each other
     return (
-        alt.hconcat(magnitude, orientation, data=alt.Data(name=key))
+        alt.concat(magnitude, orientation, columns=2, data=alt.Data(name=key))
         .resolve_scale(color="independent")
         .properties(title=title)
     )
 
 
-def pooled_impact_figure(set_results: SetResults, manifest: Manifest | None = None) -> Figure:
-    """The index page's head impact figure (all rows inline: layers x heads)."""
+def pooled_impact_figure(
+    set_results: SetResults, manifest: Manifest | None = None, pages: Pages = ()
+) -> Figure:
+    """The index page's head impact figure (all rows inline: layers x heads), each head
+    linked to the page of ``pages`` that shows its role best (as in the head atlas)."""
+
     pooled = sort_rows(set_results.impact_pooled.arrays(), ("layer", "head"))
     rows: Columns = {name: as_list(pooled[name]) for name in ("layer", "head", "n_tokens")}
     for name in ("magnitude", "orientation"):
         rows[name] = rounded(pooled[name])
+    rows = role_links(set_results, rows, pages)
+    logged = scales.scale_type(pooled["magnitude"]) != "linear"
+    ends = (
+        f"The magnitudes span {scales.decades(pooled['magnitude']):.1f} powers of ten, so "
+        "their colours follow a log scale over their whole range; the orientation's colours "
+        if logged
+        else "Both colour scales "
+    )
     caption = (
         "For every layer (rows) and head (columns), the mean over all tokens of the set of "
         "how strongly the head changes the hidden state (left) and of the direction of the "
         "change (right: blue cancels part of the hidden state, orange adds along it, white is "
-        f"orthogonal). Both colour scales end at the {ROBUST_PERCENTILE:g}th percentile of "
-        "the heads' values (values beyond it take the end colour), so a few outliers do not wash out the rest. Look "
-        "for heads that write large updates and for layers where updates turn negative."
-    )
+        f"orthogonal). {ends}end at the {ROBUST_PERCENTILE:g}th percentile of the heads' "
+        "values (values beyond it take the end colour), so a few outliers do not wash out the "
+        "rest. Look for heads that write large updates and for layers where updates turn "
+        "negative."
+    ) + link_caption(rows, pages)
     key = "set-head-impact"
     return build_figure(
         key=key,
         title="Head impact over the sentence set",
         caption=caption,
         chart=pooled_impact_chart(
-            key, robust_limits(pooled["magnitude"], pooled["orientation"]), manifest
+            key, robust_limits(pooled["magnitude"], pooled["orientation"]), manifest, rows
         ),
         rows=rows,
     )

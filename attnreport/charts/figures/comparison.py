@@ -8,7 +8,7 @@ Rows come from ``attnreport.multi.measures`` (its column names are the fields he
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import altair as alt
 
@@ -16,6 +16,7 @@ from attnreport.analyses import sinks
 from attnreport.analyses.kl import KL_CONVENTION, KL_NAME
 from attnreport.analyses.role_rules import MIN_REPEATS, ROLE_THRESHOLD
 from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.spec import scales
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.charts.spec.common import tip
 from attnreport.charts.spec.theme import CATEGORY_RANGE
@@ -35,12 +36,12 @@ CAPTIONS = {
     "averaged over the layer's heads and pooled over the set.",
     "head_impact": "For every layer, the size of the heads' updates relative to the hidden "
     "state they are added to (||u|| / ||x||), averaged over the layer's heads and the "
-    "set's tokens, on a log scale: the sizes of one model can span a factor of 100.",
+    "set's tokens.",
 }
-# The y scale of each curve: shares on their whole range; update sizes, ratios that span
-# orders of magnitude (Gemma-3's first layers add twice the hidden state, its last 3%), on
-# a log scale, so that every model's curve stays readable
-SCALES = {"sink_rate": alt.Scale(domain=[0, 100]), "head_impact": alt.Scale(type="log")}
+# The y scale of each curve: shares on their whole range (the sink rate on 0-100); update
+# sizes, ratios, from their values (``scales.ratio_scale``: a log scale when they span
+# decades, as Gemma-3's first layers, twice the hidden state, against its last, 3%)
+RATIOS = ("head_impact",)
 DEPTH_NOTE = (
     " The x axis is relative depth, layer / (L - 1): 0 is each model's first layer and 1 "
     "its last, so a point is a layer and the models' layers fall at different depths."
@@ -67,11 +68,46 @@ def _only(rows: Columns, statistic: str) -> Columns:
     return {name: [values[i] for i in keep] for name, values in rows.items()}
 
 
-def curve_figure(rows: Columns, statistic: str, models: Sequence[str]) -> Figure:
-    """One per-layer measure of every model against relative depth (``measures.curve_rows``)."""
+def _y_scale(statistic: str, values: Sequence[float]) -> alt.Scale:
+    if statistic == "sink_rate":
+        return alt.Scale(domain=[0, 100])
+    return scales.ratio_scale(values) if statistic in RATIOS else alt.Undefined
+
+
+def measured_as(rows: Columns, measured: Mapping[str, str]) -> tuple[Columns, str]:
+    """``rows`` with a ``measured`` column (how each model's values were taken, by model:
+    ``measured``), and the caption sentence naming each; ``rows`` and "" when every model
+    took them alike (nothing to tell apart)."""
+    kinds = {measured.get(m, "") for m in rows["model"]}
+    if len(kinds) < 2:
+        return rows, ""
+    out = {**rows, "measured": [measured.get(m, "") for m in rows["model"]]}
+    named = "; ".join(f"{m}: {measured[m]}" for m in dict.fromkeys(rows["model"]) if m in measured)
+    return out, (
+        f" The models' update sizes are taken differently ({named}), so the line's dash says "
+        "how each was taken."
+    )
+
+
+def curve_figure(
+    rows: Columns,
+    statistic: str,
+    models: Sequence[str],
+    measured: Mapping[str, str] | None = None,
+) -> Figure:
+    """One per-layer measure of every model against relative depth (``measures.curve_rows``);
+    ``measured``: how each model's values were taken, by model name, when models may take
+    them differently (update sizes before or after a post-attention norm): models that
+    differ get a dash each, named in the legend, the tooltip and the caption."""
     key = CURVE_KEYS[statistic]
     name, axis = CURVES[statistic]
-    y = alt.Y("value:Q", title=axis, scale=SCALES.get(statistic, alt.Undefined))
+    rows, taken = measured_as(_only(rows, statistic), measured or {})
+    y = alt.Y("value:Q", title=axis, scale=_y_scale(statistic, rows["value"]))
+    dash = {}
+    if taken:
+        dash["strokeDash"] = alt.StrokeDash(
+            "measured:N", legend=alt.Legend(title="update size", orient="bottom", labelLimit=420)
+        )
     chart = (
         alt.Chart(alt.Data(name=key))
         .mark_line(point=alt.OverlayMarkDef(size=30), strokeWidth=1.8)
@@ -86,7 +122,9 @@ def curve_figure(rows: Columns, statistic: str, models: Sequence[str]) -> Figure
                 tip("layer:Q", "layer"),
                 DEPTH_TIP,
                 tip("value:Q", name, ".3g"),
+                *([tip("measured:N", "taken")] if taken else []),
             ],
+            **dash,
         )
         .properties(
             title=alt.TitleParams(
@@ -97,12 +135,13 @@ def curve_figure(rows: Columns, statistic: str, models: Sequence[str]) -> Figure
             height=240,
         )
     )
+    words = scales.scale_words(rows["value"]) if statistic in RATIOS else ""
     return build_figure(
         key=key,
         title=f"{name.capitalize()} by relative depth",
-        caption=CAPTIONS[statistic] + DEPTH_NOTE,
+        caption=CAPTIONS[statistic] + taken + words + DEPTH_NOTE,
         chart=chart,
-        rows=_only(rows, statistic),
+        rows=rows,
     )
 
 

@@ -13,9 +13,12 @@ import numpy as np
 
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.figures.columns import as_list, rounded, select
+from attnreport.charts.figures.links import Pages, best_sentences, with_links
 from attnreport.charts.spec.assemble import build_figure
 from attnreport.charts.spec.common import (
     layer_x,
+    link_cursor,
+    link_tips,
     n_layers_heads,
     tip,
 )
@@ -83,10 +86,17 @@ def _tooltips(statistic: str, pooled: bool) -> list[alt.Tooltip]:
 
 
 def focus_lines_chart(
-    key: str, statistic: str, n_layers: int, pooled: bool = False, bands: alt.Chart | None = None
+    key: str,
+    statistic: str,
+    n_layers: int,
+    pooled: bool = False,
+    bands: alt.Chart | None = None,
+    rows: Columns | None = None,
 ) -> alt.LayerChart:
     """One line per rank: ``value`` against layer, coloured dark (rank 0) to light;
-    ``bands`` (``common.window_bands``) shade the windowed layers behind the lines."""
+    ``bands`` (``common.window_bands``) shade the windowed layers behind the lines; the
+    points of ``rows`` linked to the sentence pages (``links``) say so."""
+    rows = rows or {}
     name, axis_title = NAMES[statistic]
     base = alt.Chart().encode(
         x=layer_x(n_layers),
@@ -100,12 +110,12 @@ def focus_lines_chart(
                 symbolType="stroke",
             ),
         ),
-        tooltip=_tooltips(statistic, pooled),
+        tooltip=_tooltips(statistic, pooled) + link_tips(rows),
     )
     # hovering a line singles out its rank (and its band); with the pointer away all show
     pick = alt.selection_point(name="pick", fields=["line"], on="pointerover", clear="pointerout")
     lines = (
-        base.mark_line(point=alt.OverlayMarkDef(size=22), strokeWidth=1.5)
+        base.mark_line(point=alt.OverlayMarkDef(size=22, **link_cursor(rows)), strokeWidth=1.5)
         .encode(
             y=alt.Y("value:Q", title=axis_title, scale=alt.Scale(domain=[0, 1])),
             opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
@@ -174,19 +184,32 @@ def focus_figure(
 
 
 def pooled_focus_figure(
-    set_results: SetResults, statistic: str, n_sentences: int, manifest: Manifest, notes: str = ""
+    set_results: SetResults,
+    statistic: str,
+    n_sentences: int,
+    manifest: Manifest,
+    notes: str = "",
+    pages: Pages = (),
 ) -> Figure:
-    """The index page's version: pooled over the set, with the spread across sentences."""
+    """The index page's version: pooled over the set, with the spread across sentences;
+    each head's point opens the page of ``pages`` where its ``statistic`` is highest."""
     sorted_table = set_results.focus_sorted.arrays()
     rows = focus_rows(sorted_table, statistic, pooled=set_results.focus_pooled.arrays())
+    rows = with_links(rows, best_sentences(set_results, statistic, pages), pages)
     n_layers = int(np.max(sorted_table["layer"])) + 1 if len(sorted_table["layer"]) else 1
     key = "set-" + statistic.replace("_", "-")
     n_layers = axis_layers(manifest, n_layers)
-    chart = focus_lines_chart(key, statistic, n_layers, True, layer_bands(manifest))
+    chart = focus_lines_chart(key, statistic, n_layers, True, layer_bands(manifest), rows)
+    caption = _caption(statistic, True, n_sentences)
+    if "href" in rows:
+        caption += (
+            f" Click a point to open the sentence page, of the {len(pages)} with one, where "
+            f"that head's {FOCUS_NAMES[statistic]} is highest, at that head."
+        )
     return build_figure(
         key=key,
         title=NAMES[statistic][0] + " over the sentence set",
-        caption=_caption(statistic, True, n_sentences) + notes,
+        caption=caption + notes,
         chart=chart,
         rows=rows,
     )

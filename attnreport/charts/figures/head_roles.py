@@ -12,6 +12,8 @@
   predictable word, and a sink head scored on the first token before schema 9), one
   point per head, sized by the head's mean update magnitude ``||u|| / ||x||``
   (``impact_pooled``): the HeadVis view of the two halves of an induction circuit.
+
+A click on a head opens the sentence page that shows its role best (``links``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import numpy as np
 from attnreport.analyses import sinks
 from attnreport.analyses.role_rules import MIN_REPEATS, ROLE_THRESHOLD, duplicate_counts
 from attnreport.charts.figure import Columns, Figure
+from attnreport.charts.figures.links import Pages, best_by_role, with_links
 from attnreport.charts.spec.assemble import build_figure
+from attnreport.charts.spec.common import link_cursor, link_tips
 from attnreport.charts.spec.other_blocks import ordinal_layers
 from attnreport.results import Manifest, SetResults
 from attnreport.results.roles import counts_query_one
@@ -85,6 +89,31 @@ def role_rows(set_results: SetResults) -> Columns:
     return rows
 
 
+def role_links(set_results: SetResults, rows: Columns, pages: Pages) -> Columns:
+    """``rows`` (a row per head: ``layer``, ``head``) linked to the page of ``pages`` that
+    shows each head's role best (``links.best_by_role``; a set without head roles: where
+    its attention is most concentrated)."""
+    table = role_rows(set_results) if has_roles(set_results) else {"layer": [], "head": []}
+    keys = zip(table["layer"], table["head"], strict=True)
+    roles = dict(zip(keys, table.get("role", []), strict=True))
+    heads = zip(rows["layer"], rows["head"], strict=True)
+    wanted = {(int(a), int(b)): roles.get((int(a), int(b)), NO_ROLE) for a, b in heads}
+    return with_links(rows, best_by_role(set_results, wanted, pages), pages)
+
+
+LINK_CAPTION = (
+    " Click a head to open it on the sentence page, of the {pages} with one, that shows its "
+    "role best: where its previous-token or duplicate-token score or, for a sink, its "
+    "first-token probability is highest; for an induction head (scored on the probes) or a "
+    "head without a role, where its attention is most concentrated."
+)
+
+
+def link_caption(rows: Columns, pages: Pages) -> str:
+    """The caption sentence saying where a click on a head of ``rows`` goes ("" unlinked)."""
+    return LINK_CAPTION.format(pages=len(pages)) if "href" in rows else ""
+
+
 def _tooltip() -> list[alt.Tooltip]:
     titles = {
         "previous_token": "previous-token (sentences)",
@@ -108,14 +137,18 @@ def _tooltip() -> list[alt.Tooltip]:
     ]
 
 
-def atlas_chart(key: str, manifest: Manifest | None = None) -> alt.Chart:
+def atlas_chart(
+    key: str, manifest: Manifest | None = None, rows: Columns | None = None
+) -> alt.Chart:
     """Layers (rows) x heads (columns), colour = role (nominal); a hybrid's blocks without
-    attention are empty rows labelled "not attention" (``ordinal_layers``)."""
+    attention are empty rows labelled "not attention" (``ordinal_layers``); the heads of
+    linked ``rows`` say so."""
+    rows = rows or {}
     domain = [*ROLES, NO_ROLE]
     colours = ["#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#e8e8e8"]
     return (
         alt.Chart(alt.Data(name=key))
-        .mark_rect(stroke="white", strokeWidth=1)
+        .mark_rect(stroke="white", strokeWidth=1, **link_cursor(rows))
         .encode(
             x=alt.X("head:O", title="head"),
             y=alt.Y("layer:O", title="layer", **ordinal_layers(manifest)),
@@ -124,19 +157,21 @@ def atlas_chart(key: str, manifest: Manifest | None = None) -> alt.Chart:
                 scale=alt.Scale(domain=domain, range=colours),
                 legend=alt.Legend(title="strongest role", orient="bottom"),
             ),
-            tooltip=_tooltip(),
+            tooltip=_tooltip() + link_tips(rows),
         )
         .properties(title="Head atlas: each head's strongest role", width=360, height=520)
     )
 
 
-def scatter_chart(key: str) -> alt.Chart:
-    """Induction against previous-token score, both on the probes; size = update magnitude."""
+def scatter_chart(key: str, rows: Columns | None = None) -> alt.Chart:
+    """Induction against previous-token score, both on the probes; size = update
+    magnitude; the heads of linked ``rows`` say so."""
+    rows = rows or {}
     unit = alt.Scale(domain=[0, 1])
     tenths = alt.Axis(values=[i / 10 for i in range(11)], format=".1f")  # a label per 0.1
     return (
         alt.Chart(alt.Data(name=key))
-        .mark_circle(opacity=0.7)
+        .mark_circle(opacity=0.7, **link_cursor(rows))
         .encode(
             x=alt.X(
                 "previous_token_probe:Q",
@@ -147,7 +182,7 @@ def scatter_chart(key: str) -> alt.Chart:
             y=alt.Y("induction:Q", title="induction score (probes)", scale=unit, axis=tenths),
             size=alt.Size("magnitude:Q", title="update ||u|| / ||x||"),
             color=alt.Color("layer:Q", title="layer", scale=alt.Scale(scheme="viridis")),
-            tooltip=_tooltip(),
+            tooltip=_tooltip() + link_tips(rows),
         )
         .properties(title="Induction against previous-token score, per head", width=480, height=360)
     )
@@ -185,9 +220,11 @@ def duplicate_words(repeats: Sequence[int]) -> str:
     return f"weight on earlier copies of the current token, over the {n} queries of the set whose token occurred earlier{needs}"
 
 
-def atlas_figure(set_results: SetResults, manifest: Manifest | None = None) -> Figure:
-    """The head atlas of the index."""
-    rows = role_rows(set_results)
+def atlas_figure(
+    set_results: SetResults, manifest: Manifest | None = None, pages: Pages = ()
+) -> Figure:
+    """The head atlas of the index, each head linked to a page of ``pages``."""
+    rows = role_links(set_results, role_rows(set_results), pages)
     caption = (
         "Every head of every layer, coloured by its strongest role: the largest of its "
         f"previous-token score ({previous_words(set_results)}), duplicate-token score "
@@ -198,15 +235,17 @@ def atlas_figure(set_results: SetResults, manifest: Manifest | None = None) -> F
         "grey heads are neither. The tooltip gives every "
         "score, the entropy, the mean attention distance and the value-weighted first-token "
         "share (Kobayashi et al. 2020)."
-    )
+    ) + link_caption(rows, pages)
     return build_figure(
-        key=ATLAS_KEY, title="Head atlas", caption=caption, chart=atlas_chart(ATLAS_KEY, manifest),
-        rows=rows,
+        key=ATLAS_KEY, title="Head atlas", caption=caption,
+        chart=atlas_chart(ATLAS_KEY, manifest, rows), rows=rows,
     )  # fmt: skip
 
 
-def scatter_figure(set_results: SetResults) -> Figure:
-    """Induction against previous-token score on the probes, sized by head impact."""
+def scatter_figure(set_results: SetResults, pages: Pages = ()) -> Figure:
+    """Induction against previous-token score on the probes, sized by head impact, each
+    head linked to a page of ``pages``."""
+    rows = role_links(set_results, role_rows(set_results), pages)
     caption = (
         "One point per head: its induction score against its previous-token score, both on "
         "the probes (10 sequences of 50 random tokens repeated twice, where the token just "
@@ -216,8 +255,8 @@ def scatter_figure(set_results: SetResults) -> Figure:
         "previous-token head in an earlier layer and an induction head after it (Elhage "
         "et al. 2021; Olsson et al. 2022). The tooltip also gives the previous-token score "
         "on the sentences."
-    )
+    ) + link_caption(rows, pages)
     return build_figure(
         key=SCATTER_KEY, title="Induction and previous-token heads", caption=caption,
-        chart=scatter_chart(SCATTER_KEY), rows=role_rows(set_results),
+        chart=scatter_chart(SCATTER_KEY, rows), rows=rows,
     )  # fmt: skip

@@ -11,7 +11,7 @@ import altair as alt
 
 from attnreport.charts.figure import SAFE_NAME, Columns, Figure
 from attnreport.charts.spec.renderer import choose_renderer, page_spec
-from attnreport.charts.spec.theme import site_config
+from attnreport.charts.spec.theme import STATIC_FONT, STATIC_SLACK, site_config
 from attnreport.jsontypes import Row, VegaSpec
 
 # Chunks with fewer rows than this are packed with their neighbours into one data file
@@ -210,7 +210,9 @@ def static_view(spec: VegaSpec, inline: Columns) -> VegaSpec:
     interaction-only layers (``interaction_only``), with the selections they defined
     (channels that tested them take their empty-selection value); tooltips and the points
     over lines (hover targets; the lines are drawn alone); and ARIA attributes, which in an
-    SVG repeat every mark's fields as text (the page's ``<img>`` has its own alt text).
+    SVG repeat every mark's fields as text (the page's ``<img>`` has its own alt text). Its
+    text is set in the fonts it is measured with (``theme.STATIC_FONT``), with room on the
+    right for a wider one (``theme.STATIC_SLACK``).
     """
     static = copy.deepcopy(spec)
     static["data"] = {"values": columns_to_rows(inline)}
@@ -221,8 +223,20 @@ def static_view(spec: VegaSpec, inline: Columns) -> VegaSpec:
         _drop_params(static, dropped, params)
         static = _resolve_conditions(static, params)
     _plain_marks(static)
-    static["config"] = {**static.get("config", {}), "aria": False}
+    static["config"] = {**_static_fonts(static.get("config", {})), "aria": False}
+    static["config"]["font"] = STATIC_FONT  # also where no style names a font
+    static["padding"] = {"left": 5, "top": 5, "right": 5 + STATIC_SLACK, "bottom": 5}
     return static
+
+
+def _static_fonts(node: Any) -> Any:
+    """A spec's config with every font named in it replaced by the one the static image is
+    measured and drawn with (``theme.STATIC_FONT``, not the page's ``theme.FONT``)."""
+    if isinstance(node, list):
+        return [_static_fonts(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {k: STATIC_FONT if k == "font" else _static_fonts(v) for k, v in node.items()}
 
 
 def build_figure(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import altair as alt
 import numpy as np
 
@@ -80,6 +83,17 @@ def selection_title(text: str, subtitle: str, *params: str, n_tokens: int = 0) -
 def tip(field: str, title: str, fmt: str | None = None) -> alt.Tooltip:
     """One tooltip entry; ``field`` carries its type (``"score:Q"``)."""
     return alt.Tooltip(field, title=title, format=fmt) if fmt else alt.Tooltip(field, title=title)
+
+
+def link_tips(rows: Mapping[str, Any]) -> list[alt.Tooltip]:
+    """The tooltip entry saying what a click opens, for rows linked to the sentence pages
+    (an ``opens`` column: ``figures.links.with_links``); none for other rows."""
+    return [tip("opens:N", "click opens")] if "opens" in rows else []
+
+
+def link_cursor(rows: Mapping[str, Any]) -> dict[str, str]:
+    """Mark properties of a mark whose rows are linked: the pointer says it is a link."""
+    return {"cursor": "pointer"} if "href" in rows else {}
 
 
 def token_tips() -> list[alt.Tooltip]:

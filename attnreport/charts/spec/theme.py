@@ -49,8 +49,11 @@ TERM_LABELS = {
 }
 
 PROBABILITY_SCHEME = "blues"  # attention weights on [0, 1]
-RELATIVE_SCHEME = "purples"  # scores relative to the row's top, on [RELATIVE_FLOOR, 0]
 RELATIVE_FLOOR = -8.0
+# Scores relative to the row's top, on [RELATIVE_FLOOR, 0]: white to dark orange (d3's
+# "oranges" at five stops), a hue no mark drawn on the map has (its dots are green, purple
+# and grey: ``KIND_RANGE``), so a dot never disappears into its cell.
+RELATIVE_RANGE = ["#fff5eb", "#fdd0a2", "#fd8d3c", "#d94801", "#7f2704"]
 
 # Categories (the scale factors ε, the tensors Q/K/V): Okabe and Ito's colour-blind-safe set.
 CATEGORY_RANGE = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#000000"]
@@ -61,6 +64,14 @@ MAGNITUDE_SCHEME = "viridis"
 ORIENTATION_SCHEME = "blueorange"
 
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+# The static images' text: vl-convert lays it out with Liberation Sans (``export.fonts``),
+# whose widths Arial's match (and Helvetica's nearly), so a viewer draws it in the space
+# it was given; the page's own FONT would let a wider system font (DejaVu Sans, about a
+# fifth wider) run over its neighbours and out of the image. Where none of those three is
+# installed, DejaVu Sans Condensed comes closest; ``STATIC_SLACK`` px more on the right
+# keeps its longer titles inside the image.
+STATIC_FONT = "'Liberation Sans', Arial, Helvetica, 'DejaVu Sans Condensed', sans-serif"
+STATIC_SLACK = 30
 
 
 def attention_scale(domain: list[float] | None = None) -> alt.Scale:
@@ -75,7 +86,9 @@ def relative_score_scale() -> alt.Scale:
     """Scores relative to their row's highest, s_ij - max_j s_ij (<= 0): sequential, dark at
     0 (the row's top target), fading to white at ``RELATIVE_FLOOR`` and below (a target
     with at most e^RELATIVE_FLOOR of the top target's weight)."""
-    return alt.Scale(domain=[RELATIVE_FLOOR, 0], scheme=RELATIVE_SCHEME, clamp=True)
+    stops = len(RELATIVE_RANGE) - 1
+    domain = [RELATIVE_FLOOR * (1 - i / stops) for i in range(stops + 1)]  # -8, -6, ..., 0
+    return alt.Scale(domain=domain, range=RELATIVE_RANGE, interpolate="lab", clamp=True)
 
 
 def kind_scale() -> alt.Scale:

@@ -17,6 +17,7 @@ import numpy as np
 
 from attnreport.analyses import sinks
 from attnreport.charts.spec.position_window import window_alt_note
+from attnreport.charts.spec.scales import STRIP_BELOW
 from attnreport.results.interventions import Interventions
 from attnreport.site.words import wording
 from attnreport.site.words.effects import (
@@ -177,6 +178,12 @@ def _head_means(data: AltData, measure: str) -> dict[int, float]:
 
 
 def _histograms(data: AltData, what: str) -> str:
+    """The figure's kind: a strip per head for few tokens a head (``scales.STRIP_BELOW``:
+    the builder's rule), else histograms."""
+    rows = _table(data, "head_impact")
+    counts = np.unique(np.stack([rows["layer"], rows["head"]]), axis=1, return_counts=True)[1] if rows else []  # fmt: skip
+    if len(counts) and counts.max() < STRIP_BELOW:
+        return f"Strip plot, one row per head of layer {data.view[0]} and a point per token, of {what}."
     return f"Histograms, one per head of layer {data.view[0]}, of {what}."
 
 
