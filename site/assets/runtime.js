@@ -1,4 +1,4 @@
-/* attnreport chart runtime, part 1 of 3: one state per page, mirrored in the URL hash.
+/* attnreport chart runtime, part 1 of 5: one state per page, mirrored in the URL hash.
  *
  * The bound params named in SHARED are state of the page, not of one figure: every
  * chart that binds one shows the same value, moving any control moves them all, and
@@ -328,7 +328,7 @@
   ns.controlValue = controlValue;
 })();
 
-/* attnreport chart runtime, part 2 of 3: fitting each chart to its column.
+/* attnreport chart runtime, part 2 of 5: fitting each chart to its column.
  *
  * A chart is drawn for the width of its figure: "wide" (700 px or more) as compiled,
  * "narrow" (500-700 px) with legends below the plot and every wrapped facet in two
@@ -423,8 +423,9 @@
 
   // Every group with a fixed column count (a wrapped facet) in at most COLUMNS columns,
   // tick labels that would overlap left out on a continuous axis and turned upright on a
-  // horizontal axis of categories (each category keeps its name: a bar left unnamed
-  // could not be read), and row headers written along their row (a long label beside a
+  // horizontal axis of categories (a bar keeps its name where its label fits; every other
+  // one is left out only where the categories are closer than a line of text, as a long
+  // sentence's tokens), and row headers written along their row (a long label beside a
   // grid on a phone takes the width its cells need; the tooltips name the row in full).
   // SCALES: the scale types by name, of this group and the groups around it.
   function wrapFacets(group, columns, scales) {
@@ -441,6 +442,10 @@
       var across = axis.orient === "bottom";
       if (across && (type === "band" || type === "point") && axis.labels !== false) {
         Object.assign(axis, { labelAngle: -90, labelAlign: "right", labelBaseline: "middle" });
+        // upright, a label takes its line's height: where the categories are closer than
+        // that (a sentence's tokens on a phone) every other one is left out, in turn (the
+        // tooltips name each); a few bars keep every name
+        axis.labelOverlap = "parity";
       } else {
         axis.labelOverlap = true; // a shrunk plot's tick labels would run into each other
       }
@@ -667,36 +672,20 @@
   };
 })();
 
-/* attnreport chart runtime: renders every .ar-chart of a static page with vegaEmbed.
+/* attnreport chart runtime, part 3 of 5: the data files and their columns.
  *
- * Classic script (no modules, no fetch) so that pages work from file://. Load it after
- * the Vega bundle, which defines window.vegaEmbed; pages load both with "defer", so the
- * article's text is laid out and painted while the bundle loads and compiles. The
- * protocol (payload, chunk files, column encodings, data attributes) is documented in
- * attnreport/charts/embed.py. This is part 3 of 3 (data and drawing): runtime_state.js
- * (the page state, window.attnreport.state) and runtime_layout.js (column fitting,
- * window.attnreport.layout) run before it, in the same file (embed.runtime_js()).
- * Everything lives inside this function: the Vega bundle declares top-level names.
+ * A figure's rows travel as encoded columns (embed.py documents the forms), inline in the
+ * page or in chunk files: classic scripts ("KEY--CHUNK.js", loaded with a script tag, so
+ * that pages work from file://) that call window.attnreport.register(id, columns).
+ * Exposes window.attnreport.data (loadFile, toRows, decodeColumn), and register,
+ * decodeColumn and toRows on window.attnreport.
  */
 (function () {
   "use strict";
 
+  var ns = (window.attnreport = window.attnreport || {});
   var registry = {}; // "KEY--CHUNK" -> encoded columns, filled by chunk files
   var files = {}; // "KEY--CHUNK" -> {done, columns, error, waiters}: each file loads once
-  var readyCount = 0;
-  var payloads = {}; // figure key -> its parsed payload: a shared source is parsed once
-  // the page state and the column fitting, from runtime_state.js and runtime_layout.js
-  var pageState = window.attnreport.state;
-  var layout = window.attnreport.layout;
-
-  // The payload of figure KEY (its <script id="ar-data-KEY">), parsed on first use;
-  // throws when it is missing or not JSON.
-  function payloadOf(key) {
-    if (!Object.prototype.hasOwnProperty.call(payloads, key)) {
-      payloads[key] = JSON.parse(document.getElementById("ar-data-" + key).textContent);
-    }
-    return payloads[key];
-  }
 
   // Load the chunk file DIR + ID + ".js" once per page; call back (columns, error) when
   // it has run, now if it already has. Charts that share a source share its files.
@@ -804,6 +793,128 @@
     return rows;
   }
 
+  ns.data = { loadFile: loadFile, toRows: toRows, decodeColumn: decodeColumn };
+  Object.assign(ns, {
+    register: function (id, columns) {
+      registry[id] = columns;
+    },
+    decodeColumn: decodeColumn,
+    toRows: toRows,
+  });
+})();
+
+/* attnreport chart runtime, part 4 of 5: each chart's label follows the view it draws.
+ *
+ * A figure's box carries an ARIA label (templates/partials/figure.html): its number, its
+ * title and its alt text, which the report computes from the data of the view the figure
+ * opens on (its controls' default values). When the chart draws another view (a control
+ * moved, a hash, a clicked head), that text describes what is not drawn: the label then
+ * names the figure and the view it draws, from the chart's own title and subtitle (the
+ * title names the controls' values), and says where the figure is explained. Back on the
+ * opening view, the alt text returns. Exposes window.attnreport.label.
+ */
+(function () {
+  "use strict";
+
+  var ns = (window.attnreport = window.attnreport || {});
+
+  // The text of the chart's own title's part ROLE ("title-text", "title-subtitle") in
+  // VIEW's scenegraph (not a facet's or a concatenated view's title), lines joined.
+  function titlePart(view, role) {
+    var root = view.scenegraph().root.items[0] || {};
+    var title = (root.items || []).filter(function (mark) {
+      return mark.role === "title";
+    })[0];
+    var parts = title && title.items[0] ? title.items[0].items || [] : [];
+    var part = parts.filter(function (mark) {
+      return mark.role === role;
+    })[0];
+    var item = part && part.items[0];
+    return item && item.text !== undefined ? [].concat(item.text).join(" ").trim() : "";
+  }
+
+  // Whether CHART draws the view its alt text describes: every control at the value its
+  // figure opens on (the compiled spec's, before the page's state was adopted).
+  function opening(chart) {
+    var defaults = {};
+    (chart.payload.spec.signals || []).forEach(function (signal) {
+      defaults[signal.name] = signal.value;
+    });
+    return Object.keys(chart.shared).every(function (name) {
+      return chart.view.signal(name) === defaults[name];
+    });
+  }
+
+  // Set CHART's label for the view it draws now.
+  function follow(chart) {
+    var el = chart.el;
+    if (!el.hasAttribute("data-alt")) {
+      el.setAttribute("data-alt", el.getAttribute("aria-label") || "");
+    }
+    var alt = el.getAttribute("data-alt");
+    if (!Object.keys(chart.shared).length || opening(chart)) {
+      el.setAttribute("aria-label", alt);
+      return;
+    }
+    var number = alt.split(":")[0];
+    var subtitle = titlePart(chart.view, "title-subtitle");
+    el.setAttribute(
+      "aria-label",
+      number + ": " + titlePart(chart.view, "title-text") + (subtitle ? ": " + subtitle : "") +
+        ". Its caption says how to read it."
+    );
+  }
+
+  // Keep CHART's label with its view: now, and after every run that moves a control.
+  function keep(chart) {
+    Object.keys(chart.shared).forEach(function (name) {
+      chart.view.addSignalListener(name, function () {
+        chart.view.runAfter(function () {
+          follow(chart);
+        });
+      });
+    });
+    follow(chart);
+  }
+
+  ns.label = { follow: follow, keep: keep };
+})();
+
+/* attnreport chart runtime: renders every .ar-chart of a static page with vegaEmbed.
+ *
+ * Classic script (no modules, no fetch) so that pages work from file://. Load it after
+ * the Vega bundle, which defines window.vegaEmbed; pages load both with "defer", so the
+ * article's text is laid out and painted while the bundle loads and compiles. The
+ * protocol (payload, chunk files, column encodings, data attributes) is documented in
+ * attnreport/charts/embed.py. This is the last part (drawing): runtime_state.js (the page
+ * state, window.attnreport.state), runtime_layout.js (column fitting,
+ * window.attnreport.layout), runtime_data.js (data files and column decoding,
+ * window.attnreport.data) and runtime_label.js (each chart's label, following its view,
+ * window.attnreport.label) run before it, in the same file (embed.runtime_js()).
+ * Everything lives inside this function: the Vega bundle declares top-level names.
+ */
+(function () {
+  "use strict";
+
+  var readyCount = 0;
+  var payloads = {}; // figure key -> its parsed payload: a shared source is parsed once
+  // the page state, the column fitting, the data files and the labels, from the parts
+  // that run before this one
+  var pageState = window.attnreport.state;
+  var layout = window.attnreport.layout;
+  var loadFile = window.attnreport.data.loadFile;
+  var toRows = window.attnreport.data.toRows;
+  var label = window.attnreport.label;
+
+  // The payload of figure KEY (its <script id="ar-data-KEY">), parsed on first use;
+  // throws when it is missing or not JSON.
+  function payloadOf(key) {
+    if (!Object.prototype.hasOwnProperty.call(payloads, key)) {
+      payloads[key] = JSON.parse(document.getElementById("ar-data-" + key).textContent);
+    }
+    return payloads[key];
+  }
+
   function single(name, value) {
     var out = {};
     out[name] = value;
@@ -902,12 +1013,14 @@
         self.say(error);
       } else {
         self.loaded[chunk] = true;
+        self.inserting = true; // a redraw waits for these rows to be in the data set
         self.view.insert(self.key, toRows(columns));
       }
       waiting.forEach(function (callback) {
         callback();
       });
       self.view.runAsync().then(function () {
+        self.inserting = false;
         self.ensureChunk();
       });
     });
@@ -1055,8 +1168,29 @@
     this.drawing = true;
     this.fit = layout.fitOf(this.el.clientWidth);
     this.el.setAttribute("data-fit", this.fit);
-    var spec = Object.assign({}, layout.fitted(this.payload.spec, this.el.clientWidth));
-    spec.signals = pageState.adopt(spec.signals || []);
+    // a payload may name the spec a phone's column draws instead (the grids: one column),
+    // in a data file of its own: loaded once, then drawn
+    var phone = this.fit === "phone" && this.payload.phone;
+    if (phone && !this.phoneSpec) {
+      loadFile(this.dir, this.key + "--" + this.payload.phone, function (loaded, error) {
+        if (error) {
+          self.drawing = false;
+          self.fail(error);
+          return;
+        }
+        self.phoneSpec = loaded;
+        self.draw();
+      });
+      return;
+    }
+    var base = phone ? this.phoneSpec : this.payload.spec;
+    var spec = Object.assign({}, layout.fitted(base, this.el.clientWidth));
+    var own = this.own || {}; // its own controls' values, kept when it is drawn again
+    spec.signals = pageState.adopt(spec.signals || []).map(function (signal) {
+      return Object.prototype.hasOwnProperty.call(own, signal.name)
+        ? Object.assign({}, signal, { value: own[signal.name] })
+        : signal;
+    });
     var chunk = this.chunkFor(spec.signals);
     if (chunk === undefined || this.loaded[chunk]) {
       this.embed(spec, this.rows);
@@ -1104,6 +1238,10 @@
         }
         self.listen();
         pageState.join(self);
+        label.keep(self);
+        if (spec.usermeta && spec.usermeta.relayout) {
+          self.followDomains(spec);
+        }
         self.ensureChunk();
         self.refit(); // the window may have been resized while it drew
       })
@@ -1114,26 +1252,68 @@
   };
 
   // Draw again when the figure's width now asks for another fit (legends beside or
-  // below, facets in more or fewer columns), once it is neither drawing nor loading. The
-  // chunks shown are inserted again from the files already loaded.
+  // below, facets in more or fewer columns).
   Chart.prototype.refit = function () {
-    var self = this;
-    if (!this.view || layout.fitOf(this.el.clientWidth) === this.fit) {
-      return;
+    if (this.view && layout.fitOf(this.el.clientWidth) !== this.fit) {
+      this.redraw();
     }
-    if (this.drawing || Object.keys(this.pending).length) {
-      window.clearTimeout(this.refitTimer);
-      this.refitTimer = window.setTimeout(function () {
-        self.refit();
+  };
+
+  // A spec whose usermeta says {relayout: true} is drawn again, on the page's state and
+  // with every row it holds, whenever the values of a facet (its rows or columns: the
+  // compiled data sets "..._domain") change, after a control moved or rows arrived: Vega
+  // scrambles the cells of a drawn facet grid whose domain changes (an intervention
+  // grid's scale factors), while a first draw lays them out as a page opened on that
+  // view does.
+  Chart.prototype.followDomains = function (spec) {
+    var self = this;
+    var view = this.view;
+    var names = (spec.data || []).map(function (data) {
+      return data.name;
+    }).filter(function (name) {
+      return /_domain$/.test(name);
+    });
+    var domains = function () {
+      return JSON.stringify(names.map(function (name) {
+        return view.data(name);
+      }));
+    };
+    var drawn = domains();
+    names.forEach(function (name) {
+      view.addDataListener(name, function () {
+        if (self.view === view && domains() !== drawn) {
+          window.clearTimeout(self.redrawTimer);
+          self.redrawTimer = window.setTimeout(function () {
+            self.redraw(); // after the run that changed it
+          }, 0);
+        }
+      });
+    });
+  };
+
+  // Draw the chart again, once it is neither drawing nor loading, with every row its data
+  // set holds (the inline rows and the chunks inserted since: they stay loaded).
+  Chart.prototype.redraw = function () {
+    var self = this;
+    if (this.drawing || this.inserting || Object.keys(this.pending).length) {
+      window.clearTimeout(this.redrawTimer);
+      this.redrawTimer = window.setTimeout(function () {
+        self.redraw();
       }, 100);
       return;
     }
+    var view = this.view;
+    var shared = this.shared;
+    this.own = {};
+    (this.embedded.spec.signals || []).forEach(function (signal) {
+      if (signal.bind && !Object.prototype.hasOwnProperty.call(shared, signal.name)) {
+        self.own[signal.name] = view.signal(signal.name);
+      }
+    });
+    this.rows = view.data(this.key).map(function (row) {
+      return Object.assign({}, row);
+    });
     this.embedded.finalize();
-    this.loaded = {};
-    this.failed = {};
-    if (this.inlineLoaded) {
-      this.loaded[this.payload.inline_chunk] = true;
-    }
     this.draw();
   };
 
@@ -1253,11 +1433,6 @@
 
   Object.assign(window.attnreport, {
     settled: settled,
-    register: function (id, columns) {
-      registry[id] = columns;
-    },
-    decodeColumn: decodeColumn,
-    toRows: toRows,
     csv: figureCsv,
   });
 
