@@ -91,12 +91,13 @@ def test_committed_site_is_small_and_complete():
 def test_the_limitations_never_deny_a_capture_the_claims_report():
     """SmolLM2's run adds no BOS but captures its sentences again with one for the sink
     claim: its Limitations must say so, not that no such capture was made, and the claim
-    names that capture (here older than its probabilities, so the claim is untested)."""
+    reads that capture (schema 9 keeps its first-token probabilities, so it is tested)."""
     index = (SITE / "smollm2-135m-instruct" / "index.html").read_text(encoding="utf-8")
     index = index.replace("&#39;", "'")
     assert "were not captured again" not in index
     assert "captured a second time with the tokenizer's BOS first" in index
-    assert "The second capture of these results predates its first-token probabilities" in index
+    assert "predates its first-token probabilities" not in index
+    assert "with the BOS token first" in index.split('id="claims"')[1]
 
 
 def test_gemmas_post_attention_norm_is_named_where_it_changes_a_reading():

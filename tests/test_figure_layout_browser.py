@@ -106,7 +106,7 @@ def test_no_figure_of_a_512_token_page_scrolls_sideways(long_page, offline_page,
     for chart in page.evaluate(DRAWN):
         assert chart["fit"] == ("wide" if width == 1280 else "phone"), chart
         assert chart["ratio"] <= (1.01 if chart["key"] == "attention-map" else MOST_SCALED), chart
-    assert kl_columns(page, "scaling-grid") == (3 if width == 1280 else 1)
+    assert kl_columns(page, "scaling-grid") == (2 if width == 1280 else 1)  # Q or K, V
     assert kl_columns(page, "mean-grid") == 1  # one input, one panel
     assert offline_page.errors == []
 
@@ -233,7 +233,7 @@ def test_figures_are_drawn_for_the_window_and_kl_panels_rewrap(example, offline_
             assert chart["ratio"] <= (1.01 if width == 1280 else MOST_SCALED), (path.name, chart)
     page = open_at(offline_page, interventions_page(example).as_uri(), width)
     wide = width == 1280
-    assert kl_columns(page, "scaling-grid") == (3 if wide else 1)
+    assert kl_columns(page, "scaling-grid") == (2 if wide else 1)
     assert kl_columns(page, "mean-grid") == (2 if wide else 1)
     assert legend_below(page, "attention-map") == (not wide)
     assert offline_page.errors == []
@@ -252,7 +252,7 @@ def test_a_resize_moves_legends_and_rewraps_facets_keeping_the_view(example, off
         )
         page.wait_for_timeout(300)  # the last chart's chunk insert and shrink settle
         wide = fit == "wide"
-        assert kl_columns(page, "scaling-grid") == (3 if wide else 1), width
+        assert kl_columns(page, "scaling-grid") == (2 if wide else 1), width
         assert kl_columns(page, "mean-grid") == (2 if wide else 1), width
         assert legend_below(page, "attention-map") == (not wide), width
         assert page.evaluate(OVERFLOW) == [], width

@@ -138,7 +138,7 @@ def test_every_grid_control_draws_what_the_same_view_opened_from_its_hash_draws(
             move(page, control, value)
             drawn = {key: scene(page, key) for key in GRIDS}
             page.wait_for_function(
-                "() => location.hash === '#' + window.attnreport.state.hash()", timeout=10_000
+                "() => location.hash === window.attnreport.state.hash()", timeout=10_000
             )
             view = page.evaluate("location.hash")
             fresh, fresh_warnings = open_page(context, url + view, width)
@@ -173,7 +173,9 @@ def test_on_a_phone_each_grid_is_one_column_of_wide_maps_with_no_text_overlappin
         assert warnings == []
         page, warnings = open_page(context, url, 1280)
         maps = {key: scene(page, key)["maps"] for key in GRIDS}
-        assert len(maps["scaling-grid"]) == 3 * 4  # Q, K, V by the unmodified run and 3 factors
+        assert (
+            len(maps["scaling-grid"]) == 2 * 4
+        )  # Q or K (one intervention), V by the unmodified run and 3 factors
         assert len(maps["mean-grid"]) == 3 * 4  # 3 inputs by the unmodified run, Q, K, V
         assert len(maps["mean-grid-before-rotation"]) == 3 * 3  # ... and Q, K
         assert warnings == []
@@ -185,17 +187,17 @@ def test_on_a_phone_the_tensor_control_picks_the_maps_and_outlives_a_redraw(
     example_render, browser
 ):
     """The tensor each grid shows on a phone is its own control (a grid of the mean before
-    the rotation has no V): choosing K draws K's maps beside the unmodified run, and a
-    scale factor chosen after it (the grid is drawn again) keeps K."""
+    the rotation has no V): choosing V draws V's maps beside the unmodified run, and a
+    scale factor chosen after it (the grid is drawn again) keeps V."""
     context = browser.new_context()
     try:
         page, warnings = open_page(context, interventions_page(example_render).as_uri(), 390)
-        page.locator("#ar-chart-scaling-grid input[name=tensor][value=K]").check()
+        page.locator("#ar-chart-scaling-grid input[name=tensor][value=V]").check()
         page.wait_for_timeout(100)
         drawn = scene(page, "scaling-grid")
         targets = {f.split("=")[1] for i in drawn["items"] for f in i.split("|")[4].split(",")
                    if f.startswith("target=") and "prob=" in i}  # fmt: skip
-        assert targets == {"K"}  # the unmodified run's rows are K's copy of it
+        assert targets == {"V"}  # the unmodified run's rows are V's copy of it
         assert len(drawn["maps"]) == 4
         move(page, "eps", "\u03b5 = 0.001")
         page.wait_for_timeout(100)
@@ -204,7 +206,7 @@ def test_on_a_phone_the_tensor_control_picks_the_maps_and_outlives_a_redraw(
             page.evaluate(
                 "window.attnreport.state.charts.find(c => c.key === 'scaling-grid').view.signal('tensor')"
             )
-            == "K"
+            == "V"
         )
         assert len(drawn["maps"]) == 2  # the unmodified run and ε = 0.001
         assert warnings == []

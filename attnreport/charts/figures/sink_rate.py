@@ -22,9 +22,9 @@ from attnreport.charts.spec.other_blocks import axis_layers, layer_bands
 from attnreport.results import Manifest, SetResults
 
 KEY = "set-sink-rate"
-MEASURES = (
+MEASURES = (  # the legend's labels: short enough for a phone's width (the caption says more)
     f"mean first-token probability > {sinks.EPS:g} (Gu et al.)",
-    sinks.ARGMAX_WORDS,
+    "first token the top key for > half of its queries",
 )
 
 
@@ -64,7 +64,7 @@ def sink_rate_chart(
         y=alt.Y("percent:Q", title="sink heads (% of the layer)", scale=alt.Scale(domain=[0, 100])),
         color=alt.Color(
             "measure:N",
-            legend=alt.Legend(title="a head is a sink when", orient="bottom", labelLimit=420),
+            legend=alt.Legend(title="a head is a sink when", orient="bottom", labelLimit=330),
         ),
         # where both measures agree one line covers the other: a dash shows the one below
         strokeDash=alt.StrokeDash(
