@@ -5,7 +5,7 @@ coloured by whether it sits on the first token in every sentence."""
 from __future__ import annotations
 
 from attnreport.charts.figure import Columns, Figure
-from attnreport.charts.spec.layer_series import BAND_WORDS, layer_series_figure, series_rows
+from attnreport.charts.spec.layer_series import BAR_WORDS, layer_series_figure, series_rows
 from attnreport.results import Manifest, SetResults
 from attnreport.site.words.readings import arrays
 
@@ -42,7 +42,7 @@ def massive_figure(set_results: SetResults, manifest: Manifest) -> Figure:
     rows = massive_rows(set_results)
     each = set_results.massive_by_sentence is not None
     over = (
-        f"per sentence, then the median over sentences; {BAND_WORDS}"
+        f"per sentence, then the median over sentences; {BAR_WORDS}"
         if each
         else "the largest over the set (these results keep no row per sentence)"
     )

@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from attnreport.charts.figure import Columns, Figure
-from attnreport.charts.spec.layer_series import BAND_WORDS, layer_series_figure, series_rows
+from attnreport.charts.spec.layer_series import BAR_WORDS, layer_series_figure, series_rows
 from attnreport.results import Manifest, SetResults
 from attnreport.site.words.claims.values import log_ratios
 from attnreport.site.words.readings import arrays, per_head, sink_layers
@@ -36,7 +36,7 @@ def value_norm_figure(set_results: SetResults, manifest: Manifest) -> Figure:
         "For every layer, how long the first token's value vectors are against the other "
         "tokens': ‖v₀‖ / mean over j ≥ 1 of ‖v_j‖ (v after its projection), the median over "
         "the layer's KV heads in each sentence, then the median over sentences; "
-        f"{BAND_WORDS}. Below the dashed line at 1 the first token's values are shorter. "
+        f"{BAR_WORDS}. Below the dashed line at 1 the first token's values are shorter. "
         "Sink layers (more than half of the heads make the first token their top key for "
         "more than half of their queries) against the other layers, the control: Gu et "
         "al.'s claim is that a sink carries small values."

@@ -22,10 +22,12 @@ from attnreport.charts.spec.other_blocks import axis_layers
 from attnreport.results import Manifest
 from attnreport.site.words.verdicts import median_interval, min_sentences
 
-BAND_WORDS = (
-    "the band is the 95% interval of that median across sentences (with fewer than "
+INTERVAL_WORDS = (
+    "the 95% interval of that median across sentences (with fewer than "
     f"{min_sentences()} sentences, their range)"
 )
+BAND_WORDS = f"the band is {INTERVAL_WORDS}"  # lines through the layers (connect=True)
+BAR_WORDS = f"each bar is {INTERVAL_WORDS}"  # a point and a bar per layer (connect=False)
 
 
 def series_rows(per_layer: Mapping[str, Mapping[int, Sequence[float]]]) -> Columns:
