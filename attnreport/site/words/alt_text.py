@@ -308,9 +308,14 @@ def scaling_grid(data: AltData) -> str:
     return _grid(data, "scaling", f"rows {wording.join_and(rows)}, each scaled{factors}")
 
 
-def mean_grid(data: AltData) -> str:
+def _mean_inputs(data: AltData) -> str:
+    """The mean grid's inputs, in words ("sentences 0, 1 and 2")."""
     sentences = data.interventions.mean.sentences if data.interventions else ()
-    inputs = f"{wording.plural('sentence', len(sentences))} {wording.join_and([str(s) for s in sentences])}"
+    return f"{wording.plural('sentence', len(sentences))} {wording.join_and([str(s) for s in sentences])}"
+
+
+def mean_grid(data: AltData) -> str:
+    inputs = _mean_inputs(data)
     return _grid(
         data,
         "mean",
@@ -320,8 +325,7 @@ def mean_grid(data: AltData) -> str:
 
 
 def mean_grid_before_rotation(data: AltData) -> str:
-    sentences = data.interventions.mean.sentences if data.interventions else ()
-    inputs = f"{wording.plural('sentence', len(sentences))} {wording.join_and([str(s) for s in sentences])}"
+    inputs = _mean_inputs(data)
     return _grid(
         data,
         "mean",
