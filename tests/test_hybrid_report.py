@@ -67,9 +67,12 @@ def own_attentions(folder, token_ids) -> list[np.ndarray]:
     return [a[0].double().numpy() for a in out.attentions]
 
 
-def page_text(path) -> str:
-    """A page's visible text, whitespace collapsed."""
+def page_text(path, leave_out: str | None = None) -> str:
+    """A page's visible text, whitespace collapsed; ``leave_out``: a pattern of its HTML
+    (a section) dropped first."""
     body = re.sub(r"<script.*?</script>", " ", path.read_text(), flags=re.S)
+    if leave_out is not None:
+        body = re.sub(leave_out, " ", body, flags=re.S)
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", body)))
 
 
@@ -144,21 +147,8 @@ def test_layer_axes_card_and_captions_name_the_other_blocks(built):
     assert "Every other layer from 0 to 4 is not attention" in page_text(sentence_page)
     # No finding or label names another block. The claims section quotes each source's own
     # scope ("layers 4 and later" of the source's model), so it is left out of this scan.
-    claims = re.compile(r'<section id="claims">.*?</section>', re.S)
     for path in (index, sentence_page):
-        page = re.sub(
-            r"\s+",
-            " ",
-            html.unescape(
-                re.sub(
-                    r"<[^>]+>",
-                    " ",
-                    claims.sub(
-                        " ", re.sub(r"<script.*?</script>", " ", path.read_text(), flags=re.S)
-                    ),
-                )
-            ),
-        )
+        page = page_text(path, leave_out=r'<section id="claims">.*?</section>')
         assert not re.findall(r"\blayers? [024]\b(?! and later)", page)  # a source's scope
 
 
