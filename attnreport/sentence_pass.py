@@ -35,6 +35,7 @@ from attnreport.results.types import sentence_tables_from
 from attnreport.streaming import BlockReducer, layer_tensors, stream_layers
 
 LayerProgress = Callable[[int, int], None]  # (layers done, layers in the model)
+LayerObserver = Callable[[LayerSpec, RawLayer], None]  # sees each layer's pass, dense or not
 
 
 def to_cpu(record: LayerRecord) -> LayerRecord:
@@ -55,14 +56,19 @@ def analyze_pass(
     token_ids: torch.Tensor,
     settings: Settings,
     on_layer: LayerProgress | None = None,
+    observe: LayerObserver | None = None,
 ) -> tuple[SentenceTables, AttentionMaps | None]:
     """The sentence's tables (``merge_layers``, typed) and, up to ``map_tokens`` tokens, its
-    attention maps. ``on_layer(done, total)`` hears of each layer analysed."""
+    attention maps. ``on_layer(done, total)`` hears of each layer analysed; ``observe``
+    reads each layer's raw pass too (the value norms: ``value_norms.value_norm_collector``),
+    so what it measures needs no pass of its own."""
     keep_maps = token_ids.shape[0] <= settings.map_tokens
     per_layer: list[dict[str, Table]] = []
     maps = AttentionMaps([], [], {})
 
     def dense(spec: LayerSpec, raw: RawLayer) -> None:
+        if observe is not None:
+            observe(spec, raw)
         record = to_cpu(layer_record(spec, raw))
         order = key_order(record.scores, record.allowed)
         tables = analyze_layer(record, settings.breakdown_ranks, order)
@@ -79,6 +85,8 @@ def analyze_pass(
     ranks, ids = settings.breakdown_ranks, token_ids.cpu()
 
     def blockwise(spec: LayerSpec, raw: RawLayer) -> None:
+        if observe is not None:
+            observe(spec, raw)
         tensors, reduced = layer_tensors(spec, raw), raw.computed.reduced  # type: ignore[union-attr]
         per_layer.append(
             analyze_layer_blockwise(tensors, ranks, roles=True, token_ids=ids, reduced=reduced)

@@ -9,6 +9,7 @@ pipeline that runs these steps over a corpus is ``attnreport.corpus.run_corpus``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -61,7 +62,7 @@ from attnreport.results.rounding import round_places
 from attnreport.sentence_pass import LayerProgress, analyze_pass
 from attnreport.sentences import Sentence, has_chat_template
 from attnreport.session import Session, context_length
-from attnreport.value_norms import value_norms
+from attnreport.value_norms import value_norm_collector, value_norms
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class SentenceAnalysis:
     head_impact: Table
     head_roles: Table
     massive_activations: Table
+    value_norms: Table  # ``value_norms.COLUMNS``, collected in the same pass
 
 
 def analyze_sentence(
@@ -85,7 +87,8 @@ def analyze_sentence(
     the set-wide totals add up are every query's."""
     index = sentence.index
     ids = torch.tensor(sentence.token_ids)
-    tables, maps = analyze_pass(session.model, session.specs, ids, settings, on_layer)
+    norms, observe = value_norm_collector()
+    tables, maps = analyze_pass(session.model, session.specs, ids, settings, on_layer, observe)
     assert tables.head_roles is not None and tables.massive_activations is not None
     result = SentenceResults(
         index=index,
@@ -106,6 +109,7 @@ def analyze_sentence(
         tables.head_impact.arrays(),
         tables.head_roles.arrays(),
         tables.massive_activations.arrays(),
+        {k: np.asarray(v) for k, v in norms.items()},
     )
 
 
@@ -307,9 +311,17 @@ def model_features(session: Session) -> list[str]:
     return sorted(found)
 
 
-def with_contrasts(result: SetResults, session: Session, settings: Settings) -> SetResults:
-    """``result`` with the set tables that need passes of their own: the BOS contrast and
-    the value norms (the one-pass study and the corpus run both add them here)."""
+def with_contrasts(
+    result: SetResults,
+    session: Session,
+    settings: Settings,
+    norms: Mapping[int, Mapping[str, Any]] | None = None,
+) -> SetResults:
+    """``result`` with the BOS contrast (a pass of its own per sentence) and the value
+    norms: ``norms`` (sentence -> the rows its analysis pass collected), else a pass of
+    their own (the one-pass study and the corpus run both add them here)."""
     return replace(
-        result, bos_contrast=bos_contrast(session, settings), value_norms=value_norms(session)
+        result,
+        bos_contrast=bos_contrast(session, settings),
+        value_norms=value_norms(session, norms),
     )

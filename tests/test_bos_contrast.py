@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 from click.testing import CliRunner
 
+from attnreport import value_norms
 from attnreport.capture import capture_attention
 from attnreport.cli import main
 from attnreport.models import load_model
@@ -67,7 +68,15 @@ def test_a_run_with_a_bos_is_contrasted_without_it(tmp_path, tiny_model_dirs):
     _check_contrast(results, tiny_model_dirs["llama"], with_bos=False)
 
 
-def test_value_norms_match_the_value_projection(tmp_path, tiny_model_dirs):
+def test_value_norms_match_the_value_projection(tmp_path, tiny_model_dirs, monkeypatch):
+    """Recomputed here from the value projection of a plain capture. They are collected
+    in each sentence's own analysis pass: the run makes no pass of its own for them
+    (``value_norms.stream_layers``, the extra pass, fails the test if called)."""
+
+    def no_extra_pass(*_args, **_kwargs):
+        raise AssertionError("the value norms made a pass of their own")
+
+    monkeypatch.setattr(value_norms, "stream_layers", no_extra_pass)
     sentences = tmp_path / "s.txt"
     sentences.write_text("the cat chased the mouse\nwhat does attention focus ?\n")
     out = tmp_path / "r"
@@ -90,3 +99,25 @@ def test_value_norms_match_the_value_projection(tmp_path, tiny_model_dirs):
             got_other = torch.tensor(table["other_norm"][rows], dtype=torch.float64)
             torch.testing.assert_close(got_first, norms[0], rtol=1e-4, atol=1e-6)
             torch.testing.assert_close(got_other, norms[1:].mean(0), rtol=1e-4, atol=1e-6)
+
+
+def test_a_resumed_set_without_collected_value_norms_makes_their_pass(tiny_model_dirs):
+    """Partials written before the analysis pass collected the value norms: the set
+    makes the extra pass for every sentence, and it gives what the analysis collects."""
+    from attnreport.config import Settings
+    from attnreport.session import session_for
+    from attnreport.study import analyze_sentence
+
+    settings = Settings(model=str(tiny_model_dirs["llama"]))
+    session = session_for(settings)
+    collected = {
+        s.index: analyze_sentence(session, s, settings).value_norms for s in session.sentences
+    }
+    separate = value_norms.value_norms(session).arrays()
+    folded = value_norms.value_norms(session, collected).arrays()
+    assert len(separate["layer"]) > 0
+    for name in separate:
+        torch.testing.assert_close(
+            torch.tensor(folded[name], dtype=torch.float64),
+            torch.tensor(separate[name], dtype=torch.float64), rtol=1e-6, atol=1e-7,
+        )  # fmt: skip

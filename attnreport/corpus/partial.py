@@ -62,6 +62,9 @@ class SentencePartial:
     massive: Table | None = None  # its massive_activations table
     # set table name -> the sentence table a ``PooledTable`` pools (``pooled.pooled_sources``)
     pooled: dict[str, Table] = field(default_factory=dict)
+    # its value norms per (layer, kv head) (``value_norms.COLUMNS``), collected in its
+    # analysis pass; None: written before they were (the set makes a pass for them)
+    values: Table | None = None
 
     @classmethod
     def of(
@@ -72,6 +75,7 @@ class SentencePartial:
         roles: Table | None = None,
         massive: Table | None = None,
         pooled: dict[str, Table] | None = None,
+        values: Table | None = None,
     ) -> SentencePartial:
         """From a sentence's ``focus``, ``head_impact`` (and head-role) tables and the
         sources of the generically pooled set tables."""
@@ -91,12 +95,12 @@ class SentencePartial:
         }
         focus = {k: np.asarray(v) for k, v in focus.items()}
         sources = {name: _arrays(table) for name, table in (pooled or {}).items()}
-        return cls(index, focus, impact, _arrays(roles), _arrays(massive), sources)  # type: ignore[arg-type]
+        return cls(index, focus, impact, _arrays(roles), _arrays(massive), sources, _arrays(values))  # type: ignore[arg-type]
 
     def to_json(self) -> Json:
         """Full-precision JSON (floats round-trip exactly), so a resumed run loses nothing."""
         out: Json = {"index": self.index}
-        for name in ("focus", "impact", "roles", "massive"):
+        for name in ("focus", "impact", "roles", "massive", "values"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = {k: np.asarray(v).tolist() for k, v in value.items()}
@@ -110,7 +114,8 @@ class SentencePartial:
     @classmethod
     def from_json(cls, value: Json) -> SentencePartial:
         tables = {
-            name: _arrays(value.get(name)) for name in ("focus", "impact", "roles", "massive")
+            name: _arrays(value.get(name))
+            for name in ("focus", "impact", "roles", "massive", "values")
         }
         pooled = {name: _arrays(table) for name, table in value.get("pooled", {}).items()}
         return cls(int(value["index"]), **tables, pooled=pooled)  # type: ignore[arg-type]
@@ -132,6 +137,7 @@ class SetPartial:
     tokens: list[int] = field(default_factory=list)  # per impact row: tokens pooled
     roles: RoleTotals = field(default_factory=RoleTotals)  # head roles of the sentences with them
     pooled: dict[str, PoolTotals] = field(default_factory=dict)  # set table name -> totals
+    values: dict[int, Table] = field(default_factory=dict)  # index -> its value norms
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -158,6 +164,8 @@ class SetPartial:
         ]
         one.impact_sums = [exact(impact["magnitude"]), exact(impact["orientation"])]
         one.tokens = np.asarray(impact["n_tokens"], dtype=np.int64).tolist()
+        if part.values is not None:
+            one.values[part.index] = part.values
         if part.roles is not None and part.massive is not None:
             one.roles.add(part.index, part.roles, part.massive)
         kinds = pooled_kinds()
@@ -176,6 +184,7 @@ class SetPartial:
         if twice:
             raise ValueError(f"sentence {min(twice)} is counted twice")
         self.roles.merge(other.roles)
+        self.values.update(other.values)
         for name, totals in other.pooled.items():
             self.pooled.setdefault(name, PoolTotals()).merge(totals)
         if not self.rows:
@@ -238,6 +247,11 @@ class SetPartial:
         kinds = pooled_kinds()
         pooled = {name: totals.table(kinds[name]) for name, totals in self.pooled.items()}
         return set_results_from({**self.tables(), **pooled})
+
+    def value_norms(self) -> dict[int, Table] | None:
+        """Each counted sentence's value norms, or None when any sentence came without them
+        (a run resumed from partials written before they were collected)."""
+        return dict(self.values) if self.rows.keys() <= self.values.keys() else None
 
     def has_roles(self) -> bool:
         """Whether every counted sentence brought its head roles (a run resumed from

@@ -159,7 +159,7 @@ def set_files(
     from attnreport.results.layout import CURRENT
     from attnreport.results.types import set_to_json
 
-    result = with_contrasts(totals.set_results(), session, settings)
+    result = with_contrasts(totals.set_results(), session, settings, totals.value_norms())
     if totals.has_roles():
         result = with_roles(result, totals.roles, run_probes(session))
     layer = intervention_layer(settings, session, result.focus_pooled.arrays())

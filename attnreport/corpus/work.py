@@ -41,7 +41,7 @@ def analyze_one(
     result = analyze_sentence(session, sentence, settings, on_layer)
     partial = SentencePartial.of(
         sentence.index, result.focus, result.head_impact, result.head_roles,
-        result.massive_activations, pooled_sources(result.result.tables),
+        result.massive_activations, pooled_sources(result.result.tables), result.value_norms,
     )  # fmt: skip
     if not keep:
         return SentenceOutcome(sentence.index, None, partial)

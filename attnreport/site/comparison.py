@@ -149,7 +149,7 @@ def _pages_and_tokens(
     source: SiteSource, slug: str, options: SiteOptions
 ) -> tuple[list[str | None], list[list[str] | None]]:
     """A model's page of each sentence (relative to the index) and, for the first
-    ``SPLIT_SENTENCES``, its tokens."""
+    ``SPLIT_SENTENCES`` that have a results file (``SiteSource.keeps``), its tokens."""
     chosen = set(chosen_pages(source, options))
     texts = source.texts()
     pages = [
@@ -157,7 +157,9 @@ def _pages_and_tokens(
         for i in range(source.count)
     ]
     tokens = [
-        [str(t) for t in source.sentence(i).tokens.token] if i < cp.SPLIT_SENTENCES else None
+        [str(t) for t in source.sentence(i).tokens.token]
+        if i < cp.SPLIT_SENTENCES and source.keeps(i)
+        else None
         for i in range(source.count)
     ]
     return pages, tokens
