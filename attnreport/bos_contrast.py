@@ -9,6 +9,8 @@ first-token measures are kept (``results.tables.BosContrastTable``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 
@@ -55,16 +57,21 @@ def contrast_ids(session: Session, token_ids: tuple[int, ...], bos: int) -> list
     return list(token_ids[1:])
 
 
-def bos_contrast(session: Session, settings: Settings) -> rt.BosContrastTable | None:
+def bos_contrast(
+    session: Session, settings: Settings, on_sentence: Callable[[int, int], None] | None = None
+) -> rt.BosContrastTable | None:
     """``contrast_rows`` of every sentence in the other condition (``bos``: whether that
     pass had the BOS first); None when the tokenizer has no BOS token. A sentence left
-    with fewer than 2 tokens, or past ``map_tokens`` or the context, is skipped."""
+    with fewer than 2 tokens, or past ``map_tokens`` or the context, is skipped.
+    ``on_sentence(done, total)`` hears of each sentence contrasted or skipped."""
     bos = getattr(session.loaded.tokenizer, "bos_token_id", None)
     if bos is None:
         return None
     cols: dict[str, list] = {k: [] for k in COLUMNS}
     longest = min(settings.map_tokens, context_length(session.loaded) or settings.map_tokens)
-    for s in session.sentences:
+    for done, s in enumerate(session.sentences, start=1):
+        if on_sentence is not None and done > 1:
+            on_sentence(done - 1, len(session.sentences))
         ids = contrast_ids(session, tuple(s.token_ids), int(bos))
         if ids is None or not 2 <= len(ids) <= longest:
             continue
@@ -75,6 +82,8 @@ def bos_contrast(session: Session, settings: Settings) -> rt.BosContrastTable | 
         for row in one:
             for k, v in zip(cols, (s.index, *row), strict=True):
                 cols[k].append(v)
+    if on_sentence is not None:
+        on_sentence(len(session.sentences), len(session.sentences))
     table = {k: np.asarray(v) for k, v in cols.items()}
     table["bos"] = np.full(len(cols["sentence"]), not session.bos_added, dtype=bool)
     return rt.BosContrastTable(**table)

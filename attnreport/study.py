@@ -9,7 +9,7 @@ pipeline that runs these steps over a corpus is ``attnreport.corpus.run_corpus``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -316,12 +316,14 @@ def with_contrasts(
     session: Session,
     settings: Settings,
     norms: Mapping[int, Mapping[str, Any]] | None = None,
+    on_sentence: Callable[[int, int], None] | None = None,
 ) -> SetResults:
     """``result`` with the BOS contrast (a pass of its own per sentence) and the value
     norms: ``norms`` (sentence -> the rows its analysis pass collected), else a pass of
-    their own (the one-pass study and the corpus run both add them here)."""
+    their own (the one-pass study and the corpus run both add them here).
+    ``on_sentence(done, total)`` hears of each sentence of the BOS contrast."""
     return replace(
         result,
-        bos_contrast=bos_contrast(session, settings),
+        bos_contrast=bos_contrast(session, settings, on_sentence),
         value_norms=value_norms(session, norms),
     )

@@ -195,3 +195,27 @@ def test_the_commands_quieten_the_gguf_readers_own_bar():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "True ''"
+
+
+def test_rows_done_in_seconds_print_nothing_but_the_stage_still_counts():
+    """208 short sentences: their layers take a second each sentence, so a log shows the
+    sentences' tenths and no line per layer; the BOS contrast's sentences likewise."""
+    stream, clock = Flushed(), Clock()
+    with PlainProgress(stream, clock) as progress:
+        progress("capture", 0, 208)
+        for sentence in range(208):
+            for layer in range(1, 31):
+                clock.now += 0.04
+                progress("capture:layers", layer, 30)
+            progress("capture", sentence + 1, 208)
+        progress("interventions", 0, 1)
+        for done in range(1, 209):
+            clock.now += 0.5
+            progress("interventions:contrast", done, 208)
+    lines = stream.getvalue().splitlines()
+    assert not [line for line in lines if line.startswith("  layers")]
+    assert len([line for line in lines if line.startswith("Capturing sentences: ")]) == 12
+    contrast = [line for line in lines if line.startswith("  sentences captured in the other")]
+    assert contrast and contrast[-1].startswith(
+        "  sentences captured in the other BOS condition: 208 of 208 (100%)"
+    )

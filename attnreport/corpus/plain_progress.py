@@ -27,9 +27,11 @@ STAGES = {
     "site": "Drawing charts and pages",
     "write": "Writing",
     "capture:layers": "  layers of the sentence(s) in flight",
+    "interventions:contrast": "  sentences captured in the other BOS condition",
     "interventions:passes": "  forward passes of the grids",
 }
 EVERY_S = 30.0  # a line at least this often while a count moves
+ROW_QUIET_S = 10.0  # a count within a stage prints nothing before it has run this long
 STEPS = 10  # ... and one each time it passes another tenth
 
 
@@ -115,6 +117,8 @@ class PlainProgress:
 
     def _advance(self, count: _Count, done: int, total: int, now: float) -> None:
         count.done, count.total = done, max(total, 1)
+        if count is not self.stage and now - count.start < ROW_QUIET_S:
+            return  # a row done in seconds (each of 200 short sentences) would flood the log
         step = self._step(count)
         if step > count.printed_step or now - count.printed_at >= EVERY_S:
             count.printed_step = step

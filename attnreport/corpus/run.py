@@ -41,6 +41,7 @@ from attnreport.study import (
 Progress = Callable[[str, int, int], None]  # (stage, done, total), as attnreport.build's
 LAYERS = "capture:layers"  # the layers of the sentence being captured (local engine)
 PASSES = "interventions:passes"  # the forward passes of the intervention grids
+CONTRAST = "interventions:contrast"  # the sentences captured again in the other BOS condition
 # (session, settings, layer) -> the interventions at that layer: ``intervention_results``,
 # or what ``serve --watch`` passes to reuse the grids when their inputs did not change.
 InterventionsAt = Callable[[Session, Settings, int], Interventions]
@@ -110,7 +111,8 @@ def run_corpus(
         analyze_pending(engine, pending, store, totals, progress, options.engine == "local")
     progress("interventions", 0, 1)
     on_pass = lambda done, total: progress(PASSES, done, total)  # noqa: E731
-    files = set_files(session, settings, totals, interventions, on_pass)
+    on_contrast = lambda done, total: progress(CONTRAST, done, total)  # noqa: E731
+    files = set_files(session, settings, totals, interventions, on_pass, on_contrast)
     store.finish(files, manifest(session, settings), len(session.sentences))
     return CorpusSummary(store.out, len(session.sentences), len(done), store.count())
 
@@ -150,16 +152,20 @@ def set_files(
     totals: SetPartial,
     interventions_at: InterventionsAt = intervention_results,
     on_pass: PassProgress | None = None,
+    on_contrast: PassProgress | None = None,
 ) -> dict[str, bytes]:
     """The set and interventions files of a finished corpus, serialised by the results
     package (``RunStore.finish`` adds the manifest, which lists every file).
-    ``on_pass(done, total)`` hears of each forward pass of the intervention grids."""
+    ``on_pass(done, total)`` hears of each forward pass of the intervention grids,
+    ``on_contrast(done, total)`` of each sentence of the BOS contrast."""
     from attnreport.results.interventions import interventions_to_json
     from attnreport.results.io import dump_json
     from attnreport.results.layout import CURRENT
     from attnreport.results.types import set_to_json
 
-    result = with_contrasts(totals.set_results(), session, settings, totals.value_norms())
+    result = with_contrasts(
+        totals.set_results(), session, settings, totals.value_norms(), on_contrast
+    )
     if totals.has_roles():
         result = with_roles(result, totals.roles, run_probes(session))
     layer = intervention_layer(settings, session, result.focus_pooled.arrays())
