@@ -5,6 +5,11 @@ Playwright; tests skip with the reason when either is missing. ``offline_page`` 
 fresh context whose every non-``file://`` request is aborted and records console errors,
 page errors, dialogs (``alert``/``confirm``/``prompt``, dismissed) and blocked URLs.
 They are registered for every test module by ``tests/conftest.py``.
+
+Every context and page made from ``browser`` waits ``WAIT_MS`` by default (Playwright's
+own default, 30 s, is short for a page drawing dozens of charts on a busy machine), so a
+test names a timeout only to wait longer. Tests wait for the page's own signals
+(``data-rendered`` on every chart, ``settle``), never a fixed time.
 """
 
 from __future__ import annotations
@@ -16,6 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+
+from tests.patience import patience_ms
+
+WAIT_MS = patience_ms(30)  # any wait: a draw, a click, a page load
+DRAW_MS = patience_ms(60)  # a page of many charts (the example's intervention grids) drawing
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -43,9 +53,44 @@ class OfflinePage:
     blocked: list[str] = field(default_factory=list)
 
 
+class PatientBrowser:
+    """A Playwright browser whose new contexts and pages wait ``WAIT_MS`` by default."""
+
+    def __init__(self, browser: Any) -> None:
+        self._browser = browser
+
+    def new_context(self, **options: Any) -> Any:
+        context = self._browser.new_context(**options)
+        context.set_default_timeout(WAIT_MS)
+        return context
+
+    def new_page(self, **options: Any) -> Any:
+        page = self._browser.new_page(**options)
+        page.set_default_timeout(WAIT_MS)
+        return page
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._browser, name)
+
+
+# Whether every chart of the page has drawn, or failed to (``data-rendered``).
+ALL_DRAWN = """() => [...document.querySelectorAll('.ar-chart')]
+    .every(el => el.dataset.rendered === 'true' || el.dataset.rendered === 'error')"""
+
+
+def settle(page: Any, timeout: float | None = None) -> None:
+    """Wait until the page says it is quiet: ``window.attnreport.settled()`` resolved (every
+    chart drawn after every view ran, nothing loading, no fitting pass left)."""
+    page.evaluate(
+        """() => { window.__arSettled = false;
+                   window.attnreport.settled().then(() => { window.__arSettled = true; }); }"""
+    )
+    page.wait_for_function("() => window.__arSettled === true", timeout=timeout)
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    """A headless Chromium shared by the session."""
+    """A headless Chromium shared by the session (``PatientBrowser``)."""
     path = chromium_path()
     if path is None:
         pytest.skip("Chromium not found: install the Debian package 'chromium'")
@@ -59,7 +104,7 @@ def browser() -> Iterator[Any]:
     except Exception as err:  # a broken or incompatible Chromium
         playwright.stop()
         pytest.skip(f"Chromium at {path} could not be started by Playwright: {err}")
-    yield chromium
+    yield PatientBrowser(chromium)
     chromium.close()
     playwright.stop()
 

@@ -22,6 +22,10 @@ Reusing expensive work, for a new test:
   to ask builds it under a file lock; the others wait and get the same folder. Treat it
   as read-only: copy it (``shutil.copytree(built, tmp_path / "x")``) before changing it.
 - Servers bind port 0 (or a port a probe socket was just given), never a fixed one.
+- Waits: poll for the condition (a browser test waits for the page's own signal,
+  ``tests/browser.py``), bounded by ``patience(s)`` (``tests/patience.py``), never a fixed
+  sleep; a subprocess's timeout is ``patience(s)`` too. A speed a user was promised is
+  bounded in CPU time (``test_serve_stop``, ``test_checks``), not wall-clock time.
 - Torch runs one thread per worker (``pytest_configure``): workers are the parallelism,
   and torch threads spinning beside them on 2 busy cores made a tiny-model test take
   150 s instead of 5.

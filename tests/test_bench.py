@@ -17,6 +17,7 @@ import pytest
 from benchmarks.report import KEEP_MARKER, Section, kept_notes, ratio_target, render
 from benchmarks.sections import TITLES
 from tests.browser import chromium_path
+from tests.patience import patience
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADINGS = ("Targets", "Machine", *TITLES.values(), "Profile", "Reproduce")
@@ -46,7 +47,7 @@ def test_quick_bench_writes_every_section_with_numbers(tmp_path):
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out), "--workdir", str(work)],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=patience(900),
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
@@ -66,7 +67,11 @@ def test_quick_bench_writes_every_section_with_numbers(tmp_path):
 @pytest.mark.parametrize("command", [["-m", "benchmarks"], ["benchmarks/run.py"]])
 def test_bench_runs_from_the_repository_root_as_module_or_script(command):
     done = subprocess.run(
-        [sys.executable, *command, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120
+        [sys.executable, *command, "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=patience(120),
     )
     assert done.returncode == 0, done.stderr
     assert "--quick" in done.stdout and "--workdir" in done.stdout

@@ -9,13 +9,12 @@ import pytest
 
 from attnreport.site import SiteOptions, assemble_site, write_site
 from attnreport.text import display_token
+from tests.browser import ALL_DRAWN
 from tests.fixtures.fake_results import fake_study
 from tests.site_helpers import HOSTILE_TOKENS, hostile_study, site_charts
 
 pytestmark = pytest.mark.browser
 OPTIONS = SiteOptions(title="Browser test", date="2026-11-21", authors=("Ada",))
-ALL_DRAWN = """() => [...document.querySelectorAll('.ar-chart')]
-    .every(el => el.dataset.rendered === 'true' || el.dataset.rendered === 'error')"""
 
 
 def build(study, folder: Path, options: SiteOptions = OPTIONS) -> Path:
@@ -43,7 +42,7 @@ def hostile_site(tmp_path_factory) -> Path:
 def open_page(offline, path: Path):
     page = offline.page
     page.goto(path.as_uri())
-    page.wait_for_function(ALL_DRAWN, timeout=30_000)
+    page.wait_for_function(ALL_DRAWN)
     return page
 
 
@@ -104,7 +103,7 @@ def test_hovering_a_heatmap_cell_shows_its_tokens(site: Path, offline_page):
     cells = heatmap(page).query_selector_all("g.mark-rect.role-mark path")
     hover(page, cells[len(cells) // 2])
     tooltip = page.locator("#vg-tooltip-element")
-    tooltip.wait_for(state="visible", timeout=5_000)
+    tooltip.wait_for(state="visible")
     text = tooltip.inner_text()
     assert any(token in text for token in tokens), text
     assert offline_page.errors == []
@@ -135,7 +134,6 @@ def test_changing_the_layer_widget_redraws_the_chart(site: Path, offline_page):
     page.wait_for_function(
         "([el, old]) => el.querySelector('svg.marks').innerHTML !== old && !el.dataset.loading",
         arg=[chart, before],
-        timeout=10_000,
     )
     assert chart_has_marks(page, chart)
     assert offline_page.errors == [] and offline_page.blocked == []
@@ -237,7 +235,7 @@ def weight_before_first_draw(browser, site: Path, page_name: str, scheme: str) -
         page = context.new_page()
         page.add_init_script(FIRST_DRAW)
         page.goto(base + page_name if scheme == "http" else (site / page_name).as_uri())
-        page.wait_for_function("window.__firstDraw !== null", timeout=30_000)
+        page.wait_for_function("window.__firstDraw !== null")
         first = page.evaluate("window.__firstDraw")
     finally:
         context.close()
@@ -305,9 +303,8 @@ def test_long_input_impact_by_position_steps_through_its_windows(tmp_path, offli
     page.wait_for_function(
         "el => el.querySelector('.role-title-text').textContent.includes('128-139')",
         arg=chart,
-        timeout=10_000,
     )
-    page.wait_for_function("el => !el.dataset.loading", arg=chart, timeout=10_000)
+    page.wait_for_function("el => !el.dataset.loading", arg=chart)
     assert title() == "Impact by position (positions 128-139 of 140)"
     assert first_label().startswith("128 ")
     assert chart_has_marks(page, chart)
@@ -344,7 +341,6 @@ def test_long_input_breakdown_slides_its_window_over_the_layer_it_has(tmp_path, 
     page.wait_for_function(
         "el => el.querySelector('.role-title-text').textContent.includes('128-139')",
         arg=chart,
-        timeout=10_000,
     )
     title, labels = shown()
     assert title.endswith(", positions 128-139 of 140)"), title
@@ -359,6 +355,5 @@ def test_long_input_breakdown_slides_its_window_over_the_layer_it_has(tmp_path, 
     page.wait_for_function(
         "el => el.querySelector('.role-title-text').textContent.includes('128-139')",
         arg=impact,
-        timeout=10_000,
     )
     assert offline_page.errors == [] and offline_page.blocked == []

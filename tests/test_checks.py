@@ -16,6 +16,7 @@ import pytest
 
 from attnreport.checks import architecture_problem, check_model
 from attnreport.errors import AttnReportError
+from tests.patience import patience
 
 # Run the command line with an import hook that lets ``find_spec`` see torch and
 # transformers (the analysis extra is installed) but fails their import.
@@ -59,7 +60,7 @@ def run_blocked(args: list[str], cwd: Path) -> tuple[int, list[str], float]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=patience(300),
     )
     lines = done.stderr.strip().splitlines()
     cpu = float(lines[-1].removeprefix("CPU "))

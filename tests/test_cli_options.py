@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from attnreport.cli import main, settings_from
 from attnreport.config import KEYS
+from tests.patience import patience
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_COMMANDS = ("verify", "build", "analyze")
@@ -119,7 +120,7 @@ def test_help_and_init_never_import_torch_or_transformers(args, tmp_path):
         text=True,
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=120,
+        timeout=patience(120),
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "HEAVY []" in done.stdout, done.stdout[-500:]

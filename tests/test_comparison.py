@@ -311,12 +311,12 @@ def test_the_claims_are_tested_per_model_and_the_cards_sit_side_by_side(site):
 
 @pytest.mark.browser
 def test_the_comparison_and_each_model_draw_every_chart(site_dir, offline_page):
-    from tests.test_browser import ALL_DRAWN
+    from tests.browser import ALL_DRAWN, DRAW_MS
 
     for path in (site_dir / "index.html", site_dir / "windowed" / "index.html"):
         page = offline_page.page
         page.goto(path.as_uri())
-        page.wait_for_function(ALL_DRAWN, timeout=60_000)
+        page.wait_for_function(ALL_DRAWN, timeout=DRAW_MS)
         charts = page.query_selector_all(".ar-chart")
         assert charts, path
         assert {c.get_attribute("data-rendered") for c in charts} == {"true"}, path

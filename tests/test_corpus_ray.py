@@ -14,6 +14,7 @@ from attnreport.corpus import CorpusOptions, run_corpus
 from attnreport.results import CURRENT, read_json
 from attnreport.results.codec import decode_column
 from attnreport.results.layout import is_results_file
+from tests.patience import patience
 from tests.test_corpus_run import (  # noqa: F401  (one_thread is a fixture)
     _analyze_process,
     kill_after,
@@ -141,7 +142,7 @@ def test_resume_after_sigkill_of_the_ray_driver(tmp_path, tiny_model_dirs):
     kill_after(driver, tmp_path / "resumed" / "partials", 5)
     assert driver.returncode == -signal.SIGKILL
     resumed = _analyze_process(model, corpus, tmp_path / "resumed", "--resume", *ray_args)
-    output, _ = resumed.communicate(timeout=240)
+    output, _ = resumed.communicate(timeout=patience(240))
     assert resumed.returncode == 0, output.decode()
     assert "from an earlier run" in output.decode()
     corpus_run(tmp_path, model, corpus, "whole", "local")  # in this process, as above

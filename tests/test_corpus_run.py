@@ -19,6 +19,7 @@ from attnreport.config import load_settings
 from attnreport.errors import AttnReportError
 from attnreport.results import CURRENT, SCHEMA_VERSION, load
 from attnreport.sentences import read_sentences
+from tests.patience import patience
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = [
@@ -169,17 +170,17 @@ def _analyze_process(model: Path, corpus: Path, out: Path, *extra: str) -> subpr
 
 
 def _finish(process: subprocess.Popen) -> None:
-    output, _ = process.communicate(timeout=240)
+    output, _ = process.communicate(timeout=patience(240))
     assert process.returncode == 0, output.decode()
 
 
 def kill_after(process: subprocess.Popen, folder: Path, finished: int) -> None:
     """SIGKILL ``process`` once ``folder`` holds ``finished`` sentences' partials."""
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + patience(180)
     while time.monotonic() < deadline and process.poll() is None:
         if len(list(folder.glob("*.json"))) >= finished:
             process.send_signal(signal.SIGKILL)
-            process.wait(timeout=30)
+            process.wait(timeout=patience(30))
             return
         time.sleep(0.05)
     pytest.fail(f"the run ended or stalled before {finished} sentences: {process.returncode}")
@@ -197,7 +198,7 @@ def test_resume_after_sigkill_gives_the_uninterrupted_results(tmp_path, tiny_mod
     left = len(list((tmp_path / "resumed" / "partials").glob("*.json")))
     assert 5 <= left < 30
     resumed = _analyze_process(model, corpus, tmp_path / "resumed", "--resume")
-    output, _ = resumed.communicate(timeout=240)
+    output, _ = resumed.communicate(timeout=patience(240))
     assert resumed.returncode == 0, output.decode()
     assert f"({left} from an earlier run)" in output.decode()
     assert tree_bytes(tmp_path / "resumed") == tree_bytes(tmp_path / "whole")

@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 
 from attnreport.site import SiteOptions, assemble_site, write_site
+from tests.browser import ALL_DRAWN
 from tests.fixtures.fake_results import fake_study, typed
 from tests.site_helpers import site_charts
 
 pytestmark = pytest.mark.browser
 OPTIONS = SiteOptions(title="CSV test", date="2026-11-21", images=False)
-ALL_DRAWN = """() => [...document.querySelectorAll('.ar-chart')]
-    .every(el => el.dataset.rendered === 'true' || el.dataset.rendered === 'error')"""
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +38,7 @@ def test_head_impact_csv_holds_the_rows_the_figure_draws(built, offline_page):
     study, folder = built
     page = offline_page.page
     page.goto((folder / "index.html").as_uri())
-    page.wait_for_function(ALL_DRAWN, timeout=30_000)
+    page.wait_for_function(ALL_DRAWN)
     links = page.locator("a.csv")
     assert links.count() == page.locator(".ar-chart").count() > 0
     assert all(links.nth(i).is_visible() for i in range(links.count()))
@@ -59,7 +58,7 @@ def test_a_sentence_figure_csv_parses(built, offline_page):
     study, folder = built
     page = offline_page.page
     page.goto(next(folder.rglob("s000-*.html")).as_uri())
-    page.wait_for_function(ALL_DRAWN, timeout=30_000)
+    page.wait_for_function(ALL_DRAWN)
     rows = _download(page, "impact-by-position")
     block = typed(study).sentences[0].tables.block_impact.arrays()
     assert len(rows) == len(block["layer"])  # one line per (layer, token), every layer inline

@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 from attnreport.models.loading import DEFAULT_HUB
+from tests.patience import patience
 from tests.tiny_models import save_tiny_model
 
 NO_EMBEDDED_MODEL = textwrap.dedent(
@@ -45,7 +46,7 @@ def run_cli(tmp_path: Path, hub_cache: Path, *args: str) -> subprocess.Completed
         text=True,
         cwd=tmp_path,
         env=env,
-        timeout=300,
+        timeout=patience(300),
     )
 
 

@@ -21,6 +21,7 @@ from attnreport.extras import ANALYSIS
 from attnreport.output import write_site
 from attnreport.results import CURRENT, dump
 from tests.fixtures.fake_results import fake_study, typed
+from tests.patience import patience
 
 WITHOUT_ANALYSIS = textwrap.dedent(
     f"""
@@ -48,7 +49,7 @@ def run_without_analysis(cwd: Path, *args: str) -> subprocess.CompletedProcess:
         text=True,
         cwd=cwd,
         env=env,
-        timeout=300,
+        timeout=patience(300),
     )
 
 

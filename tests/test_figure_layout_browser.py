@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_browser import ALL_DRAWN
+from tests.browser import ALL_DRAWN, DRAW_MS, settle
 
 pytestmark = pytest.mark.browser
 WIDTHS = (1280, 390)
@@ -63,15 +63,12 @@ def example(example_render) -> Path:
     return example_render
 
 
-def open_at(offline, url: str, width: int, settle_ms: int = 0):
-    """The page at ``url`` in a ``width`` px window, every chart drawn (and ``settle_ms``
-    more for a last fitting pass)."""
+def open_at(offline, url: str, width: int):
+    """The page at ``url`` in a ``width`` px window, every chart drawn."""
     page = offline.page
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(url)
-    page.wait_for_function(ALL_DRAWN, timeout=120_000)
-    if settle_ms:
-        page.wait_for_timeout(settle_ms)
+    page.wait_for_function(ALL_DRAWN, timeout=DRAW_MS)
     return page
 
 
@@ -129,7 +126,7 @@ def test_a_hash_opens_one_view_that_every_control_moves_and_history_steps_back(
     slider = page.locator('#ar-chart-attention-map input[name="layer"]')
     slider.fill("9")
     slider.dispatch_event("input")
-    page.wait_for_function("location.hash.includes('layer=9')", timeout=10_000)
+    page.wait_for_function("location.hash.includes('layer=9')")
     for v in page.evaluate(VIEWS):
         if v["signals"]["layer"] is not None:
             assert v["layer"] == [9] and v["signals"]["layer"] == 9, v
@@ -139,7 +136,6 @@ def test_a_hash_opens_one_view_that_every_control_moves_and_history_steps_back(
     page.go_back()
     page.wait_for_function(
         "[...document.querySelectorAll('input[name=layer]')].every(e => e.value === '7')",
-        timeout=10_000,
     )
     assert {v["signals"]["layer"] for v in page.evaluate(VIEWS)} - {None} == {7}
     assert offline_page.errors == []
@@ -168,9 +164,8 @@ def test_clicking_a_head_in_a_head_level_chart_selects_it_everywhere(example, of
     page.mouse.click(x, y)
     page.wait_for_function(
         f"[...document.querySelectorAll('input[name=head]')].every(e => e.value === '{picked}')",
-        timeout=10_000,
     )
-    page.wait_for_function(f"location.hash.includes('head={picked}')", timeout=10_000)
+    page.wait_for_function(f"location.hash.includes('head={picked}')")
 
 
 # ---- Re-wrapping on a phone, and again on a resize ------------------------------------
@@ -248,9 +243,8 @@ def test_a_resize_moves_legends_and_rewraps_facets_keeping_the_view(example, off
         page.wait_for_function(
             f"""() => window.attnreport.state.charts.every(c =>
               c.el.dataset.fit === '{fit}' && !c.drawing && c.view)""",
-            timeout=30_000,
         )
-        page.wait_for_timeout(300)  # the last chart's chunk insert and shrink settle
+        settle(page, DRAW_MS)  # the last chart's chunk insert and shrink are done
         wide = fit == "wide"
         assert kl_columns(page, "scaling-grid") == (2 if wide else 1), width
         assert kl_columns(page, "mean-grid") == (2 if wide else 1), width
@@ -297,25 +291,23 @@ def test_epsilon_and_observed_layer_are_in_the_hash_and_history(example, offline
     assert select.locator("option:checked").inner_text() == "\u03b5 = 0.001"
 
     select.select_option(label="every \u03b5")
-    page.wait_for_function("location.hash.includes('eps=all')", timeout=10_000)
+    page.wait_for_function("location.hash.includes('eps=all')")
     assert column_headers(page, "scaling-grid") == 4
     page.locator("#ar-chart-mean-grid input[name=observation][value=last]").check()
-    page.wait_for_function("location.hash.includes('observation=last')", timeout=10_000)
+    page.wait_for_function("location.hash.includes('observation=last')")
     assert {g["radio"] for g in page.evaluate(GRIDS)} == {"last"}  # both grids follow
 
     page.go_back()
     page.wait_for_function(
         "[...document.querySelectorAll('input[name=observation]:checked')]"
         ".every(e => e.value === 'next')",
-        timeout=10_000,
     )
     assert column_headers(page, "scaling-grid") == 4
     page.go_back()
     page.wait_for_function(
         "window.attnreport.state.charts.find(c => c.key === 'scaling-grid')"
         ".view.signal('eps') === 0.001",
-        timeout=10_000,
     )
-    page.wait_for_timeout(200)
+    settle(page, DRAW_MS)  # the grid is drawn again for it
     assert column_headers(page, "scaling-grid") == 2
     assert offline_page.errors == []

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from attnreport.charts.export.svg import compact_svg
+from tests.patience import patience
 
 # (family, file) of fonts a Debian machine with Chromium usually has.
 SYSTEM_FONTS = [
@@ -69,7 +70,7 @@ def _export(spec: dict, config: Path, how: str) -> dict:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=patience(120),
         check=True,
     )
     return json.loads(done.stdout)

@@ -13,12 +13,14 @@ import json
 
 import pytest
 
-from tests.test_browser import ALL_DRAWN
+from tests.browser import ALL_DRAWN, DRAW_MS, settle
 from tests.test_figure_layout_browser import interventions_page
 
 pytestmark = pytest.mark.browser
 GRIDS = ("scaling-grid", "mean-grid", "mean-grid-before-rotation")
 MIN_MAP = 120  # px: the narrowest a map of a grid may be drawn on a phone
+# A signal of the scaling grid's view (``GRID_SIGNAL % name``).
+GRID_SIGNAL = "window.attnreport.state.charts.find(c => c.key === 'scaling-grid').view.signal('%s')"
 
 # One chart's drawing: every mark item's kind, place (px, relative to the chart) and what
 # it shows (a text's words, a row's fields), from Vega's scenegraph; and, for the grids'
@@ -63,23 +65,18 @@ SCENE = """(key) => {
           signals: Object.fromEntries(Object.keys(chart.shared).map(n => [n, chart.view.signal(n)]))};
 }"""
 
-# Whether a chart has settled: drawn, nothing loading or waiting to be drawn again.
-SETTLED = """(key) => {
-  const c = window.attnreport.state.charts.find(c => c.key === key);
-  return c && c.view && !c.drawing && !Object.keys(c.pending).length && !c.el.dataset.loading;
-}"""
-
 
 def scene(page, key: str) -> dict:
-    """The chart's drawing once it has settled (the same twice, 250 ms apart)."""
+    """The chart's drawing once the page has settled (``settle``: every chart drawn after
+    every view ran, nothing loading or waiting to be drawn again), read until it reads the
+    same twice (each read after the page said it was quiet again, not after a fixed time)."""
     last = None
-    for _ in range(40):
-        page.wait_for_function(SETTLED, arg=key, timeout=60_000)
+    for _ in range(10):
+        settle(page, DRAW_MS)
         now = page.evaluate(SCENE, key)
         if now == last:
             return now
         last = now
-        page.wait_for_timeout(250)
     raise AssertionError(f"{key} did not settle")
 
 
@@ -89,7 +86,7 @@ def open_page(context, url: str, width: int):
     warnings: list[str] = []
     page.on("console", lambda m: m.type in ("warning", "error") and warnings.append(m.text))
     page.goto(url)
-    page.wait_for_function(ALL_DRAWN, timeout=120_000)
+    page.wait_for_function(ALL_DRAWN, timeout=DRAW_MS)
     return page, warnings
 
 
@@ -137,9 +134,7 @@ def test_every_grid_control_draws_what_the_same_view_opened_from_its_hash_draws(
         for control, value in STEPS[width]:
             move(page, control, value)
             drawn = {key: scene(page, key) for key in GRIDS}
-            page.wait_for_function(
-                "() => location.hash === window.attnreport.state.hash()", timeout=10_000
-            )
+            page.wait_for_function("() => location.hash === window.attnreport.state.hash()")
             view = page.evaluate("location.hash")
             fresh, fresh_warnings = open_page(context, url + view, width)
             for key in GRIDS:
@@ -193,21 +188,16 @@ def test_on_a_phone_the_tensor_control_picks_the_maps_and_outlives_a_redraw(
     try:
         page, warnings = open_page(context, interventions_page(example_render).as_uri(), 390)
         page.locator("#ar-chart-scaling-grid input[name=tensor][value=V]").check()
-        page.wait_for_timeout(100)
+        page.wait_for_function(f"() => {GRID_SIGNAL % 'tensor'} === 'V'")
         drawn = scene(page, "scaling-grid")
         targets = {f.split("=")[1] for i in drawn["items"] for f in i.split("|")[4].split(",")
                    if f.startswith("target=") and "prob=" in i}  # fmt: skip
         assert targets == {"V"}  # the unmodified run's rows are V's copy of it
         assert len(drawn["maps"]) == 4
         move(page, "eps", "\u03b5 = 0.001")
-        page.wait_for_timeout(100)
+        page.wait_for_function(f"() => {GRID_SIGNAL % 'eps'} === 0.001")
         drawn = scene(page, "scaling-grid")
-        assert (
-            page.evaluate(
-                "window.attnreport.state.charts.find(c => c.key === 'scaling-grid').view.signal('tensor')"
-            )
-            == "V"
-        )
+        assert page.evaluate(f"() => {GRID_SIGNAL % 'tensor'}") == "V"
         assert len(drawn["maps"]) == 2  # the unmodified run and ε = 0.001
         assert warnings == []
     finally:

@@ -27,6 +27,7 @@ from attnreport.models import load_model
 from attnreport.models.families import family_for
 from attnreport.models.layout import discover
 from attnreport.results import load
+from tests.browser import ALL_DRAWN, DRAW_MS
 from tests.html_scan import scan
 from tests.test_hybrids import HYBRIDS
 from tests.zoo_models import build_zoo_model, save_zoo_model
@@ -185,10 +186,6 @@ def test_intervening_at_a_block_without_attention_is_refused_in_one_line(tmp_pat
     assert not (tmp_path / "results" / "manifest.json").exists()
 
 
-ALL_DRAWN = """() => [...document.querySelectorAll('.ar-chart')]
-    .every(el => el.dataset.rendered === 'true' || el.dataset.rendered === 'error')"""
-
-
 @pytest.mark.slow
 @pytest.mark.browser
 def test_pages_draw_the_bands_and_offer_attention_layers_only(built, offline_page):
@@ -201,21 +198,21 @@ def test_pages_draw_the_bands_and_offer_attention_layers_only(built, offline_pag
         if path.name == "404.html":
             continue
         page.goto(path.as_uri())
-        page.wait_for_function(ALL_DRAWN, timeout=60_000)
+        page.wait_for_function(ALL_DRAWN, timeout=DRAW_MS)
         errored = page.evaluate(
             "() => [...document.querySelectorAll('.ar-chart')]"
             ".filter(el => el.dataset.rendered === 'error').length"
         )
         assert errored == 0, path.name
     page.goto((site / "index.html").as_uri())
-    page.wait_for_function(ALL_DRAWN, timeout=60_000)
+    page.wait_for_function(ALL_DRAWN, timeout=DRAW_MS)
     labels = page.evaluate(
         """() => [...document.querySelectorAll('.ar-chart svg text')]
             .filter(t => t.textContent === 'not attention').length"""
     )
     assert labels >= len(OTHERS) * 4  # first-token, self-token, concentration, sink rate
     page.goto(next(site.glob("s000-*.html")).as_uri())
-    page.wait_for_function(ALL_DRAWN, timeout=60_000)
+    page.wait_for_function(ALL_DRAWN, timeout=DRAW_MS)
     options = page.evaluate(
         """() => [...document.querySelectorAll('select')]
             .filter(s => s.name === 'layer' || (s.parentElement.textContent || '').includes('layer'))

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from attnreport.cli import main
 from attnreport.config import load_settings
 from attnreport.sentences import read_sentences
+from tests.patience import patience
 
 
 def test_init_writes_a_valid_config_and_sentences(tmp_path):
@@ -44,15 +45,17 @@ def test_serve_serves_the_site(tmp_path):
     cmd = [sys.executable, "-m", "attnreport.cli", "serve", str(tmp_path), "--port", str(port)]
     server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        for _ in range(100):
+        deadline = time.monotonic() + patience(30)  # the process starts and listens
+        while True:
             try:
                 body = urllib.request.urlopen(
-                    f"http://127.0.0.1:{port}/index.html", timeout=2
+                    f"http://127.0.0.1:{port}/index.html", timeout=patience(2)
                 ).read()
                 break
             except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "not served"
                 time.sleep(0.1)
         assert body == b"<h1>hello</h1>"
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=patience(10))

@@ -30,6 +30,7 @@ from attnreport.output import write_site
 from attnreport.project import WORKFLOW_PATH
 from attnreport.results import dump
 from tests.fixtures.fake_results import fake_study, typed
+from tests.patience import patience
 from tests.test_wheel import copy_sources
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,7 +80,7 @@ def _sh(
         env=env,
         capture_output=True,
         text=True,
-        timeout=1200,
+        timeout=patience(1200),
     )
     timings[label or script.strip().splitlines()[0][:70]] = time.perf_counter() - start
     assert done.returncode == 0, f"{script}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"

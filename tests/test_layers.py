@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.patience import patience
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -18,7 +20,7 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(root))
     return subprocess.run(
         [str(command), "--config", str(root / "pyproject.toml"), "--no-cache"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=300,
+        cwd=root, env=env, capture_output=True, text=True, timeout=patience(300),
     )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from attnreport.models import loading
+from tests.patience import patience
 from tests.tiny_gguf import write_tiny_gguf
 
 # Each process loads the GGUF once the test opens the gate (a file), so that both check
@@ -44,12 +45,12 @@ def test_concurrent_first_loads_share_one_cache_entry(tmp_path):
         )
         for i in range(2)
     ]
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + patience(300)
     while not all(Path(f"{gate}.{i}").exists() for i in range(2)):
         assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
         time.sleep(0.01)
     gate.touch()
-    outputs = [p.communicate(timeout=300) for p in procs]
+    outputs = [p.communicate(timeout=patience(300)) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     assert outputs[0][0] == outputs[1][0] and outputs[0][0].startswith("sha256:")
     assert all("dequantising tiny.gguf" in err for _, err in outputs), "no race: one converted"

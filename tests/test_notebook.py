@@ -17,6 +17,7 @@ from nbclient import NotebookClient
 
 import attnreport
 from attnreport.results.tables import FocusPooledTable
+from tests.patience import patience
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "examples" / "quickstart.ipynb"
@@ -29,7 +30,10 @@ def executed(tmp_path_factory):
     folder = tmp_path_factory.mktemp("quickstart")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     client = NotebookClient(
-        notebook, timeout=1500, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+        notebook,
+        timeout=patience(1500),
+        kernel_name="python3",
+        resources={"metadata": {"path": str(folder)}},
     )
     client.execute()
     return notebook, folder

@@ -26,6 +26,7 @@ from attnreport.origin import (
     runner_url,
 )
 from attnreport.project import WORKFLOW_PATH
+from tests.patience import patience
 from tests.test_wheel import copy_sources, fresh_venv
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -122,7 +123,7 @@ def _init_with(python: Path, project: Path) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         cwd=project.parent,
-        timeout=300,
+        timeout=patience(300),
     )
 
 
@@ -138,7 +139,7 @@ def test_init_from_an_editable_install_of_a_clone(tmp_path):
         [*pip, "--no-deps", "--no-build-isolation", "-e", str(tmp_path / "clone")],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=patience(600),
     )
     assert done.returncode == 0, done.stderr[-2000:]
     where = subprocess.run(

@@ -17,6 +17,7 @@ from attnreport.corpus import estimate
 from attnreport.corpus.estimate import LongInputs, long_line
 from attnreport.corpus.plain_progress import PlainProgress, duration
 from attnreport.sentences import Sentence
+from tests.patience import patience
 from tests.tiny_models import save_byte_model
 
 
@@ -154,7 +155,7 @@ def test_a_run_off_a_terminal_prints_its_progress_as_it_goes(tmp_path, tiny_mode
         first = child.stdout.readline()
         running = child.poll() is None  # the model load follows this line: seconds of work
         rest = child.stdout.read().splitlines()
-        assert child.wait(timeout=600) == 0
+        assert child.wait(timeout=patience(600)) == 0
     assert first == "Loading model\n" and running
     assert "Capturing sentences: 0 of 2" in rest and "Capturing sentences: 2 of 2 (100%)" in "\n".join(rest)  # fmt: skip
     assert rest[-1].startswith("wrote ") and any(line.startswith("Running interventions") for line in rest)  # fmt: skip
@@ -191,7 +192,7 @@ def test_the_commands_quieten_the_gguf_readers_own_bar():
     )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TQDM_DISABLE")}
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=patience(300)
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "True ''"

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from attnreport.cli import main
 from attnreport.config import load_settings
 from attnreport.project import WORKFLOW_PATH, workflow_text
+from tests.patience import patience
 from tests.tiny_models import save_tiny_model
 
 PROJECT = {"attnreport.toml", "sentences.txt", ".gitignore", WORKFLOW_PATH}
@@ -80,7 +81,13 @@ def test_init_then_the_workflows_commands_give_a_site(tmp_path):
     assert commands == ["attnreport build --out site"]
     for command in commands:
         done = subprocess.run(
-            command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+            command,
+            shell=True,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=patience(600),
         )
         assert done.returncode == 0, done.stdout + done.stderr
     site = tmp_path / "site"

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 import attnreport
+from tests.patience import patience
 from tests.test_wheel import SHIPPED, copy_sources
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +40,7 @@ def dist(tmp_path_factory) -> Path:
         [*command, str(source)],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=patience(600),
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return root / "dist"
@@ -52,7 +53,7 @@ def test_the_sdist_and_the_wheel_pass_twine_check(dist):
         [sys.executable, "-m", "twine", "check", "--strict", *map(str, sorted(dist.iterdir()))],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=patience(300),
     )
     assert done.returncode == 0 and done.stdout.count("PASSED") == 2, done.stdout + done.stderr
 

@@ -103,7 +103,7 @@ def set_slider(page, chart: str, index: int, value: int) -> None:
 def test_runtime_renders_and_loads_chunks_from_file_urls(offline_page, page_path):
     page = offline_page.page
     page.goto(page_path.as_uri())
-    page.wait_for_function(READY, timeout=30_000)
+    page.wait_for_function(READY)
     charts = page.locator(".ar-chart")
     assert [charts.nth(i).get_attribute("data-rendered") for i in range(4)] == ["true"] * 4
     chart = page.locator("#ar-chart-attention-map")
@@ -120,7 +120,7 @@ def test_runtime_renders_and_loads_chunks_from_file_urls(offline_page, page_path
     other = next(la for la in range(4) if chunk_file("attention-map", la) not in loaded)
     set_slider(page, "attention-map", 0, other)
     script = chunk_file("attention-map", other)  # every head of the layer
-    page.wait_for_function(f"!!document.querySelector('script[src=\"{script}\"]')", timeout=5_000)
+    page.wait_for_function(f"!!document.querySelector('script[src=\"{script}\"]')")
     page.wait_for_function("!document.getElementById('ar-chart-attention-map').dataset.loading")
     cells = f"({RECTS})(document.getElementById('ar-chart-attention-map')) === {n * (n + 1) // 2}"
     page.wait_for_function(cells)
@@ -129,7 +129,7 @@ def test_runtime_renders_and_loads_chunks_from_file_urls(offline_page, page_path
     set_slider(page, "attention-map", 1, 0)
     set_slider(page, "attention-map", 0, 3)  # its chunk file was removed
     status = page.locator("#ar-chart-attention-map + .ar-status")
-    status.filter(has_text="Could not load").wait_for(timeout=5_000)
+    status.filter(has_text="Could not load").wait_for()
 
     grid_head = int(page.locator("#ar-chart-scaling-grid input[type=range]").input_value())
     page.locator("#ar-chart-scaling-grid input[value=last]").check()
@@ -144,7 +144,7 @@ def test_runtime_renders_and_loads_chunks_from_file_urls(offline_page, page_path
 def test_hostile_tokens_are_drawn_as_text(offline_page, page_path):
     page = offline_page.page
     page.goto(page_path.as_uri())
-    page.wait_for_function(READY, timeout=30_000)
+    page.wait_for_function(READY)
     labels = page.locator("#ar-chart-attention-map .role-axis-label text").all_text_contents()
     assert "0 </script><img" in labels[0]  # the label is cut at 120 px, drawn as text
     assert page.locator("img").count() == 0
@@ -154,7 +154,7 @@ def test_hostile_tokens_are_drawn_as_text(offline_page, page_path):
 def tooltip_fields(page) -> dict[str, str]:
     """Title -> value of the rows of the visible Vega tooltip."""
     tooltip = page.locator("#vg-tooltip-element")
-    tooltip.wait_for(state="visible", timeout=5_000)
+    tooltip.wait_for(state="visible")
     rows = tooltip.locator("tr").evaluate_all(
         "trs => trs.map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent))"
     )
@@ -165,7 +165,7 @@ def test_tooltip_shows_probability_and_rank_computed_in_the_browser(offline_page
     """The chunk carries scores only; the spec derives p_ij and the rank, which must match."""
     page = offline_page.page
     page.goto(page_path.as_uri())
-    page.wait_for_function(READY, timeout=30_000)
+    page.wait_for_function(READY)
     chart = page.locator("#ar-chart-attention-map")
     layer, head = (
         int(v) for v in chart.locator("input").evaluate_all("es => es.map(e => e.value)")
@@ -192,7 +192,7 @@ def test_shared_chunk_file_is_loaded_once_for_both_figures(offline_page, page_pa
     loaded for one figure is not loaded again for the other."""
     page = offline_page.page
     page.goto(page_path.as_uri())
-    page.wait_for_function(READY, timeout=30_000)
+    page.wait_for_function(READY)
     layer = int(page.locator("#ar-chart-bias-vs-position input[type=range]").first.input_value())
     other = 2 if layer != 2 else 1
     src = chunk_file("attention-breakdown", other)
@@ -214,7 +214,7 @@ def test_shared_chunk_file_is_loaded_once_for_both_figures(offline_page, page_pa
     )
 
     set_slider(page, "bias-vs-position", 0, other)
-    page.wait_for_function(f"{scripts} === 1", timeout=5_000)
+    page.wait_for_function(f"{scripts} === 1")
     page.wait_for_function(idle, arg="bias-vs-position")
     page.wait_for_function(
         f"el => ({points})(el) === {len(HOSTILE) * 2}", arg=bias.element_handle()
@@ -298,7 +298,7 @@ def hover_middle(page, element) -> dict[str, str]:
 def test_many_marks_draw_on_a_canvas_with_tooltips_and_widgets(offline_page, renderer_page):
     page = offline_page.page
     page.goto(renderer_page.as_uri())
-    page.wait_for_function("document.body.dataset.chartsReady === '2'", timeout=30_000)
+    page.wait_for_function("document.body.dataset.chartsReady === '2'")
     big, small = page.locator("#ar-chart-many-cells"), page.locator("#ar-chart-few-cells")
 
     assert big.locator("svg.marks").count() == 0 and big.locator("canvas").count() == 1

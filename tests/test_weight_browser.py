@@ -47,11 +47,9 @@ def test_long_breakdown_loads_one_heads_file_when_the_head_changes(tmp_path, off
              [...document.querySelectorAll('.ar-chart')].every(el => !el.dataset.loading) &&
              window.attnreport.state.values.head === head""",
         arg=["attention-breakdown", int(other)],
-        timeout=15_000,
     )
     page.wait_for_function(
         "() => [...document.querySelectorAll('.ar-chart')].every(el => !el.dataset.loading)",
-        timeout=15_000,
     )
     loaded = [name for name in requests if name.startswith("attention-breakdown--")]
     assert len(loaded) == 1, requests  # figures 2 and 3 share it, each file loads once

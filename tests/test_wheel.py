@@ -22,6 +22,7 @@ import pytest
 from attnreport.output import write_site
 from attnreport.results import CURRENT, dump
 from tests.fixtures.fake_results import fake_study, typed
+from tests.patience import patience
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = (
@@ -67,7 +68,7 @@ def pip(*args: str) -> None:
         [sys.executable, "-m", "pip", "--disable-pip-version-check", *args],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=patience(600),
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
 
@@ -77,7 +78,7 @@ def fresh_venv(path: Path) -> Path:
     subprocess.run(
         [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(path)],
         check=True,
-        timeout=120,
+        timeout=patience(120),
     )
     python = path / "bin" / "python"
     site = subprocess.run(
@@ -121,7 +122,7 @@ def render_in(python: Path, cwd: Path) -> list[str]:
         text=True,
         cwd=cwd,
         env=env,
-        timeout=300,
+        timeout=patience(300),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     for name in ("index.html", "assets/style.css", "assets/runtime.js", "results/" + CURRENT.set):

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from attnreport.project import CPU_TORCH_INDEX, WORKFLOW_PATH, WORKFLOWS, workflow_text
+from tests.patience import patience
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
@@ -53,7 +54,7 @@ def test_workflows_match_githubs_schema(tmp_path):
         [*command, "--builtin-schema", "vendor.github-workflows", *paths],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=patience(120),
     )
     assert result.returncode == 0, result.stdout + result.stderr
 

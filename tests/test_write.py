@@ -15,6 +15,7 @@ import pytest
 from attnreport import output as write
 from attnreport.errors import AttnReportError
 from attnreport.output import MARKER, TMP_PREFIX, write_site
+from tests.patience import patience
 
 OLD = {MARKER: b"", "index.html": b"<p>old</p>", "assets/a.css": b"old", "gone.html": b"x"}
 NEW = {MARKER: b"", "index.html": b"<p>new</p>", "assets/a.css": b"new", "deep/er/f.js": b"1"}
@@ -193,7 +194,7 @@ def start_child_and_wait_for_files(site: Path, min_files: int = 30) -> subproces
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(site)], env=env)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + patience(60)
     while time.monotonic() < deadline:
         tmp = [p for p in site.parent.glob(TMP_PREFIX + "new-*")]
         if tmp and sum(1 for p in tmp[0].rglob("*.html")) >= min_files:
@@ -201,7 +202,7 @@ def start_child_and_wait_for_files(site: Path, min_files: int = 30) -> subproces
         assert proc.poll() is None, "the child finished or failed before it could be killed"
         time.sleep(0.01)
     proc.kill()
-    raise AssertionError("the child wrote no files within 60 s")
+    raise AssertionError(f"the child wrote no files within {patience(60):.0f} s")
 
 
 @pytest.mark.slow
@@ -219,6 +220,6 @@ def test_sigkill_mid_write_leaves_previous_site_whole(site: Path):
 def test_sigterm_mid_write_cleans_up(site: Path):
     proc = start_child_and_wait_for_files(site)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) != 0
+    assert proc.wait(timeout=patience(30)) != 0
     assert tree(site) == OLD
     assert temps(site.parent) == []

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from attnreport.cli import main
-from tests.test_browser import ALL_DRAWN
+from tests.browser import ALL_DRAWN, DRAW_MS
 from tests.tiny_models import save_tiny_model
 
 NOTE = "this model's query and key projections have no bias"
@@ -97,7 +97,7 @@ def test_bias_term_is_said_for_a_model_without_qk_bias_and_drawn_with_one(
 
     page = offline_page.page
     page.goto(page_path.as_uri())
-    page.wait_for_function(ALL_DRAWN, timeout=60_000)
+    page.wait_for_function(ALL_DRAWN, timeout=DRAW_MS)
     # what a reader sees: the sentence once, in the caption under the chart's own title
     assert page.locator("#figure-3").inner_text().count(NOTE) == (0 if bias else 1)
     caption = page.locator("#figure-3 figcaption")
