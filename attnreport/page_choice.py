@@ -7,9 +7,10 @@ sentences; ``--pages 0,5,10-12`` to those indices (0-based, ranges inclusive);
 (``scaling_sentence``: its page shows the intervention figures) always get a page.
 
 The analysis keeps a sentence's own results file (its attention maps and per-query rows)
-only for the sentences ``kept_indices`` names: those with a page and the interventions'
-inputs, whose grids name their tokens. Every other sentence is in the set-wide tables
-only, so a corpus of thousands stays small on disk.
+only for the sentences ``kept_indices`` names: those with a page and the scaling grid's
+drawn input (its page shows the intervention figures). Every other sentence, the mean
+grid's inputs among them (their tokens are in ``interventions.json``), is in the
+set-wide tables only, so a corpus of thousands stays small on disk.
 """
 
 from __future__ import annotations
@@ -80,10 +81,8 @@ def mean_inputs(mean_sentences: tuple[int, ...] | None, n_sentences: int) -> tup
     return mean_sentences or tuple(range(min(3, n_sentences)))
 
 
-def kept_indices(
-    pages: str, n_sentences: int, scaling_sentence: int, mean_sentences: tuple[int, ...] | None
-) -> tuple[int, ...]:
+def kept_indices(pages: str, n_sentences: int, scaling_sentence: int) -> tuple[int, ...]:
     """Sorted indices of the sentences whose results file an analysis writes: the pages of
-    ``pages`` and the interventions' inputs (one-line errors as ``page_indices``)."""
-    keep = (scaling_sentence, *mean_inputs(mean_sentences, n_sentences))
-    return page_indices(parse_pages(pages), n_sentences, keep)
+    ``pages`` and the scaling grid's drawn input (one-line errors as ``page_indices``).
+    The mean grid's inputs need no file: its own file names their tokens."""
+    return page_indices(parse_pages(pages), n_sentences, (scaling_sentence,))

@@ -218,7 +218,13 @@ def intervention_results(session: Session, settings: Settings, layer: int) -> In
         where=WHERE,
         epsilons=tuple(settings.epsilons),
         scaling=ScalingGrid(shown, bases[shown], tuple(scaling), tuple(scaled)),
-        mean=MeanGrid(tuple(meaned), {i: bases[i] for i in meaned}, tuple(mean), tuple(before)),
+        mean=MeanGrid(
+            tuple(meaned),
+            {i: bases[i] for i in meaned},
+            tuple(mean),
+            tuple(before),
+            {i: tuple(session.sentences[i].tokens) for i in meaned},
+        ),
     )
 
 

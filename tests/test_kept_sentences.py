@@ -1,5 +1,6 @@
-"""``--pages`` at analysis: only the sentences with a page (and the interventions' inputs)
-keep a results file of their own; every sentence still counts in the set tables.
+"""``--pages`` at analysis: only the sentences with a page (and the scaling grid's drawn
+input) keep a results file of their own; every sentence still counts in the set tables,
+and the mean grid's inputs are named by its own file.
 
 One 12-sentence corpus on a tiny model is analysed twice, with every page and with
 ``--pages 0,5`` (interventions on sentence 10, the mean grid on 1 and 10), and the two
@@ -22,7 +23,7 @@ from attnreport.results.compare import compare_results
 from tests.test_corpus_run import write_corpus
 
 COUNT = 12
-KEPT = [0, 1, 5, 10]  # the pages 0 and 5, the scaling grid's 10, the mean grid's 1 and 10
+KEPT = [0, 5, 10]  # the pages 0 and 5 and the scaling grid's 10 (the mean grid's 1 needs none)
 
 
 def cli(*args: str):
@@ -52,7 +53,7 @@ def sentence_files(folder: Path) -> list[str]:
 
 
 def test_only_the_kept_sentences_have_a_results_file(runs):
-    assert kept_indices("0,5", COUNT, 10, (1, 10)) == tuple(KEPT)
+    assert kept_indices("0,5", COUNT, 10) == tuple(KEPT)
     assert sentence_files(runs["some"]) == [f"{i:03d}.json.gz" for i in KEPT]
     assert len(sentence_files(runs["all"])) == COUNT
     manifest = json.loads((runs["some"] / "manifest.json").read_text())
@@ -79,6 +80,10 @@ def test_load_gives_the_kept_sentences_and_the_set_size(runs):
     assert len(results.sentences) == COUNT
     assert [s.index for s in results.sentences] == KEPT
     assert results.sentences[5].index == 5
+    assert (
+        1 not in KEPT
+        and len(results.interventions.mean.tokens[1]) == results.manifest.sentences[1].n_tokens
+    )
     with pytest.raises(LookupError, match="sentence 3 is not loaded"):
         results.sentences[3]
 
@@ -114,3 +119,20 @@ def test_a_sentence_without_a_file_is_finished_once_its_partial_is_written(runs,
     assert store._finished() == {3}  # 0 is kept and has no file yet
     (folder / "sentences" / "000.json.gz").write_bytes(b"")
     assert store._finished() == {0, 3}
+
+
+def test_the_mean_grid_names_the_tokens_of_an_input_without_a_file(runs):
+    """Sentence 1 is a mean-grid input with no file of its own in "some": its grid rows
+    are labelled with its tokens from ``interventions.json``, as the full run's file gives
+    them, so the figure is the same chart in both runs."""
+    import attnreport
+
+    specs = {}
+    for name in ("all", "some"):
+        study = attnreport.load(runs[name])
+        assert "mean-grid" in study.figures(10)
+        specs[name] = study.figure("mean-grid", 10).to_dict()
+    text = json.dumps(specs["some"])
+    tokens = load(runs["all"]).sentences[1].tokens.token
+    assert all(json.dumps(str(t))[1:-1] in text for t in tokens[:3])
+    assert specs["some"] == specs["all"]

@@ -92,9 +92,7 @@ def run_corpus(
     progress("load", 0, 1)
     session = session or session_for(settings)
     check_settings(settings, session)
-    kept = kept_indices(
-        settings.pages, len(session.sentences), settings.scaling_sentence, settings.mean_sentences
-    )
+    kept = kept_indices(settings.pages, len(session.sentences), settings.scaling_sentence)
     store = RunStore(out, frozenset(kept))
     done = store.start(run_fingerprint(session, settings), options.resume)
     totals = SetPartial()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from attnreport.jsontypes import Json
@@ -74,6 +74,9 @@ class MeanGrid:
     # Q and K with the mean taken before the rotary rotation, then rotated per position
     # (schema 5; none for a model without rotation and in older folders)
     before_rotation: tuple[GridCell, ...] = ()
+    # each input's tokens, as the sentence files give them (written since 0.x of schema 9,
+    # so that an input needs no sentence file of its own; older folders keep its file)
+    tokens: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,9 @@ def interventions_from_json(obj: Any, where: str = "interventions.json") -> Inte
             baselines=baselines,
             cells=mean_cells(need(mean, "cells", where)),
             before_rotation=mean_cells(mean.get("cells_before_rotation") or []),
+            tokens={
+                int(k): tuple(str(t) for t in v) for k, v in (mean.get("tokens") or {}).items()
+            },
         ),
     )
 
@@ -174,6 +180,11 @@ def interventions_to_json(iv: Interventions) -> Json:
             "baselines": {str(k): v for k, v in iv.mean.baselines.items()},
             "cells": [_cell_json(c, "sentence") for c in iv.mean.cells],
             **({"cells_before_rotation": rotated} if rotated else {}),
+            **(
+                {"tokens": {str(k): list(v) for k, v in iv.mean.tokens.items()}}
+                if iv.mean.tokens
+                else {}
+            ),
         },
     }
 

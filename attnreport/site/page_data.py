@@ -46,10 +46,11 @@ def page_files(source: SiteSource, options: SiteOptions) -> Pages:
 
 
 def intervention_indices(source: SiteSource) -> list[int]:
-    """The sentences the interventions ran on (their grids name these sentences' tokens)."""
+    """The sentences the interventions ran on that have a results file (their grids name
+    these sentences' tokens; the mean grid's file names those of its other inputs)."""
     iv = source.interventions
     wanted = set() if iv is None else {iv.scaling.sentence, *iv.mean.sentences}
-    return [i for i in sorted(wanted) if 0 <= i < source.count]
+    return [i for i in sorted(wanted) if source.keeps(i)]
 
 
 def intervention_inputs(source: SiteSource) -> list[SentenceResults]:

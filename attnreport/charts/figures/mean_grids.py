@@ -84,6 +84,8 @@ def _mean_grid_figure(
     tokens, shown = {}, []
     for i in chosen:
         t = tokens_of(i, known)
+        if t is None and i in mean.tokens:  # an input without a sentence file of its own
+            t = [display_token(token) for token in mean.tokens[i]]
         labels, sentence_text = shown_tokens(t or [], cell_of[i]) if i in cell_of else (t, "")
         if t is not None:
             tokens[str(i)] = labels
