@@ -44,12 +44,15 @@ DECODERS = "causal decoders, whose tokens attend only to those before them (Llam
 
 def check_run(settings: Settings, force: bool, out: bool = True) -> int:
     """Refuse what ``settings`` get wrong that needs no model (see the module docstring);
-    with ``out``, the output folder too (``force``: replace a folder attnreport did not
-    write). Returns the number of sentences."""
+    with ``out`` (a command that writes a study), the pages, the grids' sentences and the
+    output folder too (``force``: replace a folder attnreport did not write); ``verify``
+    writes none, so a project's grid choices never stop it checking another sentence
+    file. Returns the number of sentences."""
     with _quiet("attnreport.sentences"):  # its warnings come when the run reads it
         count = len(read_sentences(settings.sentences))
-    check_sentence_choices(settings, count)
-    check_pages(settings.pages, count)
+    if out:
+        check_sentence_choices(settings, count)
+        check_pages(settings.pages, count)
     for name in settings.model_names():
         check_model(name)
     check_device(settings.device)
@@ -97,7 +100,8 @@ def mean_sentence_indices(settings: Settings, n_sentences: int) -> tuple[int, ..
     bad = [i for i in chosen if not 0 <= i < n_sentences]
     if bad:
         raise AttnReportError(
-            f"mean-grid sentence {bad[0] + 1} does not exist (the set has {n_sentences})"
+            f"mean-grid sentence {bad[0]} does not exist "
+            f"(the set has {n_sentences}, 0-{n_sentences - 1})"
         )
     return chosen
 

@@ -90,7 +90,7 @@ def test_the_examples_byline_names_people_and_follows_its_analysis():
     pages = list((ROOT / "site").rglob("*.html"))
     bylines = [BYLINE.search(p.read_text(encoding="utf-8")) for p in pages]
     bylines = [b.group(1) for b in bylines if b]
-    assert len(bylines) >= 13
+    assert len(bylines) >= 9  # the comparison, two model indexes, three pages each, 404
     for byline in bylines:
         assert AUTHORS.findall(byline) not in ([], ["attnreport"]), byline
         (day,) = TIME.findall(byline)

@@ -90,6 +90,7 @@ def _cases(root: Path) -> list[tuple[list[str], str]]:
     (root / "model.gguf").write_bytes(b"NOPE" + b"\0" * 60)
     (root / "bad.toml").write_text('modle = "default"\n')
     (root / "scaling.toml").write_text('sentences = "two.txt"\nscaling_sentence = 5\n')
+    (root / "mean.toml").write_text('sentences = "two.txt"\nmean_sentences = [0, 5]\n')
     foreign = root / "theirs"
     foreign.mkdir()
     (foreign / "notes.md").write_text("mine")
@@ -115,6 +116,10 @@ def _cases(root: Path) -> list[tuple[list[str], str]]:
             "bad.toml: unknown key 'modle'; did you mean 'model'?",
         ),  # fmt: skip
         (["build", "--config", "scaling.toml"], "scaling sentence 5 does not exist (the set has 2"),
+        (
+            ["analyze", "--config", "mean.toml", "--out", "o"],
+            "mean-grid sentence 5 does not exist (the set has 2, 0-1)",
+        ),  # fmt: skip
         (["analyze", "--model", "./nowhere", "--out", "o"], "model path ./nowhere does not exist"),
         (
             ["verify", "--model", bert],
@@ -161,6 +166,15 @@ def test_a_good_input_reaches_the_model_load(tmp_path):
     """The guard is real: the same command with good input gets as far as importing torch."""
     (tmp_path / "two.txt").write_text("the cat sat\nthe dog ran\n")
     code, lines, _cpu = run_blocked(["analyze", "--sentences", "two.txt", "--out", "o"], tmp_path)
+    assert code != 0 and "imported before the input was checked" in "\n".join(lines), lines
+
+
+def test_verify_is_not_stopped_by_the_projects_grid_choices(tmp_path):
+    """``verify`` runs no grid: a project whose mean grid names sentence 5 still verifies
+    a two-sentence file (it reaches the model load), where ``analyze`` is refused."""
+    (tmp_path / "two.txt").write_text("the cat sat\nthe dog ran\n")
+    (tmp_path / "attnreport.toml").write_text("mean_sentences = [0, 5]\n")
+    code, lines, _cpu = run_blocked(["verify", "--sentences", "two.txt"], tmp_path)
     assert code != 0 and "imported before the input was checked" in "\n".join(lines), lines
 
 

@@ -57,3 +57,19 @@ def test_every_passage_is_48_to_96_tokens_and_reaches_gus_length(model):
     assert not outside, f"{model}: passages outside {SHORTEST}-{LONGEST} tokens: {outside}"
     short = [(i, n) for i, n in enumerate(counts) if n < GU_LENGTH]
     assert not short, f"{model}: passages under Gu et al.'s {GU_LENGTH} tokens: {short}"
+
+
+def test_the_example_runs_on_the_set_and_its_results_rest_on_every_passage():
+    """attnreport.toml names the set; the committed results of each model list all its
+    passages, and the set tables count every one of them (pages or not)."""
+    from attnreport.config import load_settings
+    from attnreport.multi.folders import results_folders
+    from attnreport.results import load
+
+    settings = load_settings(ROOT / "attnreport.toml")
+    assert Path(settings.sentences).resolve() == PASSAGES.resolve()
+    for folder in results_folders([ROOT / "site" / "results"]):
+        results = load(folder)
+        assert [s.text for s in results.manifest.sentences] == raw_lines()
+        counted = set(results.set.focus_by_sentence.arrays()["sentence"].tolist())
+        assert counted == set(range(len(raw_lines())))

@@ -20,7 +20,10 @@ from attnreport.sentences import read_sentences
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "site"
-LIMIT = 15_000_000  # bytes: issue 31's target for the two-model example, results included
+# bytes, results included. Issue 31's 15 MB held for six short sentences; on the 208
+# passages each page's maps weigh about 11 MB for the two models, stored twice (results/
+# and the page's data files) until issue 42 stores them once: then 15 MB again.
+LIMIT = 50_000_000
 MAX_FILES = 400  # issue 31; small layers share a data file (charts.assemble.PACK_ROWS); the target
 TOLERANCE = Tolerance(rtol=1e-3, atol=1e-4)  # what `make site` and `attnreport compare` use
 
@@ -46,7 +49,7 @@ def test_committed_site_is_the_render_of_its_results(example_render):
 @pytest.mark.default_model
 @pytest.mark.slow
 def test_committed_pages_agree_with_a_fresh_analysis(tmp_path, monkeypatch):
-    """The example's pages (its first six passages, each a sentence file of the committed
+    """The example's pages (its first three passages, each a sentence file of the committed
     results) analysed again with the example's settings: continuous values within
     TOLERANCE; discrete statistics may differ only at near-ties (top two scores within
     TOLERANCE), which are reported, not failed. The whole set (208 passages, two models:
@@ -58,7 +61,12 @@ def test_committed_pages_agree_with_a_fresh_analysis(tmp_path, monkeypatch):
     first = tmp_path / "pages.txt"
     first.write_text("\n".join(read_sentences(settings.sentences)[: len(shown)]) + "\n")
     fresh = tmp_path / "results"
-    args = ["analyze", "--config", "attnreport.toml", "--sentences", str(first)]
+    # the example's own settings, less the mean grid's inputs (nine passages: past these
+    # pages; the grids are not compared here)
+    lines = (ROOT / "attnreport.toml").read_text(encoding="utf-8").splitlines()
+    config = tmp_path / "attnreport.toml"
+    config.write_text("\n".join(x for x in lines if not x.startswith("mean_sentences")) + "\n")
+    args = ["analyze", "--config", str(config), "--sentences", str(first)]
     result = CliRunner().invoke(main, [*args, "--out", str(fresh)])
     assert result.exit_code == 0, result.output
     committed, analysed = results_folders([SITE / "results"]), results_folders([fresh])
@@ -84,7 +92,7 @@ def test_committed_site_is_small_and_complete():
             assert f"{where}/{needed}" in files
         pages = [n for n in files if n.endswith(".html") and n.count("/") == where.count("/")]
         pages = [n for n in pages if n.startswith(where.removesuffix("results"))]
-        assert len(pages) >= 7  # its index and at least six sentences
+        assert len(pages) >= 4  # its index and the three showcase passages
         load(folder)  # complete and readable
 
 

@@ -48,7 +48,7 @@ def test_no_page_of_the_example_states_noise_as_a_finding():
 
     site = Path(__file__).resolve().parent.parent / "site"
     pages = sorted(site.rglob("*.html"))
-    assert len(pages) >= 13
+    assert len(pages) >= 9  # the comparison, two model indexes, three pages each, 404
     said = {
         p.relative_to(site).as_posix(): finding_text(p.read_text(encoding="utf-8")) for p in pages
     }

@@ -94,8 +94,31 @@ def test_the_attention_maps_colours_share_no_hue_with_its_dots(smollm2):
             assert min(apart, 360 - apart) >= 60, (cell, dot)
 
 
+def first_tokens(sentence, n: int):
+    """``sentence`` cut to its first ``n`` tokens, as far as the update histograms read it:
+    its tokens and its per-token head impact (a short sentence's values, from real ones;
+    the example's passages are all 64 tokens or more)."""
+    from dataclasses import replace
+
+    from attnreport.results.tables import HeadImpactTable, TokensTable
+
+    impact = sentence.tables.head_impact.arrays()
+    rows = impact["query"] < n
+    tokens = sentence.tokens.arrays()
+    kept = tokens["position"] < n
+    return replace(
+        sentence,
+        n_tokens=n,
+        tokens=TokensTable(**{k: np.asarray(v)[kept] for k, v in tokens.items()}),
+        tables=replace(
+            sentence.tables,
+            head_impact=HeadImpactTable(**{k: np.asarray(v)[rows] for k, v in impact.items()}),
+        ),
+    )
+
+
 def test_few_tokens_a_head_are_a_strip_with_the_noise_band_and_many_are_histograms(smollm2, gemma):
-    short = smollm2.sentences[0]  # 8 tokens: 8 values a head
+    short = first_tokens(smollm2.sentences[0], 8)  # 8 tokens: 8 values a head
     strip = histogram_figure(short, "orientation", manifest=smollm2.manifest)
     marks = [layer["mark"]["type"] for layer in strip.spec["layer"]]
     assert marks == ["rect", "point"]  # the noise band under the points
@@ -106,7 +129,7 @@ def test_few_tokens_a_head_are_a_strip_with_the_noise_band_and_many_are_histogra
     magnitude = histogram_figure(short, "magnitude", manifest=smollm2.manifest)
     assert [layer["mark"]["type"] for layer in magnitude.spec["layer"]] == ["point"]
 
-    long = max(gemma.sentences, key=lambda s: s.n_tokens)  # 30 tokens: histograms
+    long = max(gemma.sentences, key=lambda s: s.n_tokens)  # 64 tokens or more: histograms
     assert long.n_tokens >= scales.STRIP_BELOW
     histogram = histogram_figure(long, "orientation", manifest=gemma.manifest).spec
     assert histogram["spec"]["mark"]["type"] == "bar"
