@@ -165,3 +165,25 @@ def test_the_maps_tooltip_probability_carries_only_the_digits_its_scores_give():
                 wrong += sum(f"{a:{PROB_FORMAT}}" != f"{b:{PROB_FORMAT}}" for a, b in zip(derived, exact, strict=True))  # fmt: skip
     assert PROB_FORMAT == ".3f" and cells > 300_000
     assert wrong / cells < 0.02
+
+
+def test_the_comparison_spells_out_the_pages_splits_and_sums_up_the_rest():
+    """208 passages: the comparison index lists how each model split the passages with a
+    page, and one line for the others, whose token counts are recomputed here from each
+    model's manifest."""
+    import re
+    import statistics
+
+    index = (SITE / "index.html").read_text(encoding="utf-8")
+    section = index.split('<section id="tokens">')[1].split("</section>")[0]
+    assert re.findall(r'<li value="(\d+)">', section) == ["0", "1", "2"]
+    rest = [i for i in range(208) if i > 2]
+    line = f"The other {len(rest)} sentences have no page of their own"
+    assert line in section
+    for folder in results_folders([SITE / "results"]):
+        manifest = read_json(folder / "manifest.json")
+        counts = [manifest["sentences"][i]["n_tokens"] for i in rest]
+        name = manifest["model"]["name"].split(" (")[0]
+        median = statistics.median(counts)
+        words = f"into {min(counts)} to {max(counts)} tokens (median {median:g})"
+        assert words in section, (name, words)

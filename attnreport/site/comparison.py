@@ -217,6 +217,7 @@ def assemble_comparison(
     tables = comparison_tables(sides)
     figures = _figures(sides, tables, charts, options, top)
     colors = [CATEGORY_RANGE[i % len(CATEGORY_RANGE)] for i in range(len(sides))]
+    splits = cp.split_rows(sides, [m[1] for m in made], [m[0] for m in made])
     ctx = cp.ComparisonContext(
         meta=cp.page_meta(options, sides),
         lede=cp.lede(sides),
@@ -224,7 +225,8 @@ def assemble_comparison(
         card_labels=cp.CARD_LABELS,
         findings=tuple(findings.comparisons(sides)),
         tokens_note=cp.TOKENS_NOTE,
-        splits=cp.split_rows(sides, [m[1] for m in made], [m[0] for m in made]),
+        splits=splits,
+        splits_rest=cp.split_rest(sides, [row.index for row in splits]),
         figures=figures,
         claims=tuple(findings.claim_rows(sides)),
     )

@@ -77,6 +77,7 @@ class ComparisonContext:
     findings: tuple[Comparison, ...]
     tokens_note: str
     splits: tuple[SplitRow, ...]
+    splits_rest: str  # the sentences without a page, in one line ("" when every one has)
     figures: tuple[FigureContext, ...]
     claims: tuple[ClaimRow, ...]
 
@@ -150,10 +151,13 @@ def split_rows(
     tokens: Sequence[Sequence[Sequence[str] | None]],
     pages: Sequence[Sequence[str | None]],
 ) -> tuple[SplitRow, ...]:
-    """Per sentence, how each model split it. tokens[m][i]: model m's tokens of sentence
-    i (None: not spelled out); pages[m][i]: model m's page of it, relative to the index."""
+    """Per sentence with a page (in any model), how each model split it. tokens[m][i]:
+    model m's tokens of sentence i (None: not spelled out); pages[m][i]: model m's page of
+    it, relative to the index. The others are one line (``split_rest``)."""
     rows = []
     for i, listed in enumerate(sides[0].manifest.sentences):
+        if not any(p[i] for p in pages):
+            continue
         splits = tuple(
             (
                 side.manifest.sentences[i].n_tokens,
@@ -164,3 +168,22 @@ def split_rows(
         )
         rows.append(SplitRow(i, visible(listed.text), splits))
     return tuple(rows)
+
+
+def split_rest(sides: Sequence[ModelSide], shown: Sequence[int]) -> str:
+    """The sentences ``split_rows`` leaves out, in one line: how many, and each model's
+    token counts over them (range and median); "" when none is left out."""
+    rest = [i for i in range(len(sides[0].manifest.sentences)) if i not in set(shown)]
+    if not rest:
+        return ""
+    counts = []
+    for side in sides:
+        n = sorted(side.manifest.sentences[i].n_tokens for i in rest)
+        median = n[len(n) // 2] if len(n) % 2 else (n[len(n) // 2 - 1] + n[len(n) // 2]) / 2
+        counts.append(f"{side.name} into {n[0]} to {n[-1]} tokens (median {median:g})")
+    what = f"The other {len(rest)} sentences" if len(rest) > 1 else "The other sentence"
+    return (
+        f"{what} have no page of their own; they count in every set-level number. "
+        f"{'; '.join(counts)}. Each model's results list them with their tokens' ids "
+        "(results/manifest.json)."
+    )
