@@ -26,6 +26,9 @@ Reusing expensive work, for a new test:
   ``tests/browser.py``), bounded by ``patience(s)`` (``tests/patience.py``), never a fixed
   sleep; a subprocess's timeout is ``patience(s)`` too. A speed a user was promised is
   bounded in CPU time (``test_serve_stop``, ``test_checks``), not wall-clock time.
+- The working folder: every test starts in an empty folder of its own (``own_cwd``), so
+  the example's ``attnreport.toml`` at the checkout's root is never the project of a
+  command a test runs; a test that means the checkout chdirs to it (``monkeypatch.chdir``).
 - Torch runs one thread per worker (``pytest_configure``): workers are the parallelism,
   and torch threads spinning beside them on 2 busy cores made a tiny-model test take
   150 s instead of 5.
@@ -33,6 +36,7 @@ Reusing expensive work, for a new test:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -187,6 +191,12 @@ def tiny_model_dir(request, tiny_model_dirs):
     return tiny_model_dirs[request.param]
 
 
+@pytest.fixture(autouse=True)
+def own_cwd(tmp_path_factory, monkeypatch) -> None:
+    """Each test runs in an empty folder: no attnreport.toml there unless it writes one."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 @pytest.fixture(scope="session")
 def example_render(shared_dir) -> Path:
     """The committed example (``site/``) rendered again by this checkout from its committed
@@ -198,7 +208,8 @@ def example_render(shared_dir) -> Path:
     results = Path(__file__).resolve().parent.parent / "site" / "results"
 
     def render(folder: Path) -> None:
-        done = CliRunner().invoke(main, ["render", str(results), "--out", str(folder / "site")])
+        with contextlib.chdir(results.parent.parent):  # as `make site` renders it
+            done = CliRunner().invoke(main, ["render", str(results), "--out", str(folder / "site")])
         assert done.exit_code == 0, done.output
 
     return build_once(shared_dir, "example-render", render) / "site"
