@@ -35,8 +35,12 @@ def _timed(args: list[str], cache: Path) -> float:
     env = {**os.environ, "ATTNREPORT_CACHE": str(cache)}
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "attnreport.cli", *args], capture_output=True, text=True, env=env
-    )
+        [sys.executable, "-m", "attnreport.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cache.parent,
+    )  # fmt: skip (in a folder of the bench's own: no attnreport.toml there)
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"attnreport {args[0]} failed: {done.stderr.strip()[-300:]}")
@@ -44,7 +48,7 @@ def _timed(args: list[str], cache: Path) -> float:
 
 
 def _study_args(ctx: Context) -> list[str]:
-    if ctx.quick:  # one model (./attnreport.toml, read when no --config is given, has two)
+    if ctx.quick:  # one model, its own sentences (the example's attnreport.toml has two models)
         return ["--model", "default", "--sentences", str(ctx.sentences_file)]
     return ["--config", str(EXAMPLE_CONFIG)]
 

@@ -78,6 +78,8 @@ def _project(ctx: Context, work: Path) -> tuple[Path, list[str], dict[str, str]]
     (work / "sentences.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
     # serve --watch keeps one model loaded: the example's first model (it compares two)
     text = re.sub(r"^models = .*$", 'model = "default"', EXAMPLE_CONFIG.read_text(encoding="utf-8"), flags=re.M)  # fmt: skip
+    # its own sentences: not the example's set, its pages or its mean grid's passages
+    text = re.sub(r"^(sentences|pages|mean_sentences) = .*\n", "", text, flags=re.M)
     if ctx.quick:
         text = text.replace("images = true", "images = false")
     config = work / "attnreport.toml"

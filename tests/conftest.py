@@ -40,7 +40,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -189,6 +189,15 @@ def tiny_model_dirs(shared_dir):
 @pytest.fixture(params=FAMILY_NAMES)
 def tiny_model_dir(request, tiny_model_dirs):
     return tiny_model_dirs[request.param]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_cwd(tmp_path_factory) -> Iterator[None]:
+    """Module and session fixtures run in an empty folder too (they start before ``own_cwd``)."""
+    before = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("session-cwd"))
+    yield
+    os.chdir(before)
 
 
 @pytest.fixture(autouse=True)

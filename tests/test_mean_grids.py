@@ -76,3 +76,18 @@ def test_the_grids_page_shows_the_before_rotation_grid_for_rotary_models_only():
         assert keys[-2:] == (
             ["mean-grid", "mean-grid-before-rotation"] if shown else ["scaling-grid", "mean-grid"]
         )
+
+
+def test_a_mean_grid_of_many_inputs_draws_the_first_few_and_says_so(rope, monkeypatch):
+    """Rows of maps past three are no easier to read and weigh the page down: the figure
+    draws the first ``DRAWN_MEAN_INPUTS`` inputs (two here, of the fake study's three)
+    and says how many the claims read."""
+    from attnreport.results import interventions
+
+    monkeypatch.setattr(interventions, "DRAWN_MEAN_INPUTS", 2)
+    iv = rope.interventions
+    assert len(iv.mean.sentences) == 3 and iv.mean.drawn == iv.mean.sentences[:2]
+    fig = mean_figure(iv, rope.sentences[0], rope.manifest, rope.sentences)
+    rows = {s for chunk in (*fig.chunks.values(), fig.inline) for s in chunk["sentence"]}
+    assert rows == set(iv.mean.sentences[:2])
+    assert "the first 2 of its 3 inputs (the claims read all)" in fig.caption

@@ -174,11 +174,13 @@ def on_a_phone(browser, example):
     return phone_texts(browser, example)
 
 
-def test_no_figure_has_text_over_text_or_a_map_under_120px_on_a_phone(on_a_phone):
+def test_no_figure_has_text_over_text_or_a_map_under_120px_on_a_phone(on_a_phone, example):
     charts = [(page, c) for page, c in on_a_phone if c["key"] not in GRIDS]
-    assert len({page for page, _ in charts}) == 15 and len(charts) > 100
+    pages = [p for p in example.rglob("*.html") if p.name != "404.html"]
+    assert len({page for page, _ in charts}) == len(pages) >= 9 and len(charts) > 80
     maps = [m for _, c in charts for m in c["maps"]]
-    assert len(maps) == 12  # each sentence page's attention map
+    sentence_pages = [p for p in pages if p.name.startswith("s")]
+    assert len(maps) == len(sentence_pages) == 6  # each sentence page's attention map
     for page, chart in charts:
         assert chart["over"] == [], (page, chart["key"], chart["over"][:4])
         assert all(m >= 120 for m in chart["maps"]), (page, chart["key"], chart["maps"])
@@ -220,7 +222,7 @@ SVG_TEXT = """() => {
 
 def test_static_svgs_keep_every_title_inside_and_off_the_labels(browser, example):
     svgs = sorted(example.rglob("figures/**/*.svg"))
-    assert len(svgs) > 100
+    assert len(svgs) > 80  # three sentence pages a model, two models and the comparison
     page = browser.new_page()
     try:
         for svg in svgs:

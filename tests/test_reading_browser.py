@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from attnreport.charts.figures.comparison import KL_KEY, ROLES_KEY
+from tests.browser import settle
 from tests.test_figure_layout_browser import open_at as layout_open_at
 
 pytestmark = pytest.mark.browser
@@ -74,7 +75,9 @@ def overlapping(labels: list[dict]) -> list[tuple[int, int]]:
 
 
 def open_at(offline, url: str, width: int):
-    return layout_open_at(offline, url, width, settle_ms=300)  # the last shrink pass settles
+    page = layout_open_at(offline, url, width)
+    settle(page)  # the last shrink pass has run
+    return page
 
 
 def assert_drawn_for_its_column(drawing: dict, what: str) -> None:

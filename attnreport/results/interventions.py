@@ -12,6 +12,8 @@ from attnreport.results.manifest import SCHEMA, Observations, need
 # that layer's scores, so its maps there are the unmodified pass's by construction (its
 # ``moved["same"]`` records the pass's own check); loading fills them in from the baseline.
 UNCHANGED_BY_V = "same"
+# the mean grid's rows drawn: more rows of maps are no easier to read, and weigh a page down
+DRAWN_MEAN_INPUTS = 3
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,12 @@ class MeanGrid:
     # each input's tokens, as the sentence files give them (written since 0.x of schema 9,
     # so that an input needs no sentence file of its own; older folders keep its file)
     tokens: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def drawn(self) -> tuple[int, ...]:
+        """The inputs whose maps the grid figures draw: the first ``DRAWN_MEAN_INPUTS`` (a
+        claim or a finding reads every input)."""
+        return self.sentences[:DRAWN_MEAN_INPUTS]
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ def _mean_grid_figure(
     the unmodified run then the targets the cells have; ``titles``: the figure's and the
     chart's."""
     mean = interventions.mean
-    chosen = list(mean.sentences)
+    chosen = list(mean.drawn)
     targets = tuple(t for t in TARGETS if any(c.target == t for c in cells))
     cells = _ordered(cells, chosen, targets)
     n_heads = n_heads_of(cells)
@@ -105,8 +105,13 @@ def _mean_grid_figure(
         for phone in (False, True)
     ]
     what = " or ".join(targets) if len(targets) < 3 else "Q, K or V"
+    inputs = f"each of {len(chosen)} inputs"
+    if len(chosen) < len(mean.sentences):
+        inputs = (
+            f"the first {len(chosen)} of its {len(mean.sentences)} inputs (the claims read all)"
+        )
     text = (
-        f"Layer {interventions.layer}: for each of {len(chosen)} inputs (rows), {what} "
+        f"Layer {interventions.layer}: for {inputs} (rows), {what} "
         f"(columns, after the unmodified run) of every head is replaced by its mean over the "
         f"token positions and attention is recomputed in a real forward pass; each cell is the "
         f"post-softmax attention map of the chosen head. {caption} Below, the KL divergence of "

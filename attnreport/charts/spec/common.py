@@ -29,7 +29,7 @@ def token_axis(title: str, n_tokens: int, angle: int = 0) -> VegaSpec:
     axis uses a smaller font, so one label fits in one cell; and labels that would still
     overlap (cells drawn smaller than the font, to fit the column) are left out, every
     other one in turn, so those shown stay readable (and no tick is drawn: a tick per
-    token is a grey band).
+    token is a grey band); the axis title keeps 8 px from the longest label.
     """
     dense = n_tokens > 30
     axis = alt.Axis(
@@ -38,7 +38,8 @@ def token_axis(title: str, n_tokens: int, angle: int = 0) -> VegaSpec:
         labelAngle=-90 if dense and angle else angle,
         labelFontSize=9 if dense else 11,
         labelLimit=120,
-        **({"labelOverlap": "parity", "ticks": False} if dense else {}),
+        # vertical labels of mixed lengths: room between the longest and the axis title
+        **({"labelOverlap": "parity", "ticks": False, "titlePadding": 8} if dense else {}),
     )
     return {"axis": axis, "scale": alt.Scale(domain=list(range(n_tokens)))}
 

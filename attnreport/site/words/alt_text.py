@@ -309,8 +309,8 @@ def scaling_grid(data: AltData) -> str:
 
 
 def _mean_inputs(data: AltData) -> str:
-    """The mean grid's inputs, in words ("sentences 0, 1 and 2")."""
-    sentences = data.interventions.mean.sentences if data.interventions else ()
+    """The mean grid's inputs it draws, in words ("sentences 0, 1 and 2")."""
+    sentences = data.interventions.mean.drawn if data.interventions else ()
     return f"{wording.plural('sentence', len(sentences))} {wording.join_and([str(s) for s in sentences])}"
 
 
