@@ -70,20 +70,17 @@ def bos_contrast(
     cols: dict[str, list] = {k: [] for k in COLUMNS}
     longest = min(settings.map_tokens, context_length(session.loaded) or settings.map_tokens)
     for done, s in enumerate(session.sentences, start=1):
-        if on_sentence is not None and done > 1:
-            on_sentence(done - 1, len(session.sentences))
         ids = contrast_ids(session, tuple(s.token_ids), int(bos))
-        if ids is None or not 2 <= len(ids) <= longest:
-            continue
-        key = ("bos_contrast", tuple(ids))
-        one = remembered(
-            session.model, key, lambda ids=ids: contrast_rows(session, torch.tensor(ids))
-        )
-        for row in one:
-            for k, v in zip(cols, (s.index, *row), strict=True):
-                cols[k].append(v)
-    if on_sentence is not None:
-        on_sentence(len(session.sentences), len(session.sentences))
+        if ids is not None and 2 <= len(ids) <= longest:
+            key = ("bos_contrast", tuple(ids))
+            one = remembered(
+                session.model, key, lambda ids=ids: contrast_rows(session, torch.tensor(ids))
+            )
+            for row in one:
+                for k, v in zip(cols, (s.index, *row), strict=True):
+                    cols[k].append(v)
+        if on_sentence is not None:
+            on_sentence(done, len(session.sentences))
     table = {k: np.asarray(v) for k, v in cols.items()}
     table["bos"] = np.full(len(cols["sentence"]), not session.bos_added, dtype=bool)
     return rt.BosContrastTable(**table)

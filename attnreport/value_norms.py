@@ -68,5 +68,5 @@ def value_norms(
             one = remembered(session.model, key, lambda ids=ids: sentence_value_norms(session, ids))
         cols["sentence"] += [s.index] * len(one["layer"])
         for k in COLUMNS:
-            cols[k] += list(np.asarray(one[k]).tolist())
+            cols[k] += np.asarray(one[k]).tolist()
     return rt.ValueNormsTable(**{k: np.asarray(v) for k, v in cols.items()})

@@ -4,6 +4,7 @@ claims' verdicts per model). Pure: typed values in, a context out."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -173,14 +174,15 @@ def split_rows(
 def split_rest(sides: Sequence[ModelSide], shown: Sequence[int]) -> str:
     """The sentences ``split_rows`` leaves out, in one line: how many, and each model's
     token counts over them (range and median); "" when none is left out."""
-    rest = [i for i in range(len(sides[0].manifest.sentences)) if i not in set(shown)]
+    rest = sorted(set(range(len(sides[0].manifest.sentences))) - set(shown))
     if not rest:
         return ""
     counts = []
     for side in sides:
-        n = sorted(side.manifest.sentences[i].n_tokens for i in rest)
-        median = n[len(n) // 2] if len(n) % 2 else (n[len(n) // 2 - 1] + n[len(n) // 2]) / 2
-        counts.append(f"{side.name} into {n[0]} to {n[-1]} tokens (median {median:g})")
+        n = [side.manifest.sentences[i].n_tokens for i in rest]
+        counts.append(
+            f"{side.name} into {min(n)} to {max(n)} tokens (median {statistics.median(n):g})"
+        )
     what = f"The other {len(rest)} sentences" if len(rest) > 1 else "The other sentence"
     return (
         f"{what} have no page of their own; they count in every set-level number. "
