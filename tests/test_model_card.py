@@ -118,3 +118,17 @@ def test_an_analysis_records_what_the_card_shows(tmp_path, tiny_model_dirs):
     card = dict(model_card(manifest))
     assert card["Positions"] == f"RoPE, base θ = {theta:,.0f}"
     assert card["Tokenizer"] == f"word-level, {manifest.model.vocab_size:,} tokens"
+
+
+def test_the_source_kind_is_a_row_only_where_no_weights_row_names_it():
+    """"Weights from" says "GGUF file x.gguf" or "Hugging Face Hub: org/name": a "Source:
+    gguf" row beside it says nothing more; a folder written before it has only "Source"."""
+    study = typed(fake_study(1, n_layers=1, n_heads=2))
+    model = study.manifest.model
+    named = replace(model, source="gguf", extra={**model.extra, "weights": "GGUF file m.gguf"})
+    card = dict(model_card(replace(study.manifest, model=named)))
+    assert card["Weights from"] == "GGUF file m.gguf" and "Source" not in card
+    older = replace(model, source="gguf", extra={k: v for k, v in model.extra.items()
+                                                 if k != "weights"})  # fmt: skip
+    card = dict(model_card(replace(study.manifest, model=older)))
+    assert card["Source"] == "gguf" and "Weights from" not in card

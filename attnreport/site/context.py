@@ -189,6 +189,9 @@ class PageMeta:
     up: Link | None = None  # the header's link above the site's home ("All models")
 
 
+FOLD_SENTENCES = 24  # a longer sentence list is folded into a <details> on the index
+
+
 @dataclass(frozen=True)
 class IndexContext:
     """The index page: lede, model card, sentence list and set-wide figures."""
@@ -212,6 +215,18 @@ class IndexContext:
     citation: str = ""  # BibTeX of the report
     lede_html: str = ""  # the author's lede (Markdown, raw HTML escaped); replaces ``lede``
     afterword_html: str = ""  # the author's afterword, likewise
+
+    @property
+    def sentences_folded(self) -> bool:
+        """A list past ``FOLD_SENTENCES`` items opens on demand: 208 passages in full put
+        the set-wide figures screens below the model card; the sentences with a page stay
+        listed above it (``paged``)."""
+        return len(self.sentences) > FOLD_SENTENCES
+
+    @property
+    def paged(self) -> tuple[tuple[int, Link], ...]:
+        """(index, link) of every sentence that has a page."""
+        return tuple((i, link) for i, link in enumerate(self.sentences) if link.href)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from attnreport.text import visible
 CARD = (  # (label, keys tried in order, anywhere in the manifest)
     ("Model", ("model_id", "id", "name", "path")),
     ("Parameters", ("parameters",)),
-    ("Weights from", ("weights",)),
+    ("Weights from", WEIGHTS_KEYS := ("weights",)),
     ("Quantisation", ("quantisation",)),
     ("Source", ("source",)),
     ("Architecture", ("family", "architecture")),
@@ -132,6 +132,8 @@ def model_card(manifest: Manifest) -> tuple[tuple[str, str], ...]:
     out = []
     for label, keys in CARD:
         value = card_value(manifest, label, keys)
+        if label == "Source" and card_value(manifest, "Weights from", WEIGHTS_KEYS):
+            continue  # "Weights from" names the kind of source too ("GGUF file ...", "hub: ...")
         if value is not None and value != "":
             out.append((label, visible(_card_text(label, value))))
         if label == "Positions":  # how each layer attends, as found at load (version 6)

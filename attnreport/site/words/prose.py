@@ -251,16 +251,19 @@ def scaling_summary(scaling: ScalingGrid, layer: int, post_norm: bool = False) -
 
 
 def mean_summary(mean: MeanGrid, sentence: int, layer: int) -> str | None:
-    """Part 4 text for the mean-replacement cells of one sentence."""
+    """Part 4 text for the mean-replacement cells of one sentence: every target's effect,
+    in Q, K, V order, never the largest of them singled out (issue 39: a maximum picked
+    from a handful of close values is not a finding)."""
     cells = [c for c in mean.cells if int(c.setting) == sentence]
     if not cells:
         return None
-    parts = [f"{c.target} {_nats(mean_kl(c))}" for c in sorted(cells, key=lambda c: c.target)]
-    top = max(cells, key=lambda c: (mean_kl(c), c.target))
+    ordered = sorted(cells, key=lambda c: (effects.ORDER.get(c.target, 3), c.target))
+    parts = [f"{c.target} {_nats(mean_kl(c))}" for c in ordered]
+    what = join_and([c.target for c in ordered], "or")
     return (
-        f"Replacing {top.target} in layer {layer} by its mean over the token positions "
-        f"changes the next-token distribution most for this sentence (mean KL divergence per "
-        f"position: {join_and(parts)})."
+        f"Replacing {what} in layer {layer} by its mean over the token positions moves the "
+        f"next-token distribution of this sentence, as the mean KL divergence per position, "
+        f"by {join_and(parts)}."
     )
 
 
