@@ -121,7 +121,7 @@ def test_an_analysis_records_what_the_card_shows(tmp_path, tiny_model_dirs):
 
 
 def test_the_source_kind_is_a_row_only_where_no_weights_row_names_it():
-    """"Weights from" says "GGUF file x.gguf" or "Hugging Face Hub: org/name": a "Source:
+    """The "Weights from" row says "GGUF file x.gguf" or "Hugging Face Hub: org/name": a "Source:
     gguf" row beside it says nothing more; a folder written before it has only "Source"."""
     study = typed(fake_study(1, n_layers=1, n_heads=2))
     model = study.manifest.model
