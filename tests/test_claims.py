@@ -325,3 +325,24 @@ def test_every_claim_is_declared_with_its_scope_and_test():
                                       "sink-small-values"]  # fmt: skip
     assert all(c.scope and c.test and c.numbers for c in found)
     assert registry.tested_claims(ClaimInputs({})) == []
+
+
+def test_the_sink_layers_are_compared_with_the_control_sentence_by_sentence():
+    """Sink layers 0.2 (+0.01 a sentence), the other layers 0.4: the paired ratio is
+    0.2/0.4 = 0.5 in the first sentence, recomputed here as exp(-(e_sink - e_other));
+    the control is short too, which the page says; longer sink values and equal ratios read
+    as such."""
+    norms = _norms(6, lambda s, a, h: 0.2 + 0.01 * s if a >= 2 else 0.4)
+    claim = values_claim(norms)
+    ratios = sorted((0.2 + 0.01 * s) / 0.4 for s in range(6))
+    assert (
+        "the first token's values are shorter in the sink layers than in the other layers: "
+        f"the sink layers' ratio over the control's, median {np.median(ratios):.2f}"
+    ) in claim.evidence
+    assert "They are short in the other layers too" in claim.evidence
+    longer = values_claim(_norms(6, lambda s, a, h: 0.5 + 0.01 * s if a >= 2 else 0.3))
+    assert "values are longer in the sink layers than in the other layers" in longer.evidence
+    flat = values_claim(_norms(6, lambda s, a, h: 0.3 + 0.01 * s))
+    assert "neither shorter nor longer in the sink layers" in flat.evidence
+    long_control = values_claim(_norms(6, lambda s, a, h: 0.2 + 0.01 * s if a >= 2 else 1.0))
+    assert "They are short in the other layers too" not in long_control.evidence
