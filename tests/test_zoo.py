@@ -12,6 +12,9 @@ test says which types came or went.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import transformers
 
@@ -32,7 +35,13 @@ def test_outcomes_are_disjoint_and_mostly_verified():
     assert set(zoo.HYBRID) <= set(zoo.VERIFIED)
     assert set(zoo.ATTENTION_FREE) <= set(zoo.REFUSED)
     built = len(zoo.VERIFIED) + len(zoo.REFUSED)
-    assert len(zoo.VERIFIED) / built >= 0.90  # 117 of 128 with transformers 5.23
+    assert len(zoo.VERIFIED) / built >= 0.90  # 122 of 135 with transformers 5.24
+
+
+def test_constraints_pin_the_recorded_release():
+    """A fresh install gets the release the outcomes were recorded with."""
+    constraints = (Path(__file__).resolve().parent.parent / "constraints.txt").read_text()
+    assert re.search(r"^transformers==(\S+)$", constraints, re.M)[1] == zoo.TRANSFORMERS
 
 
 @pytest.mark.slow

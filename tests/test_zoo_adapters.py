@@ -18,6 +18,7 @@ import transformers
 from click.testing import CliRunner
 from transformers import FalconConfig, FalconForCausalLM
 
+from attnreport import interface
 from attnreport.capture import capture_attention
 from attnreport.cli import main
 from attnreport.config import Settings
@@ -29,7 +30,7 @@ from tests.zoo_models import build_zoo_model, save_zoo_model
 
 IDS = torch.tensor([5, 3, 9, 9, 2, 7, 1, 4, 4, 8, 6, 3])
 # Inkling 2 is a zoo model (no family row): its outcome is recorded with the zoo's release
-# of transformers (5.24 rewrote its attention, which is then refused in one line)
+# of transformers (each release so far has rewritten its attention module)
 ZOO_RELEASE = pytest.mark.skipif(
     transformers.__version__ != zoo.TRANSFORMERS,
     reason=f"Inkling 2's outcome is recorded with transformers {zoo.TRANSFORMERS}",
@@ -167,6 +168,26 @@ def test_adapted_zoo_model_builds_a_site(tmp_path, model_type):
     assert result.exit_code == 0, result.output
     page = next(out.glob("s00*.html")).read_text(encoding="utf-8")
     assert 'data-key="attention-map"' in page and 'data-key="scaling-grid"' in page
+
+
+@ZOO_RELEASE
+def test_inkling2_block_attention_is_the_models_own():
+    """Inkling 2's blocks also attend over the residual stream's earlier block outputs
+    (``BlockAttentionResidual``; through the interface from transformers 5.24, with no mask
+    and not causal): those calls are no layer and nothing changes them, so the model routed
+    through attnreport's function gives its own eager logits, also while V is scaled in a
+    layer whose blocks read such attention."""
+    model, specs, _ = _verified("inkling2_text")
+    assert [s.attention for s in specs] == [b.self_attn for b in model.model.layers]
+    with torch.no_grad():
+        own = model(input_ids=IDS[None], use_cache=False).logits
+        with interface.implementation(model, interface.NAME):
+            routed = model(input_ids=IDS[None], use_cache=False).logits
+    torch.testing.assert_close(routed, own, atol=ATOL, rtol=0)  # bias added fused: float32 units
+    same = run_modified(model, specs, IDS, 0, identity, (0, 1))
+    changed = run_modified(model, specs, IDS, 0, scale("V", 1e-3), (0, 1))
+    assert torch.equal(changed.probs[0], same.probs[0])
+    assert (changed.probs[1] - same.probs[1]).abs().max() > 1e-5
 
 
 @ZOO_RELEASE
