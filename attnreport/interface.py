@@ -123,15 +123,31 @@ def tapped(fn: Callable[[AttentionCall], Any]) -> Callable[..., Any]:
             ]  # Inkling 2: a sink logit per query (batch, head, query)
         if score_bias is None and isinstance(_kwargs.get("position_bias"), torch.Tensor):
             score_bias = _kwargs["position_bias"]  # Inkling's relative position bias, added alike
+        scale = float(query.shape[-1] ** -0.5 if scaling is None else scaling)
+        if not causal(module, attention_mask, _kwargs):  # not over the tokens: the model's own
+            return eager_attention(AttentionCall(module, query, key, value, None, scale, softcap,
+                                                 sliding_window, s_aux, score_bias, None))  # fmt: skip
         if score_bias is None and attention_mask is not None:  # Doge: biases in the mask
             attention_mask, score_bias = split_mask(attention_mask, query.shape[1])
         if tap is not None:
             query, key, value = tap.modify(module, query, key, value)
-        scale = float(query.shape[-1] ** -0.5 if scaling is None else scaling)
         return fn(AttentionCall(module, query, key, value, attention_mask, scale, softcap,
                                 sliding_window, s_aux, score_bias, tap))  # fmt: skip
 
     return call
+
+
+def causal(module: nn.Module, mask: torch.Tensor | None, kwargs: dict) -> bool:
+    """Whether a call is causal attention, a decoder's attention over its tokens: it has a
+    mask, or its module says it is causal. No mask and ``is_causal`` False is attention with
+    no mask at all, by transformers' own rule (its SDPA function reads it so); in a causal
+    LM that is not attention over the tokens but, in Inkling 2 since transformers 5.24, the
+    attention of each block over the residual stream's earlier block outputs
+    (``BlockAttentionResidual``). Such a call is the model's own eager attention: no layer
+    is made of it, no tap sees it, no intervention changes it."""
+    if mask is not None:
+        return True
+    return bool(kwargs.get("is_causal", getattr(module, "is_causal", True)))
 
 
 def split_mask(mask: torch.Tensor, heads: int) -> tuple[torch.Tensor, torch.Tensor | None]:

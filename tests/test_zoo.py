@@ -6,25 +6,26 @@ model loads (discovery, then the self-check). The outcome must be the one record
 ``attnreport.models.families.zoo``, from which the README's counts are generated: a
 verified type passes, a refused one raises ``AttnReportError`` in one line containing
 what it lacks, and nothing raises anything else. Outcomes are recorded for one
-transformers version; under another the per-type tests are skipped, and the listing
-test says which types came or went.
+transformers version; under another these tests are skipped unless
+ATTNREPORT_ZOO_ANY_RELEASE=1 asks to check that release against the record: then the
+listing test says which types came or went, and each type whose outcome moved fails.
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
-import transformers
 
 from attnreport.errors import AttnReportError
 from attnreport.models.families import family_for, zoo
 from attnreport.verification import verified_layers
-from tests.zoo_models import build_zoo_model, zoo_types
+from tests.zoo_models import ANY_RELEASE, RECORDED_RELEASE, build_zoo_model, on_record, zoo_types
 
 RECORDED = sorted({*zoo.VERIFIED, *zoo.REFUSED, *zoo.NOT_TINY})
-SAME_VERSION = transformers.__version__ == zoo.TRANSFORMERS
-needs_recorded_version = pytest.mark.skipif(
-    not SAME_VERSION, reason=f"outcomes recorded with transformers {zoo.TRANSFORMERS}"
-)
+# checking another release: its new types too, each failing with the outcome to record
+CHECKED = RECORDED if RECORDED_RELEASE or not ANY_RELEASE else sorted({*RECORDED, *zoo_types()})
 
 
 def test_outcomes_are_disjoint_and_mostly_verified():
@@ -32,18 +33,24 @@ def test_outcomes_are_disjoint_and_mostly_verified():
     assert set(zoo.HYBRID) <= set(zoo.VERIFIED)
     assert set(zoo.ATTENTION_FREE) <= set(zoo.REFUSED)
     built = len(zoo.VERIFIED) + len(zoo.REFUSED)
-    assert len(zoo.VERIFIED) / built >= 0.90  # 117 of 128 with transformers 5.23
+    assert len(zoo.VERIFIED) / built >= 0.90  # 122 of 135 with transformers 5.24
+
+
+def test_constraints_pin_the_recorded_release():
+    """A fresh install gets the release the outcomes were recorded with."""
+    constraints = (Path(__file__).resolve().parent.parent / "constraints.txt").read_text()
+    assert re.search(r"^transformers==(\S+)$", constraints, re.M)[1] == zoo.TRANSFORMERS
 
 
 @pytest.mark.slow
-@needs_recorded_version
+@on_record
 def test_every_decoder_type_has_a_recorded_outcome():
     assert sorted(zoo_types()) == RECORDED
 
 
 @pytest.mark.slow
-@needs_recorded_version
-@pytest.mark.parametrize("model_type", RECORDED)
+@on_record
+@pytest.mark.parametrize("model_type", CHECKED)
 def test_zoo_model_is_verified_or_refused_in_one_line(model_type):
     model, why = build_zoo_model(model_type)
     if model is None:
@@ -64,7 +71,7 @@ def test_zoo_model_is_verified_or_refused_in_one_line(model_type):
         assert len(specs) == model.config.num_hidden_layers
 
 
-@needs_recorded_version
+@on_record
 @pytest.mark.parametrize("model_type", ["deepseek_v2", "deepseek_v3", "minicpm3"])
 def test_latent_attention_rotates_its_last_dims(model_type):
     """Multi-head latent attention: q, k = [plain dims, rotated dims], v of another width;

@@ -14,26 +14,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-import transformers
 from click.testing import CliRunner
 from transformers import FalconConfig, FalconForCausalLM
 
+from attnreport import interface
 from attnreport.capture import capture_attention
 from attnreport.cli import main
 from attnreport.config import Settings
 from attnreport.interventions import identity, run_modified, scale
-from attnreport.models.families import family_for, zoo
+from attnreport.models.families import family_for
 from attnreport.sentence_pass import analyze_pass
 from attnreport.verification import verified_layers
-from tests.zoo_models import build_zoo_model, save_zoo_model
+from tests.zoo_models import build_zoo_model, on_record, save_zoo_model
 
 IDS = torch.tensor([5, 3, 9, 9, 2, 7, 1, 4, 4, 8, 6, 3])
-# Inkling 2 is a zoo model (no family row): its outcome is recorded with the zoo's release
-# of transformers (5.24 rewrote its attention, which is then refused in one line)
-ZOO_RELEASE = pytest.mark.skipif(
-    transformers.__version__ != zoo.TRANSFORMERS,
-    reason=f"Inkling 2's outcome is recorded with transformers {zoo.TRANSFORMERS}",
-)
+# Inkling 2 is a zoo model (no family row): its tests run on the zoo's release of
+# transformers (``on_record``), as its outcome is recorded (5.24 rewrote its attention)
 ATOL = 1e-5  # float32 models of magnitude ~1: a few hundred float32 units
 
 
@@ -153,7 +149,7 @@ def test_scaled_q_gives_uniform_attention_and_scaled_v_keeps_the_layer(model_typ
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "model_type",
-    ["jetmoe", "diffllama", "deepseek_v2", pytest.param("inkling2_text", marks=ZOO_RELEASE)],
+    ["jetmoe", "diffllama", "deepseek_v2", pytest.param("inkling2_text", marks=on_record)],
 )
 def test_adapted_zoo_model_builds_a_site(tmp_path, model_type):
     """The whole build (roles, induction probes on the adapter's heads, interventions)."""
@@ -169,7 +165,27 @@ def test_adapted_zoo_model_builds_a_site(tmp_path, model_type):
     assert 'data-key="attention-map"' in page and 'data-key="scaling-grid"' in page
 
 
-@ZOO_RELEASE
+@on_record
+def test_inkling2_block_attention_is_the_models_own():
+    """Inkling 2's blocks also attend over the residual stream's earlier block outputs
+    (``BlockAttentionResidual``; through the interface from transformers 5.24, with no mask
+    and not causal): those calls are no layer and nothing changes them, so the model routed
+    through attnreport's function gives its own eager logits, also while V is scaled in a
+    layer whose blocks read such attention."""
+    model, specs, _ = _verified("inkling2_text")
+    assert [s.attention for s in specs] == [b.self_attn for b in model.model.layers]
+    with torch.no_grad():
+        own = model(input_ids=IDS[None], use_cache=False).logits
+        with interface.implementation(model, interface.NAME):
+            routed = model(input_ids=IDS[None], use_cache=False).logits
+    torch.testing.assert_close(routed, own, atol=ATOL, rtol=0)  # bias added fused: float32 units
+    same = run_modified(model, specs, IDS, 0, identity, (0, 1))
+    changed = run_modified(model, specs, IDS, 0, scale("V", 1e-3), (0, 1))
+    assert torch.equal(changed.probs[0], same.probs[0])
+    assert (changed.probs[1] - same.probs[1]).abs().max() > 1e-5
+
+
+@on_record
 def test_inkling2_sink_logit_per_query_is_in_its_softmax_and_its_maps():
     """Inkling 2 computes each head's sink logit from the query token (``sink_proj``): the
     probabilities over the keys and the sink's share are the softmax of the scores and that

@@ -195,6 +195,14 @@ def _attending(found, called: list[nn.Module], blocks) -> list[tuple[int, nn.Mod
             f"layer {layer}: the attention interface is called by {type(called[0]).__name__}, "
             f"not by a block's own attention module (missing: one attention module per block)"
         )
+    looped = [(i, a) for i, a in attending if sum(m is a for m in called) > 1]
+    if looped:  # Dory, Inkling 2 Loop: a stretch of layers runs again on its own output
+        layer, attn = looped[0]
+        runs = sum(m is attn for m in called)
+        raise AttnReportError(
+            f"layer {layer}: {type(blocks[layer]).__name__} runs {runs} times in one forward "
+            "pass, its layers looped (missing: layers that run once per pass)"
+        )
     if [a for _, a in attending] != called:
         at = next(
             (i for (i, a), m in zip(attending, called, strict=False) if a is not m),

@@ -96,6 +96,17 @@ def _is_linear(module: nn.Module) -> bool:
     return isinstance(module, nn.Linear) or type(module).__name__ == "Conv1D"
 
 
+def _linear_children(attn: nn.Module) -> list[nn.Module]:
+    """The attention module's linear maps: its linear children and those of its other
+    children, one level down, where a child wraps the projections: GPT-Neo's attention
+    wraps the module that has them all, Inkling 2's ``o_proj`` (transformers 5.24) its
+    output gate and the linear map that reads the gated output."""
+    direct = [c for c in attn.children() if _is_linear(c)]
+    wrapped = [c for child in attn.children() if not _is_linear(child)
+               for c in child.children() if _is_linear(c)]  # fmt: skip
+    return direct + wrapped
+
+
 def _reader(tap: Discovery, attn: nn.Module, child: nn.Module):
     def hook(_module, args):
         if tap.probing == (id(attn), "doubled") and args:
@@ -156,9 +167,7 @@ def discovery_hooks(attn: nn.Module, tap: Discovery) -> list:
         attn.register_forward_pre_hook(on_attention, with_kwargs=True),
         attn.register_forward_hook(_after_attention(tap)),
     ]
-    children = [c for c in attn.children() if _is_linear(c)] or [
-        c for child in attn.children() for c in child.children() if _is_linear(c)
-    ]  # an attention module wrapping the one with the projections (GPT-Neo)
+    children = _linear_children(attn)
     norms = [c for c in attn.children() if "Norm" in type(c).__name__]
 
     def on_written(child, _args, output):

@@ -11,11 +11,12 @@ not build or run from a small config, so nothing is claimed for them. The README
 family section is generated from these tuples (``attnreport.docs``).
 """
 
-TRANSFORMERS = "5.23.0"  # the version the outcomes were found with (constraints.txt pins it)
+TRANSFORMERS = "5.24.0"  # the version the outcomes were found with (constraints.txt pins it)
 
 VERIFIED: tuple[str, ...] = (
     "afmoe",
     "apertus",
+    "apertus1p5_text",
     "arcee",
     "aria_text",
     "axk1",
@@ -41,6 +42,7 @@ VERIFIED: tuple[str, ...] = (
     "dots3_note_text",
     "ernie4_5",
     "ernie4_5_moe",
+    "exaone",
     "exaone4",
     "exaone_moe",
     "falcon",
@@ -85,6 +87,7 @@ VERIFIED: tuple[str, ...] = (
     "kimi_linear",
     "kolibri1",
     "laguna",
+    "lara_mini",
     "lfm2",
     "lfm2_moe",
     "lfm3",
@@ -123,6 +126,8 @@ VERIFIED: tuple[str, ...] = (
     "qwen3_moe",
     "qwen3_next",
     "recurrent_gemma",
+    "sarvam_mla",
+    "sarvam_moe",
     "seed_oss",
     "smollm3",
     "solar_open",
@@ -136,8 +141,10 @@ VERIFIED: tuple[str, ...] = (
 REFUSED: dict[str, str] = {
     "cpmant": "attention through AttentionInterface",
     "deepseek_v4": "an output projection applied to the attention output as it is or gated",
+    "dory": "layers that run once per pass",
     "falcon_mamba": "attention layers; state-space and recurrent models have none",
     "hrm_text": "decoder blocks",
+    "inkling2_loop_text": "layers that run once per pass",
     "longcat_flash": "decoder blocks",
     "mamba": "attention layers; state-space and recurrent models have none",
     "rwkv": "attention through AttentionInterface",
@@ -153,6 +160,7 @@ HYBRID: tuple[str, ...] = (  # verified, with blocks that are not attention
     "granitemoehybrid",
     "jamba",
     "kimi_linear",
+    "lara_mini",
     "lfm2_moe",
     "lfm3",
     "minimax",
