@@ -327,6 +327,39 @@ def test_every_claim_is_declared_with_its_scope_and_test():
     assert registry.tested_claims(ClaimInputs({})) == []
 
 
+def _by_sentence(prob, n_sentences=6, layers=6, heads=4):
+    """A ``focus_by_sentence`` table: first_prob(layer, head) in every sentence, 10 queries."""
+    keys = [(s, a, h) for s in range(n_sentences) for a in range(layers) for h in range(heads)]
+    return {
+        "sentence": np.array([k[0] for k in keys]),
+        "layer": np.array([k[1] for k in keys]),
+        "head": np.array([k[2] for k in keys]),
+        "first_prob": np.array([prob(k[1], k[2]) for k in keys], dtype=float),
+        "n_queries": np.full(len(keys), 10),
+        "n_first": np.full(len(keys), 10),
+    }
+
+
+def test_gu_claim_takes_the_sink_layers_by_gu_measure_where_the_results_allow():
+    """By argmax only layers 2-5 are sink layers; by Gu et al.'s measure (more than half
+    of the heads above 0.3) layers 1-5 are: 3 of layer 1's 4 heads give the first token
+    0.4, and layer 0's 2 of 4 (not more than half) do not make it one. Layer 1's short
+    values then count on the sink side, and the control is layer 0 alone (ratio 1)."""
+    prob = lambda a, h: (
+        0.9 if a >= 2 else (0.4 if (a == 1 and h < 3) or (a == 0 and h < 2) else 0.1)
+    )  # noqa: E731
+    norms = _norms(6, lambda s, a, h: 0.2 + 0.01 * s if a >= 1 else 1.0)
+    tables = {"value_norms": norms, "focus_pooled": _pooled_first((2, 3, 4, 5)),
+              "focus_by_sentence": _by_sentence(prob)}  # fmt: skip
+    claim = values.sink_values_small(ClaimInputs(tables, n_tokens=[64] * 6))
+    assert values.gu_sink_layers(_by_sentence(prob)) == [1, 2, 3, 4, 5]
+    assert "by Gu et al.'s own measure" in claim.test
+    assert "The 5 sink layers: layers 1-5." in claim.evidence
+    assert "In the 1 other layer, the control: median 1 (95% interval 1 to 1" in claim.evidence
+    older = values_claim(norms)  # no first_prob: the argmax rule, said so
+    assert "cannot be taken" in older.test and "The 4 sink layers: layers 2-5." in older.evidence
+
+
 def test_the_sink_layers_are_compared_with_the_control_sentence_by_sentence():
     """Sink layers 0.2 (+0.01 a sentence), the other layers 0.4: the paired ratio is
     0.2/0.4 = 0.5 in the first sentence, recomputed here as exp(-(e_sink - e_other));

@@ -101,12 +101,22 @@ def test_value_norms_are_the_ratio_per_sentence_and_layer_by_sink_or_control():
     results = typed(fake_study(1, n_layers=N_LAYERS, n_heads=N_HEADS))
     pooled = results.set.focus_pooled
     value = np.where((pooled.statistic == "first_focus") & (pooled.layer == 2), 0.9, 0.1)
-    set_results = replace(results.set, value_norms=norms, focus_pooled=replace(pooled, value=value))
-    rows = value_norms.value_norm_rows(set_results)
-    for layer, series, got in zip(rows["layer"], rows["series"], rows["value"], strict=True):
-        want = np.median([first[i] for i, k in enumerate(keys) if k[1] == layer])  # one KV head
-        assert got == pytest.approx(want, rel=1e-5)  # the table keeps 6 digits
-        assert series == (value_norms.SINK if layer == 2 else value_norms.OTHER)
+    by_sentence = results.set.focus_by_sentence
+    gu = np.where(by_sentence.layer == 1, 0.9, 0.1)  # Gu et al.'s measure: layer 1 sinks
+    set_results = replace(
+        results.set, value_norms=norms, focus_pooled=replace(pooled, value=value),
+        focus_by_sentence=replace(by_sentence, first_prob=gu),
+    )  # fmt: skip
+    older = replace(
+        set_results, focus_by_sentence=replace(by_sentence, first_prob=0 * gu)
+    )  # unrecorded
+    # the claim's scope: Gu et al.'s measure; without probabilities, the argmax rule (layer 2)
+    for results_set, sink in ((set_results, 1), (older, 2)):
+        rows = value_norms.value_norm_rows(results_set)
+        for layer, series, got in zip(rows["layer"], rows["series"], rows["value"], strict=True):
+            want = np.median([first[i] for i, k in enumerate(keys) if k[1] == layer])  # 1 KV head
+            assert got == pytest.approx(want, rel=1e-5)  # the table keeps 6 digits
+            assert series == (value_norms.SINK if layer == sink else value_norms.OTHER)
 
 
 def test_massive_activations_mark_the_layers_where_the_first_token_holds_them():

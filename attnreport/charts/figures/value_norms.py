@@ -11,8 +11,8 @@ import numpy as np
 from attnreport.charts.figure import Columns, Figure
 from attnreport.charts.spec.layer_series import BAR_WORDS, layer_series_figure, series_rows
 from attnreport.results import Manifest, SetResults
-from attnreport.site.words.claims.values import log_ratios
-from attnreport.site.words.readings import arrays, per_head, sink_layers
+from attnreport.site.words.claims.values import log_ratios, value_sink_layers
+from attnreport.site.words.readings import arrays
 
 KEY = "value-norms"
 SINK, OTHER = "sink layer", "other layer (the control)"
@@ -22,7 +22,8 @@ def value_norm_rows(set_results: SetResults) -> Columns:
     """Per layer, the median over sentences of each sentence's median ratio over the KV
     heads, with its interval; ``series`` says whether the layer is a sink layer."""
     ratios = log_ratios(arrays(set_results.value_norms))
-    sinks = set(sink_layers(per_head(set_results.focus_pooled, "first_focus")))
+    found, _ = value_sink_layers(set_results.focus_by_sentence, set_results.focus_pooled)
+    sinks = set(found)
     per_layer: dict[str, dict[int, list[float]]] = {SINK: {}, OTHER: {}}
     for layer, by_sentence in ratios.items():
         values = [math.exp(float(np.median(rs))) for rs in by_sentence.values()]
@@ -32,14 +33,14 @@ def value_norm_rows(set_results: SetResults) -> Columns:
 
 def value_norm_figure(set_results: SetResults, manifest: Manifest) -> Figure:
     rows = value_norm_rows(set_results)
+    _, rule = value_sink_layers(set_results.focus_by_sentence, set_results.focus_pooled)
     caption = (
         "For every layer, how long the first token's value vectors are against the other "
         "tokens': ‖v₀‖ / mean over j ≥ 1 of ‖v_j‖ (v after its projection), the median over "
         "the layer's KV heads in each sentence, then the median over sentences; "
         f"{BAR_WORDS}. Below the dashed line at 1 the first token's values are shorter. "
-        "Sink layers (more than half of the heads make the first token their top key for "
-        "more than half of their queries) against the other layers, the control: Gu et "
-        "al.'s claim is that a sink carries small values."
+        f"Sink layers ({rule}) against the other layers, the control: Gu et al.'s claim is "
+        "that a sink carries small values."
     )
     return layer_series_figure(
         KEY, "Value norms of the first token", caption, rows, manifest,

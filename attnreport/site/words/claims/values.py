@@ -4,7 +4,10 @@ most of its attention on it and still write little.
 The comparison is made within a layer: the first token's value vector against the other
 tokens' in the same layer and KV head (``value_norms``), in the sink layers; the same
 ratio in the other layers is the control (where nothing sinks onto the first token, its
-values need not be short).
+values need not be short). The sink layers are taken by Gu et al.'s own measure (``gu_sink
+_layers``: most heads give the first token more than 0.3 of their attention on average),
+the source's scope; results without per-head probabilities fall back on the report's
+argmax rule (``readings.sink_layers``), and the page says which rule it used.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
+from attnreport.analyses import sinks as sink_measures
 from attnreport.site.words.claims import Claim, ClaimInputs, claim
-from attnreport.site.words.readings import arrays, per_head, sink_layers
+from attnreport.site.words.readings import arrays, columns, per_head, sink_layers
 from attnreport.site.words.verdicts import (
     Verdict,
     interval_words,
@@ -24,17 +28,49 @@ from attnreport.site.words.verdicts import (
     verdict,
 )
 from attnreport.site.words.wording import count, index_set, number
+from attnreport.vocabulary import MOST
 
 KEY = "sink-small-values"
 HYPOTHESIS = "The sink token's values are small: its value vectors are shorter than the others'."
+GU_RULE = (
+    "by Gu et al.'s own measure: layers where more than half of the heads give the first "
+    "token more than 0.3 of their attention on average, pooled over the set"
+)
+ARGMAX_RULE = (
+    "layers where more than half of the heads make the first token their top key for more "
+    "than half of their queries; these results record no attention probabilities, so Gu "
+    "et al.'s own measure cannot be taken"
+)
 TEST = (
-    "In each sentence, over the KV heads of the sink layers (layers where more than half of "
-    "the heads make the first token their top key for more than half of their queries): "
+    "In each sentence, over the KV heads of the sink layers (RULE): "
     "r = ln(‖v₀‖ / mean over j ≥ 1 of ‖v_j‖), v after its projection. A sentence's effect "
     "is −median r (0: the first token's values are as long as the others'; positive: "
     "shorter, as claimed). The same ratio in the other layers is the control."
 )
 PerLayer = dict[int, dict[int, list[float]]]  # layer -> sentence -> r over KV heads
+
+
+def gu_sink_layers(by_sentence: object) -> list[int] | None:
+    """The layers where more than half of the heads are sinks by Gu et al.'s measure (the
+    pooled mean first-token probability above ``sinks.EPS``: ``sinks.sink_rates``),
+    ascending; None when ``by_sentence`` (``focus_by_sentence``) records no ``first_prob``."""
+    cols = columns(by_sentence)
+    # a typed table of older results fills the unrecorded column with 0.0, which no
+    # softmax gives: every head's first token gets some probability
+    if not np.any(np.asarray(cols.get("first_prob", []), dtype=float) > 0):
+        return None
+    scores = sink_measures.pooled_scores({k: np.asarray(v) for k, v in cols.items()})
+    rates = sink_measures.sink_rates(scores).by_layer
+    return sorted(layer for layer, pct in rates.items() if pct > 100 * MOST)
+
+
+def value_sink_layers(by_sentence: object, pooled: object) -> tuple[list[int], str]:
+    """The sink layers of this claim and its figure, with the rule that picked them in
+    words: Gu et al.'s measure where the results allow it, else the argmax rule."""
+    found = gu_sink_layers(by_sentence)
+    if found is not None:
+        return found, GU_RULE
+    return sink_layers(per_head(pooled, "first_focus")), ARGMAX_RULE
 
 
 def log_ratios(norms: Mapping[str, np.ndarray]) -> PerLayer:
@@ -116,12 +152,12 @@ def _scope(inputs: ClaimInputs) -> str:
 def sink_values_small(inputs: ClaimInputs) -> Claim | None:
     """Gu et al.'s claim in the sink layers, with the other layers as control."""
     norms = arrays(inputs.tables.get("value_norms"))
-    first = per_head(inputs.tables.get("focus_pooled"), "first_focus")
-    if not norms.get("layer", np.empty(0)).size or not first:
+    pooled = inputs.tables.get("focus_pooled")
+    if not norms.get("layer", np.empty(0)).size or not per_head(pooled, "first_focus"):
         return None
-    args = dict(key=KEY, hypothesis=HYPOTHESIS, source="gu", scope=_scope(inputs), test=TEST,
-                figure="value-norms")  # fmt: skip
-    sinks = sink_layers(first)
+    sinks, rule = value_sink_layers(inputs.tables.get("focus_by_sentence"), pooled)
+    args = dict(key=KEY, hypothesis=HYPOTHESIS, source="gu", scope=_scope(inputs),
+                test=TEST.replace("RULE", rule), figure="value-norms")  # fmt: skip
     if not sinks:
         why = "no layer is a sink layer"
         return Claim(**args, verdict=untested(why), numbers="", evidence="", breakers="")
