@@ -451,7 +451,8 @@ def serve(
 
     DIRECTORY is the site (default: the settings file's out, else site). Only that
     folder is served. With --watch the model stays loaded: an edited sentence is
-    analysed again alone, an edited template or page setting only re-renders, and open
+    analysed again alone and its pages are served at once, the intervention grids that
+    read it following; an edited template or page setting only re-renders, and open
     pages reload (keeping their layer and head); a bad edit shows its error on the page
     while the last good site stays up. Ctrl-C stops.
     """

@@ -21,7 +21,7 @@ from typing import Any
 
 from attnreport.errors import AttnReportError
 from attnreport.page_choice import pages_note, parse_pages
-from attnreport.site.context import PLACEMENT, SiteOptions
+from attnreport.site.context import UNSTORED, SiteOptions
 from attnreport.vocabulary import OPTIONS_NAME
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ def options_from_json(data: bytes, where: str) -> SiteOptions:
         values = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise AttnReportError(f"{where} is truncated or not valid JSON ({err})") from err
-    known = {f.name for f in fields(SiteOptions)} - PLACEMENT
+    known = {f.name for f in fields(SiteOptions)} - UNSTORED
     if not isinstance(values, dict) or set(values) - known:
         raise AttnReportError(f"{where} holds unknown site options; expected {sorted(known)}")
     if "authors" in values:

@@ -10,12 +10,16 @@ checkout. Timed, one after another:
 
 - ``attnreport build`` of the same settings, a new process from start to exit (quick
   mode: section 4's build of the same two sentences), and the server's first build, from
-  process start until it reports the build (judged: no slower than ``build``);
-- a one-sentence edit (sentence 4: not one the intervention grids run on), a template
-  edit, and an edit of sentence 1 (one the mean grid runs on: the grids run again; not
-  judged), each from the write of the file until the served HTML has changed, until the
-  page open in Chromium has reloaded and shows it (judged: 3 s and 1.5 s), and until
-  every chart on it has drawn. Each waits for the previous save's static images.
+  process start until it reports the build, its site up (judged: no slower than
+  ``build``, which runs everything before it writes a page), and until its grids are in;
+- a one-sentence edit (sentence 4), a template edit, and an edit of sentence 1 (one the
+  mean grid runs on; not judged), each from the write of the file until the served HTML
+  has changed, until the page open in Chromium has reloaded and shows it (judged: 3 s and
+  1.5 s), and until every chart on it has drawn; and, for a save whose intervention
+  grids run again (every sentence the scaling grid reads: the first eight), until the
+  server has served the site with them (it puts the edited pages up first, then runs the
+  grids: ``serve.loop``). Each save waits for the previous one's grids, the page's reload
+  with them, and its static images.
 """
 
 from __future__ import annotations
@@ -125,11 +129,31 @@ class Server:
             self.process.kill()
 
 
+GRIDS_FOLLOW = "the intervention grids follow"  # a build's line, when its grids run after
+GRIDS_DONE = r"intervention grids: \d+ forward passes"  # their line, once served with them
+
+
+def _grids(server: Server, count: int, start: float) -> float | None:
+    """Seconds from ``start`` until the server has served the grids that the build
+    reported after line ``count`` left for later (None: it left none)."""
+    if not server.said(GRIDS_FOLLOW, count):
+        return None
+    _until(lambda: server.said(GRIDS_DONE, count), "the intervention grids", 0.05)
+    return time.perf_counter() - start
+
+
+def _served_build(port: int) -> str:
+    """The build the server serves now (its pages' live script's ``data-build``)."""
+    found = re.search(r'data-build="([^"]+)"', _served(port))
+    return found.group(1) if found else ""
+
+
 def _save(
     server: Server, page: Any, write: Callable[[], None], shows: str, images: bool
-) -> tuple[float, ...]:
+) -> tuple[Any, ...]:
     """Seconds from ``write()`` until the served HTML, then the reloaded page, show
-    ``shows``, and until every chart of the page has drawn."""
+    ``shows``, until every chart of the page has drawn, and until the grids the save ran
+    again are served (None: it ran none)."""
     page.evaluate("() => { window.__beforeSave = true; }")
     count = len(server.lines)
     start = time.perf_counter()
@@ -142,12 +166,17 @@ def _save(
     on_screen = time.perf_counter() - start
     page.wait_for_function(ALL_DRAWN, timeout=WAIT_S * 1000, polling=20)
     drawn = time.perf_counter() - start
-    # The next save waits for this one's static images (drawn after the reload).
     _until(lambda: server.said(r"rendered \d+ page", count), "the build's line", 0.1)
+    grids = _grids(server, count, start)
+    # The next save starts on the page reloaded with the grids (not timed) and waits for
+    # this one's static images (drawn after them).
+    build = _served_build(server.port)
+    with_grids = f"() => document.querySelector('script[data-build]').dataset.build === {build!r} && {ALL_DRAWN}"  # fmt: skip
+    page.wait_for_function(with_grids, timeout=WAIT_S * 1000, polling=20)
     if images and server.said("analysed", count):  # images are drawn after a new analysis
         _until(lambda: server.said("static images drawn", count), "the images", 0.1)
     time.sleep(0.5)
-    return served, on_screen, drawn
+    return served, on_screen, drawn, grids
 
 
 def _edits(
@@ -203,7 +232,8 @@ def watch_section(ctx: Context) -> Section:
         _until(lambda: server.said("^first build") or server.ended(), "the first build", 0.05)
         if server.ended():
             raise RuntimeError(f"serve --watch exited ({server.process.returncode}) before its first build")  # fmt: skip
-        first = time.perf_counter() - server.started  # from process start
+        first = time.perf_counter() - server.started  # from process start: the site is up
+        first_grids = _grids(server, 0, server.started)  # and its grids are in
         with chromium() as browser:
             context = browser.new_context(viewport={"width": 1000, "height": 800})
             page = context.new_page()
@@ -214,30 +244,40 @@ def watch_section(ctx: Context) -> Section:
             context.close()
     finally:
         server.stop()
-    _report(section, ctx, build, first, rows, server.lines)
+    _report(section, ctx, build, (first, first_grids), rows, server.lines)
     return section
 
 
-def _report(section: Section, ctx: Context, build: float, first: float, rows: list, lines: list[str]) -> None:  # fmt: skip
+def _report(section: Section, ctx: Context, build: float, first: tuple, rows: list, lines: list[str]) -> None:  # fmt: skip
     what = "two short sentences, no images; `build` is section 4's" if ctx.quick else "the example's settings, six sentences, images on"  # fmt: skip
     section.add(
         f"One `attnreport serve --watch` process ({what}; warm model, figure and image caches); "
         "the page open in Chromium is the index, over http. A save is timed from the write of "
         'the file; "served" is when the server\'s HTML has changed, "on screen" when the open '
         'page has reloaded (keeping its `#layer=3&head=1`) and shows the edit, "charts drawn" '
-        "when every chart of the reloaded page has drawn. The server's own line for each build "
-        "(its parts: reading, analysing, rendering) is quoted below the table.",
+        'when every chart of the reloaded page has drawn, "grids" when the server serves the '
+        "site again with the intervention grids the save ran (a save puts its pages up first, "
+        "with a note in each grid's place; -: it ran none). The server's own lines for each "
+        "build (its parts: reading, analysing, rendering) and its grids are quoted below the table.",
         "",
     )
-    table = [("`attnreport build`, new process, start to exit", seconds(build), "", ""),
-             ("`serve --watch` first build, from process start", seconds(first), f"{first / build:.2f}x build", "")]  # fmt: skip
-    table += [(f"save: {w}", seconds(on_screen), f"served {seconds(served)}", seconds(drawn))
-              for w, served, on_screen, drawn in rows]  # fmt: skip
-    section.table(("What", "Wall (on screen)", "Beside", "Charts drawn"), table)
+    site_up, grids_in = first
+    table = [("`attnreport build`, new process, start to exit", seconds(build), "", "", ""),
+             ("`serve --watch` first build, from process start", seconds(site_up),
+              f"{site_up / build:.2f}x build", "", _maybe(grids_in))]  # fmt: skip
+    table += [(f"save: {w}", seconds(on_screen), f"served {seconds(served)}", seconds(drawn), _maybe(grids))
+              for w, served, on_screen, drawn, grids in rows]  # fmt: skip
+    section.table(("What", "Wall (on screen)", "Beside", "Charts drawn", "Grids"), table)
     section.add("```", *[line.rstrip() for line in lines], "```", "")
     judged = not ctx.quick
     section.judge(
-        ratio_target("serve --watch first build / build", first / build, 1.0, "x", judged)
+        ratio_target(
+            "serve --watch first build (site up) / build", site_up / build, 1.0, "x", judged
+        )
     )
     section.judge(ratio_target("serve --watch: one-sentence edit on screen", rows[0][2], 3.0, "s", judged))  # fmt: skip
     section.judge(ratio_target("serve --watch: template edit on screen", rows[1][2], 1.5, "s", judged))  # fmt: skip
+
+
+def _maybe(value: float | None) -> str:
+    return "-" if value is None else seconds(value)

@@ -9,22 +9,28 @@ and what it leaves equals what a fresh run would.
 - a recorded setting (epsilons) analyses every sentence again;
 - a bad setting raises one ``AttnReportError`` and leaves the site as it was;
 - the site written is the one ``attnreport render`` draws from the results (nothing of
-  the watcher in it).
+  the watcher in it);
+- with ``defer_grids`` (what the loop asks), grids that must run again are left for
+  ``finish_grids``: the site goes up with a note in each grid's place, then with them
+  (``test_serve_grids`` serves it).
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from attnreport.charts.registry import entry_of, page_inputs, place
 from attnreport.cli import main
 from attnreport.errors import AttnReportError
 from attnreport.output import trash_path
 from attnreport.results import load
 from attnreport.results.compare import Tolerance, compare_results
 from attnreport.serve.project import Project
+from attnreport.site.apparatus import GRIDS_UPDATING
 from tests.tiny_models import save_tiny_model
 
 pytestmark = pytest.mark.slow
@@ -179,3 +185,60 @@ def test_deferred_images_are_drawn_after(tmp_path, tiny_llama):
     assert result.exit_code == 0, result.output
     written = tree_bytes(project.site)
     assert written == tree_bytes(copy) and any(name.endswith(".svg") for name in written)
+
+
+def test_grids_that_must_run_again_follow_the_site(tmp_path, tiny_llama):
+    # Sentence 3 is no grid's input (scaled: 0; mean: 0-2), and the layer is fixed: an
+    # edit anywhere may move the default one, and every grid with it.
+    extra = "intervene_layer = 1\nscaling_sentences = [0]\n"
+    config = write_project(tmp_path, tiny_llama, extra=extra)
+    project = Project(config, {})
+    first = project.build(_quiet, defer_grids=True)
+    assert first.grids_left and first.pages == len(SENTENCES) + 1
+    site, results = project.site, project.results
+    grids_page = (site / "s000-the-cat-sat-on-the-mat.html").read_text()
+    assert grids_page.count("data-updating=") == 3  # Scaling, mean and mean before rotation
+    assert 'id="ar-chart-scaling-grid"' not in grids_page
+    index = (site / "index.html").read_text()
+    assert GRIDS_UPDATING in index and "The interventions are being run." in index
+    assert "No interventions were run" not in index
+    assert not (results / "interventions.json.gz").exists()
+    stored = (site / "results" / "render.json").read_bytes()
+
+    assert project.finish_grids(_quiet) > 0 and project.finish_grids(_quiet) == 0
+    grids_page = (site / "s000-the-cat-sat-on-the-mat.html").read_text()
+    assert "data-updating=" not in grids_page and 'id="ar-chart-scaling-grid"' in grids_page
+    assert GRIDS_UPDATING not in (site / "index.html").read_text()
+    assert (site / "results" / "render.json").read_bytes() == stored  # the moment is not stored
+    _assert_agrees(_fresh_results(config, tmp_path / "fresh"), results)
+    # The notes are titled as the grids they stand for.
+    drawn = load(results)
+    for key in ("scaling-grid", "mean-grid", "mean-grid-before-rotation"):
+        entry = entry_of(key)
+        assert place(entry, page_inputs(drawn, 0)).figure.title == entry.title
+
+    # An edit of sentence 3: the grids are read back and nothing is left.
+    edited = [*SENTENCES]
+    edited[3] = "le chat dort sur the mat ."
+    (tmp_path / "sentences.txt").write_text("\n".join(edited) + "\n", encoding="utf-8")
+    assert not project.build(_quiet, defer_grids=True).grids_left
+    assert "data-updating=" not in (site / "s000-the-cat-sat-on-the-mat.html").read_text()
+    # Sentence 0 is: they are left again, and the file of the old text's grids is gone.
+    edited[0] = "the mat sat on the cat ."
+    (tmp_path / "sentences.txt").write_text("\n".join(edited) + "\n", encoding="utf-8")
+    assert project.build(_quiet, defer_grids=True).grids_left
+    assert not (results / "interventions.json.gz").exists()
+    # Such a folder is complete: ``analyze --resume`` runs the grids it lacks.
+    copy = tmp_path / "left"
+    shutil.copytree(results, copy)
+    args = ["analyze", "--config", str(config), "--out", str(copy), "--resume"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    assert load(copy).interventions is not None
+
+    # A session stopped before they ran leaves them to the next one, which runs them.
+    again = Project(config, {})
+    resumed = again.build(_quiet, defer_grids=True)
+    assert (resumed.analysis, resumed.grids_left) == ("none", True)
+    assert not again.build(_quiet).grids_left  # a build that does not defer them runs them
+    assert "data-updating=" not in (site / "s000-the-mat-sat-on-the-cat.html").read_text()
+    _assert_agrees(_fresh_results(config, tmp_path / "fresh-2"), results)

@@ -15,7 +15,7 @@ import pytest
 from attnreport.errors import AttnReportError
 from attnreport.publish import options_from_json
 from attnreport.site.assemble import assemble_site, options_json
-from attnreport.site.context import PLACEMENT, SiteOptions
+from attnreport.site.context import UNSTORED, SiteOptions
 from tests.fixtures.fake_results import fake_study
 from tests.site_helpers import demo_charts
 
@@ -99,9 +99,9 @@ def test_placement_changes_only_the_asset_links_and_the_header(sites):
 
 
 def test_render_json_never_stores_where_the_pages_sit(sites):
-    assert {"asset_prefix", "up"} == PLACEMENT
+    assert {"asset_prefix", "up", "updating"} == UNSTORED
     stored = json.loads(sites["down"]["results/render.json"])
-    assert not PLACEMENT & stored.keys()
+    assert not UNSTORED & stored.keys()
     assert sites["down"]["results/render.json"] == sites["top"]["results/render.json"]
     assert options_json(DOWN) == options_json(OPTIONS)
     with_up = json.dumps({**stored, "up": ["../index.html", "All models"]}).encode()

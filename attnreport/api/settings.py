@@ -16,9 +16,9 @@ from typing import Any
 
 from attnreport.config import KEYS, Settings, SettingValues, make_settings
 from attnreport.errors import AttnReportError
-from attnreport.site.context import PLACEMENT, SiteOptions
+from attnreport.site.context import UNSTORED, SiteOptions
 
-SITE_KEYS = frozenset(f.name for f in fields(SiteOptions) if f.name not in PLACEMENT) & set(KEYS)
+SITE_KEYS = frozenset(f.name for f in fields(SiteOptions) if f.name not in UNSTORED) & set(KEYS)
 
 # The settings that the object passed, or another call, stands for in Python.
 ELSEWHERE = {

@@ -15,7 +15,7 @@ entry here, its test.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -106,6 +106,11 @@ class FigureEntry:
     # figures drawn the same way share a kind: a caption may send its reader to an earlier
     # figure of its kind ("read it as Figure 4"), never to another kind (default: its key)
     family: str = ""
+    # While a results file it reads is being computed again (``SiteOptions.updating``)
+    # the figure cannot be built: a note with its ``title`` stands where ``while_updating``
+    # says it will go (without its data; None: nowhere).
+    title: str = ""
+    while_updating: Callable[[Inputs], bool] | None = None
 
     @property
     def kind(self) -> str:
@@ -120,6 +125,11 @@ class FigureEntry:
     def source(self) -> str:
         """The results file the figure draws: "sentence", "set" or "interventions"."""
         return self.reads[0].split(":")[0]
+
+    @property
+    def files(self) -> frozenset[str]:
+        """Every results file the figure reads: "sentence", "set", "interventions"."""
+        return frozenset(read.split(":")[0] for read in self.reads)
 
 
 def _has_map(inputs: Inputs) -> bool:
@@ -201,6 +211,20 @@ def _shows_before_rotation(inputs: Inputs) -> bool:
     return _shows_grids(inputs) and iv is not None and bool(iv.mean.before_rotation)
 
 
+def _grids_page(inputs: Inputs) -> bool:
+    """The page the grids go on, while they are being computed (``page_inputs``)."""
+    return inputs.show_interventions
+
+
+def _rotary_grids_page(inputs: Inputs) -> bool:
+    """The grids' page of a model that rotates q and k in some attention layer (its layer
+    facts say, else its positional scheme): where the grid of the mean before the rotation
+    will be, unless the grids' layer (not known until they run) is one without a rotation."""
+    model = inputs.results.manifest.model
+    rotary = any(f.attention and f.positions in ("rope", "partial_rope") for f in model.layers)
+    return _grids_page(inputs) and (rotary or not model.layers and model.positional == "rope")
+
+
 _IMPACT = ("sentence:head_impact", "sentence:top")
 
 FIGURES: tuple[FigureEntry, ...] = (
@@ -233,13 +257,17 @@ FIGURES: tuple[FigureEntry, ...] = (
     FigureEntry("scaling-grid", "sentence", "interventions",
                 ("interventions:scaling", "sentence:focus"),
                 _iv(scaling_figure), when=_shows_grids, alt=alt.scaling_grid,
-                family="intervention grid"),
+                family="intervention grid", title="Scaling Q, K and V",
+                while_updating=_grids_page),
     FigureEntry("mean-grid", "sentence", "interventions", ("interventions:mean", "sentence:focus"),
-                _iv(mean_figure), when=_shows_grids, alt=alt.mean_grid, family="intervention grid"),
+                _iv(mean_figure), when=_shows_grids, alt=alt.mean_grid, family="intervention grid",
+                title="Replacing Q, K and V by their mean", while_updating=_grids_page),
     FigureEntry("mean-grid-before-rotation", "sentence", "interventions",
                 ("interventions:mean", "sentence:focus"), _iv(mean_before_rotation_figure),
                 when=_shows_before_rotation, alt=alt.mean_grid_before_rotation,
-                family="intervention grid"),
+                family="intervention grid",
+                title="Replacing Q and K by their mean before the rotation",
+                while_updating=_rotary_grids_page),
     _set_focus("self-focus", "self_focus"),
     _set_focus("first-focus", "first_focus"),
     FigureEntry("set-sink-rate", "index", "set", ("set:focus_by_sentence",),
@@ -279,6 +307,15 @@ class Placed:
     entry: FigureEntry
     figure: Figure
     encoded: Encoded | None = None
+    updating: bool = False  # a note in the figure's place (``updating_notes``), no chart
+
+
+def grids_sentence(results: Results) -> int:
+    """The sentence whose page shows the intervention grids: the one the scaling grid
+    draws, the settings' ``scaling_sentence`` (which the manifest says while the grids
+    are being computed, and the results hold none)."""
+    iv = results.interventions
+    return iv.scaling.sentence if iv is not None else results.manifest.settings.scaling_sentence
 
 
 def page_inputs(results: Results, index: int | None, pages: Pages = ()) -> Inputs:
@@ -286,9 +323,7 @@ def page_inputs(results: Results, index: int | None, pages: Pages = ()) -> Input
     sentence pages its figures link to)."""
     if index is None:
         return Inputs(results, pages=pages)
-    iv = results.interventions
-    shows = iv is not None and iv.scaling.sentence == index
-    return Inputs(results, results.sentences[index], shows)
+    return Inputs(results, results.sentences[index], grids_sentence(results) == index)
 
 
 def place(entry: FigureEntry, inputs: Inputs) -> Placed:
@@ -311,3 +346,38 @@ def build_figures(
     page = "index" if inputs.page_sentence is None else "sentence"
     entries = FIGURES if entries is None else entries
     return [make(e, inputs) for e in entries if e.page == page and e.when(inputs)]
+
+
+# What stands in a figure while its results are computed (a save's, or a first build's).
+UPDATING = (
+    "Being updated: the results this figure draws are being computed from the current "
+    "sentences; it shows here when they are done."
+)
+
+
+def updating_notes(
+    inputs: Inputs, updating: Collection[str], entries: Sequence[FigureEntry] | None = None
+) -> list[Placed]:
+    """Notes in place of the figures of this page that read a results file being computed
+    again (``updating``: "interventions"), where their entries' ``while_updating`` puts
+    them, in registry order."""
+    page = "index" if inputs.page_sentence is None else "sentence"
+    return [
+        Placed(e, Figure(e.key, e.title or e.key, "", {}, {}, note=UPDATING), updating=True)
+        for e in (FIGURES if entries is None else entries)
+        if e.page == page
+        and e.files & set(updating)
+        and e.while_updating is not None
+        and e.while_updating(inputs)
+    ]
+
+
+def with_notes(made: Sequence[Placed], notes: Sequence[Placed]) -> list[Placed]:
+    """``made`` with ``notes`` in registry order, each in place of its figure when that was
+    made (a figure whose results are being computed again is not shown)."""
+    if not notes:
+        return list(made)
+    noted = {n.entry.key for n in notes}
+    order = {e.key: k for k, e in enumerate(FIGURES)}
+    placed = [p for p in made if p.entry.key not in noted] + list(notes)
+    return sorted(placed, key=lambda p: order.get(p.entry.key, len(order)))

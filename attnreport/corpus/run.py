@@ -5,7 +5,9 @@ hands the unfinished sentences to an engine, and for each outcome as it arrives 
 the sentence's files and adds its partial sums to the set-wide totals; no sentence's
 maps or tables stay in memory after they are written. When every sentence is finished
 it writes ``set.json.gz`` (from the merged totals), ``interventions.json.gz`` (the
-configured inputs, on the driver's model) and ``manifest.json``.
+configured inputs, on the driver's model) and ``manifest.json``. ``serve --watch`` may
+leave the grids out (its ``InterventionsAt`` gives None): the folder is then complete
+without them and ``RunStore.add_files`` adds them when they have run.
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ LAYERS = "capture:layers"  # the layers of the sentence being captured (local en
 PASSES = "interventions:passes"  # the forward passes of the intervention grids
 CONTRAST = "interventions:contrast"  # the sentences captured again in the other BOS condition
 # (session, settings, layer) -> the interventions at that layer: ``intervention_results``,
-# or what ``serve --watch`` passes to reuse the grids when their inputs did not change.
-InterventionsAt = Callable[[Session, Settings, int], Interventions]
+# or what ``serve --watch`` passes to reuse the grids when their inputs did not change, or
+# to leave them for later (None: no interventions file; the site goes up without the grids).
+InterventionsAt = Callable[[Session, Settings, int], Interventions | None]
 
 
 def _quiet(_stage: str, _done: int, _total: int) -> None:
@@ -153,10 +156,10 @@ def set_files(
     on_contrast: PassProgress | None = None,
 ) -> dict[str, bytes]:
     """The set and interventions files of a finished corpus, serialised by the results
-    package (``RunStore.finish`` adds the manifest, which lists every file).
+    package (``RunStore.finish`` adds the manifest, which lists every file); the set file
+    alone when ``interventions_at`` leaves the grids for later.
     ``on_pass(done, total)`` hears of each forward pass of the intervention grids,
     ``on_contrast(done, total)`` of each sentence of the BOS contrast."""
-    from attnreport.results.interventions import interventions_to_json
     from attnreport.results.io import dump_json
     from attnreport.results.layout import CURRENT
     from attnreport.results.types import set_to_json
@@ -170,10 +173,19 @@ def set_files(
     passes = intervention_passes(session, settings, layer)
     with counting_passes(session.model, passes, on_pass):
         interventions = interventions_at(session, settings, layer)
-    return {
-        CURRENT.set: CURRENT.encode(dump_json(set_to_json(result))),
-        CURRENT.interventions: CURRENT.encode(dump_json(interventions_to_json(interventions))),
-    }
+    files = {CURRENT.set: CURRENT.encode(dump_json(set_to_json(result)))}
+    if interventions is not None:
+        files[CURRENT.interventions] = interventions_file(interventions)
+    return files
+
+
+def interventions_file(interventions: Interventions) -> bytes:
+    """The bytes of ``interventions.json.gz`` (``CURRENT``'s name and encoding)."""
+    from attnreport.results.interventions import interventions_to_json
+    from attnreport.results.io import dump_json
+    from attnreport.results.layout import CURRENT
+
+    return CURRENT.encode(dump_json(interventions_to_json(interventions)))
 
 
 def intervention_layer(settings: Settings, session: Session, pooled: Mapping[str, Any]) -> int:

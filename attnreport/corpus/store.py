@@ -196,5 +196,17 @@ class RunStore:
         listed = replace(manifest, files=dict(sorted(sizes.items())))
         write_file(self.out, MANIFEST, dump_json(manifest_to_json(listed)))
 
+    def add_files(self, files: Mapping[str, bytes]) -> None:
+        """Set-wide ``files`` a complete folder was finished without (``serve --watch``
+        leaves the intervention grids for after the site is up), then the manifest again,
+        listing them too: until that last write the folder is the complete one without
+        them, so a reader never finds a listed file missing or a file of other inputs listed."""
+        raw = json.loads((self.out / MANIFEST).read_text(encoding="utf-8"))
+        for name in sorted(files):
+            write_file(self.out, name, files[name])
+        sizes = {**raw["files"], **{name: len(data) for name, data in files.items()}}
+        raw["files"] = dict(sorted(sizes.items()))
+        write_file(self.out, MANIFEST, dump_json(raw))
+
     def count(self) -> int:
         return sum(1 for p in self.out.rglob("*") if p.is_file())

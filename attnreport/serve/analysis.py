@@ -15,6 +15,10 @@ resumable). What a save asks for is found from the folder itself, so a restarted
 
 A sentence inserted near the top moves every later one to a new index, so every later
 one is analysed again.
+
+With ``defer_grids``, grids that cannot be read back are not run: the folder is finished
+without them (and their old file removed), so that its site goes up at once;
+``serve.grids`` runs them after.
 """
 
 from __future__ import annotations
@@ -81,41 +85,76 @@ def plan_analysis(folder: Path, session: Session, fingerprint: RunFingerprint) -
     return Plan("sentences", tuple(sorted(changed)), before)
 
 
-def reused_interventions(folder: Path, before: Listed) -> InterventionsAt:
-    """``intervention_results``, unless the folder's grids ran at the same layer on the
-    same token ids (same model and settings: the plan checked): then those grids."""
+def previous_grids(folder: Path, before: Listed) -> InterventionsAt:
+    """The folder's grids when its manifest lists them and they ran at the same layer on
+    the same token ids (same model and settings: the plan checked), else None."""
     path = folder / CURRENT.interventions
+    listed = grids_listed(folder)
 
-    def at(session: Session, settings: Settings, layer: int) -> Interventions:
+    def at(session: Session, settings: Settings, layer: int) -> Interventions | None:
         count = len(session.sentences)
         inputs = {
             *scaling_sentence_indices(settings, count),
             *mean_sentence_indices(settings, count),
         }
         same = all(before.get(i, ("", ()))[1] == session.sentences[i].token_ids for i in inputs)
-        if same and path.is_file():
-            try:
-                previous = interventions_from_json(read_json(path), str(path))
-            except (OSError, ValueError, AttnReportError):
-                previous = None
-            if previous is not None and previous.layer == layer:
-                return previous
+        if not (same and listed):
+            return None
+        try:
+            previous = interventions_from_json(read_json(path), str(path))
+        except (OSError, ValueError, AttnReportError):
+            return None
+        return previous if previous.layer == layer else None
+
+    return at
+
+
+def grids_listed(folder: Path) -> bool:
+    """Whether the folder's manifest lists its intervention grids (False: no manifest, or
+    a folder finished without them, ``defer_grids``)."""
+    try:
+        return CURRENT.interventions in read_json(folder / MANIFEST)["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def grids_at(folder: Path, previous: InterventionsAt | None, defer: bool) -> InterventionsAt:
+    """``previous`` grids when there are, else: with ``defer`` none (the old file is
+    removed before the manifest that would leave it unlisted: it holds other inputs'
+    grids), without it ``intervention_results``."""
+
+    def at(session: Session, settings: Settings, layer: int) -> Interventions | None:
+        found = previous(session, settings, layer) if previous is not None else None
+        if found is not None:
+            return found
+        if defer:
+            (folder / CURRENT.interventions).unlink(missing_ok=True)
+            return None
         return intervention_results(session, settings, layer)
 
     return at
 
 
-def update_results(settings: Settings, session: Session, folder: Path, progress: Progress) -> Plan:
+def update_results(
+    settings: Settings,
+    session: Session,
+    folder: Path,
+    progress: Progress,
+    defer_grids: bool = False,
+) -> Plan:
     """Bring ``folder`` up to date with ``settings`` and ``session`` (its sentences);
-    return the plan it followed. Raises ``AttnReportError`` as ``analyze`` does."""
+    return the plan it followed. With ``defer_grids`` the folder may be left without its
+    intervention grids (``grids_listed``; see the module docstring). Raises
+    ``AttnReportError`` as ``analyze`` does."""
     fingerprint = run_fingerprint(session, settings)
     plan = plan_analysis(folder, session, fingerprint)
     if plan.kind == "none":
         return plan
-    interventions: InterventionsAt = intervention_results
+    previous = None
     if plan.kind == "sentences" and plan.before is not None:
+        previous = previous_grids(folder, plan.before)  # read before the manifest goes
         RunStore(folder).forget_sentences(set(plan.changed), fingerprint)
-        interventions = reused_interventions(folder, plan.before)
+    interventions = grids_at(folder, previous, defer_grids)
     options = CorpusOptions(resume=plan.kind != "all")
     run_corpus(replace(settings, out=str(folder)), options, False, progress, session, interventions)
     return plan

@@ -8,6 +8,13 @@ files). Every build, good or failed, is published to the pages (``LiveState``); 
 failed one leaves the last good site on disk and served, with a banner. The terminal
 gets one line per build through ``report`` and, for work over several sentences or a
 model load, a progress display (``Lazy``).
+
+A build puts its site up before the intervention grids when they must run again (most
+of a save's forward passes: an edited sentence is one pass, the grids over two short
+sentences 24); the grids follow (``finish_grids``), and the site is drawn and published
+again with them. A save that arrives while they run stops them between two passes
+(``Superseded``), so grids of the earlier text are never published over the newer one;
+the next build takes them up again from its own sentences.
 """
 
 from __future__ import annotations
@@ -27,17 +34,28 @@ log = logging.getLogger(__name__)
 
 Report = Callable[[str], None]  # one line for the terminal
 Display = Callable[[], AbstractContextManager[Progress]]  # a progress display (rich)
+Waiting = Callable[[], bool]  # whether a save waits to be built
+# The grids' progress reports: their start, and each forward pass (``corpus.run.PASSES``),
+# where a waiting save stops them.
+GRID_STEPS = ("interventions", "interventions:passes")
+
+
+def long_work(stage: str, done: int, total: int) -> bool:
+    """A model load, or sentences to capture beyond the first."""
+    return stage == "model" or stage == "capture" and total - done > 1
 
 
 class Lazy:
-    """A ``Progress`` that opens ``display`` only for long work (a model load, or
-    sentences to capture beyond the first), so a one-sentence save prints one line."""
+    """A ``Progress`` that opens ``display`` only for long work (``opens``: by default
+    ``long_work``), so a one-sentence save prints one line."""
 
-    def __init__(self, display: Display) -> None:
-        self.display, self.opened, self.shown = display, None, None
+    def __init__(
+        self, display: Display, opens: Callable[[str, int, int], bool] = long_work
+    ) -> None:
+        self.display, self.opens, self.opened, self.shown = display, opens, None, None
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        if self.shown is None and (stage == "model" or stage == "capture" and total - done > 1):
+        if self.shown is None and self.opens(stage, done, total):
             self.opened = self.display()
             self.shown = self.opened.__enter__()
         if self.shown is not None:
@@ -64,7 +82,8 @@ def describe(report: BuildReport, why: str, seconds: float) -> str:
         parts.append(f"analysed sentence(s) {shown}{more}")
     parts.append(f"rendered {report.pages} page(s)")
     spent = ", ".join(f"{part} {s:.1f} s" for part, s in report.seconds.items())
-    return f"{why}: {', '.join(parts)} in {seconds:.1f} s ({spent})"
+    follow = "; the intervention grids follow" if report.grids_left else ""
+    return f"{why}: {', '.join(parts)} in {seconds:.1f} s ({spent}){follow}"
 
 
 def build_once(
@@ -75,11 +94,12 @@ def build_once(
     why: str,
     defer_images: bool = False,
 ) -> bool:
-    """One build, published to the pages and reported in one line; False when it failed."""
+    """One build, published to the pages and reported in one line; False when it failed.
+    Grids that must run again are left to ``finish_grids``."""
     start = time.perf_counter()
     progress = Lazy(display)
     try:
-        result = project.build(progress, defer_images)
+        result = project.build(progress, defer_images, defer_grids=True)
     except AttnReportError as err:
         progress.close(failed=True)
         state.publish(str(err))
@@ -88,13 +108,57 @@ def build_once(
     except Exception as err:  # a bug must not stop the server; the page says what it was
         progress.close(failed=True)
         log.debug("build failed", exc_info=True)
-        message = f"{type(err).__name__}: {err}".splitlines()[0]
+        message = one_line(err)
         state.publish(message)
         report(f"error: {message} (still serving the last good site)")
         return False
     progress.close(failed=False)
     state.publish(None, result.moved)
     report(describe(result, why, time.perf_counter() - start))
+    return True
+
+
+def one_line(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}".splitlines()[0]
+
+
+class Superseded(Exception):  # noqa: N818 - what happened to the grids, not a failure
+    """A save waits: the grids of the last build stop, and the save is built."""
+
+
+def finish_grids(
+    project: Project, state: LiveState, report: Report, display: Display, waiting: Waiting
+) -> bool:
+    """The grids the last build left (``Project.finish_grids``), with a progress display
+    (they are long work), then the site drawn again with them and published; False when
+    they did not finish. ``waiting()`` is asked before each forward pass: a save waiting
+    stops them (``Superseded``), the site is left as it was and the save is built next.
+    A failure puts a banner on the pages, which keep the notes in the grids' place."""
+    start = time.perf_counter()
+    progress = Lazy(display, lambda _stage, _done, _total: True)
+
+    def heard(stage: str, done: int, total: int) -> None:
+        progress(stage, done, total)
+        if stage in GRID_STEPS and waiting():
+            raise Superseded
+
+    try:
+        passes = project.finish_grids(heard)
+    except Superseded:
+        progress.close(failed=True)
+        report("  intervention grids: stopped for a newer save")
+        return False
+    except Exception as err:  # as a build's: the server stays up and the pages say why
+        progress.close(failed=True)
+        log.debug("grids failed", exc_info=True)
+        message = str(err) if isinstance(err, AttnReportError) else one_line(err)
+        state.publish(f"the intervention grids did not finish: {message}")
+        report(f"error: the intervention grids did not finish: {message}")
+        return False
+    progress.close(failed=False)
+    state.publish(None)
+    took = time.perf_counter() - start
+    report(f"  intervention grids: {passes} forward passes, site rendered again in {took:.1f} s")
     return True
 
 
@@ -129,13 +193,25 @@ def watch_site(
         serve_in_background(server)
         ready(f"http://{host}:{server.server_address[1]}/")
         watcher = Watcher(project.watched)
-        build_once(project, state, report, display, "first build")
-        watcher.absorb("results")
+        built = build_once(project, state, report, display, "first build")
+        follow_up(project, state, report, display, watcher, built)
         while kinds := watcher.wait(stop_when):
             why = " and ".join(kinds) + " changed"
             built = build_once(project, state, report, display, why, defer_images=True)
-            watcher.absorb("results")
-            if built and not watcher.pending():
-                draw_images(project, report)
+            follow_up(project, state, report, display, watcher, built)
     finally:
         stop(server, state)
+
+
+def follow_up(
+    project: Project, state: LiveState, report: Report, display: Display, watcher: Watcher,
+    built: bool,
+) -> None:  # fmt: skip
+    """What a good build left for after its site went up: the grids, then the static
+    images, each only while no save waits (the save comes first)."""
+    watcher.absorb("results")
+    if built and project.grids_left is not None and not watcher.pending():
+        finish_grids(project, state, report, display, watcher.pending)
+        watcher.absorb("results")
+    if built and not watcher.pending():
+        draw_images(project, report)

@@ -10,6 +10,11 @@ sentences, or nothing after a template or render-setting edit), then renders the
 from the folder as ``attnreport render`` does (``publish.render_folder``): the figure
 cache rebuilds only the figures whose results files changed, and the site is swapped in
 whole, so a failed build leaves the last good site where it was.
+
+With ``defer_grids`` a build that must run the intervention grids again leaves them for
+``Project.finish_grids``: its site is drawn without them, a note in each grid figure's
+place saying it is being updated (``SiteOptions.updating``), and drawn again when they
+have run.
 """
 
 from __future__ import annotations
@@ -18,12 +23,16 @@ import re
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attnreport.build import Progress, site_options
 from attnreport.config import Settings, SettingValues, load_settings
 from attnreport.errors import AttnReportError
 from attnreport.output import check_output, input_paths
+
+if TYPE_CHECKING:  # the model's modules load with the first build, not with this one
+    from attnreport.pass_count import PassProgress
+    from attnreport.site.context import SiteOptions
 
 PAGE = re.compile(r"s(\d{3,})-.*\.html")  # a sentence page: its index, then its slug
 
@@ -40,6 +49,17 @@ class BuildReport:
     moved: dict[str, str]
     pages: int
     seconds: dict[str, float]
+    grids_left: bool = False  # the site went up without the grids: ``finish_grids`` runs them
+
+
+@dataclass(frozen=True)
+class GridsLeft:
+    """What the last build left the grids to: the settings and session it analysed, and
+    the options its site was drawn with (``updating`` the grids)."""
+
+    settings: Settings
+    session: Any
+    options: SiteOptions
 
 
 def _load_key(settings: Settings) -> tuple[Any, ...]:
@@ -67,7 +87,8 @@ class Project:
         self.config, self.given, self.results_option = config, dict(given), results
         self.loaded: Any = None  # the LoadedModel kept between builds
         self.key: tuple[Any, ...] | None = None
-        self.images_later: Any = None  # the SiteOptions whose images a build deferred
+        self.images_later: SiteOptions | None = None  # the options whose images a build deferred
+        self.grids_left: GridsLeft | None = None  # the grids the last build left for later
         self.settings = self.read_settings()
 
     def read_settings(self) -> Settings:
@@ -132,20 +153,25 @@ class Project:
         )
         return Session(self.loaded, self.specs, sentences, settings.bos), load
 
-    def build(self, progress: Progress, defer_images: bool = False) -> BuildReport:
+    def build(
+        self, progress: Progress, defer_images: bool = False, defer_grids: bool = False
+    ) -> BuildReport:
         """Read the files again and bring the results and the site up to date with them.
 
         With ``defer_images``, the site is first written without its static images (a
         page with scripts shows none of them: they are the ``<noscript>`` copy and the
-        download links), and ``draw_images`` writes it again with them. Raises
-        ``AttnReportError`` (a bad setting or sentence file, a refused folder); the site
-        on disk is then the last good one."""
-        from attnreport.publish import render_folder
+        download links), and ``draw_images`` writes it again with them. With
+        ``defer_grids``, intervention grids that must run again are left to
+        ``finish_grids`` (``BuildReport.grids_left``) and the site is drawn without them.
+        Raises ``AttnReportError`` (a bad setting or sentence file, a refused folder); the
+        site on disk is then the last good one."""
         from attnreport.serve.analysis import update_results
+        from attnreport.serve.grids import finish_grids, grids_missing
+        from attnreport.site.context import GRIDS
 
         seconds: dict[str, float] = {}
         start = time.perf_counter()
-        self.images_later = None
+        self.images_later = self.grids_left = None
         settings = self.read_settings()
         if self.settings.out != settings.out:
             raise AttnReportError(
@@ -154,10 +180,12 @@ class Project:
         check_output(self.site, [*input_paths(settings), self.results], False)
         session, loaded = self.session(settings, progress)
         start = _lap(seconds, "load" if loaded else "read", start)
-        plan = update_results(settings, session, self.results, progress)
+        plan = update_results(settings, session, self.results, progress, defer_grids)
+        if not defer_grids:  # a folder an earlier save left without them
+            finish_grids(settings, session, self.results, _passes(progress))
         start = _lap(seconds, "analyse", start)
+        left = grids_missing(self.results)
         before = sentence_pages(self.site)
-        progress("site", 0, 1)
         options = site_options(settings)
         # Only new figures have images to draw: a template or page-setting save finds
         # every image in the image cache, and a second render would cost more.
@@ -165,24 +193,55 @@ class Project:
         self.images_later = options if later else None
         if self.images_later is not None:
             options = replace(options, images=False, png=False)
-        summary = render_folder(self.results, self.site, options)
+        if left:  # drawn without them, a note in their place
+            options = replace(options, updating=(GRIDS,))
+        summary = self._render(options, progress)
         _lap(seconds, "render", start)
+        self.grids_left = GridsLeft(settings, session, options) if left else None
         self.settings = settings
         after = sentence_pages(self.site)
         moved = {before[i]: after[i] for i in before.keys() & after.keys() if before[i] != after[i]}
         analysed = None if plan.kind == "all" else plan.changed
-        return BuildReport(plan.kind, analysed, loaded, moved, summary.pages, seconds)
+        return BuildReport(plan.kind, analysed, loaded, moved, summary.pages, seconds, left)
+
+    def finish_grids(self, progress: Progress) -> int:
+        """Run the grids the last build left (``grids_left``) and draw the site again with
+        them; the forward passes they took (0: none were left). ``progress`` hears of
+        each pass and may raise to stop them, leaving the site as it was."""
+        from attnreport.serve.grids import finish_grids
+
+        left = self.grids_left
+        if left is None:
+            return 0
+        progress("interventions", 0, 1)
+        passes = finish_grids(left.settings, left.session, self.results, _passes(progress))
+        self.grids_left = None
+        self._render(replace(left.options, updating=()), progress)
+        return passes
+
+    def _render(self, options: SiteOptions, progress: Progress) -> Any:
+        """The site drawn from the results folder with ``options`` (``render_folder``)."""
+        from attnreport.publish import render_folder
+
+        progress("site", 0, 1)
+        return render_folder(self.results, self.site, options)
 
     def draw_images(self) -> bool:
         """Write the site again with the static images the last build deferred (their
-        figures come from the figure cache); False when none were deferred."""
-        from attnreport.publish import render_folder
-
-        if self.images_later is None:
+        figures come from the figure cache); False when none were deferred, or the
+        grids are still to run (the site drawn then would lack them)."""
+        if self.images_later is None or self.grids_left is not None:
             return False
         options, self.images_later = self.images_later, None
-        render_folder(self.results, self.site, options)
+        self._render(options, lambda _stage, _done, _total: None)
         return True
+
+
+def _passes(progress: Progress) -> PassProgress:
+    """The grids' forward passes reported as ``interventions:passes``."""
+    from attnreport.corpus.run import PASSES
+
+    return lambda done, total: progress(PASSES, done, total)
 
 
 def _lap(seconds: dict[str, float], part: str, since: float) -> float:

@@ -124,9 +124,18 @@ def _sentences(n: int) -> str:
     )
 
 
-def _interventions(iv: Interventions | None) -> str | None:
+# The index while ``serve --watch`` runs the grids again after putting the site up
+# (``SiteOptions.updating``): the results it is drawn from hold none for a moment.
+GRIDS_UPDATING = (
+    "The intervention grids are being computed from the current sentences: what they show "
+    "(their figures, and the findings, claims and checks they decide) appears here when they "
+    "are done."
+)
+
+
+def _interventions(iv: Interventions | None, updating: bool = False) -> str | None:
     if iv is None:
-        return "No interventions were run."
+        return "The interventions are being run." if updating else "No interventions were run."
     mean = join_and([str(s) for s in iv.mean.sentences])
     second = (
         "; Q and K were also averaged before the rotation and rotated again per position"
@@ -149,10 +158,11 @@ def _interventions(iv: Interventions | None) -> str | None:
 
 
 def limitations(
-    manifest: Manifest, iv: Interventions | None, recaptured: bool = False
+    manifest: Manifest, iv: Interventions | None, recaptured: bool = False, updating: bool = False
 ) -> list[str]:
     """What this run cannot show, computed from it (one sentence or two each);
-    ``recaptured``: the set holds the sentences captured again with a BOS first."""
+    ``recaptured``: the set holds the sentences captured again with a BOS first;
+    ``updating``: the interventions are being run (``GRIDS_UPDATING``)."""
     s = manifest.settings
     out = [_sentences(len(manifest.sentences))]
     quant = quantisation(manifest)
@@ -163,7 +173,7 @@ def limitations(
         )
     out.append(_bos(manifest, recaptured))
     out.append(chat_words(manifest, "limitation") or "")
-    out.append(_interventions(iv) or "")
+    out.append(_interventions(iv, updating) or "")
     out.append(_post_norm(manifest) or "")
     longest = max((x.n_tokens for x in manifest.sentences), default=0)
     if longest > s.map_tokens:

@@ -37,7 +37,7 @@ from attnreport.results.layout import Layout
 from attnreport.site import pages, render
 from attnreport.site.ahead import Ahead
 from attnreport.site.chart_source import ChartSource, Drawing, as_bytes
-from attnreport.site.context import PLACEMENT, FigureFiles, FigureInput, Link, Pager, SiteOptions
+from attnreport.site.context import UNSTORED, FigureFiles, FigureInput, Link, Pager, SiteOptions
 from attnreport.site.page_data import (
     chosen_pages,
     intervention_inputs,
@@ -164,24 +164,33 @@ def _figures(
     keys = [p.figure.key for p in figs]
     if len(set(keys)) != len(keys):
         raise ValueError(f"figure keys repeat on page {page}: {keys}")
-    drawing = _start_images(figs, charts, options, here)
+    drawing = _start_images([p for p in figs if not p.updating], charts, options, here)
 
     def finish() -> list[FigureInput]:
-        pairs = zip(figs, drawing(), strict=True)
-        return [_figure_files(page, p, index, im, charts, files, layout) for p, im in pairs]
+        images = iter(drawing())
+        return [
+            _note(p) if p.updating else _figure_files(page, p, index, next(images), charts, files, layout)
+            for p in figs
+        ]  # fmt: skip
 
     return finish
+
+
+def _note(placed: Placed) -> FigureInput:
+    """A note in a figure's place (``registry.updating_notes``): no chart, image or data."""
+    return FigureInput(placed.figure, placed.entry, FigureFiles(payload="", data=""), True)
 
 
 def options_json(options: SiteOptions) -> bytes:
     """The site options as canonical JSON (``results/render.json``). ``pages`` is left out
     when every sentence has a page, and ``rebuild`` when unknown, so sites drawn before
-    those options existed keep their bytes. Where the pages sit (``unplaced``) is not
-    stored (``PLACEMENT``): the results render the same report wherever they are drawn."""
+    those options existed keep their bytes. Where the pages sit, and the results files
+    being computed again as they are drawn, are not stored (``UNSTORED``): the results
+    render the same report wherever and whenever they are drawn."""
     values = {
         k: list(v) if isinstance(v, tuple) else v
         for k, v in asdict(options).items()
-        if k not in PLACEMENT
+        if k not in UNSTORED
     }
     if values.get("pages") == "all":
         del values["pages"]
@@ -224,7 +233,7 @@ def _sentence_pages(
         results = page_results(source, i, inputs)
         name = cast(str, names[i])  # every chosen sentence has a file name
         stem = name.removesuffix(".html")
-        made = placed(source, results, i, charts)
+        made = placed(source, results, i, charts, updating=options.updating)
         figs = _figures(stem, i, made, charts, options, files, source.layout, ahead is not None)
         pager = Pager(
             _neighbour(names, chosen[k - 1] if k > 0 else None),
@@ -278,7 +287,7 @@ def assemble_site(
         if ahead:
             ahead.claim(None)
         set_only = page_results(source, None)  # the index is set-wide
-        made = placed(source, set_only, None, charts, linked)
+        made = placed(source, set_only, None, charts, linked, options.updating)
         here = ahead is not None
         figs = _figures("index", None, made, charts, options, files, source.layout, here)
         pipeline.drain()

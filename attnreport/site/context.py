@@ -42,8 +42,12 @@ class SiteOptions:
     # comparison puts each model's report one folder down), never stored in
     # ``render.json``: the path from a page to the folder of the shared ``assets/``, and
     # a link (href, label) shown in the header before the site's own home link.
-    asset_prefix: str = field(default="", metadata={"placement": True})
-    up: tuple[str, str] | None = field(default=None, metadata={"placement": True})
+    asset_prefix: str = field(default="", metadata={"stored": False})
+    up: tuple[str, str] | None = field(default=None, metadata={"stored": False})
+    # The results files being computed again while the site is drawn without them
+    # (``serve --watch`` puts a save's site up before its intervention grids: "interventions"):
+    # a note stands in each figure that reads one. A moment of one site, never stored either.
+    updating: tuple[str, ...] = field(default=(), metadata={"stored": False})
 
     @property
     def png_export(self) -> bool | float:
@@ -51,8 +55,13 @@ class SiteOptions:
         return self.png_scale if self.png else False
 
 
-# The options that say where the pages sit, not what they show: never in ``render.json``.
-PLACEMENT = frozenset(f.name for f in fields(SiteOptions) if f.metadata.get("placement"))
+# The results file of the intervention grids, as ``SiteOptions.updating`` names it while
+# they are computed again (the figure registry's name for it: ``FigureEntry.reads``).
+GRIDS = "interventions"
+
+# The options that say where the pages sit and what is missing from them for a moment,
+# not what they show: never in ``render.json``.
+UNSTORED = frozenset(f.name for f in fields(SiteOptions) if f.metadata.get("stored") is False)
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,7 @@ class FigureInput:
     figure: Figure
     entry: FigureEntry  # the registry entry that placed it (part, tables read)
     files: FigureFiles
+    updating: bool = False  # a note in its place: a results file it reads is being computed
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,7 @@ class FigureContext:
     prefix: str = ""  # before the number, so figures are unique across the site ("S3.")
     method: str | None = None  # link to the definition of the figure's measure (Methods)
     note: str = ""  # a plotted quantity identically zero for the model, said in one sentence
+    updating: bool = False  # no chart: ``note`` says the figure is being computed again
 
     @property
     def label(self) -> str:
@@ -343,6 +354,7 @@ def number_figures(
                     prefix=prefix,
                     method=method_href(f.key, on_index=not prefix),
                     note=f.note,
+                    updating=item.updating,
                 )
             )
         out.append(tuple(figs))

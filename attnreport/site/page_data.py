@@ -6,26 +6,40 @@ go through these, so a page is the same whichever process makes it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from attnreport.charts.export.figure_cache import PageFiles
 from attnreport.charts.figures.links import Pages
-from attnreport.charts.registry import Placed
+from attnreport.charts.registry import (
+    Placed,
+    grids_sentence,
+    page_inputs,
+    updating_notes,
+    with_notes,
+)
 from attnreport.errors import AttnReportError
 from attnreport.page_choice import page_indices, parse_pages
 from attnreport.results import Results, SentenceResults
 from attnreport.site.chart_source import ChartSource
-from attnreport.site.context import SiteOptions
+from attnreport.site.context import GRIDS, SiteOptions
 from attnreport.site.slugs import sentence_filename
 from attnreport.site.source import SiteSource
+
+
+def grids_page(source: SiteSource, options: SiteOptions) -> int | None:
+    """The sentence whose page shows the intervention grids, or their notes while they are
+    being computed (``registry.grids_sentence``); None: the site has no grids."""
+    if source.interventions is None and GRIDS not in options.updating:
+        return None
+    return grids_sentence(source.view(()))
 
 
 def chosen_pages(source: SiteSource, options: SiteOptions) -> tuple[int, ...]:
     """The sentences that get a page: ``options.pages``, plus the interventions' page, of
     those with a results file (``all`` or a count: those of them that have one; an index
     without one is a one-line error naming the analysis' choice)."""
-    iv = source.interventions
-    keep = [iv.scaling.sentence] if iv is not None else []
+    shown = grids_page(source, options)
+    keep = [shown] if shown is not None else []
     choice = parse_pages(options.pages)
     chosen = page_indices(choice, source.count, keep)
     missing = [i for i in chosen if not source.keeps(i)]
@@ -75,10 +89,19 @@ def placed(
     index: int | None,
     charts: ChartSource,
     pages: Pages = (),
+    updating: Collection[str] = (),
 ) -> Sequence[Placed]:
     """The figures of sentence ``index``'s page (the index, linking to the sentence pages
     ``pages``, when None), through the figure cache when ``charts`` has one: keyed by the
-    digests of the results files they read."""
+    digests of the results files they read. A figure that reads a file in ``updating``
+    (being computed again) is a note in its place (``registry.updating_notes``)."""
+    notes = updating_notes(page_inputs(results, index, pages), updating) if updating else []
+    return with_notes(_made(source, results, index, charts, pages), notes)
+
+
+def _made(
+    source: SiteSource, results: Results, index: int | None, charts: ChartSource, pages: Pages
+) -> Sequence[Placed]:
     if charts.page_figures is None:
         if index is None:
             return charts.index_figures(results, pages)

@@ -17,6 +17,7 @@ from attnreport.results.view import default_head
 from attnreport.site import about, apparatus, argument, highlights, methods
 from attnreport.site.byte_tokens import byte_groups
 from attnreport.site.context import (
+    GRIDS,
     FigureContext,
     FigureInput,
     IndexContext,
@@ -81,7 +82,7 @@ def with_alt(
     """The figures with the alt text their registry entries compute from ``data`` (kept
     empty for an entry without one); ``inputs[i]`` placed ``figs[i]``."""
     return tuple(
-        replace(f, alt=i.entry.alt(data)) if i.entry.alt else f
+        replace(f, alt=i.entry.alt(data)) if i.entry.alt and not i.updating else f
         for f, i in zip(figs, inputs, strict=True)
     )
 
@@ -348,6 +349,9 @@ def index_page(
     paras = _paras(text, [notes.ref("pooled", NOTES["pooled"])] if text else [])
     if iv is not None:
         paras.append(Paragraph(_layer_reason(results)))
+    updating = GRIDS in options.updating
+    if updating:  # not "no interventions were run": they are running (serve --watch)
+        paras.append(Paragraph(apparatus.GRIDS_UPDATING))
     numbers = sorted_lines(figs)
     if numbers and paras:  # on the sentence about the pooled per-layer lines it explains
         first = paras[0]
@@ -373,7 +377,9 @@ def index_page(
         model_line=visible(apparatus.model_line(results.manifest)),
         methods=methods.measures(apparatus.post_norm(results.manifest), _older_roles(results)),
         limitations=tuple(
-            apparatus.limitations(results.manifest, results.interventions, _recaptured(results))
+            apparatus.limitations(
+                results.manifest, results.interventions, _recaptured(results), updating
+            )
         ),
         citation=apparatus.citation(
             meta.site_title, meta.authors, meta.date, results.manifest, meta.version
