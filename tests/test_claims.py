@@ -345,9 +345,10 @@ def test_gu_claim_takes_the_sink_layers_by_gu_measure_where_the_results_allow():
     of the heads above 0.3) layers 1-5 are: 3 of layer 1's 4 heads give the first token
     0.4, and layer 0's 2 of 4 (not more than half) do not make it one. Layer 1's short
     values then count on the sink side, and the control is layer 0 alone (ratio 1)."""
-    prob = lambda a, h: (
-        0.9 if a >= 2 else (0.4 if (a == 1 and h < 3) or (a == 0 and h < 2) else 0.1)
-    )  # noqa: E731
+
+    def prob(a, h):
+        return 0.9 if a >= 2 else (0.4 if (a == 1 and h < 3) or (a == 0 and h < 2) else 0.1)
+
     norms = _norms(6, lambda s, a, h: 0.2 + 0.01 * s if a >= 1 else 1.0)
     tables = {"value_norms": norms, "focus_pooled": _pooled_first((2, 3, 4, 5)),
               "focus_by_sentence": _by_sentence(prob)}  # fmt: skip
