@@ -239,11 +239,14 @@
   }
 
   // A fitted chart still wider than its figure (a grid of facet rows and columns, which
-  // cannot wrap; a long input's axis): its plots shrink (steps and panel sizes of the compiled SIGNALS), its
-  // text keeps its size, until it fits or is LEAST of its size; again whenever the view
-  // grows (rows loaded later). A chart whose spec says {usermeta: {fit: "fill"}} (a long
-  // input's attention map) shrinks until it fits, to fractions of a pixel per cell.
-  // Resolves when the first fitting is drawn.
+  // cannot wrap; a long input's axis): its plots shrink (steps and panel sizes of the
+  // compiled SIGNALS), its text keeps its size, until it fits or is LEAST of its size. A
+  // chart whose spec says {usermeta: {fit: "fill"}} (a long input's attention map) shrinks
+  // until it fits, to fractions of a pixel per cell. Whenever the view is resized by
+  // anything but this fitting (a control moved, rows loaded later) it is fitted again from
+  // its compiled sizes, as the same view opened from the URL is: each pass's scale depends
+  // on the drawing it measures, so a fitting that went on from the last view's scale drew
+  // 1-2 px off. Resolves when the first fitting is drawn.
   function shrinkToFit(el, view, signals, fit, usermeta) {
     var sizes = signals.filter(function (signal) {
       var name = signal.name;
@@ -256,12 +259,27 @@
     var fill = Boolean(usermeta && usermeta.fit === "fill");
     var scale = 1;
     var busy = false;
+    var running = 0; // runs of this fitting under way: the resizes they report are its own
+    var stale = false; // resized by another run while a fitting was under way
+    // At scale 1 the compiled sizes as they are (a view drawn from its spec has them).
+    function sizeOf(signal) {
+      if (scale === 1) {
+        return signal.value;
+      }
+      var size = signal.value * scale;
+      return fill ? Math.max(0.05, size) : Math.max(1, Math.floor(size));
+    }
     function apply() {
       sizes.forEach(function (signal) {
-        var size = signal.value * scale;
-        view.signal(signal.name, fill ? Math.max(0.05, size) : Math.max(1, Math.floor(size)));
+        view.signal(signal.name, sizeOf(signal));
       });
-      return view.runAsync();
+      running += 1;
+      function ran() {
+        running -= 1;
+      }
+      var run = view.runAsync();
+      run.then(ran, ran);
+      return run;
     }
     // The next scale of the plots for a drawing WIDTH px wide in ROOM px. Text does not
     // shrink, so a chart that fills its column takes all of the excess off its plot (the
@@ -291,27 +309,53 @@
         return pass(left - 1, fill ? before : null);
       });
     }
+    // Back to the compiled sizes (unless there already) and drawn, to be measured afresh.
+    function restart() {
+      if (scale === 1) {
+        return Promise.resolve();
+      }
+      scale = 1;
+      return apply();
+    }
     function fitNow() {
       if (busy) {
         return Promise.resolve();
       }
       busy = true;
+      stale = false;
       fitting += 1;
       function done() {
         busy = false;
         fitting -= 1;
+        if (stale) {
+          later(); // the view changed while it was measured: fit the view it is now
+        }
       }
-      return pass(fill ? FILL_TRIES : TRIES, null).then(done, function (error) {
+      return restart().then(function () {
+        return pass(fill ? FILL_TRIES : TRIES, null);
+      }).then(done, function (error) {
         done();
         throw error;
       });
     }
-    view.addResizeListener(function () {
+    function later() {
       fitting += 1; // asked for: busy until it has run
       window.setTimeout(function () {
         fitting -= 1;
         fitNow();
       }, 0); // not inside the dataflow run that resized it
+    }
+    // Vega reports a resize inside the run that made it: while one of this fitting's own
+    // runs is under way, the resize is its own doing (fitting again on it would not end).
+    view.addResizeListener(function () {
+      if (running) {
+        return;
+      }
+      if (busy) {
+        stale = true; // fitted again once the fitting under way is done
+      } else {
+        later();
+      }
     });
     return fitNow();
   }
