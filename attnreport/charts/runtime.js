@@ -346,6 +346,10 @@
         return self.view.runAsync();
       })
       .then(function () {
+        var grid = spec.usermeta && spec.usermeta.relayout; // a facet grid (layOutAgain)
+        return grid ? layout.layOutAgain(self.view, key) : null;
+      })
+      .then(function () {
         return layout.shrinkToFit(self.el, self.view, spec.signals, self.fit, spec.usermeta);
       })
       .then(function () {

@@ -360,6 +360,26 @@
     return fitNow();
   }
 
+  // Vega places a facet grid's rows on its first run by bounds that are not yet final (the
+  // example's mean grid on a phone: a cell whose axis has no label at its top kept a
+  // label's room above it, 1 px a row) and does not place them again; a run that updates
+  // the same rows does, as after a control moved. So a grid's first drawing runs once
+  // more, every row of its data set NAME marked modified (none of its values changed):
+  // drawn directly or reached by the controls, a view is then laid out alike.
+  function layOutAgain(view, name) {
+    var rows = view.data(name) || [];
+    var field = rows.length ? Object.keys(rows[0])[0] : null;
+    if (!field) {
+      return Promise.resolve();
+    }
+    var same = view.changeset().modify(function () {
+      return true;
+    }, field, function (row) {
+      return row[field];
+    });
+    return view.change(name, same).runAsync();
+  }
+
   // After the window is resized (and rests), every chart in CHARTS() whose fit changed
   // is drawn again (chart.refit()).
   function followResize(charts) {
@@ -381,6 +401,7 @@
     fitOf: fitOf,
     fitted: fitted,
     shrinkToFit: shrinkToFit,
+    layOutAgain: layOutAgain,
     fitCanvasPicking: fitCanvasPicking,
     followResize: followResize,
   };
