@@ -96,7 +96,7 @@ def test_no_figure_of_the_example_scrolls_sideways(example, offline_page, width)
 def test_no_figure_of_a_512_token_page_scrolls_sideways(long_page, offline_page, width):
     """Every chart fits the window, re-wraps and shrinks its cells as on the example's
     pages; the attention map's 512-row triangle is drawn at its column's width (its cells
-    shrink past LEAST, in runtime_layout.js; its labels are checked in
+    shrink past LEAST, in runtime_fit.js; its labels are checked in
     test_reading_browser)."""
     page = open_at(offline_page, long_page.as_uri(), width)
     assert page.evaluate(OVERFLOW) == [], width

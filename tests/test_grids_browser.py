@@ -123,14 +123,7 @@ def move(page, control: str, value) -> None:
         page.locator(f"{chart} input[name={control}][value='{value}']").check()
 
 
-# A known defect (test_view_state_browser's LAYER_DRIFT): on a phone the mean grid's KL
-# strip, fitted after the views before it, sits 2 px off the one opened from the hash.
-PHONE_DRIFT = pytest.mark.xfail(
-    strict=True, reason="shrinkToFit's scale depends on the views drawn before (2 px)"
-)
-
-
-@pytest.mark.parametrize("width", [1280, pytest.param(390, marks=PHONE_DRIFT)])
+@pytest.mark.parametrize("width", [1280, 390])
 def test_every_grid_control_draws_what_the_same_view_opened_from_its_hash_draws(
     example_render, browser, width
 ):

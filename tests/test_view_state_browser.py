@@ -236,17 +236,7 @@ def compared(values: list) -> list:
 # own fix (their engineer's part of the issue) makes this pass, and strict makes it say so.
 
 
-# A known defect, found when the example moved to 64-96-token passages: the fitting of a
-# chart (runtime_layout.shrinkToFit) keeps its scale from the views before, so a faceted
-# histogram reached by moving the layer slider sits 1 px off the one opened from the hash.
-LAYER_DRIFT = pytest.mark.xfail(
-    strict=True, reason="shrinkToFit's scale depends on the views drawn before (1 px)"
-)
-
-
-@pytest.mark.parametrize(
-    "name", [pytest.param("layer", marks=LAYER_DRIFT), "head", "sort_idx", "observation", "eps"]
-)
+@pytest.mark.parametrize("name", ["layer", "head", "sort_idx", "observation", "eps"])
 def test_every_control_at_every_value_draws_what_its_hash_draws(example, tabs, name):
     tab, fresh = tabs
     url = grids_page(example, MODELS[0]).as_uri()

@@ -44,6 +44,7 @@ SHIPPED = (
     "attnreport/charts/runtime.js",
     "attnreport/charts/runtime_state.js",
     "attnreport/charts/runtime_layout.js",
+    "attnreport/charts/runtime_fit.js",
     "attnreport/charts/runtime_data.js",
     "attnreport/charts/runtime_label.js",
     "attnreport/serve/live.js",

@@ -6,7 +6,8 @@
  * protocol (payload, chunk files, column encodings, data attributes) is documented in
  * attnreport/charts/embed.py. This is the last part (drawing): runtime_state.js (the page
  * state, window.attnreport.state), runtime_layout.js (column fitting,
- * window.attnreport.layout), runtime_data.js (data files and column decoding,
+ * window.attnreport.layout), runtime_fit.js (plots shrunk to their column,
+ * window.attnreport.fit), runtime_data.js (data files and column decoding,
  * window.attnreport.data) and runtime_label.js (each chart's label, following its view,
  * window.attnreport.label) run before it, in the same file (embed.runtime_js()).
  * Everything lives inside this function: the Vega bundle declares top-level names.
@@ -20,6 +21,7 @@
   // that run before this one
   var pageState = window.attnreport.state;
   var layout = window.attnreport.layout;
+  var fit = window.attnreport.fit;
   var loadFile = window.attnreport.data.loadFile;
   var toRows = window.attnreport.data.toRows;
   var label = window.attnreport.label;
@@ -346,7 +348,11 @@
         return self.view.runAsync();
       })
       .then(function () {
-        return layout.shrinkToFit(self.el, self.view, spec.signals, self.fit, spec.usermeta);
+        var grid = spec.usermeta && spec.usermeta.relayout; // a facet grid (layOutAgain)
+        return grid ? fit.layOutAgain(self.view, key) : null;
+      })
+      .then(function () {
+        return fit.shrinkToFit(self.el, self.view, spec.signals, self.fit, spec.usermeta);
       })
       .then(function () {
         self.drawing = false;
@@ -518,7 +524,7 @@
         return false;
       }
     }
-    return !layout.busy() && pageState.charts.every(function (chart) {
+    return !fit.busy() && pageState.charts.every(function (chart) {
       return !chart.drawing && !Object.keys(chart.pending).length &&
         layout.fitOf(chart.el.clientWidth) === chart.fit;
     });

@@ -1,4 +1,4 @@
-/* attnreport chart runtime, part 3 of 5: the data files and their columns.
+/* attnreport chart runtime, part 4 of 6: the data files and their columns.
  *
  * A figure's rows travel as encoded columns (embed.py documents the forms), inline in the
  * page or in chunk files: classic scripts ("KEY--CHUNK.js", loaded with a script tag, so

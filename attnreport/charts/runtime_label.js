@@ -1,4 +1,4 @@
-/* attnreport chart runtime, part 4 of 5: each chart's label follows the view it draws.
+/* attnreport chart runtime, part 5 of 6: each chart's label follows the view it draws.
  *
  * A figure's box carries an ARIA label (templates/partials/figure.html): its number, its
  * title and its alt text, which the report computes from the data of the view the figure

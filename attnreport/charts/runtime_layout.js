@@ -1,11 +1,9 @@
-/* attnreport chart runtime, part 2 of 5: fitting each chart to its column.
+/* attnreport chart runtime, part 2 of 6: fitting each chart to its column.
  *
  * A chart is drawn for the width of its figure: "wide" (700 px or more) as compiled,
  * "narrow" (500-700 px) with legends below the plot and every wrapped facet in two
  * columns, "phone" (under 500 px) the same with wrapped facets in one column. A chart
- * still wider than its figure (a grid of facet rows and columns, a long input) then
- * shrinks its plots, not its text, down to LEAST of their size (a dense map, to any
- * size: it is then drawn at its column's width, not scaled down). When the window is
+ * still wider than its figure then shrinks its plots (runtime_fit.js). When the window is
  * resized so that a chart's fit changes, the chart is drawn again (runtime.js,
  * Chart.refit). Exposes window.attnreport.layout.
  */
@@ -200,122 +198,6 @@
     };
   }
 
-  // A compiled spec's size signals: steps and panel sizes; not, once wrapped (narrow or
-  // phone fits), those of a wrapped facet's cells ("NAME_child_width"), which fit by
-  // wrapping (shrinking them would not narrow a chart whose grid is its widest part).
-  var SIZE = /(^|_)(step|width|height)$/;
-  var WRAPPED = /_child_(width|height)$/;
-  var LEAST = 0.3; // the smallest a plot is shrunk, as a share of its compiled size
-  var TRIES = 3; // text does not shrink with the plots, so a few passes get it to fit
-  var FILL_TRIES = 6; // a chart that fills its column: text is most of what is left
-  var fitting = 0; // fitting passes begun or asked for and not finished (``busy``)
-
-  // The width a drawn chart takes (its SVG's or canvas's own CSS pixels, before the
-  // stylesheet scales it to the figure).
-  function drawnWidth(el) {
-    var marks = el.querySelector("svg.marks, canvas.marks");
-    if (!marks) {
-      return 0;
-    }
-    // a canvas holds devicePixelRatio pixels per CSS pixel; its style gives its CSS width
-    var css = marks.tagName === "CANVAS" ? parseFloat(marks.style.width) : 0;
-    return css || parseFloat(marks.getAttribute("width")) || parseFloat(marks.style.width) || 0;
-  }
-
-  // The width of a single view's plot (its "width" signal), or 0 (none: a facet grid).
-  function plotWidth(view) {
-    try {
-      return +view.signal("width") || 0;
-    } catch (error) {
-      return 0;
-    }
-  }
-
-  // The width a chart's drawing has in EL: its box less its padding (vega-embed keeps
-  // room on the right for its actions menu).
-  function roomOf(el) {
-    var style = window.getComputedStyle(el);
-    return el.clientWidth - (parseFloat(style.paddingLeft) || 0) - (parseFloat(style.paddingRight) || 0);
-  }
-
-  // A fitted chart still wider than its figure (a grid of facet rows and columns, which
-  // cannot wrap; a long input's axis): its plots shrink (steps and panel sizes of the compiled SIGNALS), its
-  // text keeps its size, until it fits or is LEAST of its size; again whenever the view
-  // grows (rows loaded later). A chart whose spec says {usermeta: {fit: "fill"}} (a long
-  // input's attention map) shrinks until it fits, to fractions of a pixel per cell.
-  // Resolves when the first fitting is drawn.
-  function shrinkToFit(el, view, signals, fit, usermeta) {
-    var sizes = signals.filter(function (signal) {
-      var name = signal.name;
-      return SIZE.test(name) && (fit === "wide" || !WRAPPED.test(name)) &&
-        typeof signal.value === "number" && !signal.bind;
-    });
-    if (!sizes.length) {
-      return Promise.resolve();
-    }
-    var fill = Boolean(usermeta && usermeta.fit === "fill");
-    var scale = 1;
-    var busy = false;
-    function apply() {
-      sizes.forEach(function (signal) {
-        var size = signal.value * scale;
-        view.signal(signal.name, fill ? Math.max(0.05, size) : Math.max(1, Math.floor(size)));
-      });
-      return view.runAsync();
-    }
-    // The next scale of the plots for a drawing WIDTH px wide in ROOM px. Text does not
-    // shrink, so a chart that fills its column takes all of the excess off its plot (the
-    // "width" signal); any other aims a little under the column, to fit in TRIES.
-    function nextScale(width, room) {
-      var plot = fill ? plotWidth(view) : 0;
-      if (plot > 0) {
-        return Math.max(0, (scale * (plot - (width - room) - 1)) / plot);
-      }
-      return Math.max(fill ? 0 : LEAST, (scale * (room - 1)) / width);
-    }
-    // LAST: the width and scale before the previous pass; when that pass did not narrow
-    // the drawing, its text alone is that wide and shrinking the plot only hid it: undo.
-    function pass(left, last) {
-      var width = drawnWidth(el);
-      var room = roomOf(el);
-      if (last && width >= last.width - 0.5) {
-        scale = last.scale;
-        return apply();
-      }
-      if (!width || width <= room + 1 || !left || scale <= (fill ? 0 : LEAST)) {
-        return Promise.resolve();
-      }
-      var before = { width: width, scale: scale };
-      scale = nextScale(width, room);
-      return apply().then(function () {
-        return pass(left - 1, fill ? before : null);
-      });
-    }
-    function fitNow() {
-      if (busy) {
-        return Promise.resolve();
-      }
-      busy = true;
-      fitting += 1;
-      function done() {
-        busy = false;
-        fitting -= 1;
-      }
-      return pass(fill ? FILL_TRIES : TRIES, null).then(done, function (error) {
-        done();
-        throw error;
-      });
-    }
-    view.addResizeListener(function () {
-      fitting += 1; // asked for: busy until it has run
-      window.setTimeout(function () {
-        fitting -= 1;
-        fitNow();
-      }, 0); // not inside the dataflow run that resized it
-    });
-    return fitNow();
-  }
-
   // After the window is resized (and rests), every chart in CHARTS() whose fit changed
   // is drawn again (chart.refit()).
   function followResize(charts) {
@@ -331,12 +213,8 @@
   }
 
   ns.layout = {
-    busy: function () {
-      return fitting > 0;
-    },
     fitOf: fitOf,
     fitted: fitted,
-    shrinkToFit: shrinkToFit,
     fitCanvasPicking: fitCanvasPicking,
     followResize: followResize,
   };

@@ -1,4 +1,4 @@
-/* attnreport chart runtime, part 1 of 5: one state per page, mirrored in the URL hash.
+/* attnreport chart runtime, part 1 of 6: one state per page, mirrored in the URL hash.
  *
  * The bound params named in SHARED are state of the page, not of one figure: every
  * chart that binds one shows the same value, moving any control moves them all, and
@@ -8,8 +8,9 @@
  * views. A value no control of the page can show ("#layer=99&head=-3") is brought to the
  * nearest one every control of its name can show (a slider's end or step) or dropped (an
  * option no select has), before any chart draws, and the URL rewritten to the view shown;
- * an edited hash likewise. Exposes window.attnreport.state (the page state) and .history; runtime.js, loaded
- * after this file and runtime_layout.js (embed.runtime_js() joins the three), draws.
+ * an edited hash likewise. Exposes window.attnreport.state (the page state) and .history;
+ * runtime.js, loaded after this file and the other parts (embed.runtime_js() joins them),
+ * draws.
  */
 (function () {
   "use strict";

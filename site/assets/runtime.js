@@ -1,4 +1,4 @@
-/* attnreport chart runtime, part 1 of 5: one state per page, mirrored in the URL hash.
+/* attnreport chart runtime, part 1 of 6: one state per page, mirrored in the URL hash.
  *
  * The bound params named in SHARED are state of the page, not of one figure: every
  * chart that binds one shows the same value, moving any control moves them all, and
@@ -8,8 +8,9 @@
  * views. A value no control of the page can show ("#layer=99&head=-3") is brought to the
  * nearest one every control of its name can show (a slider's end or step) or dropped (an
  * option no select has), before any chart draws, and the URL rewritten to the view shown;
- * an edited hash likewise. Exposes window.attnreport.state (the page state) and .history; runtime.js, loaded
- * after this file and runtime_layout.js (embed.runtime_js() joins the three), draws.
+ * an edited hash likewise. Exposes window.attnreport.state (the page state) and .history;
+ * runtime.js, loaded after this file and the other parts (embed.runtime_js() joins them),
+ * draws.
  */
 (function () {
   "use strict";
@@ -328,14 +329,12 @@
   ns.controlValue = controlValue;
 })();
 
-/* attnreport chart runtime, part 2 of 5: fitting each chart to its column.
+/* attnreport chart runtime, part 2 of 6: fitting each chart to its column.
  *
  * A chart is drawn for the width of its figure: "wide" (700 px or more) as compiled,
  * "narrow" (500-700 px) with legends below the plot and every wrapped facet in two
  * columns, "phone" (under 500 px) the same with wrapped facets in one column. A chart
- * still wider than its figure (a grid of facet rows and columns, a long input) then
- * shrinks its plots, not its text, down to LEAST of their size (a dense map, to any
- * size: it is then drawn at its column's width, not scaled down). When the window is
+ * still wider than its figure then shrinks its plots (runtime_fit.js). When the window is
  * resized so that a chart's fit changes, the chart is drawn again (runtime.js,
  * Chart.refit). Exposes window.attnreport.layout.
  */
@@ -530,13 +529,52 @@
     };
   }
 
+  // After the window is resized (and rests), every chart in CHARTS() whose fit changed
+  // is drawn again (chart.refit()).
+  function followResize(charts) {
+    var timer = null;
+    window.addEventListener("resize", function () {
+      window.clearTimeout(timer);
+      timer = window.setTimeout(function () {
+        charts().forEach(function (chart) {
+          chart.refit();
+        });
+      }, RESIZE_DELAY);
+    });
+  }
+
+  ns.layout = {
+    fitOf: fitOf,
+    fitted: fitted,
+    fitCanvasPicking: fitCanvasPicking,
+    followResize: followResize,
+  };
+})();
+
+/* attnreport chart runtime, part 3 of 6: shrinking a chart's plots to fit its column.
+ *
+ * A chart still wider than its figure once fitted (runtime_layout.js: a grid of facet rows
+ * and columns, a long input) shrinks its plots, not its text, down to LEAST of their size
+ * (a dense map, to any size: it is then drawn at its column's width, not scaled down).
+ * A view is fitted alike whether it was opened from its URL or reached by the controls.
+ * Exposes window.attnreport.fit.
+ */
+(function () {
+  "use strict";
+
+  var ns = (window.attnreport = window.attnreport || {});
+
   // A compiled spec's size signals: steps and panel sizes; not, once wrapped (narrow or
   // phone fits), those of a wrapped facet's cells ("NAME_child_width"), which fit by
   // wrapping (shrinking them would not narrow a chart whose grid is its widest part).
   var SIZE = /(^|_)(step|width|height)$/;
   var WRAPPED = /_child_(width|height)$/;
   var LEAST = 0.3; // the smallest a plot is shrunk, as a share of its compiled size
-  var TRIES = 3; // text does not shrink with the plots, so a few passes get it to fit
+  // Passes at most. Text does not shrink with the plots, so each pass takes off less than
+  // the excess and the next one measures again: the example's mean grid fits a 1280 px
+  // window after 9. (A fitting's own resizes once set off more fittings, which went on
+  // until the chart fitted; they are ignored now, so one fitting has to get there.)
+  var TRIES = 24;
   var FILL_TRIES = 6; // a chart that fills its column: text is most of what is left
   var fitting = 0; // fitting passes begun or asked for and not finished (``busy``)
 
@@ -569,11 +607,14 @@
   }
 
   // A fitted chart still wider than its figure (a grid of facet rows and columns, which
-  // cannot wrap; a long input's axis): its plots shrink (steps and panel sizes of the compiled SIGNALS), its
-  // text keeps its size, until it fits or is LEAST of its size; again whenever the view
-  // grows (rows loaded later). A chart whose spec says {usermeta: {fit: "fill"}} (a long
-  // input's attention map) shrinks until it fits, to fractions of a pixel per cell.
-  // Resolves when the first fitting is drawn.
+  // cannot wrap; a long input's axis): its plots shrink (steps and panel sizes of the
+  // compiled SIGNALS), its text keeps its size, until it fits or is LEAST of its size. A
+  // chart whose spec says {usermeta: {fit: "fill"}} (a long input's attention map) shrinks
+  // until it fits, to fractions of a pixel per cell. Whenever the view is resized by
+  // anything but this fitting (a control moved, rows loaded later) it is fitted again from
+  // its compiled sizes, as the same view opened from the URL is: each pass's scale depends
+  // on the drawing it measures, so a fitting that went on from the last view's scale drew
+  // 1-2 px off. Resolves when the first fitting is drawn.
   function shrinkToFit(el, view, signals, fit, usermeta) {
     var sizes = signals.filter(function (signal) {
       var name = signal.name;
@@ -586,16 +627,31 @@
     var fill = Boolean(usermeta && usermeta.fit === "fill");
     var scale = 1;
     var busy = false;
+    var running = 0; // runs of this fitting under way: the resizes they report are its own
+    var stale = false; // resized by another run while a fitting was under way
+    // At scale 1 the compiled sizes as they are (a view drawn from its spec has them).
+    function sizeOf(signal) {
+      if (scale === 1) {
+        return signal.value;
+      }
+      var size = signal.value * scale;
+      return fill ? Math.max(0.05, size) : Math.max(1, Math.floor(size));
+    }
     function apply() {
       sizes.forEach(function (signal) {
-        var size = signal.value * scale;
-        view.signal(signal.name, fill ? Math.max(0.05, size) : Math.max(1, Math.floor(size)));
+        view.signal(signal.name, sizeOf(signal));
       });
-      return view.runAsync();
+      running += 1;
+      function ran() {
+        running -= 1;
+      }
+      var run = view.runAsync();
+      run.then(ran, ran);
+      return run;
     }
     // The next scale of the plots for a drawing WIDTH px wide in ROOM px. Text does not
     // shrink, so a chart that fills its column takes all of the excess off its plot (the
-    // "width" signal); any other aims a little under the column, to fit in TRIES.
+    // "width" signal); any other aims a little under the column.
     function nextScale(width, room) {
       var plot = fill ? plotWidth(view) : 0;
       if (plot > 0) {
@@ -621,58 +677,87 @@
         return pass(left - 1, fill ? before : null);
       });
     }
+    // Back to the compiled sizes (unless there already) and drawn, to be measured afresh.
+    function restart() {
+      if (scale === 1) {
+        return Promise.resolve();
+      }
+      scale = 1;
+      return apply();
+    }
     function fitNow() {
       if (busy) {
         return Promise.resolve();
       }
       busy = true;
+      stale = false;
       fitting += 1;
       function done() {
         busy = false;
         fitting -= 1;
+        if (stale) {
+          later(); // the view changed while it was measured: fit the view it is now
+        }
       }
-      return pass(fill ? FILL_TRIES : TRIES, null).then(done, function (error) {
+      return restart().then(function () {
+        return pass(fill ? FILL_TRIES : TRIES, null);
+      }).then(done, function (error) {
         done();
         throw error;
       });
     }
-    view.addResizeListener(function () {
+    function later() {
       fitting += 1; // asked for: busy until it has run
       window.setTimeout(function () {
         fitting -= 1;
         fitNow();
       }, 0); // not inside the dataflow run that resized it
+    }
+    // Vega reports a resize inside the run that made it: while one of this fitting's own
+    // runs is under way, the resize is its own doing (fitting again on it would not end).
+    view.addResizeListener(function () {
+      if (running) {
+        return;
+      }
+      if (busy) {
+        stale = true; // fitted again once the fitting under way is done
+      } else {
+        later();
+      }
     });
     return fitNow();
   }
 
-  // After the window is resized (and rests), every chart in CHARTS() whose fit changed
-  // is drawn again (chart.refit()).
-  function followResize(charts) {
-    var timer = null;
-    window.addEventListener("resize", function () {
-      window.clearTimeout(timer);
-      timer = window.setTimeout(function () {
-        charts().forEach(function (chart) {
-          chart.refit();
-        });
-      }, RESIZE_DELAY);
+  // Vega places a facet grid's rows on its first run by bounds that are not yet final (the
+  // example's mean grid on a phone: a cell whose axis has no label at its top kept a
+  // label's room above it, 1 px a row) and does not place them again; a run that updates
+  // the same rows does, as after a control moved. So a grid's first drawing runs once
+  // more, every row of its data set NAME marked modified (none of its values changed):
+  // drawn directly or reached by the controls, a view is then laid out alike.
+  function layOutAgain(view, name) {
+    var rows = view.data(name) || [];
+    var field = rows.length ? Object.keys(rows[0])[0] : null;
+    if (!field) {
+      return Promise.resolve();
+    }
+    var same = view.changeset().modify(function () {
+      return true;
+    }, field, function (row) {
+      return row[field];
     });
+    return view.change(name, same).runAsync();
   }
 
-  ns.layout = {
+  ns.fit = {
     busy: function () {
       return fitting > 0;
     },
-    fitOf: fitOf,
-    fitted: fitted,
     shrinkToFit: shrinkToFit,
-    fitCanvasPicking: fitCanvasPicking,
-    followResize: followResize,
+    layOutAgain: layOutAgain,
   };
 })();
 
-/* attnreport chart runtime, part 3 of 5: the data files and their columns.
+/* attnreport chart runtime, part 4 of 6: the data files and their columns.
  *
  * A figure's rows travel as encoded columns (embed.py documents the forms), inline in the
  * page or in chunk files: classic scripts ("KEY--CHUNK.js", loaded with a script tag, so
@@ -803,7 +888,7 @@
   });
 })();
 
-/* attnreport chart runtime, part 4 of 5: each chart's label follows the view it draws.
+/* attnreport chart runtime, part 5 of 6: each chart's label follows the view it draws.
  *
  * A figure's box carries an ARIA label (templates/partials/figure.html): its number, its
  * title and its alt text, which the report computes from the data of the view the figure
@@ -888,7 +973,8 @@
  * protocol (payload, chunk files, column encodings, data attributes) is documented in
  * attnreport/charts/embed.py. This is the last part (drawing): runtime_state.js (the page
  * state, window.attnreport.state), runtime_layout.js (column fitting,
- * window.attnreport.layout), runtime_data.js (data files and column decoding,
+ * window.attnreport.layout), runtime_fit.js (plots shrunk to their column,
+ * window.attnreport.fit), runtime_data.js (data files and column decoding,
  * window.attnreport.data) and runtime_label.js (each chart's label, following its view,
  * window.attnreport.label) run before it, in the same file (embed.runtime_js()).
  * Everything lives inside this function: the Vega bundle declares top-level names.
@@ -902,6 +988,7 @@
   // that run before this one
   var pageState = window.attnreport.state;
   var layout = window.attnreport.layout;
+  var fit = window.attnreport.fit;
   var loadFile = window.attnreport.data.loadFile;
   var toRows = window.attnreport.data.toRows;
   var label = window.attnreport.label;
@@ -1228,7 +1315,11 @@
         return self.view.runAsync();
       })
       .then(function () {
-        return layout.shrinkToFit(self.el, self.view, spec.signals, self.fit, spec.usermeta);
+        var grid = spec.usermeta && spec.usermeta.relayout; // a facet grid (layOutAgain)
+        return grid ? fit.layOutAgain(self.view, key) : null;
+      })
+      .then(function () {
+        return fit.shrinkToFit(self.el, self.view, spec.signals, self.fit, spec.usermeta);
       })
       .then(function () {
         self.drawing = false;
@@ -1400,7 +1491,7 @@
         return false;
       }
     }
-    return !layout.busy() && pageState.charts.every(function (chart) {
+    return !fit.busy() && pageState.charts.every(function (chart) {
       return !chart.drawing && !Object.keys(chart.pending).length &&
         layout.fitOf(chart.el.clientWidth) === chart.fit;
     });

@@ -54,7 +54,10 @@ facet (also one inside a concatenation) in two columns, one under 500 px; when a
 changes that fit, the chart is drawn again (``el.dataset.fit`` is "wide", "narrow" or
 "phone"). A chart still wider than its figure then shrinks its plots (the compiled spec's
 numeric ``*_step``, ``*_width`` and ``*_height`` signals, not a wrapped facet's
-``*_child_*``), not its text, to at most 0.3 of their size.
+``*_child_*``), not its text, to at most 0.3 of their size (``runtime_fit.js``); after
+anything else resizes its view (a control, rows arriving) it is fitted again from its
+compiled sizes, and a facet grid (``usermeta.relayout``) runs once more after its first
+run, so that a view reached by the controls is drawn as the same view opened from its URL.
 
 Shared chunks: a payload whose ``chunk_source`` is the key SOURCE of another figure on
 the page loads ``<script src="SOURCE_DIR/SOURCE--CHUNK.js">``, SOURCE_DIR being the
@@ -191,6 +194,7 @@ def chunk_files(fig: Figure) -> dict[str, str]:
 RUNTIME_PARTS = (
     "runtime_state.js",
     "runtime_layout.js",
+    "runtime_fit.js",
     "runtime_data.js",
     "runtime_label.js",
     "runtime.js",
@@ -199,8 +203,9 @@ RUNTIME_PARTS = (
 
 def runtime_js() -> str:
     """The page runtime, to be copied next to the pages as ``runtime.js``: the state and
-    hash (``runtime_state.js``), column fitting and resizing (``runtime_layout.js``), data
-    files and columns (``runtime_data.js``), the charts' labels following their views
-    (``runtime_label.js``), then drawing (``runtime.js``), joined in that order."""
+    hash (``runtime_state.js``), column fitting and resizing (``runtime_layout.js``), plots
+    shrunk to their column (``runtime_fit.js``), data files and columns
+    (``runtime_data.js``), the charts' labels following their views (``runtime_label.js``),
+    then drawing (``runtime.js``), joined in that order."""
     folder = resources.files("attnreport.charts")
     return "\n".join(folder.joinpath(name).read_text(encoding="utf-8") for name in RUNTIME_PARTS)
