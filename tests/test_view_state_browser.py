@@ -232,10 +232,6 @@ def compared(values: list) -> list:
     return [values[0], values[len(values) // 2], values[-1]]
 
 
-# The scaling grid chosen at one ε interactively re-lays its cells (issue 40): the grids'
-# own fix (their engineer's part of the issue) makes this pass, and strict makes it say so.
-
-
 @pytest.mark.parametrize("name", ["layer", "head", "sort_idx", "observation", "eps"])
 def test_every_control_at_every_value_draws_what_its_hash_draws(example, tabs, name):
     tab, fresh = tabs
