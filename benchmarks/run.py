@@ -249,6 +249,22 @@ INTRO = (
 )
 
 
+def left_out_section(only: tuple[str, ...]) -> Section:
+    """Which sections a run with ``--only`` did not measure (so the file says it)."""
+    from benchmarks.sections import TITLES
+
+    section = Section("Sections not run")
+    names = ",".join(name.replace(" ", "-") for name in only)
+    section.add(
+        f"This file was written with `--only {names}`: the sections below were not measured "
+        "in this run, so neither their tables nor their targets are here (`make bench` runs "
+        "them all; the Profile section needs section 4's warm build).",
+        "",
+    )
+    section.add(*(f"- {title}" for name, title in TITLES.items() if name not in only), "")
+    return section
+
+
 @contextmanager
 def scratch(workdir: Path | None) -> Iterator[Path]:
     """``workdir`` (created, kept afterwards) or a temporary folder removed at the end."""
@@ -281,7 +297,10 @@ def run_bench(options: Options, log: Log = _quiet) -> tuple[str, list[str]]:
         if not options.only:  # the profile redoes section 4's warm build
             measured.append(profile(ctx, options, log))
     title = "Benchmarks" + (" (quick mode)" if options.quick else "")
-    body = [machine_section(info, started), *measured, reproduce_section(options)]
+    body = [machine_section(info, started), *measured]
+    if options.only:
+        body.append(left_out_section(options.only))
+    body.append(reproduce_section(options))
     return render(title, INTRO, body, kept_notes(options.out), options.quick), failed
 
 

@@ -273,3 +273,11 @@ def test_only_names_sections_and_refuses_unknown_ones():
     assert parse_args(["--only", "peers,extra-passes"]).only == ("peers", "extra passes")
     with pytest.raises(SystemExit):
         parse_args(["--only", "nothing"])
+
+
+def test_a_run_with_only_says_which_sections_it_left_out():
+    from benchmarks.run import left_out_section
+
+    text = left_out_section(("capture", "peers")).markdown()
+    assert "`--only capture,peers`" in text
+    assert f"- {TITLES['build']}" in text and TITLES["peers"] not in text
