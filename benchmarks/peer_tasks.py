@@ -221,7 +221,14 @@ def run(tool: str, args: dict[str, Any]) -> dict[str, Any]:
         out["error"] = "oom"
         out["message"] = f"{type(err).__name__}: {str(err)[:200]}"
     out["peak_rss_mb"] = peak_rss_mb()
+    out["torch"], out["transformers"] = torch.__version__, _transformers_version()
     return out
+
+
+def _transformers_version() -> str:
+    from importlib.metadata import version
+
+    return version("transformers")
 
 
 if __name__ == "__main__":

@@ -484,13 +484,26 @@ def peers_about(env: PeersEnv, venv: Path, repeats: int) -> str:
 
 
 def peers_versions(runs: Sequence[LengthRuns]) -> str:
-    versions = {}
+    """The peers' versions, and torch and transformers as each interpreter had them (the
+    project's environment and the peers venv can differ: say so rather than assume)."""
+    versions: dict[str, str] = {}
+    stacks: dict[str, set[str]] = {"the project's environment": set(), "the peers venv": set()}
     for r in runs:
-        for tool in ("transformer_lens", "bertviz"):
-            run = r.tools.get(tool)
-            if run and run.result and run.result.get("version"):
-                versions[tool] = run.result["version"]
-    return ", ".join(f"{LABELS[t].split()[0]} {v}" for t, v in versions.items())
+        for run in [*r.plain, *r.tools.values()]:
+            if not run.result:
+                continue
+            if run.result.get("version"):
+                versions[LABELS[run.tool].split()[0]] = run.result["version"]
+            if run.result.get("transformers"):
+                where = (
+                    "the peers venv" if run.tool in PEER_IMPORTS else "the project's environment"
+                )
+                stacks[where].add(
+                    f"torch {run.result['torch']}, transformers {run.result['transformers']}"
+                )
+    parts = [f"{name} {v}" for name, v in versions.items()]
+    parts += [f"{' / '.join(sorted(s))} in {where}" for where, s in stacks.items() if s]
+    return "; ".join(parts)
 
 
 def peers_tables(section: Section, runs: Sequence[LengthRuns]) -> None:

@@ -281,3 +281,16 @@ def test_a_run_with_only_says_which_sections_it_left_out():
     text = left_out_section(("capture", "peers")).markdown()
     assert "`--only capture,peers`" in text
     assert f"- {TITLES['build']}" in text and TITLES["peers"] not in text
+
+
+def test_peer_versions_say_what_each_environment_ran():
+    def run(tool, transformers, version=""):
+        result = {"cpu_s": [1.0], "peak_rss_mb": 1.0, "torch": "2.13.0+cpu"}
+        return PeerRun(tool, 32, {**result, "transformers": transformers, "version": version})
+
+    runs = LengthRuns(32, [run("plain", "5.24.0")])
+    runs.tools = {"transformer_lens": run("transformer_lens", "5.23.0", "4.3.0")}
+    text = peers.peers_versions([runs])
+    assert "TransformerLens 4.3.0" in text
+    assert "transformers 5.24.0 in the project's environment" in text
+    assert "transformers 5.23.0 in the peers venv" in text
