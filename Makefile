@@ -50,7 +50,7 @@ browser:
 # pytest-xdist: one worker per CPU and one more, each test module on one worker, the
 # longest modules first (tests/conftest.py says how, and how a test shares expensive
 # fixtures). The extra worker runs while others wait on subprocesses, pip and Chromium:
-# on 2 cores the suite used 68% of the CPU with 2 workers (BENCHMARKS.md).
+# on 2 cores the suite used 68% of the CPU with 2 workers (measured for issue 25).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
@@ -81,6 +81,8 @@ site: setup-site
 example: setup-site
 	$(VENV)/bin/attnreport build --config attnreport.toml
 
+# TransformerLens and bertviz, which the bench measures beside attnreport, go into a
+# throwaway venv it makes when missing (~/.cache/attnreport-bench/peers-venv), not $(VENV).
 bench: setup browser
 	$(PY) -m benchmarks
 

@@ -163,6 +163,16 @@ def _bertviz_column(result: dict[str, Any], name: str, render: Any) -> list[str]
     ]
 
 
+def bertviz_python(ctx: Context) -> tuple[str | None, str]:
+    """``--bertviz-python`` when given, else the peers venv's; or None and why not."""
+    if ctx.bertviz_python is not None:
+        return ctx.bertviz_python, ""
+    env = ctx.peers()
+    if "bertviz" in env.missing:
+        return None, env.missing["bertviz"]
+    return env.python, ""
+
+
 BERTVIZ_ROWS = (
     "Generation time",
     "HTML file size",
@@ -176,13 +186,15 @@ def bertviz_section(ctx: Context, n_tokens: int) -> Section:
     """7. bertviz's head_view and model_view for the same model and sentence, beside our page."""
     from benchmarks.browser import chromium, foreign_render
     from benchmarks.inputs import text_of_tokens
+    from benchmarks.peers import default_model_dir
 
     section = Section(TITLES["bertviz"])
     ours = _ours_column(ctx.pages.get(n_tokens), ctx.page_stage_s)
-    if ctx.bertviz_python is None:
+    python, why = bertviz_python(ctx)
+    if python is None:
         section.add(
-            "bertviz is not installed for this run, so only our page is shown. Install it beside "
-            "the project (see Reproduce) and pass `--bertviz-python`.",
+            f"bertviz did not run, so only our page is shown: {why}. The bench installs it "
+            "into its peers venv (section 9); `--bertviz-python` names another Python with it.",
             "",
         )
         section.table(("", "attnreport page"), list(zip(BERTVIZ_ROWS, ours, strict=True)))
@@ -190,7 +202,8 @@ def bertviz_section(ctx: Context, n_tokens: int) -> Section:
     out = ctx.work / "bertviz"
     out.mkdir(exist_ok=True)
     text = text_of_tokens(ctx.loaded().loaded.tokenizer, n_tokens)
-    run = run_worker("bertviz", {"text": text, "out_dir": str(out)}, python=ctx.bertviz_python)
+    args = {"text": text, "out_dir": str(out), "model_dir": str(default_model_dir())}
+    run = run_worker("bertviz", args, python=python)
     with chromium() as browser:
         renders = {
             v: foreign_render(browser, Path(run.result[f"{v}_path"]), 1.0 if ctx.quick else 3.0)

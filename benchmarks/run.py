@@ -10,17 +10,18 @@ model caches) go to a temporary folder removed at the end, or to ``--workdir``.
 
 Sections: 1 capture + focus vs the model's pass, 2 interventions, 3 model load,
 4 example build, 4b analyze vs build vs render, 4c serve --watch, 5 sequence-length scaling, 6 page weight
-and render time, 7 bertviz, 8 site weight against the budgets;
+and render time, 7 bertviz, 8 site weight against the budgets, 9 the peers (plain pass,
+eager attentions, TransformerLens, bertviz) at 32-2048 tokens, 10 the study's extra passes;
 then a pyinstrument profile of the slowest warm-build stage (when pyinstrument is there).
+TransformerLens and bertviz run from a throwaway venv the bench makes outside the
+repository (``benchmarks.peers``), never from the project's environment.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,11 +41,14 @@ if TYPE_CHECKING:  # the sections import torch and transformers: only once a run
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "BENCHMARKS.md"
-BERTVIZ_VENV = REPO / ".bench" / "bertviz-venv"  # ignored by git; see the Reproduce section
-BERTVIZ_VENV_PYTHON = BERTVIZ_VENV / "bin" / "python"
 QUICK_SENTENCES = ("The harbour town woke slowly on winter mornings", "def add(a, b): return a + b")
 FULL_SCALING = (16, 64, 256, 1024)
 FULL_PAGES = (8, 60, 512)
+# The keys of sections.TITLES, here so that --help answers without importing torch.
+SECTION_NAMES = (
+    "capture", "interventions", "load", "build", "rebuild", "watch", "scaling", "pages",
+    "bertviz", "weight", "peers", "extra passes",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -52,27 +56,11 @@ class Options:
     quick: bool
     out: Path
     repeats: int
-    bertviz_python: str | None
+    bertviz_python: str | None  # None: the peers venv's
     profile: bool
     workdir: Path | None  # None: a temporary folder, removed at the end
-
-
-def has_bertviz(python: str) -> bool:
-    """Whether ``python`` can import bertviz (and so run the bertviz worker)."""
-    try:
-        done = subprocess.run([python, "-c", "import bertviz"], capture_output=True, timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
-
-
-def find_bertviz_python(given: str | None) -> str | None:
-    """``--bertviz-python`` ("none" to skip), else the throwaway venv, else this Python."""
-    if given is not None:
-        return None if given.lower() in ("", "none") else given
-    if BERTVIZ_VENV_PYTHON.exists() and has_bertviz(str(BERTVIZ_VENV_PYTHON)):
-        return str(BERTVIZ_VENV_PYTHON)
-    return sys.executable if importlib.util.find_spec("bertviz") else None
+    peers_venv: Path | None = None  # None: benchmarks.peers.PEERS_VENV
+    only: tuple[str, ...] = ()  # section names to run (empty: all)
 
 
 def parse_args(argv: list[str] | None = None) -> Options:
@@ -83,7 +71,19 @@ def parse_args(argv: list[str] | None = None) -> Options:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Markdown file to write")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats (5; quick: 1)")
     parser.add_argument(
-        "--bertviz-python", default=None, help="a Python with bertviz ('none': skip)"
+        "--bertviz-python", default=None, help="a Python with bertviz (default: the peers venv's)"
+    )
+    parser.add_argument(
+        "--peers-venv",
+        type=Path,
+        default=None,
+        help="throwaway venv for TransformerLens and bertviz, made when missing "
+        "(default: ~/.cache/attnreport-bench/peers-venv)",
+    )
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated sections to run, e.g. peers,extra-passes (default: all)",
     )
     parser.add_argument("--no-profile", action="store_true", help="skip the pyinstrument profile")
     parser.add_argument(
@@ -94,13 +94,19 @@ def parse_args(argv: list[str] | None = None) -> Options:
     )
     args = parser.parse_args(argv)
     repeats = args.repeats or (1 if args.quick else 5)
+    only = tuple(name.strip().replace("-", " ") for name in args.only.split(",") if name.strip())
+    unknown = [name for name in only if name not in SECTION_NAMES]
+    if unknown:
+        parser.error(f"unknown section {unknown[0]!r} (one of: {', '.join(SECTION_NAMES)})")
     return Options(
         args.quick,
         args.out,
         repeats,
-        find_bertviz_python(args.bertviz_python),
+        args.bertviz_python,
         not args.no_profile and not args.quick,
         args.workdir,
+        args.peers_venv,
+        only,
     )
 
 
@@ -120,28 +126,31 @@ def machine_section(info: dict[str, str], started: float) -> Section:
 
 
 def reproduce_section(options: Options) -> Section:
-    """The command that wrote this file, and how to set up bertviz and pyinstrument."""
+    """The command that wrote this file, and what the bench installs (only into its own venv)."""
+    from benchmarks.peers import PEER_REQUIREMENTS, PEERS_VENV
+
     section = Section("Reproduce")
-    venv_site = (
-        f"{sys.prefix}/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
-    )
     command = shlex.join(["python", "-m", "benchmarks", *sys.argv[1:]]) if sys.argv[1:] else ""
+    venv = options.peers_venv or PEERS_VENV
     section.add(
         "```sh",
         "make bench                       # = python -m benchmarks (writes BENCHMARKS.md)",
+        "python -m benchmarks --only peers,extra-passes --out peers.md   # sections 9 and 10 alone",
         "python -m benchmarks --quick --out bench-quick.md   # small smoke run, as in tests/test_bench.py",
         "# optional, for the Profile section (local venv only):",
         "pip install pyinstrument",
-        "# optional, for section 7: bertviz in a throwaway venv that also sees the project's packages",
-        "python -m venv --system-site-packages .bench/bertviz-venv",
-        ".bench/bertviz-venv/bin/pip install --no-deps bertviz",
-        ".bench/bertviz-venv/bin/pip install -c constraints.txt ipython",
-        f"echo \"import site; site.addsitedir('{venv_site}')\" \\",
-        "  > .bench/bertviz-venv/lib/python3.11/site-packages/zz-attnreport.pth",
         "```",
         "",
+        f"TransformerLens and bertviz (sections 7 and 9) run from a throwaway venv the bench makes "
+        f"when it is missing, `{venv}` (`--peers-venv`): `python -m venv`, torch pinned by "
+        "`constraints.txt` (from PyTorch's CPU index where there is no GPU, as `make setup` "
+        "installs it), then "
+        f"`pip install -c constraints.txt {' '.join(PEER_REQUIREMENTS)}`. Nothing is installed "
+        "into the project's environment; delete the folder to start again.",
+        "",
         f"This file: `{command or 'python -m benchmarks'}` ({'quick' if options.quick else 'full'} "
-        f"mode, {options.repeats} timed repeats, bertviz Python: `{options.bertviz_python or 'none'}`).",
+        f"mode, {options.repeats} timed repeats, bertviz Python: "
+        f"`{options.bertviz_python or 'the peers venv'}`).",
         "",
     )
     return section
@@ -176,7 +185,7 @@ def _quiet(_message: str) -> None:
 
 def section_plan(ctx: sections.Context) -> list[tuple[str, Callable[[], Section]]]:
     """(name, call) for sections 1-7 in order; lengths shrink in quick mode."""
-    from benchmarks import pages, rebuild, sections, watch, weight
+    from benchmarks import pages, peers, rebuild, sections, watch, weight
 
     quick = ctx.quick
     page_lengths = (len(ctx.loaded().sentences[0].token_ids),) if quick else FULL_PAGES
@@ -191,15 +200,22 @@ def section_plan(ctx: sections.Context) -> list[tuple[str, Callable[[], Section]
         ("pages", lambda: pages.pages_section(ctx, page_lengths)),
         ("bertviz", lambda: pages.bertviz_section(ctx, page_lengths[0 if quick else 1])),
         ("weight", lambda: weight.weight_section(ctx)),
+        ("peers", lambda: peers.peers_section(ctx)),
+        ("extra passes", lambda: peers.extra_passes_section(ctx)),
     ]
 
 
-def run_sections(ctx: sections.Context, log: Log) -> tuple[list[Section], list[str]]:
-    """Every section; one that raises is written as failed and named in the second list."""
+def run_sections(
+    ctx: sections.Context, log: Log, only: tuple[str, ...] = ()
+) -> tuple[list[Section], list[str]]:
+    """Every section (or those named in ``only``); one that raises is written as failed
+    and named in the second list."""
     from benchmarks.sections import TITLES
 
     done, failed = [], []
     for name, call in section_plan(ctx):
+        if only and name not in only:
+            continue
         log(f"bench: {TITLES[name]} ...")
         start = time.perf_counter()
         try:
@@ -233,6 +249,22 @@ INTRO = (
 )
 
 
+def left_out_section(only: tuple[str, ...]) -> Section:
+    """Which sections a run with ``--only`` did not measure (so the file says it)."""
+    from benchmarks.sections import TITLES
+
+    section = Section("Sections not run")
+    names = ",".join(name.replace(" ", "-") for name in only)
+    section.add(
+        f"This file was written with `--only {names}`: the sections below were not measured "
+        "in this run, so neither their tables nor their targets are here (`make bench` runs "
+        "them all; the Profile section needs section 4's warm build).",
+        "",
+    )
+    section.add(*(f"- {title}" for name, title in TITLES.items() if name not in only), "")
+    return section
+
+
 @contextmanager
 def scratch(workdir: Path | None) -> Iterator[Path]:
     """``workdir`` (created, kept afterwards) or a temporary folder removed at the end."""
@@ -258,11 +290,17 @@ def run_bench(options: Options, log: Log = _quiet) -> tuple[str, list[str]]:
             work=work,
             sentences_file=_quick_sentences(work) if options.quick else None,
             bertviz_python=options.bertviz_python,
+            peers_venv=options.peers_venv,
+            log=log,
         )
-        measured, failed = run_sections(ctx, log)
-        measured.append(profile(ctx, options, log))
+        measured, failed = run_sections(ctx, log, options.only)
+        if not options.only:  # the profile redoes section 4's warm build
+            measured.append(profile(ctx, options, log))
     title = "Benchmarks" + (" (quick mode)" if options.quick else "")
-    body = [machine_section(info, started), *measured, reproduce_section(options)]
+    body = [machine_section(info, started), *measured]
+    if options.only:
+        body.append(left_out_section(options.only))
+    body.append(reproduce_section(options))
     return render(title, INTRO, body, kept_notes(options.out), options.quick), failed
 
 

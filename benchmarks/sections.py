@@ -1,5 +1,5 @@
 """Sections 1-5 of BENCHMARKS.md and the ``Context`` all sections share (6 and 7 are in
-``benchmarks.pages``); ``benchmarks.run`` runs them.
+``benchmarks.pages``, 9 and 10 in ``benchmarks.peers``); ``benchmarks.run`` runs them.
 
 Every section takes the shared ``Context`` and returns a ``benchmarks.report.Section``
 with its tables and the targets it judged (judged only outside quick mode).
@@ -8,6 +8,7 @@ with its tables and the targets it judged (judged only outside quick mode).
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ TITLES = {
     "pages": "6. Page weight and render time",
     "bertviz": "7. bertviz beside our page",
     "weight": "8. Site weight against the budgets",
+    "peers": "9. Beside the peers: plain pass, eager attentions, TransformerLens, bertviz",
+    "extra passes": "10. The passes a study makes besides each sentence's own",
 }
 
 
@@ -42,7 +45,10 @@ class Context:
     repeats: int
     work: Path
     sentences_file: Path | None  # None: the built-in sentence set
-    bertviz_python: str | None
+    bertviz_python: str | None  # None: bertviz from the peers venv, where it installs
+    peers_venv: Path | None = None  # None: benchmarks.peers.PEERS_VENV
+    log: Callable[[str], None] = field(default=lambda _message: None)
+    peers_env: Any = None  # benchmarks.peers.PeersEnv, once sections 7 or 9 made or found it
     session: Session | None = None
     pages: dict[int, dict[str, Any]] = field(default_factory=dict)  # tokens -> page facts
     sites: dict[str, Path] = field(default_factory=dict)  # name -> built site folder
@@ -50,6 +56,16 @@ class Context:
     warm_build_s: float = 0.0  # section 4's warm build, from process start to exit
     page_stage_s: float = 0.0  # charts and pages stage of the section 6 site
     page_build_error: str = ""  # why the section 6 site failed with default settings
+
+    def peers(self) -> Any:
+        """The throwaway venv of TransformerLens and bertviz (``benchmarks.peers``), made
+        once per run when missing (not in quick mode); its ``PeersEnv``."""
+        from benchmarks.peers import PEERS_VENV, ensure_peers_env
+
+        if self.peers_env is None:
+            venv = self.peers_venv or PEERS_VENV
+            self.peers_env = ensure_peers_env(venv, install=not self.quick, log=self.log)
+        return self.peers_env
 
     def loaded(self) -> Session:
         """The default model with the bench's sentences, loaded once in this process."""

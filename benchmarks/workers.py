@@ -6,8 +6,9 @@ from start to exit (interpreter start and imports included) and parses that line
 Peak memory is ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` read at the end.
 
 Tasks: ``load`` (load the default model), ``build`` (``build_site`` on a config),
-``scale`` (``analyze_sentence`` on N tokens) and ``bertviz`` (bertviz's HTML for one
-sentence; run with a Python that has bertviz).
+``scale`` (``analyze_sentence`` on N tokens), ``bertviz`` (bertviz's HTML for one
+sentence; run with a Python that has bertviz) and ``extra_passes`` (the passes a study
+makes besides the sentence's own, against the plain pass).
 """
 
 from __future__ import annotations
@@ -135,17 +136,21 @@ def task_scale(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def task_bertviz(args: dict[str, Any]) -> dict[str, Any]:
-    """bertviz ``head_view`` and ``model_view`` HTML for one sentence of the default model."""
+    """bertviz ``head_view`` and ``model_view`` HTML for one sentence of the default model,
+    loaded by transformers from ``model_dir`` (attnreport's dequantised GGUF): it runs under
+    the peers venv, where attnreport is not installed."""
     import torch
     from bertviz import head_view, model_view
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from attnreport.models.loading import load_model
-
-    loaded = load_model("default")
-    ids = loaded.tokenizer(args["text"]).input_ids
-    tokens = [loaded.tokenizer.decode([i]) for i in ids]
+    tokenizer = AutoTokenizer.from_pretrained(args["model_dir"])
+    model = AutoModelForCausalLM.from_pretrained(
+        args["model_dir"], dtype=torch.float32, attn_implementation="eager"
+    ).eval()
+    ids = tokenizer(args["text"]).input_ids
+    tokens = [tokenizer.decode([i]) for i in ids]
     with torch.no_grad():
-        out = loaded.model(input_ids=torch.tensor([ids]), output_attentions=True, use_cache=False)
+        out = model(input_ids=torch.tensor([ids]), output_attentions=True, use_cache=False)
     result: dict[str, Any] = {"n_tokens": len(ids)}
     for name, view in (("head_view", head_view), ("model_view", model_view)):
         start = time.perf_counter()
@@ -158,7 +163,114 @@ def task_bertviz(args: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-TASKS = {"load": task_load, "build": task_build, "scale": task_scale, "bertviz": task_bertviz}
+def task_extra_passes(args: dict[str, Any]) -> dict[str, Any]:
+    """The passes a study makes besides the sentence's own, on ``ids_file``'s input, each
+    timed in CPU seconds against the plain SDPA pass on the same input (back to back,
+    ``repeats`` pairs after one untimed call that also counts its model calls and the
+    attention layers run): the capture and analyses, the role probes, the BOS contrast,
+    and the interventions' grids at the layer the study picks."""
+    import torch
+
+    torch.set_num_threads(int(args.get("threads", 1)))
+    from attnreport.bos_contrast import contrast_ids, contrast_rows
+    from attnreport.config import Settings
+    from attnreport.interventions import input_grids
+    from attnreport.pass_count import intervention_pass_plan
+    from attnreport.probe_pass import probe_scores, session_probes
+    from attnreport.session import Session, context_length, open_session
+    from attnreport.study import analyze_sentence, intervention_results
+    from benchmarks.measure import intervention_layer
+    from benchmarks.peer_tasks import _hf_model, _sentence
+
+    session = open_session("default", None)
+    ids = json.loads(Path(args["ids_file"]).read_text())
+    sentence = _sentence(session.loaded.tokenizer, ids)
+    one = Session(session.loaded, session.specs, [sentence], session.bos)
+    settings, model, specs = Settings(), session.model, session.specs
+    x = torch.tensor(ids)
+    plain_model = _hf_model(args["model_dir"], "sdpa")
+
+    def plain() -> None:
+        with torch.no_grad():
+            plain_model(input_ids=x[None], use_cache=False)
+
+    layer = intervention_layer(one, settings)
+    probes = session_probes(one)
+    layers = [s.layer for s in specs]
+    bos = getattr(session.loaded.tokenizer, "bos_token_id", None)
+    other = None if bos is None else contrast_ids(one, tuple(ids), int(bos))
+    longest = min(settings.map_tokens, context_length(session.loaded))
+    eps, leading = settings.epsilons, settings.map_tokens
+    items: dict[str, Any] = {
+        "capture + analyses": lambda: analyze_sentence(one, sentence, settings),
+        "role probes": lambda: probe_scores(model, probes, layers, session.loaded.family),
+        "BOS contrast": None
+        if other is None or not 2 <= len(other) <= longest
+        else lambda: contrast_rows(one, torch.tensor(other)),
+        "scaling grid": lambda: input_grids(model, specs, 0, x, layer, eps, False, leading),
+        "mean grids": lambda: input_grids(model, specs, 0, x, layer, None, True, leading),
+        "both grids": lambda: intervention_results(one, settings, layer),
+    }
+    out: dict[str, Any] = {
+        "n_tokens": len(ids),
+        "layer": layer,
+        "n_layers": len(specs),
+        "plan": intervention_pass_plan(one, settings, layer),
+        "probes": [len(probes), len(probes[0])],
+        "map_tokens": settings.map_tokens,
+        "bos_tokens": None if other is None else len(other),
+        "items": {},
+    }
+    repeats = int(args.get("repeats", 1))
+    for name, call in items.items():
+        if call is None:
+            out["items"][name] = None
+            continue
+        calls, attention = _counted(model, specs, call)
+        pairs = [(_cpu(plain), _cpu(call)) for _ in range(repeats)]
+        out["items"][name] = {
+            "model_calls": calls,
+            "attention_calls": attention,
+            "plain_cpu_s": [p for p, _ in pairs],
+            "cpu_s": [c for _, c in pairs],
+        }
+    out["peak_rss_mb"] = peak_rss_mb()
+    return out
+
+
+def _cpu(call: Any) -> float:
+    start = time.process_time()
+    call()
+    return time.process_time() - start
+
+
+def _counted(model: Any, specs: list[Any], call: Any) -> tuple[int, int]:
+    """Run ``call`` once; how many times ``model`` ran, and its attention modules."""
+    counts = [0, 0]
+
+    def whole(*_args: Any) -> None:
+        counts[0] += 1
+
+    def attention(*_args: Any) -> None:
+        counts[1] += 1
+
+    handles = [model.register_forward_pre_hook(whole)]
+    handles += [spec.attention.register_forward_pre_hook(attention) for spec in specs]
+    try:
+        call()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return counts[0], counts[1]
+
+
+TASKS = {
+    "load": task_load,
+    "build": task_build,
+    "scale": task_scale,
+    "bertviz": task_bertviz,
+    "extra_passes": task_extra_passes,
+}
 
 
 if __name__ == "__main__":
