@@ -49,7 +49,8 @@ def runs(tmp_path_factory, tiny_model_dirs) -> dict[str, Path]:
 
 
 def sentence_files(folder: Path) -> list[str]:
-    return sorted(p.name for p in (folder / "sentences").iterdir())
+    """The sentence files (not the folders of their map parts)."""
+    return sorted(p.name for p in (folder / "sentences").iterdir() if p.is_file())
 
 
 def test_only_the_kept_sentences_have_a_results_file(runs):
@@ -57,9 +58,11 @@ def test_only_the_kept_sentences_have_a_results_file(runs):
     assert sentence_files(runs["some"]) == [f"{i:03d}.json.gz" for i in KEPT]
     assert len(sentence_files(runs["all"])) == COUNT
     manifest = json.loads((runs["some"] / "manifest.json").read_text())
-    assert sorted(n for n in manifest["files"] if n.startswith("sentences/")) == [
+    assert sorted(n for n in manifest["files"] if n.endswith(".json.gz") and "/" in n) == [
         f"sentences/{i:03d}.json.gz" for i in KEPT
     ]
+    parts = {n.split("/")[1] for n in manifest["files"] if n.endswith(".js")}
+    assert parts == {f"{i:03d}" for i in KEPT}  # only the kept sentences keep maps
     assert manifest["settings"]["pages"] == "0,5" and len(manifest["sentences"]) == COUNT
 
 

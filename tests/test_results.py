@@ -57,8 +57,10 @@ def test_dump_load_dump_is_byte_identical(results, folder):
     manifest = json.loads(files["manifest.json"])
     assert manifest["schema"] == SCHEMA
     assert manifest["files"] == {n: len(b) for n, b in files.items() if n != "manifest.json"}
+    layers = range(len(results.sentences[0].attention.scores))
+    parts = [f"sentences/{i:03d}/l{layer}.js" for i in range(3) for layer in layers]
     assert sorted(manifest["files"]) == sorted(
-        [CURRENT.set, CURRENT.interventions, *(CURRENT.sentence(i) for i in range(3))]
+        [CURRENT.set, CURRENT.interventions, *(CURRENT.sentence(i) for i in range(3)), *parts]
     )
     assert CURRENT.set == "set.json.gz" and CURRENT.sentence(7) == "sentences/007.json.gz"
     assert read_json(folder / CURRENT.set)["schema"] == SCHEMA

@@ -195,7 +195,7 @@ def test_a_version_2_folder_loads_with_the_same_maps(tmp_path, tiny_model_dirs, 
     old, new = load(v2), load(current)
     for a, b in zip(old.sentences, new.sentences, strict=True):
         assert set(read_json(current / CURRENT.sentence(b.index))["attention"]) == (
-            {"scores", "rank_fixes", "sinks"} if family == "gpt_oss" else {"scores", "rank_fixes"}
+            {"parts", "rank_fixes", "sinks"} if family == "gpt_oss" else {"parts", "rank_fixes"}
         )
         assert a.attention.ranks == b.attention.ranks
         for la, lb in zip(a.attention.probs, b.attention.probs, strict=True):

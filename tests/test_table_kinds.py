@@ -48,6 +48,7 @@ def test_written_and_read_tables_follow_the_fields():
     optional = types.optional_tables(types.SentenceTables)
     assert optional == {"head_roles", "massive_activations"}
     older = {**as_json, "tables": {k: v for k, v in as_json["tables"].items() if k not in optional}}
+    older["attention"] = sentence.attention.to_json()  # an older folder's: scores inline
     read = types.sentence_from_json(older, "s.json").tables  # as an older folder has it
     assert all(getattr(read, name) is None for name in optional)
     without_focus = {**older, "tables": {k: v for k, v in older["tables"].items() if k != "focus"}}

@@ -61,6 +61,10 @@ class Figure:
     # the Vega-Lite spec the page draws instead of ``spec`` in a phone's column (same
     # data set and params; None: ``spec`` fitted to the phone, ``runtime_layout.js``)
     phone_spec: VegaSpec | None = None
+    # its chunks are results files the site already holds (a sentence's map parts,
+    # ``results.map_parts``): each chunk name is the part's ident, read under the site's
+    # ``results/``; the site writes no data files for it (the one copy of every map)
+    results_chunks: bool = False
 
     @property
     def selecting_params(self) -> tuple[str, ...]:

@@ -85,6 +85,12 @@
     }
   };
 
+  // The id of CHUNK's data file: its own ("SOURCE--CHUNK"), or for a figure whose chunks
+  // are results files (results_chunks: the attention map's parts), the chunk's name.
+  Chart.prototype.fileOf = function (chunk) {
+    return this.payload.results_chunks ? chunk : this.source + "--" + chunk;
+  };
+
   Chart.prototype.wantedChunk = function () {
     var view = this.view;
     var values = this.payload.chunk_params.map(function (param) {
@@ -125,7 +131,7 @@
     }
     this.pending[chunk] = true;
     this.say("loading\u2026");
-    loadFile(this.dir, this.source + "--" + chunk, function (columns, error) {
+    loadFile(this.dir, this.fileOf(chunk), function (columns, error) {
       delete self.pending[chunk];
       delete self.waiting[chunk];
       if (error) {
@@ -318,7 +324,7 @@
     }
     this.pending[chunk] = true;
     this.say("loading\u2026");
-    loadFile(this.dir, this.source + "--" + chunk, function (columns, error) {
+    loadFile(this.dir, this.fileOf(chunk), function (columns, error) {
       delete self.pending[chunk];
       self.say(error || "");
       if (!error) {

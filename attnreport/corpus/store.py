@@ -65,6 +65,11 @@ def sentence_name(index: int) -> str:
     return CURRENT.sentence(index)
 
 
+def parts_folder(index: int) -> str:
+    """The folder of sentence ``index``'s map parts (``results.map_parts``)."""
+    return f"sentences/{index:03d}"
+
+
 def partial_name(index: int) -> str:
     return f"partials/{index:03d}.json"
 
@@ -124,6 +129,7 @@ class RunStore:
         for index in sorted(indices):
             (self.out / partial_name(index)).unlink(missing_ok=True)
             (self.out / sentence_name(index)).unlink(missing_ok=True)
+            shutil.rmtree(self.out / parts_folder(index), ignore_errors=True)
         write_file(self.out, RUN_FILE, dump_json(fingerprint))
 
     def stored_fingerprint(self) -> Json | None:  # as stored: read before it is trusted
@@ -175,12 +181,14 @@ class RunStore:
             path = self.out / partial_name(index)
             yield SentencePartial.from_json(json.loads(path.read_text(encoding="utf-8")))
 
-    def write_sentence(self, index: int, data: bytes | None, partial: SentencePartial) -> None:
-        """Sentence ``index``'s results file (``data``: its bytes as written, compressed;
-        None: the sentence is not kept, it has none), then its partial, which marks it
-        finished."""
-        if data is not None:
-            write_file(self.out, sentence_name(index), data)
+    def write_sentence(
+        self, index: int, data: Mapping[str, bytes] | None, partial: SentencePartial
+    ) -> None:
+        """Sentence ``index``'s results files (``data``: name -> bytes as written, its map
+        parts before ``sentences/NNN.json.gz``; None: the sentence is not kept, it has
+        none), then its partial, which marks it finished."""
+        for name, content in (data or {}).items():
+            write_file(self.out, name, content)
         write_file(self.out, partial_name(index), dump_json(partial.to_json()))
 
     def finish(self, files: Mapping[str, bytes], manifest: Manifest, count: int) -> None:
@@ -193,6 +201,8 @@ class RunStore:
         for index in filter(self.keeps, range(count)):
             name = sentence_name(index)
             sizes[name] = (self.out / name).stat().st_size
+            for part in sorted((self.out / parts_folder(index)).glob("l*.js")):
+                sizes[part.relative_to(self.out).as_posix()] = part.stat().st_size
         listed = replace(manifest, files=dict(sorted(sizes.items())))
         write_file(self.out, MANIFEST, dump_json(manifest_to_json(listed)))
 

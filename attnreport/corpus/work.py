@@ -7,9 +7,7 @@ from dataclasses import dataclass
 from attnreport.config import Settings
 from attnreport.corpus.partial import SentencePartial
 from attnreport.corpus.pooled import pooled_sources
-from attnreport.results.io import dump_json_streamed
-from attnreport.results.layout import CURRENT
-from attnreport.results.types import sentence_to_json
+from attnreport.results.sentence_files import sentence_files
 from attnreport.sentence_pass import LayerProgress
 from attnreport.sentences import Sentence
 from attnreport.session import Session
@@ -18,13 +16,13 @@ from attnreport.study import analyze_sentence
 
 @dataclass(frozen=True)
 class SentenceOutcome:
-    """A finished sentence: its results file's bytes (``CURRENT.sentence(index)``, so
-    gzip-compressed: a Ray worker compresses before it sends), or None for a sentence
-    whose file is not kept (no page: only its partial sums feed the set tables), and its
-    partial sums."""
+    """A finished sentence: its results files' bytes by name (``sentences/NNN.json.gz``,
+    gzip-compressed: a Ray worker compresses before it sends, and its map parts:
+    ``results.sentence_files``), or None for a sentence whose files are not kept (no
+    page: only its partial sums feed the set tables), and its partial sums."""
 
     index: int
-    data: bytes | None
+    data: dict[str, bytes] | None
     partial: SentencePartial
 
 
@@ -47,5 +45,5 @@ def analyze_one(
         return SentenceOutcome(sentence.index, None, partial)
     # Streamed, so one table column's Python values exist at a time; compressed at once
     # (the JSON, then about 0.4 of it compressed, are the largest copies held).
-    data = CURRENT.encode(dump_json_streamed(sentence_to_json(result.result, lazy=True)))
-    return SentenceOutcome(sentence.index, data, partial)
+    files = sentence_files(result.result, lazy=True)
+    return SentenceOutcome(sentence.index, files, partial)

@@ -18,7 +18,7 @@ from typing import Any
 
 from attnreport.errors import AttnReportError
 from attnreport.jsontypes import Json
-from attnreport.results.columns import LazyColumn
+from attnreport.results.canonical import dump_json, dump_json_streamed
 from attnreport.results.interventions import (
     Interventions,
     interventions_from_json,
@@ -33,14 +33,16 @@ from attnreport.results.manifest import (
     manifest_from_json,
     manifest_to_json,
 )
+from attnreport.results.sentence_files import sentence_files
 from attnreport.results.types import (
     SentenceResults,
     SetResults,
     sentence_from_json,
-    sentence_to_json,
     set_from_json,
     set_to_json,
 )
+
+__all__ = ["Results", "dump", "dump_json", "dump_json_streamed", "load", "parse_files"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,45 +58,6 @@ class Results:
     interventions: Interventions | None = None
 
 
-def dump_json(value: Any) -> bytes:
-    """Canonical JSON bytes of a JSON value (sorted keys, no NaN, one trailing newline)."""
-    text = json.dumps(
-        value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":")
-    )
-    return (text + "\n").encode("utf-8")
-
-
-def dump_json_streamed(value: Any) -> bytearray:
-    """``dump_json``'s exact bytes, built piece by piece: dicts are walked here (keys sorted)
-    and each ``LazyColumn`` is converted, encoded and dropped in turn, so only one column's
-    Python values exist at a time."""
-    out = bytearray()
-    _write(value, out)
-    out += b"\n"
-    return out
-
-
-def _dumps(value: Any) -> bytes:
-    text = json.dumps(
-        value, sort_keys=True, ensure_ascii=False, allow_nan=False, separators=(",", ":")
-    )
-    return text.encode("utf-8")
-
-
-def _write(value: Any, out: bytearray) -> None:
-    if isinstance(value, LazyColumn):
-        out += _dumps(value.encoded())
-    elif isinstance(value, dict):
-        out += b"{"
-        for i, key in enumerate(sorted(value)):
-            out += b"," if i else b""
-            out += _dumps(key) + b":"
-            _write(value[key], out)
-        out += b"}"
-    else:
-        out += _dumps(value)
-
-
 def dump(results: Results) -> dict[str, bytes]:
     """The results folder as ``{relative path: bytes}`` in the ``CURRENT`` layout (the
     parts gzip-compressed); the manifest, plain JSON, lists the others with their sizes."""
@@ -104,7 +67,7 @@ def dump(results: Results) -> dict[str, bytes]:
         iv = interventions_to_json(results.interventions)
         files[CURRENT.interventions] = encode(dump_json(iv))
     for s in results.sentences:
-        files[CURRENT.sentence(s.index)] = encode(dump_json(sentence_to_json(s)))
+        files.update(sentence_files(s))
     sizes = {name: len(data) for name, data in sorted(files.items())}
     files[MANIFEST] = dump_json(manifest_to_json(replace(results.manifest, files=sizes)))
     return dict(sorted(files.items()))
@@ -112,7 +75,11 @@ def dump(results: Results) -> dict[str, bytes]:
 
 def to_json(results: Results) -> Json:
     """The parts as JSON values: {"manifest", "set", "sentences", "interventions"}."""
-    files = {name: json.loads(decode(data, name, name)) for name, data in dump(results).items()}
+    files = {
+        name: json.loads(decode(data, name, name))
+        for name, data in dump(results).items()
+        if not CURRENT.is_map_part(name)
+    }
     return {
         "manifest": files[MANIFEST],
         "set": files[CURRENT.set],
@@ -158,16 +125,18 @@ def from_parts(
     where: str = "",
     layout: Layout = CURRENT,
     indices: list[int] | None = None,
+    parts: Mapping[str, bytes] | None = None,
 ) -> Results:
     """Typed results from the four parts as JSON values (what the files hold); errors
     name ``where`` + the part's file in ``layout``. ``indices``: the sentences that
-    ``sentences`` are, when the folder keeps only some (None: all, in order)."""
+    ``sentences`` are, when the folder keeps only some (None: all, in order); ``parts``:
+    the folder's files by name, where the maps are in part files (schema 10)."""
     for value, name in ((manifest, MANIFEST), (set_, layout.set)):
         _schema_version(value, where + name)
     count = len(manifest.get("sentences") or []) if isinstance(manifest, dict) else 0
     indices = list(range(len(sentences))) if indices is None else indices
     typed = [
-        sentence_from_json(s, where + layout.sentence(i))
+        sentence_from_json(s, where + layout.sentence(i), parts)
         for i, s in zip(indices, sentences, strict=True)
     ]
     return Results(
@@ -250,7 +219,7 @@ def parse_files(files: Mapping[str, bytes], where: str = "") -> Results:
     has_iv = layout.interventions in files
     iv = _part(files, layout.interventions, where) if has_iv else None
     set_ = _part(files, layout.set, where)
-    return from_parts(manifest, set_, sentences, iv, where, layout, kept)
+    return from_parts(manifest, set_, sentences, iv, where, layout, kept, files)
 
 
 def read_folder(folder: Path) -> dict[str, bytes]:

@@ -23,6 +23,7 @@ from attnreport.results.manifest import SCHEMA_VERSION
 MANIFEST = "manifest.json"
 GZIP_SINCE = 4  # the first schema version whose parts are gzip-compressed
 GZIP = ".gz"
+PARTS_SINCE = 10  # the first schema version whose maps are in part files (``map_parts``)
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,15 @@ class Layout:
         return self.part(source)
 
     def holds(self, name: str) -> bool:
-        """Whether ``name`` is a results file of this layout (the manifest or a part)."""
-        return name == MANIFEST or name.endswith(self.suffix)
+        """Whether ``name`` is a results file of this layout (the manifest, a part, or
+        since version 10 a sentence's map part ``sentences/NNN/lL.js``)."""
+        return name == MANIFEST or name.endswith(self.suffix) or self.is_map_part(name)
+
+    def is_map_part(self, name: str) -> bool:
+        """Whether ``name`` is a sentence's map part file (``results.map_parts``)."""
+        return (
+            self.version >= PARTS_SINCE and name.startswith("sentences/") and name.endswith(".js")
+        )
 
     def encode(self, data: bytes | bytearray) -> bytes:
         """A part's file bytes from its canonical JSON bytes."""
@@ -101,8 +109,8 @@ def decode(data: bytes, name: str, where: str) -> bytes:
 
 
 def is_results_file(name: str) -> bool:
-    """A results file of any layout: ``.json`` or ``.json.gz``."""
-    return name.endswith((".json", ".json" + GZIP))
+    """A results file of any layout: ``.json``, ``.json.gz`` or (a map part) ``.js``."""
+    return name.endswith((".json", ".json" + GZIP, ".js"))
 
 
 def read_json(path: str | Path) -> Any:

@@ -15,6 +15,7 @@ from typing import Any, get_args, get_type_hints
 
 from attnreport.errors import AttnReportError
 from attnreport.jsontypes import Json
+from attnreport.results import map_parts
 from attnreport.results import tables as rt
 from attnreport.results.manifest import SCHEMA, SentenceId, need
 from attnreport.results.maps import AttentionMaps
@@ -48,6 +49,9 @@ class SentenceResults(SentenceId):
     tables: SentenceTables
     attention: AttentionMaps | None = None  # None past ``map_tokens`` tokens
     view_head: tuple[int, int] | None = None  # the (layer, head) the user chose to open on
+    # the part files its maps are read from and written to (schema 10: ``map_parts``, by
+    # their idents ``sentences/NNN/lL``); None: its maps were read from the sentence file
+    parts: tuple[str, ...] | None = None
 
 
 @cache
@@ -88,8 +92,18 @@ def _present(holder: Any) -> list[str]:
     return [name for name in table_kinds(type(holder)) if getattr(holder, name) is not None]
 
 
-def _maps_from_json(att: Any, where: str) -> AttentionMaps:
-    """Version 3 keeps scores, sinks and rank fixes; 1 and 2 also stored probs and ranks."""
+def _maps_from_json(
+    att: Any, where: str, n: int, parts: Mapping[str, bytes] | None
+) -> AttentionMaps:
+    """Version 10 keeps the scores in part files (``parts``: name in the folder -> bytes;
+    errors name the folder, ``where`` up to ``sentences/``), 3 to 9 scores, sinks and rank
+    fixes; 1 and 2 also stored probs and ranks."""
+    if isinstance(att, dict) and "parts" in att:
+        folder = where.rsplit("sentences/", 1)[0]
+        try:
+            return map_parts.maps_from_parts(att, parts or {}, n, folder)
+        except (KeyError, ValueError, TypeError, IndexError) as err:
+            raise AttnReportError(f"{where}: the attention maps are malformed ({err})") from err
     scores = need(att, "scores", where)
     try:
         if "rank_fixes" in att:
@@ -101,29 +115,39 @@ def _maps_from_json(att: Any, where: str) -> AttentionMaps:
         raise AttnReportError(f"{where}: the attention maps are malformed ({err})") from err
 
 
-def sentence_from_json(obj: Any, where: str) -> SentenceResults:
+def sentence_from_json(
+    obj: Any, where: str, parts: Mapping[str, bytes] | None = None
+) -> SentenceResults:
+    """A sentence file's typed value; ``parts``: the folder's files by name, where its
+    maps are in part files (schema 10)."""
     info = need(obj, "sentence", where)
     att = need(obj, "attention", where)
-    maps = None if att is None else _maps_from_json(att, where)
+    n = int(need(info, "n_tokens", where))
+    maps = None if att is None else _maps_from_json(att, where, n, parts)
     view = obj.get("view_head")
+    listed = att.get("parts") if isinstance(att, dict) else None
     return SentenceResults(
         index=int(need(info, "index", where)),
         text=str(need(info, "text", where)),
-        n_tokens=int(need(info, "n_tokens", where)),
+        n_tokens=n,
         tokens=rt.TokensTable.from_json(need(obj, "tokens", where), where),
         tables=SentenceTables(**_parse_tables(SentenceTables, obj, where)),
         attention=maps,
         view_head=None if view is None else (int(view[0]), int(view[1])),
+        parts=None if listed is None else tuple(str(p).removesuffix(".js") for p in listed),
     )
 
 
 def sentence_to_json(s: SentenceResults, lazy: bool = False) -> Json:
-    """The JSON value of ``sentences/NNN.json``; ``lazy``: table columns as ``LazyColumn``."""
+    """The JSON value of ``sentences/NNN.json.gz``, its scores in the part files
+    ``map_parts.part_files`` writes; ``lazy``: table columns as ``LazyColumn``."""
+    att = s.attention
+    idents = None if att is None else map_parts.part_idents(s.index, att)
     out: Json = {
         "schema": SCHEMA,
         "sentence": {"index": s.index, "text": s.text, "n_tokens": s.n_tokens},
         "tokens": s.tokens.to_json(),
-        "attention": None if s.attention is None else s.attention.to_json(),
+        "attention": None if att is None else map_parts.maps_json(att, idents or ()),
         "tables": {name: getattr(s.tables, name).to_json(lazy) for name in _present(s.tables)},
     }
     if s.view_head is not None:

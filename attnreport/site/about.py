@@ -2,11 +2,13 @@
 
 The checksum identifies the results the report was drawn from: the SHA-256 of the
 ``sha256sum`` listing of the results files (``results.dump``: the site's ``results/``)
-in path order, so a reader can check a results folder with one shell line (schema 4:
-the manifest and the gzip-compressed parts; ``run.json`` and ``partials/`` left out)::
+in path order, so a reader can check a results folder with one shell line (schema 10:
+the manifest, the gzip-compressed parts and the map parts; ``run.json`` and
+``partials/`` left out)::
 
-    cd RESULTS && find . \\( -name manifest.json -o -name '*.json.gz' \\) -printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum
+    cd RESULTS && find . \\( -name manifest.json -o -name '*.json.gz' -o -path './sentences/*/*.js' \\) -printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum
 
+Schema 4 to 9 (no map parts) leave out ``-o -path ...``.
 A folder of schema 1 to 3 (plain ``.json``) keeps the line it was shown with,
 ``find . -name '*.json' ...``, so its site renders as it did.
 """
@@ -19,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from attnreport.results import Manifest
-from attnreport.results.layout import CURRENT, Layout
+from attnreport.results.layout import CURRENT, PARTS_SINCE, Layout
 from attnreport.results.manifest import manifest_to_json
 from attnreport.vocabulary import PYTHON_SOURCE
 
@@ -29,8 +31,9 @@ LISTING = "-printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum"
 def check_command(layout: Layout = CURRENT) -> str:
     """The shell line that recomputes ``results_checksum`` inside a folder of ``layout``:
     it finds the files ``layout.holds``."""
+    parts = " -o -path './sentences/*/*.js'" if layout.version >= PARTS_SINCE else ""
     if layout.compressed:
-        return f"find . \\( -name manifest.json -o -name '*{layout.suffix}' \\) {LISTING}"
+        return f"find . \\( -name manifest.json -o -name '*{layout.suffix}'{parts} \\) {LISTING}"
     return f"find . -name '*{layout.suffix}' {LISTING}"
 
 

@@ -91,7 +91,9 @@ def _figure_files(
     encoded = placed.encoded
     has_files = fig.chunks or fig.phone_spec is not None
     chunks = encoded.chunk_files if encoded else charts.chunk_files(fig) if has_files else {}
-    if chunks:
+    if fig.results_chunks:
+        chunk_dir = RESULTS_FOLDER  # its chunks are the results' own files (map parts)
+    elif chunks:
         chunk_dir = f"data/{page}/{fig.key}/"
         for name, content in sorted(chunks.items()):
             if not _SAFE_FILE.fullmatch(name) or ".." in name:

@@ -30,6 +30,7 @@ from attnreport.results.io import check_sizes, dump, layout_of, load, read_part
 from attnreport.results.kept import LoadedSentences, kept_sentences
 from attnreport.results.layout import CURRENT, MANIFEST, Layout
 from attnreport.results.manifest import manifest_from_json
+from attnreport.results.sentence_files import stored
 from attnreport.results.types import sentence_from_json, set_from_json
 
 
@@ -144,7 +145,7 @@ def from_results(results: Results) -> SiteSource:
         results.set,
         results.interventions,
         len(sentences),
-        lambda i: sentences[i],
+        lambda i: stored(sentences[i]),
         dump(results),
         kept=tuple(s.index for s in sentences),
     )
@@ -180,8 +181,9 @@ def from_folder(folder: str | Path) -> SiteSource:
 
     def sentence(index: int) -> SentenceResults:
         name = layout.sentence(index)
-        return sentence_from_json(_read(folder, name, where), where + name)
+        return sentence_from_json(_read(folder, name, where), where + name, files)
 
+    files = FolderFiles(folder, [MANIFEST, *listed])
     kept = kept_sentences(listed, count, layout)
     missing = [layout.sentence(i) for i in kept if layout.sentence(i) not in listed]
     if missing:
@@ -189,7 +191,6 @@ def from_folder(folder: str | Path) -> SiteSource:
             f"results folder {folder} is incomplete: {missing[0]} is missing; "
             "run attnreport analyze again"
         )
-    files = FolderFiles(folder, [MANIFEST, *listed])
     return SiteSource(manifest, set_, iv, count, sentence, files, folder, layout, tuple(kept))
 
 

@@ -75,6 +75,12 @@ Payload (JSON object)::
      "chunk_params": [PARAM, ...], "chunks": {"V1|V2": CHUNK, ...},
      "chunk_source": SOURCE|null, "phone": VEGA}
 
+``results_chunks`` (only where true: the attention map of results of schema 10) says
+that the chunks are results files the site already ships: a chunk's name is the id its
+file registers (``sentences/NNN/lL``), loaded as ``DIR`` + that id + ``.js``, ``DIR``
+being the site's ``results/`` folder (the figure's ``data-chunks``); the figure has no
+data files of its own and its ``inline`` rows are empty (the default chunk loads first).
+
 ``phone`` (only in some payloads: the intervention grids) names the data file
 ``KEY--phone.js`` beside the chunk files, which registers (as ``"KEY--phone"``) the Vega
 spec the runtime draws instead of ``spec`` when the chart is drawn for a phone ("phone"
@@ -123,6 +129,7 @@ class Payload(TypedDict, total=False):
     chunks: dict[str, str]
     chunk_source: str | None
     phone: str  # only a figure with a phone's own spec (``Figure.phone_spec``): ``PHONE``
+    results_chunks: bool  # only a figure whose chunks are results files (``Figure``)
 
 
 def encode_columns(columns: Columns) -> Json:
@@ -156,6 +163,8 @@ def payload_dict(fig: Figure) -> Payload:
     }
     if fig.phone_spec is not None:
         payload["phone"] = PHONE
+    if fig.results_chunks:
+        payload["results_chunks"] = True
     return payload
 
 
@@ -179,7 +188,8 @@ def chunk_files(fig: Figure) -> dict[str, str]:
     """File name -> JS source registering that chunk's columns, for every chunk; and the
     phone's spec (compiled) of a figure that has one."""
     out = {}
-    registered = {chunk: encode_columns(columns) for chunk, columns in fig.chunks.items()}
+    own = {} if fig.results_chunks else fig.chunks  # results files: the site has them
+    registered = {chunk: encode_columns(columns) for chunk, columns in own.items()}
     if fig.phone_spec is not None:
         registered[PHONE] = page_vega(fig.phone_spec, fig.key)
     for chunk, value in registered.items():

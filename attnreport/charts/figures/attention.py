@@ -16,6 +16,8 @@ than the results' ranks, those cells keep the results' digits (``ordered_scores`
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import altair as alt
 import numpy as np
 
@@ -30,7 +32,7 @@ from attnreport.charts.spec.assemble import build_figure
 from attnreport.charts.spec.common import tip, token_axis, token_calcs
 from attnreport.charts.spec.other_blocks import attention_layers
 from attnreport.charts.spec.theme import kind_expr, kind_scale, relative_score_scale
-from attnreport.results import Manifest, SentenceResults
+from attnreport.results import Manifest, SentenceResults, map_parts
 from attnreport.results.maps import flat, row_ranks, triangle_index
 
 ROW_FILTER = "datum.layer == layer && datum.head == head"
@@ -241,7 +243,7 @@ def attention_map_figure(
         "purple dots (a first-token sink) and green diagonals. Hover a cell for both tokens, "
         "the score, the probability and the rank in the row."
     ) + notes
-    return build_figure(
+    figure = build_figure(
         key=key,
         title="Attention map",
         caption=caption,
@@ -250,4 +252,24 @@ def attention_map_figure(
         params=("layer",),
         default=(default[0],),
         first_rows=per_head[default],
+    )
+    return figure if sentence.parts is None else drawn_from_parts(figure, sentence)
+
+
+def drawn_from_parts(figure: Figure, sentence: SentenceResults) -> Figure:
+    """``figure`` drawing from the sentence's map parts (schema 10, ``results.map_parts``)
+    instead of data files of its own: each layer's chunk is that layer's part file, which
+    the site holds once, under ``results/``; the page inlines no rows (the default layer's
+    part loads before the first draw). The chunks keep their rows for Python readers."""
+    att = sentence.attention
+    assert att is not None and sentence.parts is not None
+    names = {
+        str(layer): ident for layer, ident in zip(att.layer_numbers, sentence.parts, strict=True)
+    }
+    chunks = {
+        ident: map_parts.layer_rows(att, entry, sentence.n_tokens)
+        for entry, ident in enumerate(sentence.parts)
+    }
+    return replace(
+        figure, inline={}, chunks=chunks, chunk_names=names, inline_chunk=None, results_chunks=True
     )
