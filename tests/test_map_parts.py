@@ -7,6 +7,7 @@ places; the ranks the analysis had, compared with those read back."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -61,10 +62,12 @@ def test_the_sentence_file_keeps_no_scores_and_lists_its_parts(files):
     head = json.loads(decode(files["sentences/000.json.gz"], "sentences/000.json.gz", ""))
     assert head["schema"] == "attnreport.results/10"
     assert "scores" not in head["attention"]
-    assert head["attention"]["parts"] == [f"sentences/000/l{layer}.js" for layer in range(3)]
+    names = [part["file"] for part in head["attention"]["parts"]]
+    assert names == [f"sentences/000/l{layer}.js" for layer in range(3)]
     listed = json.loads(files["manifest.json"])["files"]
-    for name in head["attention"]["parts"]:
+    for part, name in zip(head["attention"]["parts"], names, strict=True):
         assert listed[name] == len(files[name])
+        assert part["sha256"] == hashlib.sha256(files[name]).hexdigest()
         ident, columns = read_part_text(files[name], name)
         assert ident == name.removesuffix(".js")
         assert set(columns) == {"layer", "head", "query", "key", "score"}
@@ -76,6 +79,12 @@ def test_a_changed_or_missing_part_is_refused_by_name(files):
     broken["sentences/000/l1.js"] = files["sentences/000/l1.js"][:-20]
     with pytest.raises(AttnReportError, match="sentences/000/l1.js"):
         parse_files(broken, "r/")
+    same_size = dict(files)  # a byte changed: the manifest's sizes cannot tell
+    data = bytearray(files["sentences/001/l0.js"])
+    data[-10] = ord("A") if data[-10] != ord("A") else ord("B")
+    same_size["sentences/001/l0.js"] = bytes(data)
+    with pytest.raises(AttnReportError, match="sentences/001/l0.js was changed"):
+        parse_files(same_size, "r/")
     missing = {k: v for k, v in files.items() if k != "sentences/001/l2.js"}
     with pytest.raises(AttnReportError, match="sentences/001/l2.js is missing"):
         parse_files(missing, "r/")
@@ -159,3 +168,16 @@ def test_every_shown_score_digit_is_the_analysis_own(study, files):
                 p_exact = np.concatenate(a.probs[entry][head])
                 p_shown = np.concatenate(b.probs[entry][head])
                 assert np.abs(p_exact - p_shown).max() <= 10**-SCORE_PLACES
+
+
+def test_the_example_holds_each_map_once():
+    """The committed example (schema 10): every sentence page's map draws from its model's
+    results parts, and no page has data files of the map's own."""
+    example = Path(__file__).resolve().parent.parent / "site"
+    pages = map_payloads(example)
+    assert len(pages) == 6
+    for page, payload in pages:
+        assert payload["results_chunks"] is True and payload["inline"] == {}
+        for ident in payload["chunks"].values():
+            assert (page.parent / "results" / f"{ident}.js").is_file()
+    assert not list(example.rglob("data/*/attention-map"))

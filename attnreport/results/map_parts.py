@@ -19,6 +19,7 @@ the floats of those decimals, in Python and in the page alike.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from collections.abc import Mapping, Sequence
@@ -145,43 +146,52 @@ def _triangle(values: np.ndarray, n: int) -> list[list[Any]]:
     return [items[i * (i + 1) // 2 : (i + 1) * (i + 2) // 2] for i in range(n)]
 
 
-def maps_json(maps: AttentionMaps, idents: Sequence[str]) -> Json:
+def maps_json(maps: AttentionMaps, parts: Mapping[str, bytes]) -> Json:
     """The ``attention`` object of a schema-10 sentence file: what ``maps.to_json`` holds
-    but the scores, and the part files that hold them."""
+    but the scores, and the part files that hold them (``parts``: name -> bytes), each
+    with the sha256 of its bytes, so the sentence file's digest covers its maps."""
     out = {k: v for k, v in maps.to_json().items() if k != "scores"}
-    return {**out, "parts": [part_file(i) for i in idents]}
+    listed = [{"file": name, "sha256": hashlib.sha256(data).hexdigest()} for name, data in parts.items()]  # fmt: skip
+    return {**out, "parts": listed}
 
 
 def part_files(index: int, maps: AttentionMaps, n: int) -> dict[str, bytes]:
-    """Name in the results folder -> bytes of every part file of sentence ``index``."""
+    """Name in the results folder -> bytes of every part file of sentence ``index``, in
+    layer order (``maps`` as ``stored_maps`` gives them)."""
     idents = part_idents(index, maps)
     return {part_file(i): part_text(i, layer_rows(maps, e, n)) for e, i in enumerate(idents)}
 
 
+def listed_idents(att: Mapping[str, Any]) -> tuple[str, ...]:
+    """The idents of the parts a schema-10 ``attention`` object lists."""
+    return tuple(str(p["file"]).removesuffix(".js") for p in att["parts"])
+
+
 def maps_from_parts(att: Mapping[str, Any], read: Mapping[str, bytes], n: int, where: str) -> AttentionMaps:  # fmt: skip
     """The maps of a schema-10 ``attention`` object whose part files ``read`` holds (name
-    in the folder -> bytes); one-line errors name the file."""
+    in the folder -> bytes), each checked against its listed sha256; one-line errors
+    name the file (``where``: the folder, ending in "/")."""
     scores: list[list[list[list[Any]]]] = []
-    layers: list[int] = []
-    for name in att["parts"]:
+    for part in att["parts"]:
+        name = str(part["file"])
         if name not in read:
             raise AttnReportError(f"{where}{name} is missing; run attnreport analyze again")
-        ident, columns = read_part_text(read[name], where + name)
+        data = read[name]
+        if hashlib.sha256(data).hexdigest() != part["sha256"]:
+            raise AttnReportError(f"{where}{name} was changed: its sha256 is not the one listed")
+        ident, columns = read_part_text(data, where + name)
         if part_file(ident) != name:
             raise AttnReportError(f"{where}{name} registers itself as {ident!r}")
-        layer, heads = _layer_triangles(columns, n, where + name)
-        layers.append(layer)
-        scores.append(heads)
+        scores.append(_layer_triangles(columns, n, where + name))
     return AttentionMaps.from_json({**att, "scores": scores})
 
 
-def _layer_triangles(columns: Columns, n: int, where: str) -> tuple[int, list[list[list[Any]]]]:
+def _layer_triangles(columns: Columns, n: int, where: str) -> list[list[list[Any]]]:
     try:
         head = np.asarray(columns["head"], dtype=np.int64)
         cell = np.asarray(columns["query"], dtype=np.int64)
         cell = cell * (cell + 1) // 2 + np.asarray(columns["key"], dtype=np.int64)
         score = np.asarray(columns["score"], dtype=np.float64)
-        layer = int(columns["layer"][0]) if len(head) else -1
     except (KeyError, TypeError, ValueError, IndexError) as err:
         raise AttnReportError(f"{where}: its columns are malformed ({err})") from err
     cells = n * (n + 1) // 2
@@ -191,4 +201,4 @@ def _layer_triangles(columns: Columns, n: int, where: str) -> tuple[int, list[li
         mine = head == h
         values[cell[mine]] = score[mine]
         heads.append(_triangle(values, n))
-    return layer, heads
+    return heads

@@ -28,5 +28,5 @@ def sentence_files(s: SentenceResults, lazy: bool = False) -> dict[str, bytes]:
     encoded one at a time (``dump_json_streamed``)."""
     s = stored(s)
     files = {} if s.attention is None else part_files(s.index, s.attention, s.n_tokens)
-    head = CURRENT.encode(dump_json_streamed(sentence_to_json(s, lazy)))
+    head = CURRENT.encode(dump_json_streamed(sentence_to_json(s, lazy, files)))
     return {**files, CURRENT.sentence(s.index): head}

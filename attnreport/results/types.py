@@ -134,20 +134,24 @@ def sentence_from_json(
         tables=SentenceTables(**_parse_tables(SentenceTables, obj, where)),
         attention=maps,
         view_head=None if view is None else (int(view[0]), int(view[1])),
-        parts=None if listed is None else tuple(str(p).removesuffix(".js") for p in listed),
+        parts=None if listed is None else map_parts.listed_idents(att),
     )
 
 
-def sentence_to_json(s: SentenceResults, lazy: bool = False) -> Json:
+def sentence_to_json(
+    s: SentenceResults, lazy: bool = False, parts: Mapping[str, bytes] | None = None
+) -> Json:
     """The JSON value of ``sentences/NNN.json.gz``, its scores in the part files
-    ``map_parts.part_files`` writes; ``lazy``: table columns as ``LazyColumn``."""
-    att = s.attention
-    idents = None if att is None else map_parts.part_idents(s.index, att)
+    ``map_parts.part_files`` writes (``parts``: those files, when already made); ``lazy``:
+    table columns as ``LazyColumn``."""
+    att = None if s.attention is None else map_parts.stored_maps(s.attention)
+    if att is not None and parts is None:
+        parts = map_parts.part_files(s.index, att, s.n_tokens)
     out: Json = {
         "schema": SCHEMA,
         "sentence": {"index": s.index, "text": s.text, "n_tokens": s.n_tokens},
         "tokens": s.tokens.to_json(),
-        "attention": None if att is None else map_parts.maps_json(att, idents or ()),
+        "attention": None if att is None else map_parts.maps_json(att, parts or {}),
         "tables": {name: getattr(s.tables, name).to_json(lazy) for name in _present(s.tables)},
     }
     if s.view_head is not None:

@@ -5,7 +5,10 @@ static host)::
 
     index.html  404.html  s000-the-cat.html ...     pages
     assets/vega.js  assets/runtime.js  assets/style.css  assets/favicon.svg
-    data/PAGE/KEY/*.js                              chunk files of figure KEY on PAGE
+    data/PAGE/KEY/*.js                              chunk files of figure KEY on PAGE (not
+                                                    the attention map's: it loads the
+                                                    results' map parts, results/sentences/
+                                                    NNN/lL.js, the one copy of its rows)
     figures/PAGE/KEY.svg  figures/PAGE/KEY.png      static images (unless images=False;
                                                     the PNG only when png=True)
     results/...  results/render.json                the results drawn (their files as
