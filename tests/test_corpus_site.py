@@ -188,9 +188,13 @@ def test_build_is_analyze_plus_render(corpus, tmp_path):
                "--pages", "0,5,7-8")  # fmt: skip
     assert done.exit_code == 0, done.output
     assert tree(out) == tree(rendered)
-    assert sorted(p.name for p in (out / "results" / "sentences").iterdir()) == [
+    assert sorted(p.name for p in (out / "results" / "sentences").glob("*.json.gz")) == [
         f"{i:03d}.json.gz" for i in (0, 5, 7, 8, IV)
-    ]  # the pages (the mean grid's sentence 1 needs no file: interventions.json names it)
+    ]
+    parts = {p.parent.name for p in (out / "results" / "sentences").glob("*/*.js")}
+    assert (
+        parts == {f"{i:03d}" for i in (0, 5, 7, 8, IV)}
+    )  # their maps, and only theirs  # the pages (the mean grid's sentence 1 needs no file: interventions.json names it)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["analysed", "built", "rendered"]
 
 

@@ -84,21 +84,32 @@ def _assert_agrees(expected: Path, actual: Path) -> None:
     assert compared.ok, compared.problems[:5]
 
 
+def sentence_files(results: Path) -> dict[str, bytes]:
+    """Every file under ``results/sentences`` (the sentence files and their map parts)."""
+    folder = results / "sentences"
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+
+
 def test_an_edited_sentence_is_analysed_again_alone(tmp_path, tiny_llama):
     config = write_project(tmp_path, tiny_llama)
     project = Project(config, {})
     first = project.build(_quiet)
     assert first.analysis == "all" and first.loaded and first.pages == len(SENTENCES) + 1
     results = project.results
-    before = {p.name: p.read_bytes() for p in (results / "sentences").iterdir()}
+    before = sentence_files(results)
 
     edited = [*SENTENCES]
     edited[3] = "le chat dort sur the mat ."
     (tmp_path / "sentences.txt").write_text("\n".join(edited) + "\n", encoding="utf-8")
     second = project.build(_quiet)
     assert (second.analysis, second.analysed, second.loaded) == ("sentences", (3,), False)
-    after = {p.name: p.read_bytes() for p in (results / "sentences").iterdir()}
-    assert [n for n in after if after[n] != before[n]] == ["003.json.gz"]
+    after = sentence_files(results)
+    changed = sorted(n for n in after if after[n] != before[n])
+    assert (
+        changed[0] == "003.json.gz"
+        and changed[1:]
+        and all(n.startswith("003/") for n in changed[1:])
+    )
     old, new = "s003-le-chat-dort.html", "s003-le-chat-dort-sur-the-mat.html"
     assert second.moved == {old: new}
     assert (project.site / new).is_file() and not (project.site / old).exists()
@@ -111,6 +122,7 @@ def test_an_edited_sentence_is_analysed_again_alone(tmp_path, tiny_llama):
     third = project.build(_quiet)
     assert third.analysis == "sentences" and third.analysed == (0, 3)
     assert not (results / "sentences" / "003.json.gz").exists()
+    assert not (results / "sentences" / "003").exists()  # nor its map parts
     _assert_agrees(_fresh_results(config, tmp_path / "fresh-2"), results)
 
 
