@@ -195,8 +195,9 @@ def view_rows(
 
 
 def _columns(parts: list[Columns], figure: Figure) -> Columns:
-    """The parts one after another, in the columns ``figure`` draws (its inline rows')."""
-    drawn = list(figure.inline) or list(parts[0])
+    """The parts one after another, in the columns ``figure`` draws (its inline rows', or
+    where it inlines none, as a map drawn from the results' parts, its first part's)."""
+    drawn = list(figure.inline) or next((list(part) for part in parts if part), [])
     return {c: [v for part in parts if part for v in part[c]] for c in drawn}
 
 
