@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from attnreport.cli import main
-from attnreport.results import CURRENT, read_json
+from attnreport.results import CURRENT, load, read_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,7 +55,9 @@ def test_tiny_results_are_complete_and_reproducible(tmp_path, tiny_model_dirs, t
     for name in sentence["tables"]:
         assert f'"{name}"' in schema or f"{name}:" in schema
     n = sentence["sentence"]["n_tokens"]
-    assert len(sentence["attention"]["scores"][0][0]) == n  # layer 0, head 0: one row per query
+    maps = load(tmp_path / "a").sentences[0].attention  # the scores, read from the parts
+    assert len(maps.scores[0][0]) == n  # layer 0, head 0: one row per query
+    assert "scores" not in sentence["attention"] and "sentences/000/l0.js" in a
     intervention = read_json(tmp_path / "a" / CURRENT.interventions)
     cells = intervention["scaling"]["cells"]  # both sentences scaled; Q or K once, then V
     assert [(c["sentence"], c["target"]) for c in cells] == [
