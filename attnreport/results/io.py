@@ -74,18 +74,32 @@ def dump(results: Results) -> dict[str, bytes]:
 
 
 def to_json(results: Results) -> Json:
-    """The parts as JSON values: {"manifest", "set", "sentences", "interventions"}."""
-    files = {
+    """The parts as JSON values: {"manifest", "set", "sentences", "interventions"}, each
+    sentence's scores inline in its ``attention`` (as up to schema 9), not in part files,
+    so that ``as_results`` reads the value back without a folder."""
+    files = dump(results)
+    values = {
         name: json.loads(decode(data, name, name))
-        for name, data in dump(results).items()
+        for name, data in files.items()
         if not CURRENT.is_map_part(name)
     }
     return {
-        "manifest": files[MANIFEST],
-        "set": files[CURRENT.set],
-        "sentences": [files[CURRENT.sentence(s.index)] for s in results.sentences],
-        "interventions": files.get(CURRENT.interventions),
+        "manifest": values[MANIFEST],
+        "set": values[CURRENT.set],
+        "sentences": [
+            _inline_maps(values, files, CURRENT.sentence(s.index)) for s in results.sentences
+        ],  # fmt: skip
+        "interventions": values.get(CURRENT.interventions),
     }
+
+
+def _inline_maps(values: Mapping[str, Any], files: Mapping[str, bytes], name: str) -> Any:
+    """Sentence file ``name``'s JSON value with the scores of its parts in ``attention``."""
+    value = values[name]
+    if value.get("attention") is None:
+        return value
+    maps = sentence_from_json(value, name, files).attention
+    return {**value, "attention": None if maps is None else maps.to_json()}
 
 
 def _schema_version(value: Any, where: str) -> int:
