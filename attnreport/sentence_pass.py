@@ -57,12 +57,16 @@ def analyze_pass(
     settings: Settings,
     on_layer: LayerProgress | None = None,
     observe: LayerObserver | None = None,
+    maps_wanted: bool = True,
 ) -> tuple[SentenceTables, AttentionMaps | None]:
     """The sentence's tables (``merge_layers``, typed) and, up to ``map_tokens`` tokens, its
     attention maps. ``on_layer(done, total)`` hears of each layer analysed; ``observe``
     reads each layer's raw pass too (the value norms: ``value_norms.value_norm_collector``),
-    so what it measures needs no pass of its own."""
+    so what it measures needs no pass of its own. ``maps_wanted`` False: a sentence whose
+    results file is not kept (it has no page): the same tables, no maps (None), and none of
+    the cost of rounding and ranking them (a third of the dense path's analysis time)."""
     keep_maps = token_ids.shape[0] <= settings.map_tokens
+    make_maps = keep_maps and maps_wanted
     per_layer: list[dict[str, Table]] = []
     maps = AttentionMaps([], [], {})
 
@@ -75,10 +79,11 @@ def analyze_pass(
         tables.update(layer_role_tables(record, token_ids.cpu(), host(spec.out_weight).float()))
         tables.update(layer_tables(record))
         per_layer.append(tables)
-        kept = attention_triangles(record, order)
-        maps.scores.append(kept["scores"])
-        maps.rank_fixes.update(kept["rank_fixes"])
-        maps.sinks.append(sink_logits(raw.computed.sinks))  # type: ignore[union-attr]
+        if make_maps:
+            kept = attention_triangles(record, order)
+            maps.scores.append(kept["scores"])
+            maps.rank_fixes.update(kept["rank_fixes"])
+            maps.sinks.append(sink_logits(raw.computed.sinks))  # type: ignore[union-attr]
         if on_layer is not None:
             on_layer(len(per_layer), len(specs))
 
@@ -100,7 +105,7 @@ def analyze_pass(
     numbers = tuple(s.layer for s in specs)  # a hybrid's attention layers: not 0..n-1
     layers = None if numbers == tuple(range(len(specs))) else numbers
     return sentence_tables_from(merge_layers(per_layer)), (
-        AttentionMaps(maps.scores, sinks, maps.rank_fixes, None, layers) if keep_maps else None
+        AttentionMaps(maps.scores, sinks, maps.rank_fixes, None, layers) if make_maps else None
     )
 
 

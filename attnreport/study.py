@@ -78,17 +78,24 @@ class SentenceAnalysis:
 
 
 def analyze_sentence(
-    session: Session, sentence: Sentence, settings: Settings, on_layer: LayerProgress | None = None
+    session: Session,
+    sentence: Sentence,
+    settings: Settings,
+    on_layer: LayerProgress | None = None,
+    maps_wanted: bool = True,
 ) -> SentenceAnalysis:
     """Every per-sentence table of ``sentence`` (schema ``sentences/NNN.json``) on
     ``session``'s model; each layer is analysed as soon as it has run and then dropped
     (``sentence_pass.analyze_pass``, which reports each to ``on_layer``). The result's
     per-query tables pool past ``map_tokens`` queries (``results.pooling``); the arrays
-    the set-wide totals add up are every query's."""
+    the set-wide totals add up are every query's. ``maps_wanted`` False (a sentence whose
+    results file is not kept): the result has no attention maps, and they are not made."""
     index = sentence.index
     ids = torch.tensor(sentence.token_ids)
     norms, observe = value_norm_collector()
-    tables, maps = analyze_pass(session.model, session.specs, ids, settings, on_layer, observe)
+    tables, maps = analyze_pass(
+        session.model, session.specs, ids, settings, on_layer, observe, maps_wanted
+    )
     assert tables.head_roles is not None and tables.massive_activations is not None
     result = SentenceResults(
         index=index,

@@ -40,15 +40,21 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def virtual_bytes() -> int:
-    """This process's address space now (``VmSize``), bytes; 0 where /proc has none."""
+def proc_bytes(path: str, key: str) -> int:
+    """The ``KEY:  N kB`` line of a /proc file (``/proc/meminfo``, ``/proc/self/status``)
+    in bytes; 0 where the file or the key is missing (not Linux)."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmSize:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
     except OSError:
         pass
     return 0
+
+
+def virtual_bytes() -> int:
+    """This process's address space now (``VmSize``), bytes; 0 where /proc has none."""
+    return proc_bytes("/proc/self/status", "VmSize")
 
 
 def cap_memory(free_bytes: int) -> int:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.peer_tasks import proc_bytes
 from benchmarks.report import Section, Target, ratio_target
 
 REPO = Path(__file__).resolve().parent.parent
@@ -250,13 +251,7 @@ def tool_pythons(env: PeersEnv) -> dict[str, str | None]:
 
 def available_bytes() -> int:
     """``MemAvailable`` of /proc/meminfo, bytes (0 where there is none)."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return proc_bytes("/proc/meminfo", "MemAvailable")
 
 
 def worker_command(python: str, tool: str, args_file: Path) -> list[str]:

@@ -97,3 +97,16 @@ def test_the_epsilons_are_named_for_what_they_are():
     assert settings_rows({"epsilons": [0.5, 1e-3, 1e-10]}) == (
         ("Intervention scale factors (ε)", "0.5, 0.001, 1e-10"),
     )
+
+
+def test_a_matched_depth_shows_the_digits_a_reader_can_use():
+    """A comparison records the depth it matched as layer / (L - 1): 24 / 29 is not shown
+    as 0.827586, but with two significant digits, as the figures' tooltips give it."""
+    from attnreport.site.about import settings_rows
+
+    assert settings_rows({"intervene_depth": 24 / 29}) == (
+        ("Relative depth of the interventions", "0.83"),
+    )
+    assert settings_rows({"intervene_depth": 0.5}) == (
+        ("Relative depth of the interventions", "0.5"),
+    )

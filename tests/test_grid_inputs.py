@@ -177,3 +177,24 @@ def test_the_grid_checks_read_every_sentence_scaled():
     assert qk.evidence.startswith("Scaled by 1e-10 in layer 3 (on 2 sentences), the largest gap")
     assert "uniform over the keys it sees is Q or K 0.4 (uniform means within" in qk.evidence
     assert not qk.passed and qk.evidence.endswith("layer 3, head 1 stay further from uniform.")
+
+
+def test_a_gap_to_uniform_below_the_stored_precision_reads_as_zero():
+    """A passing check's largest gap of 4.9e-7 is the 6-digit rounding of the weights the
+    grid keeps (1/3 is kept as 0.333333), not a measured distance: it is said as such."""
+    from attnreport.site.words.claims import ClaimInputs
+    from attnreport.site.words.claims.construction import qk_scaling_uniform
+    from tests.fixtures.grids import grids
+
+    def gaps(g: float) -> dict[str, list[float]]:
+        return {"same": [g, g / 2], "next": [0.2, 0.2], "last": [0.2, 0.2]}
+
+    cells = [
+        GridCell("QK", 1e-10, {}, [0.1, 0.1], gaps=gaps(4.9e-7), sentence=0),
+        GridCell("QK", 1e-10, {}, [0.1], gaps=gaps(3.3e-7), sentence=1),
+    ]
+    iv = grids(3, cells, baseline={"same": [[[1.0]]]}, epsilons=[1e-10])
+    qk = qk_scaling_uniform(ClaimInputs({}, iv, positional="rope"))
+    assert qk.passed
+    assert "is Q or K below 1e-6, 0 at the precision the weights are kept at" in qk.evidence
+    assert "4.9e-7" not in qk.evidence

@@ -139,3 +139,30 @@ def test_the_mean_grid_names_the_tokens_of_an_input_without_a_file(runs):
     tokens = load(runs["all"]).sentences[1].tokens.token
     assert all(json.dumps(str(t))[1:-1] in text for t in tokens[:3])
     assert specs["some"] == specs["all"]
+
+
+def test_a_sentence_without_a_page_is_analysed_without_its_maps(tiny_model_dirs, monkeypatch):
+    """A sentence whose results file is not kept adds the same sums to the set tables as
+    one that is, and its maps are never made (rounding and ranking them is a third of the
+    dense path's analysis time): ``attention_triangles`` is not called for it."""
+    from attnreport import sentence_pass
+    from attnreport.config import Settings
+    from attnreport.corpus.work import analyze_one
+    from attnreport.sentences import Sentence
+    from attnreport.session import Session, open_session
+
+    session = open_session(str(tiny_model_dirs["llama"]), None)
+    tokenizer = session.loaded.tokenizer
+    ids = tokenizer("the cat sat on the mat and the dog sat on the cat").input_ids
+    sentence = Sentence(0, tokenizer.decode(ids), tuple(ids), tuple(map(tokenizer.decode, ids)))
+    one = Session(session.loaded, session.specs, [sentence], session.bos)
+    kept = analyze_one(one, sentence, Settings(), keep=True)
+    assert kept.data is not None
+
+    def no_maps(*args, **kwargs):
+        raise AssertionError("a sentence without a page made its maps")
+
+    monkeypatch.setattr(sentence_pass, "attention_triangles", no_maps)
+    unkept = analyze_one(one, sentence, Settings(), keep=False)
+    assert unkept.data is None
+    assert unkept.partial.to_json() == kept.partial.to_json()

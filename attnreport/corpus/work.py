@@ -36,7 +36,7 @@ def analyze_one(
     """Analyse ``sentence`` on ``session``'s model (its sentence list is not needed);
     ``on_layer(done, total)`` hears of each layer; ``keep``: make its results file (else
     only its partial sums: ``page_choice.kept_indices``)."""
-    result = analyze_sentence(session, sentence, settings, on_layer)
+    result = analyze_sentence(session, sentence, settings, on_layer, maps_wanted=keep)
     partial = SentencePartial.of(
         sentence.index, result.focus, result.head_impact, result.head_roles,
         result.massive_activations, pooled_sources(result.result.tables), result.value_norms,

@@ -64,8 +64,14 @@ LABELS = {
 }
 """A human label per recorded setting (``config.Settings``); a key not here shows as is."""
 
+SHOWN_DIGITS = {"intervene_depth": 2}
+"""Significant digits a setting is shown with, where its recorded value has more than a
+reader can use: a comparison records the matched depth as ``layer / (L - 1)`` (0.827586)."""
 
-def _value_text(value: Any) -> str:
+
+def _value_text(value: Any, digits: int | None = None) -> str:
+    if digits is not None and isinstance(value, float):
+        return f"{value:.{digits}g}"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list | tuple):
@@ -79,7 +85,7 @@ def settings_rows(settings: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     order = {key: i for i, key in enumerate(LABELS)}
     keys = sorted(settings, key=lambda k: (order.get(k, len(order)), k))
     return tuple(
-        (LABELS.get(key, key), _value_text(settings[key]))
+        (LABELS.get(key, key), _value_text(settings[key], SHOWN_DIGITS.get(key)))
         for key in keys
         if settings[key] is not None and settings[key] != []
     )

@@ -112,11 +112,13 @@ class FigureContext:
 
 @dataclass(frozen=True)
 class Paragraph:
-    """Plain text followed by footnote references (numbers) and an optional link."""
+    """Plain text followed by footnote references (numbers) and an optional link, with
+    more links after it (``also``: "See Figure 2 and Figure 3")."""
 
     text: str
     notes: tuple[int, ...] = ()
     link: Link | None = None
+    also: tuple[Link, ...] = ()
 
 
 @dataclass(frozen=True)

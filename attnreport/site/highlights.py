@@ -68,7 +68,8 @@ def finding_paragraphs(
     post_norm: PostNorm = NO_POST_NORM,
     dim: int | None = None,
 ) -> tuple[Paragraph, ...]:
-    """One paragraph per key finding, with its figure link and citation footnote.
+    """One paragraph per key finding (with the findings it holds, ``Finding.more``), with
+    its figures' links and citation footnotes.
 
     set_tables: ``set.json``'s tables; figures: the index page's numbered figures;
     pages[i]: sentence ``i``'s file name (None: no page, no link); notes: the page's footnotes (cite in page order);
@@ -77,7 +78,10 @@ def finding_paragraphs(
     """
     out = []
     for finding in key_findings(set_tables, interventions, post_norm, dim):
-        cite = CITATIONS.get(finding.key)
-        refs = notes.ref(*cite) if cite else ()
-        out.append(Paragraph(finding.text, refs, figure_link(finding, figures, pages)))
+        parts = (finding, *finding.more)
+        refs = tuple(r for f in parts if f.key in CITATIONS for r in notes.ref(*CITATIONS[f.key]))
+        links = [link for f in parts if (link := figure_link(f, figures, pages))]
+        also = tuple(Link(link.href, link.label.removeprefix("See ")) for link in links[1:])
+        text = " ".join(f.text for f in parts)
+        out.append(Paragraph(text, refs, links[0] if links else None, also))
     return tuple(out)

@@ -14,6 +14,7 @@ from a list, and never a number below its own precision (``effects.nats``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,8 @@ from attnreport.site.words.wording import (
     percent,
     plural,
 )
+
+MAX_FINDINGS = 5  # sinks, massive activations, orientation, head roles, interventions
 
 
 def _medians_by_sentence(by_sentence: Any, layers: Sequence[int], statistic: str) -> list[float]:
@@ -306,7 +309,8 @@ def key_findings(
     post_norm: PostNorm = NO_POST_NORM,
     dim: int | None = None,
 ) -> list[Finding]:
-    """Every finding the results support, in reading order.
+    """Every finding the results support, in reading order: at most ``MAX_FINDINGS``, the
+    sinks by both measures in one (``Finding.more``).
 
     set_tables: ``set.json``'s ``tables`` (focus_by_sentence, focus_pooled, impact_pooled;
     focus_by_sentence may carry ``first_prob``). interventions: the typed grids (None: none).
@@ -318,10 +322,12 @@ def key_findings(
     first = per_head(pooled, "first_focus")
     out: list[Finding | None] = []
     if first:
-        out.append(sink_onset(first, by_sentence or None))
-        if "first_prob" in by_sentence:
+        onset = sink_onset(first, by_sentence or None)
+        if "first_prob" in by_sentence:  # the literature's measure of the same sinks
             basis = sinks.rate_basis(by_sentence) if "sentence" in by_sentence else None
-            out.append(sink_rate(sinks.pooled_scores(by_sentence), first, basis))
+            rate = sink_rate(sinks.pooled_scores(by_sentence), first, basis)
+            onset = replace(onset, more=(rate,)) if rate else onset
+        out.append(onset)
     out.append(massive_activations(set_tables))
     out.append(orientation(set_tables.get("impact_pooled"), dim, post_norm.sizes_before))
     out.extend(role_findings(set_tables))

@@ -25,13 +25,15 @@ Heads = dict[tuple[int, int], float]
 class Finding:
     """One key finding. ``figure`` is the figure key that shows it (``set-first-focus``);
     ``sentence`` is the page that holds that figure: None for the index page, else the
-    sentence index (the intervention grids live on one sentence's page).
+    sentence index (the intervention grids live on one sentence's page). ``more``: findings
+    on the same subject, said in the same paragraph after this one, each with its figure.
     """
 
     key: str
     text: str
     figure: str
     sentence: int | None = None
+    more: tuple[Finding, ...] = ()
 
 
 def columns(table: Any) -> Columns:

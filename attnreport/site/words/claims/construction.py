@@ -28,6 +28,19 @@ from attnreport.site.words.claims.maps import (
 )
 from attnreport.site.words.wording import number, quantity
 
+# The grids keep attention weights at 6 significant digits (as the results keep every
+# float): a gap to uniform below 1e-6 is that rounding, or float32's, and reads as 0.
+GAP_FLOOR = 1e-6
+GAP_FLOOR_TEXT = "1e-6"
+
+
+def gap_words(gap: float) -> str:
+    """A gap to uniform attention as a reader may take it: ``0.012``, or for a gap under
+    ``GAP_FLOOR`` "below 1e-6, 0 at the precision the weights are kept at"."""
+    if gap < GAP_FLOOR:
+        return f"below {GAP_FLOOR_TEXT}, 0 at the precision the weights are kept at"
+    return number(gap, 2)
+
 
 def _over(n: int) -> str:
     """`` (on 8 sentences)`` when the grid scaled several, else "": the bound given holds
@@ -52,7 +65,7 @@ def qk_scaling_uniform(inputs: ClaimInputs) -> Check | None:
         {(iv.layer, h) for g in gaps.values() for h, v in enumerate(g) if v > UNIFORM_TOL}
     )
     largest = " and ".join(
-        f"{effects.target_words(t)} {number(max(gaps[t], default=0.0), 2)}" for t in targets
+        f"{effects.target_words(t)} {gap_words(max(gaps[t], default=0.0))}" for t in targets
     )
     kl = {c.target: effects.mean_kl(c) for c in cells}  # Q and K apart: one input (schema < 9)
     same = (
@@ -118,7 +131,7 @@ def mean_k_after_rotation_uniform(inputs: ClaimInputs) -> Check | None:
     evidence = (
         f"Mean taken after the rotary rotation (what the attention function receives) in "
         f"layer {iv.layer}: the largest gap to uniform attention over "
-        f"{len(gaps)} sentences is {number(max(gaps.values()), 2)}."
+        f"{len(gaps)} sentences is {gap_words(max(gaps.values()))}."
     )
     if broken:
         evidence += f" Sentences {', '.join(map(str, broken))} stay further from uniform."
