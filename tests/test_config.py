@@ -7,7 +7,6 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from attnreport.charts.export.embed import decode_columns
 from attnreport.cli import main
 from attnreport.config import KEYS, STARTER, Settings, load_settings
 from attnreport.errors import AttnReportError
@@ -134,6 +133,21 @@ def test_pages_open_on_the_chosen_head(tmp_path, tiny_model_dirs):
     code, output = build_with(tmp_path, toml)
     assert code == 0, output
     page = next((tmp_path / "out").glob("s000-*.html")).read_text()
-    payload = page.split('id="ar-data-attention-map">', 1)[1].split("</script>", 1)[0]
-    inline = decode_columns(json.loads(payload)["inline"])  # the rows drawn first
-    assert set(inline["layer"]) == {1} and set(inline["head"]) == {3}
+    payload = json.loads(page.split('id="ar-data-attention-map">', 1)[1].split("</script>", 1)[0])
+    opens = {p["name"]: p["value"] for p in bound(payload["spec"])}
+    assert (opens["layer"], opens["head"]) == (1, 3)  # the view the page opens on
+    # its rows come from the results' map part of that layer (schema 10), inlined none
+    assert payload["results_chunks"] and payload["inline"] == {}
+    assert payload["chunks"][str(opens["layer"])] == "sentences/000/l1"
+
+
+def bound(spec):
+    """Every control a spec binds (``{"name", "value", "bind"}``), wherever it sits."""
+    if isinstance(spec, dict):
+        if {"name", "value", "bind"} <= spec.keys():
+            yield spec
+        for value in spec.values():
+            yield from bound(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            yield from bound(value)
