@@ -188,3 +188,53 @@ def test_the_comparison_spells_out_the_pages_splits_and_sums_up_the_rest():
         median = statistics.median(counts)
         words = f"into {min(counts)} to {max(counts)} tokens (median {median:g})"
         assert words in section, (name, words)
+
+
+@pytest.mark.default_model
+@pytest.mark.slow
+def test_every_score_the_map_shows_is_the_models_float32_score_to_its_digits():
+    """Issue 42: the map's tooltip writes each score with 3 decimals (its format) from the
+    results' part files, which keep 3 decimals. Run again in float32 on the default model,
+    the first passage's every score, of every layer and head, is written with the same
+    digits; only a score within float noise of a half (another CPU may round it the other
+    way) may differ, and then by one unit of the last digit."""
+    import numpy as np
+    import torch
+
+    from attnreport.attention import layer_record
+    from attnreport.charts.figures.attention import _map_tooltips
+    from attnreport.results.maps import flat
+    from attnreport.session import open_session
+    from attnreport.streaming import stream_layers
+
+    shown = next(t.to_dict()["format"] for t in _map_tooltips() if t.to_dict()["field"] == "score")
+    results = load(SITE / "smollm2-135m-instruct" / "results")
+    att, ids = results.sentences[0].attention, results.manifest.sentences[0].token_ids
+    session = open_session("default", None)
+    rows, keys = np.tril_indices(len(ids))
+    seen = {"cells": 0, "near_half": 0}
+
+    def on_layer(spec, raw) -> None:
+        exact = layer_record(spec, raw, with_terms=False).scores.numpy()[:, rows, keys]
+        for head, model_scores in enumerate(exact):
+            stored = flat(att.scores[att.layer_numbers.index(spec.layer)][head])
+            digits = [written(v, shown) for v in stored]
+            want = [written(v, shown) for v in model_scores.astype(np.float64)]
+            half = np.abs(np.abs(model_scores * 1000.0) % 1.0 - 0.5) < 0.05  # ±5e-5 of a half
+            for k in np.flatnonzero([a != b for a, b in zip(digits, want, strict=True)]):
+                assert half[k], (spec.layer, head, k, digits[k], want[k])
+                assert abs(stored[k] - model_scores[k]) < 1e-3
+                seen["near_half"] += 1
+            seen["cells"] += len(digits)
+
+    with torch.no_grad():
+        stream_layers(session.model, session.specs, torch.tensor(ids), on_layer, False)
+    assert seen["cells"] == len(att.layer_numbers) * 9 * len(rows)  # 30 layers, 9 heads
+    assert seen["near_half"] <= seen["cells"] // 1000
+
+
+def written(value: float, spec: str) -> str:
+    """``value`` as the page's d3-format ``spec`` writes it: a value that rounds to zero is
+    written unsigned ("0.000", never "-0.000")."""
+    text = f"{value:{spec}}"
+    return text.lstrip("-") if float(text) == 0 else text
