@@ -230,7 +230,9 @@ def test_every_score_the_map_shows_is_the_models_float32_score_to_its_digits():
     with torch.no_grad():
         stream_layers(session.model, session.specs, torch.tensor(ids), on_layer, False)
     assert seen["cells"] == len(att.layer_numbers) * 9 * len(rows)  # 30 layers, 9 heads
-    assert seen["near_half"] <= seen["cells"] // 1000
+    # another CPU's last digits move about 0.2% of the scores across a half (checked with
+    # ATEN_CPU_CAPABILITY=default: 1,228 of 670,950)
+    assert seen["near_half"] <= seen["cells"] // 100
 
 
 def written(value: float, spec: str) -> str:
