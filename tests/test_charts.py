@@ -37,6 +37,7 @@ from attnreport.charts.figures.columns import rounded, sentence_tokens
 from attnreport.charts.spec.assemble import columns_to_rows, static_view
 from attnreport.charts.spec.position_window import POSITION_WINDOW, WINDOW_PARAM
 from tests.fixtures.fake_results import fake_sentence, fake_study, typed, typed_sentence
+from tests.spec_walk import walk
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("ATTNREPORT_UPDATE_SNAPSHOTS") == "1"
@@ -293,21 +294,10 @@ def test_static_spec_holds_the_inline_rows(figures):
         assert len(rows) == n
 
 
-def _walk(node):
-    """Every dict inside a spec."""
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value)
-
-
 def test_static_specs_leave_out_interaction_only_layers(figures):
     """No invisible hover layers in the images, and no reference to a selection left dangling."""
     for fig in all_figures(figures):
-        nodes = list(_walk({k: v for k, v in fig.static_spec.items() if k != "data"}))
+        nodes = list(walk({k: v for k, v in fig.static_spec.items() if k != "data"}))
         for node in nodes:
             for layer in node.get("layer", []):
                 assert layer.get("mark", {}).get("opacity") != 0, fig.key

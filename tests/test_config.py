@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from attnreport.cli import main
 from attnreport.config import KEYS, STARTER, Settings, load_settings
 from attnreport.errors import AttnReportError
+from tests.spec_walk import walk
 
 
 def build_with(tmp_path, toml: str, *args: str):
@@ -143,11 +144,4 @@ def test_pages_open_on_the_chosen_head(tmp_path, tiny_model_dirs):
 
 def bound(spec):
     """Every control a spec binds (``{"name", "value", "bind"}``), wherever it sits."""
-    if isinstance(spec, dict):
-        if {"name", "value", "bind"} <= spec.keys():
-            yield spec
-        for value in spec.values():
-            yield from bound(value)
-    elif isinstance(spec, list):
-        for value in spec:
-            yield from bound(value)
+    return [node for node in walk(spec) if {"name", "value", "bind"} <= node.keys()]
