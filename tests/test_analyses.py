@@ -636,4 +636,4 @@ def test_attention_triangles_have_one_triangle_per_head() -> None:
     maps = AttentionMaps([tri["scores"]], rank_fixes=tri["rank_fixes"])
     assert maps.ranks[0][1][3] == [1, 2, 3, 0]
     assert maps.probs[0][0][0] == [1.0]
-    json.dumps(tri["scores"])
+    json.dumps(maps.to_json())  # the nested rows of schema 9, as JSON

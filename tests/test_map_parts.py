@@ -17,17 +17,17 @@ import pytest
 
 from attnreport.charts.export.embed import decode_columns
 from attnreport.errors import AttnReportError
-from attnreport.results import as_results, dump, load
+from attnreport.results import SCHEMA, as_results, dump, load
 from attnreport.results.compare import compare_results
 from attnreport.results.io import parse_files
-from attnreport.results.layout import decode
+from attnreport.results.layout import MANIFEST, decode
 from attnreport.results.map_parts import read_part_text
 from attnreport.results.rounding import SCORE_PLACES
 from attnreport.site import SiteOptions, assemble_site, write_site
 from attnreport.site.real_charts import default_charts
 from attnreport.site.source import from_folder
 from tests.fixtures.fake_results import fake_study
-from tests.fixtures.versions import as_version_9
+from tests.fixtures.versions import as_version_9, as_version_10
 
 OPTIONS = SiteOptions(title="Parts", date="2026-11-27", authors=("Ada",), images=False)
 
@@ -60,7 +60,7 @@ def test_a_dumped_sentence_loads_back_its_scores_at_the_stored_precision(study, 
 
 def test_the_sentence_file_keeps_no_scores_and_lists_its_parts(files):
     head = json.loads(decode(files["sentences/000.json.gz"], "sentences/000.json.gz", ""))
-    assert head["schema"] == "attnreport.results/10"
+    assert head["schema"] == SCHEMA
     assert "scores" not in head["attention"]
     names = [part["file"] for part in head["attention"]["parts"]]
     assert names == [f"sentences/000/l{layer}.js" for layer in range(3)]
@@ -139,6 +139,23 @@ def test_a_folder_of_schema_9_renders_with_the_maps_in_the_pages_data_files(stud
     assert len(pages) == 2 and all("results_chunks" not in p for _, p in pages)
     assert len(list(site.rglob("data/*/attention-map"))) == 2
     assert not list(site.rglob("results/sentences/*/*.js"))
+
+
+def test_a_folder_of_schema_10_loads_its_whole_row_rank_fixes_as_the_fixed_keys(study, tmp_path):
+    """Schema 10 wrote each rank fix as its row's every rank; schema 11 keeps the keys the
+    written scores rank otherwise. Both give the same maps, and a dump of the old one
+    writes the fixed keys only."""
+    files = dump(study)
+    current = parse_files(files)
+    assert any(s.attention.rank_fixes for s in current.sentences)  # the case is not vacuous
+    ten = as_version_10(files)
+    assert json.loads(ten[MANIFEST])["schema"] == "attnreport.results/10"
+    back = parse_files(ten)
+    assert compare_results(current, back).ok
+    for a, b in zip(current.sentences, back.sentences, strict=True):
+        assert b.attention.rank_fixes == a.attention.rank_fixes
+        assert b.attention.ranks == a.attention.ranks
+    assert dump(back) == files
 
 
 def test_the_maps_tooltip_shows_the_stored_digits():

@@ -9,8 +9,11 @@ and gpt-oss (learned sinks and a window).
 
 from __future__ import annotations
 
+import itertools
 import json
+import pickle
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -30,8 +33,18 @@ from attnreport.results import CURRENT, Layout, dump, load, read_json
 from attnreport.results.compare import compare_results
 from attnreport.results.io import dump_json, dump_json_streamed
 from attnreport.results.layout import MANIFEST, compress, decode
-from attnreport.results.maps import AttentionMaps, flat, rank_fixes, row_ranks, triangle_index
+from attnreport.results.maps import (
+    AttentionMaps,
+    FlatTriangle,
+    as_triangle_list,
+    flat,
+    layer_ranks,
+    rank_fixes,
+    row_ranks,
+    triangle_index,
+)
 from attnreport.results.rounding import column_to_list
+from attnreport.results.ties import Tolerance, _row_ties, map_tolerance
 from attnreport.results.types import sentence_to_json
 from attnreport.sentence_pass import analyze_pass
 
@@ -85,7 +98,8 @@ def test_derived_probs_and_ranks_equal_the_capture(tiny_model_dirs, family):
 
 def test_rank_fixes_keep_the_order_that_rounding_ties():
     """Two scores equal after rounding to 6 digits but ordered the other way before it: the
-    results keep that row's ranks; an exact tie goes to the lower key and needs no fix."""
+    results keep those keys' ranks; an exact tie goes to the lower key and needs no fix. A
+    fix as schema 10 wrote it (the whole row) reads as the same keys."""
     scores = torch.full((1, 3, 3), -torch.inf, dtype=torch.float64)
     scores[0, 0, 0] = 0.5
     scores[0, 1, :2] = torch.tensor([1.0000001, 1.0000004])
@@ -95,17 +109,23 @@ def test_rank_fixes_keep_the_order_that_rounding_ties():
     tri = triangle(scores[0].numpy())
     assert tri[1] == [1.0, 1.0]
     fixes = rank_fixes(4, [tri], ranks)
-    assert fixes == {(4, 0, 1): (1, 0)}
+    assert fixes == {(4, 0, 1): ((0, 1), (1, 0))}
     plain = AttentionMaps([[tri]])
     assert plain.ranks[0][0] == [[0], [0, 1], [0, 2, 1]]
-    maps = AttentionMaps([[tri]], rank_fixes={(0, 0, 1): (1, 0)})
+    maps = AttentionMaps([[tri]], rank_fixes={(0, 0, 1): ((0, 1), (1, 0))})
     assert maps.ranks[0][0] == [[0], [1, 0], [0, 2, 1]]
-    back = AttentionMaps.from_json(json.loads(json.dumps(maps.to_json())))
+    written = json.loads(json.dumps(maps.to_json()))
+    assert written["rank_fixes"] == [[0, 0, 1, [0, 1], [1, 0]]]
+    back = AttentionMaps.from_json(written)
     assert back.ranks == maps.ranks and back.to_json() == maps.to_json()
+    old = AttentionMaps.from_json(
+        {**written, "rank_fixes": [[0, 0, 1, [1, 0]], [0, 0, 2, [0, 2, 1]]]}
+    )
+    assert old.rank_fixes == maps.rank_fixes  # row 2's ranks are the written scores' own
 
 
 @pytest.mark.parametrize("window", [None, 3])
-def test_rank_fixes_are_the_rows_whose_written_scores_rank_otherwise(window):
+def test_rank_fixes_are_the_keys_whose_written_scores_rank_otherwise(window):
     """Against ranking every written row again (``row_ranks``): scores drawn from a few
     values plus perturbations below the 6th digit tie often after rounding, exact ties
     included; a window masks cells inside the triangle."""
@@ -124,10 +144,28 @@ def test_rank_fixes_are_the_rows_whose_written_scores_rank_otherwise(window):
     for head, tri in enumerate(tris):
         rows, keys, _ = triangle_index(n)
         true = order.ranks[head].numpy()[rows, keys]
-        for query in np.unique(rows[row_ranks(rows, keys, flat(tri)) != true]).tolist():
-            expected[(0, head, query)] = tuple(order.ranks[head, query, : query + 1].tolist())
+        derived = row_ranks(rows, keys, flat(tri))
+        for query in np.unique(rows[derived != true]).tolist():
+            cells = np.flatnonzero((rows == query) & (derived != true))
+            fixed = (tuple(keys[cells].tolist()), tuple(true[cells].tolist()))
+            expected[(0, head, query)] = fixed
     assert fixes == expected and len(expected) > 3  # the case is not vacuous
     assert rank_fixes(0, tris, order.ranks.numpy()) == expected  # order derived from ranks
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_layers_ranks_at_once_are_each_rows_ranks(seed):
+    """``layer_ranks`` (every head in one argsort) against ``row_ranks`` (a lexsort of each
+    head's cells): scores from a few values, so rows hold exact ties, and NaN where a
+    window masks a cell; ties go to the lower key, masked cells rank -1."""
+    gen = np.random.default_rng(seed)
+    n, heads = int(gen.integers(1, 15)), 3
+    rows, keys, _ = triangle_index(n)
+    scores = gen.integers(-2, 3, (heads, len(rows))).astype(float) / 2
+    scores[:, rows - keys >= 4] = np.nan  # a window of 4
+    got = layer_ranks(scores, n)
+    for head in range(heads):
+        assert got[head].tolist() == row_ranks(rows, keys, scores[head]).tolist()
 
 
 def analyze(out: Path, model: Path, sentences: Path) -> Path:
@@ -153,7 +191,9 @@ def as_version_2(folder: Path, out: Path) -> Path:
         value = files[v2.sentence(s.index)]
         att = s.attention
         probs = [[triangle(np.array(_square(t))) for t in heads] for heads in att.probs]
-        value["attention"] = {"scores": att.scores, "probs": probs, "ranks": att.ranks}
+        nested = [[as_triangle_list(t) for t in heads] for heads in att.scores]
+        ranks = [[as_triangle_list(t) for t in heads] for heads in att.ranks]
+        value["attention"] = {"scores": nested, "probs": probs, "ranks": ranks}
         value["tables"] = {n: _plain(getattr(s.tables, n)) for n in value["tables"]}
         value["tokens"] = _plain(s.tokens)
     files[v2.set]["tables"] = {n: _plain(getattr(results.set, n)) for n in files[v2.set]["tables"]}
@@ -258,3 +298,48 @@ def test_the_committed_example_keeps_its_maps_through_version_3():
                     bound = np.array(pa) * (1e-5 * top + 5e-6) * 1.01 + 1e-12
                     assert np.all(np.abs(np.array(pb) - pa) <= bound)
     assert fixes > 0  # rounding ties some rows of the example in the other order
+
+
+def test_the_rows_with_near_ties_are_found_row_by_row():
+    """``ties._row_ties`` (every row of a head sorted at once) against the plain reading:
+    a row nearly ties when two of its unmasked scores, sorted, are within the maps'
+    tolerance. Scores at 3 decimals, some one unit apart, NaN where a window masks."""
+    gen = np.random.default_rng(3)
+    n = 9
+    rows, keys, _ = triangle_index(n)
+    heads = []
+    for _ in range(3):
+        values = np.round(gen.integers(0, 40, len(rows)) * 0.013, 3)
+        values[rows - keys >= 5] = np.nan
+        heads.append(FlatTriangle(values, n))
+    maps = AttentionMaps([heads, [heads[1]]], layers=(2, 5))
+    sentence = SimpleNamespace(attention=maps)
+    tol = Tolerance(rtol=0.0, atol=1e-9)
+    got = _row_ties(0, SimpleNamespace(sentences=[sentence]), tol)
+    close = map_tolerance(tol).close
+    expected = set()
+    for layer, layer_heads in zip((2, 5), maps.scores, strict=True):
+        for head, tri in enumerate(layer_heads):
+            for query, row in enumerate(tri):
+                values = sorted(v for v in row if v is not None)
+                if any(close(a, b) for a, b in itertools.pairwise(values)):
+                    expected.add((0, layer, head, query))
+    assert got == expected and 0 < len(expected) < 3 * n + n  # neither none nor every row
+
+
+def test_a_flat_triangle_reads_as_the_nested_rows_it_stands_for():
+    """What a notebook reads of ``attention.scores``/``probs``/``ranks``: rows 0..n-1, row i
+    with keys 0..i, NaN as None; equal to those lists; it survives pickling (Ray)."""
+    values = np.array([0.5, 1.0, np.nan, 2.0, 3.0, 4.0])
+    tri = FlatTriangle(values)
+    nested = [[0.5], [1.0, None], [2.0, 3.0, 4.0]]
+    assert len(tri) == 3 and tri.tolist() == nested and list(tri) == nested
+    assert tri[1] == [1.0, None] and tri[-1] == [2.0, 3.0, 4.0] and tri[1:] == nested[1:]
+    assert tri == nested and tri == FlatTriangle(values.copy()) and tri != nested[:2]
+    assert pickle.loads(pickle.dumps(tri)) == tri and flat(tri) is tri.values
+    ints = FlatTriangle(np.array([0, 1, 0]))
+    assert ints.tolist() == [[0], [1, 0]] and type(ints[1][0]) is int
+    with pytest.raises(IndexError):
+        tri[3]
+    with pytest.raises(ValueError, match="no causal triangle"):
+        FlatTriangle(np.zeros(4))

@@ -14,11 +14,11 @@ from typing import TypedDict
 import numpy as np
 import torch
 
-from attnreport.analyses.tables import Table, as_numpy, triangle
+from attnreport.analyses.tables import Table, as_numpy
 from attnreport.records import LayerRecord
+from attnreport.results.maps import FlatTriangle, rank_fixes, triangle_index
 from attnreport.results.maps import Row as MapRow
-from attnreport.results.maps import Triangle, rank_fixes
-from attnreport.results.rounding import SCORE_PLACES
+from attnreport.results.rounding import SCORE_PLACES, rounded_array
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def top_columns(
 class KeptMaps(TypedDict):
     """What ``attention_triangles`` keeps of one layer (``results.maps.AttentionMaps``)."""
 
-    scores: list[Triangle]  # [head] -> rows of the scores, SCORE_PLACES decimals
+    scores: list[FlatTriangle]  # [head] -> rows of the scores, SCORE_PLACES decimals
     rank_fixes: dict[MapRow, tuple[int, ...]]  # (layer, head, query) -> that row's ranks
 
 
@@ -136,6 +136,10 @@ def attention_triangles(record: LayerRecord, order: KeyOrder | None = None) -> K
     from these when read."""
     order = _order_of(record, order)
     allowed = as_numpy(record.allowed).astype(bool)
-    scores = [triangle(head, allowed, SCORE_PLACES) for head in as_numpy(record.scores)]
+    n = allowed.shape[0]
+    rows, keys, _ = triangle_index(n)
+    cells = as_numpy(record.scores)[:, rows, keys].astype(np.float64)  # (head, cell)
+    shown = rounded_array(np.where(allowed[rows, keys], cells, np.nan), SCORE_PLACES) + 0.0
+    scores = [FlatTriangle(head, n) for head in shown]  # + 0.0: no -0.0
     fixes = rank_fixes(record.layer, scores, order.ranks.numpy(), order.order.numpy())
     return {"scores": scores, "rank_fixes": fixes}

@@ -80,6 +80,13 @@ def _compacted(values: list[Any]) -> tuple[list[Any], set[type], np.ndarray]:
     array that compares equal exactly where they are equal (``_comparable``), found
     together: a page's data files encode ~1,000 columns, and each pass over a column in
     Python costs more than the encoding in numpy."""
+    if isinstance(values, np.ndarray):  # a numeric column kept in numpy (the map parts)
+        if values.dtype.kind in "iub":
+            array = values.astype(np.int64)
+            return array.tolist(), {int} if len(array) else set(), array
+        array = values.astype(np.float64)
+        plain, n_int = _compact_float_array(array)
+        return plain, ({int} if n_int else set()) | ({float} if n_int < len(plain) else set()), array  # fmt: skip
     kinds = set(map(type, values))
     if values and kinds <= {float}:
         array = np.asarray(values, dtype=np.float64)
@@ -193,6 +200,30 @@ def _unpack(encoded: Json) -> list[Any]:
     values = numbers.tolist() if numbers.dtype.kind == "i" else compact_floats(numbers)
     apply_exceptions(values, encoded.get("x", []))
     return values
+
+
+def decode_array(encoded: Any) -> np.ndarray:
+    """``decode_column`` of a numeric column as a float64 array, without the list for
+    the forms numpy can expand (packed, run-length); ValueError as ``decode_column``."""
+    if isinstance(encoded, dict) and set(encoded) in _FORMS and "b" in encoded:
+        numbers = unpacked_numbers(encoded).astype(np.float64)
+        exceptions = encoded.get("x", [])
+        if exceptions:
+            values = [0.0] * len(numbers)
+            apply_exceptions(values, exceptions)  # (its checks)
+            at = np.asarray(exceptions[::2], dtype=np.int64)
+            numbers[at] = np.asarray(exceptions[1::2], dtype=np.float64)
+        return numbers
+    if isinstance(encoded, dict) and set(encoded) in ({"r"}, {"d"}):
+        runs = next(iter(encoded.values()))
+        if not isinstance(runs, list) or len(runs) % 2:
+            raise ValueError("a run-length column has no [value, count, ...] pairs")
+        try:
+            values = np.repeat(np.asarray(runs[::2], np.float64), np.asarray(runs[1::2], np.int64))
+        except (TypeError, ValueError):
+            return np.asarray(decode_column(encoded), dtype=np.float64)
+        return np.cumsum(values) if "d" in encoded else values
+    return np.asarray(decode_column(encoded), dtype=np.float64)
 
 
 def decode_column(encoded: Any) -> list[Any]:

@@ -25,6 +25,7 @@ from attnreport.results.columns import Table
 from attnreport.results.interventions import GridCell
 from attnreport.results.io import Results
 from attnreport.results.manifest import Manifest
+from attnreport.results.maps import FlatTriangle, flat, triangle_index
 from attnreport.results.roles import counts_query_one
 from attnreport.results.ties import Ties, Tolerance, find_ties, map_tolerance
 
@@ -141,10 +142,15 @@ def _report(sink: list[str], where: str, column: str, table: Table, mask, x, y, 
 
 
 def _flat(nested: Iterable) -> np.ndarray:
+    chunks: list[np.ndarray] = []
     values: list[float] = []
 
     def walk(node: object) -> None:
-        if isinstance(node, dict):
+        if isinstance(node, FlatTriangle):
+            chunks.append(np.asarray(values, dtype=float))
+            chunks.append(node.values.astype(float))
+            values.clear()
+        elif isinstance(node, dict):
             for key in sorted(node):
                 walk(node[key])
         elif isinstance(node, list | tuple):
@@ -154,7 +160,7 @@ def _flat(nested: Iterable) -> np.ndarray:
             values.append(np.nan if node is None else float(node))  # type: ignore[arg-type]
 
     walk(nested)
-    return np.array(values, dtype=float)
+    return np.concatenate([*chunks, np.asarray(values, dtype=float)])
 
 
 def _compare_values(where: str, a: object, b: object, tol: Tolerance, out: Comparison) -> None:
@@ -174,10 +180,13 @@ def _compare_ranks(where: str, a: list, b: list, s: int, ties: Ties, out: Compar
     moved, excused = [], []
     for layer, (heads_a, heads_b) in enumerate(zip(a, b, strict=True)):
         for head, (tri_a, tri_b) in enumerate(zip(heads_a, heads_b, strict=True)):
-            for query, (row_a, row_b) in enumerate(zip(tri_a, tri_b, strict=True)):
-                if row_a != row_b:
-                    tied = (s, layer, head, query) in ties.row
-                    (excused if tied else moved).append((layer, head, query))
+            x, y = flat(tri_a), flat(tri_b)
+            if x.shape != y.shape:
+                raise ValueError(f"layer {layer}, head {head}: triangles of different sizes")
+            rows = triangle_index(len(tri_a))[0]
+            for query in np.unique(rows[x != y]).tolist():
+                tied = (s, layer, head, query) in ties.row
+                (excused if tied else moved).append((layer, head, query))
     for sink, rows, how in (
         (out.near_ties, excused, "at near-ties"),
         (out.problems, moved, "beyond tolerance"),

@@ -16,7 +16,7 @@ from attnreport.errors import AttnReportError
 from attnreport.jsontypes import Json
 from attnreport.results.layers import LayerFacts, layer_facts_from_json, layer_facts_to_json
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # version 1 lacks manifest.files and the optional columns; versions 1 and 2 store the
 # attention probs and ranks (3 derives them) and write table columns as plain arrays;
@@ -37,7 +37,7 @@ SCHEMA = f"attnreport.results/{SCHEMA_VERSION}"
 # 9 also runs the scaling grid on several inputs (``scaling.sentences``; cells of the inputs not
 # drawn keep their KL, gaps and changes only), scales Q or K once ("QK"), shares each
 # input's unmodified pass between the grids, and keeps no same-layer maps for V
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 
 Triangle = list[list[float | int | None]]  # tri[i] holds keys 0..i of query row i
 Observations = dict[str, list[Triangle]]  # "same"/"next"/"last" -> [head] -> triangle

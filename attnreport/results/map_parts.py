@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -30,16 +30,16 @@ import numpy as np
 
 from attnreport.errors import AttnReportError
 from attnreport.jsontypes import Json
-from attnreport.results.codec import decode_column, encode_column
-from attnreport.results.maps import AttentionMaps, flat, rank_fixes, triangle_index
-from attnreport.results.rounding import SCORE_PLACES, rounded
+from attnreport.results.codec import decode_array, decode_column, encode_column
+from attnreport.results.maps import AttentionMaps, FlatTriangle, flat, rank_fixes, triangle_index
+from attnreport.results.rounding import SCORE_PLACES, rounded_array
 from attnreport.text import script_json
 
 PREFIX = "window.attnreport.register("
 SUFFIX = ");\n"
 NO_SINK = -1e9  # the sink logit of a layer without sinks in a model with them: exp() is 0
 
-Columns = dict[str, list[Any]]
+Columns = dict[str, Any]  # name -> a list or a numpy array
 
 
 def part_ident(index: int, layer: int) -> str:
@@ -59,32 +59,29 @@ def part_idents(index: int, maps: AttentionMaps) -> tuple[str, ...]:
 
 def head_rows(maps: AttentionMaps, entry: int, head: int, n: int) -> Columns:
     """Rows ``layer, head, query, key, score[, sink]`` of one head's triangle (entry
-    ``entry`` of ``maps``), masked cells left out."""
+    ``entry`` of ``maps``), masked cells left out, as numpy columns."""
     query, key, _ = triangle_index(n)
     scores = flat(maps.scores[entry][head])
     keep = np.isfinite(scores)
-    layer = maps.layer_numbers[entry]
+    count = int(keep.sum())
     rows: Columns = {
-        "layer": [layer] * int(keep.sum()),
-        "head": [head] * int(keep.sum()),
-        "query": query[keep].tolist(),
-        "key": key[keep].tolist(),
-        "score": rounded(scores[keep], SCORE_PLACES),
+        "layer": np.full(count, maps.layer_numbers[entry], dtype=np.int64),
+        "head": np.full(count, head, dtype=np.int64),
+        "query": query[keep],
+        "key": key[keep],
+        "score": rounded_array(scores[keep], SCORE_PLACES),
     }
     if maps.sinks is not None:
         sinks = maps.sinks[entry]
         sink = np.asarray(NO_SINK if sinks is None else sinks[head], np.float64)
-        rows["sink"] = np.broadcast_to(sink, (n,))[query[keep]].tolist()  # per query (Inkling 2)
+        rows["sink"] = np.broadcast_to(sink, (n,))[query[keep]]  # per query (Inkling 2)
     return rows
 
 
 def layer_rows(maps: AttentionMaps, entry: int, n: int) -> Columns:
     """The rows of every head of entry ``entry`` of ``maps``, one head after the other."""
-    out: Columns = {}
-    for head in range(len(maps.scores[entry])):
-        for name, values in head_rows(maps, entry, head, n).items():
-            out.setdefault(name, []).extend(values)
-    return out
+    heads = [head_rows(maps, entry, head, n) for head in range(len(maps.scores[entry]))]
+    return {name: np.concatenate([h[name] for h in heads]) for name in (heads[0] if heads else {})}
 
 
 def part_text(ident: str, columns: Columns) -> bytes:
@@ -95,6 +92,15 @@ def part_text(ident: str, columns: Columns) -> bytes:
 
 def read_part_text(data: bytes, where: str) -> tuple[str, Columns]:
     """(ident, decoded columns) of a part file's bytes; a one-line error naming ``where``."""
+    return _read_part(data, where, decode_column)
+
+
+def read_part_arrays(data: bytes, where: str) -> tuple[str, dict[str, np.ndarray]]:
+    """``read_part_text`` with every column a float64 array (no lists built)."""
+    return _read_part(data, where, decode_array)
+
+
+def _read_part(data: bytes, where: str, decode: Callable[[Any], Any]) -> tuple[str, Any]:
     try:
         text = data.decode("ascii")
         if not (text.startswith(PREFIX) and text.endswith(SUFFIX)):
@@ -106,7 +112,7 @@ def read_part_text(data: bytes, where: str) -> tuple[str, Columns]:
         value, end = decoder.raw_decode(text, end + 2)
         if end != len(text) - len(SUFFIX) or not isinstance(value, dict):
             raise ValueError("it does not end after its columns")
-        columns = {str(name): decode_column(column) for name, column in value.items()}
+        columns = {str(name): decode(column) for name, column in value.items()}
     except (UnicodeDecodeError, ValueError) as err:
         raise AttnReportError(f"{where} is truncated or not a results part file ({err})") from err
     return str(ident), columns
@@ -117,12 +123,12 @@ def stored_maps(maps: AttentionMaps) -> AttentionMaps:
     ``rank_fixes`` found again where that rounding changed a score (results of schema 8
     and older kept 6 significant digits), so the ranks read back stay the analysis'."""
     scores = [[flat(t) for t in heads] for heads in maps.scores]
-    shown = [[np.asarray(rounded(s, SCORE_PLACES)) for s in heads] for heads in scores]
+    shown = [[rounded_array(s, SCORE_PLACES) for s in heads] for heads in scores]
     pairs = zip(itertools.chain(*scores), itertools.chain(*shown), strict=True)
     if all(np.array_equal(a, b, equal_nan=True) for a, b in pairs):
         return maps
     triangles = [
-        [_triangle(s, len(t)) for s, t in zip(heads, maps.scores[i], strict=True)]
+        [FlatTriangle(s, len(t)) for s, t in zip(heads, maps.scores[i], strict=True)]
         for i, heads in enumerate(shown)
     ]
     fixes = {}
@@ -131,7 +137,7 @@ def stored_maps(maps: AttentionMaps) -> AttentionMaps:
     return replace(maps, scores=triangles, rank_fixes=fixes, stored_probs=None)
 
 
-def _rank_array(heads: Sequence[list[list[Any]]]) -> np.ndarray:
+def _rank_array(heads: Sequence[Any]) -> np.ndarray:
     """(head, query, key) ranks of one layer's rank triangles, -1 above the diagonal."""
     n = len(heads[0]) if heads else 0
     rows, keys, _ = triangle_index(n)
@@ -139,11 +145,6 @@ def _rank_array(heads: Sequence[list[list[Any]]]) -> np.ndarray:
     for head, triangle in enumerate(heads):
         ranks[head][rows, keys] = flat(triangle).astype(np.int64)
     return ranks
-
-
-def _triangle(values: np.ndarray, n: int) -> list[list[Any]]:
-    items = [None if v != v else v for v in values.tolist()]
-    return [items[i * (i + 1) // 2 : (i + 1) * (i + 2) // 2] for i in range(n)]
 
 
 def maps_json(maps: AttentionMaps, parts: Mapping[str, bytes]) -> Json:
@@ -179,26 +180,26 @@ def maps_from_parts(att: Mapping[str, Any], read: Mapping[str, bytes], n: int, w
         data = read[name]
         if hashlib.sha256(data).hexdigest() != part["sha256"]:
             raise AttnReportError(f"{where}{name} was changed: its sha256 is not the one listed")
-        ident, columns = read_part_text(data, where + name)
+        ident, columns = read_part_arrays(data, where + name)
         if part_file(ident) != name:
             raise AttnReportError(f"{where}{name} registers itself as {ident!r}")
         scores.append(_layer_triangles(columns, n, where + name))
     return AttentionMaps.from_json({**att, "scores": scores})
 
 
-def _layer_triangles(columns: Columns, n: int, where: str) -> list[list[list[Any]]]:
+def _layer_triangles(columns: Mapping[str, np.ndarray], n: int, where: str) -> list[FlatTriangle]:
     try:
         head = np.asarray(columns["head"], dtype=np.int64)
         cell = np.asarray(columns["query"], dtype=np.int64)
         cell = cell * (cell + 1) // 2 + np.asarray(columns["key"], dtype=np.int64)
         score = np.asarray(columns["score"], dtype=np.float64)
+        cells = n * (n + 1) // 2
+        heads = []
+        for h in range(int(head.max(initial=-1)) + 1):
+            values = np.full(cells, np.nan)
+            mine = head == h
+            values[cell[mine]] = score[mine]
+            heads.append(FlatTriangle(values, n))
     except (KeyError, TypeError, ValueError, IndexError) as err:
         raise AttnReportError(f"{where}: its columns are malformed ({err})") from err
-    cells = n * (n + 1) // 2
-    heads = []
-    for h in range(int(head.max(initial=-1)) + 1):
-        values = np.full(cells, np.nan)
-        mine = head == h
-        values[cell[mine]] = score[mine]
-        heads.append(_triangle(values, n))
     return heads

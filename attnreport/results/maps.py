@@ -3,14 +3,15 @@
 A sentence file (schema version 3) keeps, per (layer, head), the causal triangle of the
 scores ``s_ij`` the softmax read (after scaling and any soft-cap; ``None`` where a window
 masks the key), the learned sink logit of each head for a model that has them (gpt-oss),
-and the few rows whose key order the written 6-digit scores do not give (``rank_fixes``:
-two scores of the row equal after rounding, whose unrounded order is the other way).
+and the few keys whose rank the written scores do not give (``rank_fixes``: two scores
+of a row equal after rounding, whose unrounded order is the other way; since schema 11
+only those keys of the row, before it the whole row).
 Probabilities and ranks are derived here, in numpy, when first read:
 
 - ``probs``: softmax over the row's unmasked keys and the sink logit (if any); masked
   cells 0. With a sink, a row's probabilities over real keys sum to ``1 - sink share``.
 - ``ranks``: a key's place in its row by score descending, ties to the lower key (the
-  analysis' ``KeyOrder``); masked cells -1; a row in ``rank_fixes`` takes those ranks.
+  analysis' ``KeyOrder``); masked cells -1; a key in ``rank_fixes`` takes the rank given.
 
 Version 1 and 2 files also stored ``probs`` and ``ranks``: ``from_stored`` keeps their
 probabilities as written, turns their ranks into ``rank_fixes`` and recovers the sink
@@ -20,6 +21,8 @@ logits from the probabilities, so a version-3 dump of them loses nothing.
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -28,9 +31,69 @@ import numpy as np
 
 from attnreport.jsontypes import Json
 
-Triangle = list[list[Any]]  # tri[i] holds keys 0..i of query row i
 Row = tuple[int, int, int]  # (layer, head, query)
+RankFix = tuple[tuple[int, ...], tuple[int, ...]]  # (keys, their ranks) of one row
 SINK_EVIDENCE = 1e-4  # a stored row whose probabilities sum below 1 - this shows a sink
+
+
+class FlatTriangle(Sequence):
+    """An n-row causal triangle kept as one flat array, row by row (``flat``'s order), that
+    reads as the list of rows it stands for: ``tri[i]`` is the list of keys 0..i of query
+    row i, NaN read as None (a masked cell), so it equals the nested lists results of
+    schema 9 and older held. The analysis, the part files and the figures read
+    ``values`` and never build those lists: a 256-token sentence has 8.9 M cells."""
+
+    __slots__ = ("values", "n")
+
+    def __init__(self, values: np.ndarray, n: int | None = None) -> None:
+        values = np.asarray(values)
+        rows = int((math.isqrt(8 * len(values) + 1) - 1) // 2) if n is None else n
+        if values.ndim != 1 or rows * (rows + 1) // 2 != len(values):
+            raise ValueError(f"{values.shape} values are no causal triangle's cells")
+        self.values, self.n = values, rows
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _rows(self, items: list[Any], first: int, stop: int) -> list[list[Any]]:
+        if self.values.dtype.kind == "f":
+            items = [None if v != v else v for v in items]
+        base = first * (first + 1) // 2
+        return [items[i * (i + 1) // 2 - base : (i + 1) * (i + 2) // 2 - base] for i in range(first, stop)]  # fmt: skip
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.n))]
+        i = index + self.n if index < 0 else index
+        if not 0 <= i < self.n:
+            raise IndexError("triangle row out of range")
+        return self._rows(self.values[i * (i + 1) // 2 : (i + 1) * (i + 2) // 2].tolist(), i, i + 1)[0]  # fmt: skip
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        return iter(self.tolist())
+
+    def tolist(self) -> list[list[Any]]:
+        """The nested rows (what a results file of schema 9 wrote)."""
+        return self._rows(self.values.tolist(), 0, self.n)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FlatTriangle):
+            return self.n == other.n and np.array_equal(self.values, other.values, equal_nan=True)
+        return isinstance(other, list) and self.tolist() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"FlatTriangle(n={self.n}, dtype={self.values.dtype})"
+
+    def __getstate__(self) -> tuple[np.ndarray, int]:
+        return self.values, self.n
+
+    def __setstate__(self, state: tuple[np.ndarray, int]) -> None:
+        self.values, self.n = state
+
+
+Triangle = list[list[Any]] | FlatTriangle  # tri[i] holds keys 0..i of query row i
 
 
 def triangle_index(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -41,14 +104,16 @@ def triangle_index(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def flat(triangle: Triangle) -> np.ndarray:
-    """A triangle as one float64 array, row by row; ``None`` (masked) becomes NaN."""
+    """A triangle as one float64 array, row by row; ``None`` (masked) becomes NaN. A
+    ``FlatTriangle`` of floats gives its own array (not a copy: do not write to it)."""
+    if isinstance(triangle, FlatTriangle):
+        return triangle.values.astype(np.float64, copy=False)
     return np.array(list(itertools.chain.from_iterable(triangle)), dtype=np.float64)
 
 
-def unflat(values: np.ndarray, n: int) -> Triangle:
-    """Inverse of ``flat`` for n rows (NaN stays NaN)."""
-    items = values.tolist()
-    return [items[i * (i + 1) // 2 : (i + 1) * (i + 2) // 2] for i in range(n)]
+def as_triangle_list(triangle: Triangle) -> list[list[Any]]:
+    """The nested rows of a triangle, whichever form it is kept in (for JSON)."""
+    return triangle.tolist() if isinstance(triangle, FlatTriangle) else triangle
 
 
 def row_ranks(rows: np.ndarray, keys: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -61,6 +126,18 @@ def row_ranks(rows: np.ndarray, keys: np.ndarray, scores: np.ndarray) -> np.ndar
     ranks = np.empty(len(order), dtype=np.int64)
     ranks[order] = np.arange(len(order)) - first
     return np.where(valid, ranks, -1)
+
+
+def layer_ranks(scores: np.ndarray, n: int) -> np.ndarray:
+    """``row_ranks`` of every head's flat triangle at once: (head, cell) scores -> (head,
+    cell) ranks, score descending, ties to the lower key, NaN (masked) cells -1."""
+    rows, keys, _ = triangle_index(n)
+    square = np.full((len(scores), n, n), np.inf)  # above the diagonal: after every key
+    square[:, rows, keys] = np.where(np.isnan(scores), np.inf, -scores)  # masked: last too
+    order = np.argsort(square, axis=-1, kind="stable")  # equal scores keep key order
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(n), axis=-1)
+    return np.where(np.isnan(scores), -1, ranks[:, rows, keys])
 
 
 def row_probs(rows: np.ndarray, starts: np.ndarray, scores: np.ndarray, sink: float | None):
@@ -78,24 +155,48 @@ def row_probs(rows: np.ndarray, starts: np.ndarray, scores: np.ndarray, sink: fl
     return weights / total[rows]
 
 
-def _fix_rows(fixes: dict[Row, tuple[int, ...]], layer: int, head: int, ranks, starts) -> None:
-    for (la, h, q), row in fixes.items():
-        if (la, h) == (layer, head):
-            ranks[starts[q] : starts[q] + q + 1] = row
+def _fixes_by_head(fixes: dict[Row, RankFix]) -> dict[tuple[int, int], list]:
+    """``rank_fixes`` grouped by (layer, head): [(query, (keys, ranks)), ...]."""
+    out: dict[tuple[int, int], list] = {}
+    for (layer, head, query), fix in fixes.items():
+        out.setdefault((layer, head), []).append((query, fix))
+    return out
+
+
+def _fix_rows(fixes: list, ranks: np.ndarray, starts: np.ndarray) -> None:
+    for query, (keys, fixed) in fixes:
+        ranks[starts[query] + np.asarray(keys, dtype=np.int64)] = fixed
+
+
+def _sparse_fix(derived: np.ndarray, true: np.ndarray) -> RankFix | None:
+    """The keys of a row whose ``true`` ranks differ from the ``derived`` ones, with those
+    ranks; None when none does."""
+    keys = np.flatnonzero(derived != true)
+    return (tuple(keys.tolist()), tuple(true[keys].tolist())) if len(keys) else None
+
+
+def _written_row_ranks(row: Sequence[Any]) -> np.ndarray:
+    """The ranks one written row of scores gives (score descending, ties to the lower key,
+    None -1), as ``layer_ranks`` gives them."""
+    values = np.array([np.nan if v is None else v for v in row], dtype=np.float64)
+    order = np.argsort(np.where(np.isnan(values), np.inf, -values), kind="stable")
+    ranks = np.empty_like(order)
+    ranks[order] = np.arange(len(values))
+    return np.where(np.isnan(values), -1, ranks)
 
 
 @dataclass(frozen=True, eq=False)
 class AttentionMaps:
     """[layer][head] -> causal triangle. ``scores`` may hold None where a window masks;
     ``sinks`` [layer] -> [head] sink logits (None for a model or layer without);
-    ``rank_fixes`` (layer, head, query) -> that row's ranks where the scores do not give
-    them. ``probs`` and ``ranks`` are derived on first access (see the module docstring).
+    ``rank_fixes`` (layer, head, query) -> (keys, ranks) of the keys of that row whose
+    rank the scores do not give. ``probs`` and ``ranks`` are derived on first access (see the module docstring).
     ``layers``: the block number of each entry, where it is not its position (a hybrid's
     attention layers among blocks without attention; ``layer_numbers``)."""
 
     scores: list[list[Triangle]]
     sinks: list[list[float] | None] | None = None
-    rank_fixes: dict[Row, tuple[int, ...]] = field(default_factory=dict)
+    rank_fixes: dict[Row, RankFix] = field(default_factory=dict)
     stored_probs: list[list[Triangle]] | None = None  # a version-1/2 file's own probs
     layers: tuple[int, ...] | None = None  # block number of each entry; None: 0..n-1
 
@@ -105,21 +206,26 @@ class AttentionMaps:
         return self.layers if self.layers is not None else tuple(range(len(self.scores)))
 
     def _derived(self, name: str) -> list[list[Triangle]]:
+        fixes = _fixes_by_head(self.rank_fixes) if name == "ranks" else {}
         out = []
         for index, (layer, heads) in enumerate(zip(self.layer_numbers, self.scores, strict=True)):
             sinks = None if self.sinks is None else self.sinks[index]
-            out.append([])
-            for head, triangle in enumerate(heads):
-                n = len(triangle)
-                rows, keys, starts = triangle_index(n)
-                scores = flat(triangle)
-                if name == "probs":
+            if not heads:
+                out.append([])
+                continue
+            n = len(heads[0])
+            rows, keys, starts = triangle_index(n)
+            scores = np.stack([flat(triangle) for triangle in heads])  # (head, cell)
+            if name == "probs":
+                out.append([])
+                for head, values in enumerate(scores):
                     sink = None if sinks is None else np.asarray(sinks[head], np.float64)
-                    out[-1].append(unflat(row_probs(rows, starts, scores, sink), n))
-                else:
-                    ranks = row_ranks(rows, keys, scores)
-                    _fix_rows(self.rank_fixes, layer, head, ranks, starts)
-                    out[-1].append(unflat(ranks, n))
+                    out[-1].append(FlatTriangle(row_probs(rows, starts, values, sink), n))
+            else:
+                ranks = layer_ranks(scores, n)
+                for head, values in enumerate(ranks):
+                    _fix_rows(fixes.get((layer, head), []), values, starts)
+                out.append([FlatTriangle(values, n) for values in ranks])
         return out
 
     @cached_property
@@ -132,8 +238,10 @@ class AttentionMaps:
 
     def to_json(self) -> Json:
         out: Json = {
-            "scores": self.scores,
-            "rank_fixes": [[*row, list(ranks)] for row, ranks in sorted(self.rank_fixes.items())],
+            "scores": [[as_triangle_list(t) for t in heads] for heads in self.scores],
+            "rank_fixes": [
+                [*row, list(k), list(r)] for row, (k, r) in sorted(self.rank_fixes.items())
+            ],  # fmt: skip
         }
         if self.sinks is not None:
             out["sinks"] = self.sinks
@@ -143,9 +251,22 @@ class AttentionMaps:
 
     @classmethod
     def from_json(cls, att: Json) -> AttentionMaps:
-        """A version-3 ``attention`` object (KeyError/ValueError/TypeError if malformed)."""
-        fixes = {(int(la), int(h), int(q)): tuple(int(r) for r in row) for la, h, q, row in att["rank_fixes"]}  # fmt: skip
+        """An ``attention`` object of version 3 or later (KeyError/ValueError/TypeError if
+        malformed). A fix of schema 10 or older holds its row's every rank: only the keys
+        whose rank the written scores do not give are kept."""
         layers = att.get("layers")
+        numbers = tuple(map(int, layers)) if layers else tuple(range(len(att["scores"])))
+        fixes: dict[Row, RankFix] = {}
+        for la, h, q, *fix in att["rank_fixes"]:
+            row = (int(la), int(h), int(q))
+            if len(fix) == 2:  # schema 11: [keys, ranks]
+                fixes[row] = (tuple(int(k) for k in fix[0]), tuple(int(r) for r in fix[1]))
+                continue
+            (ranks,) = fix  # the whole row
+            written = att["scores"][numbers.index(row[0])][row[1]][row[2]]
+            found = _sparse_fix(_written_row_ranks(written), np.asarray(ranks, dtype=np.int64))
+            if found is not None:
+                fixes[row] = found
         return cls(att["scores"], att.get("sinks"), fixes, None, layers and tuple(map(int, layers)))
 
     @classmethod
@@ -157,36 +278,52 @@ class AttentionMaps:
         for layer, heads in enumerate(maps.ranks):
             for head, triangle in enumerate(heads):
                 for query, row in enumerate(triangle):
-                    if row != ranks[layer][head][query]:
-                        fixes[(layer, head, query)] = tuple(ranks[layer][head][query])
+                    stored = np.asarray(ranks[layer][head][query], dtype=np.int64)
+                    found = _sparse_fix(np.asarray(row, dtype=np.int64), stored)
+                    if found is not None:
+                        fixes[(layer, head, query)] = found
         return cls(scores, maps.sinks, fixes, probs)
 
 
 def rank_fixes(
     layer: int, scores: list[Triangle], ranks: np.ndarray, order: np.ndarray | None = None
-) -> dict[Row, tuple[int, ...]]:
-    """The rows of one layer whose ``ranks`` (head, query, key), the analysis' key order
-    over unrounded scores, differ from those the written ``scores`` triangles give.
-    ``order`` (head, query, key): the keys by rank (masked last), as ``KeyOrder.order``;
-    None derives it from ``ranks``.
+) -> dict[Row, RankFix]:
+    """The keys of one layer whose ``ranks`` (head, query, key), the analysis' key order
+    over unrounded scores, differ from those the written ``scores`` triangles give, by row:
+    (layer, head, query) -> (keys, their ranks). ``order`` (head, query, key): the keys
+    by rank (masked last), as ``KeyOrder.order``; None derives it from ``ranks``.
 
     Rounding never reverses two scores, it can only make them equal; the written scores
     give the rank order unless two keys next to each other in it round to one value while
     the later-ranked one is the lower key (a tie of the written scores goes to the lower
-    key). Those rows are found along ``order``, without sorting the written scores."""
+    key). Those rows are found along ``order``; only they are ranked again from the
+    written scores, and only their keys whose rank then differs are kept."""
     if order is None:
         order = np.argsort(np.where(ranks < 0, ranks.shape[-1], ranks), axis=-1, kind="stable")
-    fixes = {}
-    for head, triangle in enumerate(scores):
-        n = len(triangle)
-        rows, keys, _ = triangle_index(n)
-        written = np.full((n, n), np.nan)
-        written[rows, keys] = flat(triangle)  # NaN where masked: never equal to anything
-        along = np.take_along_axis(written, order[head][:n, :n], axis=1)
-        keys_along = order[head][:n, :n]
-        swapped = (along[:, 1:] == along[:, :-1]) & (keys_along[:, 1:] < keys_along[:, :-1])
-        for query in np.flatnonzero(swapped.any(1)).tolist():
-            fixes[(layer, head, query)] = tuple(ranks[head][query, : query + 1].tolist())
+    if not len(scores):
+        return {}
+    n = len(scores[0])
+    rows, keys, _ = triangle_index(n)
+    written = np.full((len(scores), n, n), np.nan)  # NaN where masked: never equal to anything
+    written[:, rows, keys] = np.stack([flat(triangle) for triangle in scores])
+    keys_along = order[:, :n, :n]
+    along = np.take_along_axis(written, keys_along, axis=2)
+    swapped = (along[..., 1:] == along[..., :-1]) & (keys_along[..., 1:] < keys_along[..., :-1])
+    heads, queries = np.nonzero(swapped.any(-1))
+    if not len(heads):
+        return {}
+    values = written[heads, queries]  # (row, key), NaN above the diagonal and where masked
+    derived_order = np.argsort(np.where(np.isnan(values), np.inf, -values), axis=-1, kind="stable")
+    derived = np.empty_like(derived_order)
+    np.put_along_axis(derived, derived_order, np.arange(n), axis=-1)
+    true = ranks[heads, queries, :n]
+    at, key = np.nonzero((derived != true) & (true >= 0))
+    fixes: dict[Row, RankFix] = {}
+    bounds = np.searchsorted(at, np.arange(len(heads) + 1))
+    key_list, rank_list = key.tolist(), true[at, key].tolist()
+    for index, (head, query) in enumerate(zip(heads.tolist(), queries.tolist(), strict=True)):
+        lo, hi = bounds[index], bounds[index + 1]
+        fixes[(layer, head, query)] = (tuple(key_list[lo:hi]), tuple(rank_list[lo:hi]))
     return fixes
 
 

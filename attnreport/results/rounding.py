@@ -112,28 +112,37 @@ def _json_scalar(value: Any) -> Any:
 
 def rounded(values: Iterable[float], decimals: int) -> list[float]:
     """Python floats rounded to ``decimals`` places (correctly rounded, so JSON stays short):
-    ``[round(float(v), decimals) for v in values]``, bit for bit, vectorised.
-
-    ``rint(v * 10**d) / 10**d`` is that value whenever ``v * 10**d`` is not within float
-    error of a half (the integer is then the exact decimal rounding, and the division is
-    correctly rounded to the nearest double of that decimal, which is what ``round``
-    returns); those few values, non-finite ones and ones too large for the float error
-    bound are rounded by Python.
-    """
+    ``[round(float(v), decimals) for v in values]``, bit for bit, vectorised
+    (``rounded_array``)."""
     source = values if isinstance(values, np.ndarray) else list(values)
-    array = np.asarray(source, dtype=np.float64)  # float(v) of each value, without the loop
     if not 0 <= decimals <= 15:
-        return [round(v, decimals) for v in array.tolist()]
+        return [round(v, decimals) for v in np.asarray(source, dtype=np.float64).tolist()]
+    return rounded_array(np.asarray(source, dtype=np.float64), decimals).tolist()
+
+
+def rounded_array(array: np.ndarray, decimals: int) -> np.ndarray:
+    """``rounded`` as a float64 array (NaN stays NaN), for 0 <= ``decimals`` <= 15.
+
+    ``rint(v * 10**d) / 10**d`` is ``round(v, d)`` whenever ``v * 10**d`` is not within
+    float error of a half (the integer is then the exact decimal rounding, and the
+    division is correctly rounded to the nearest double of that decimal, which is what
+    ``round`` returns); those few values, non-finite ones and ones too large for the
+    float error bound are rounded by Python.
+    """
+    if not 0 <= decimals <= 15:
+        raise ValueError(f"rounded_array rounds to 0..15 decimals, not {decimals}")
+    array = np.asarray(array, dtype=np.float64)
+    if array.ndim != 1:
+        return rounded_array(array.reshape(-1), decimals).reshape(array.shape)
     scale = float(10**decimals)  # exact
     with np.errstate(invalid="ignore", over="ignore"):
         scaled = array * scale
         out = np.rint(scaled) / scale
         hard = ~np.isfinite(scaled) | (np.abs(scaled) >= 2.0**31)
         hard |= np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6
-    result = out.tolist()
     for index in np.flatnonzero(hard).tolist():
-        result[index] = round(float(array[index]), decimals)
-    return result
+        out[index] = round(float(array[index]), decimals)
+    return out
 
 
 def triangle_list(

@@ -10,6 +10,7 @@ import numpy as np
 from attnreport import vocabulary as V
 from attnreport.results.columns import Table
 from attnreport.results.io import Results
+from attnreport.results.maps import flat, triangle_index
 from attnreport.results.rounding import SCORE_PLACES
 
 
@@ -79,14 +80,16 @@ def _row_ties(s: int, results: Results, tol: Tolerance) -> set[tuple[int, int, i
             r = order[i]
             out.add((s, int(bd.layer[r]), int(bd.head[r]), int(bd.query[r])))
         return out
-    maps = sentence.attention
+    maps, close = sentence.attention, map_tolerance(tol).close
     for layer, heads in zip(maps.layer_numbers, maps.scores, strict=True):
         for head, triangle in enumerate(heads):
-            for query, row in enumerate(triangle):
-                values = np.sort(np.array([np.nan if v is None else v for v in row], dtype=float))
-                values = values[np.isfinite(values)]
-                if len(values) > 1 and map_tolerance(tol).close(values[:-1], values[1:]).any():
-                    out.add((s, layer, head, query))
+            n = len(triangle)
+            rows, keys, _ = triangle_index(n)
+            square = np.full((n, n), np.nan)
+            square[rows, keys] = flat(triangle)
+            ordered = np.sort(square, axis=1)  # each row's scores ascending, NaN (masked) last
+            near = close(ordered[:, :-1], ordered[:, 1:]) & ~np.isnan(ordered[:, 1:])
+            out.update((s, layer, head, query) for query in np.flatnonzero(near.any(1)).tolist())
     return out
 
 
