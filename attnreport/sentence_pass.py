@@ -64,17 +64,19 @@ def analyze_pass(
     reads each layer's raw pass too (the value norms: ``value_norms.value_norm_collector``),
     so what it measures needs no pass of its own. ``maps_wanted`` False: a sentence whose
     results file is not kept (it has no page): the same tables, no maps (None), and none of
-    the cost of rounding and ranking them (a third of the dense path's analysis time)."""
+    the cost of rounding and ranking them (a third of the dense path's analysis time):
+    only the keys the tables read are ranked (``key_order``'s ``depth``)."""
     keep_maps = token_ids.shape[0] <= settings.map_tokens
     make_maps = keep_maps and maps_wanted
     per_layer: list[dict[str, Table]] = []
     maps = AttentionMaps([], [], {})
+    depth = max(settings.breakdown_ranks, 2)  # the ranks the tables read (top 2, breakdown)
 
     def dense(spec: LayerSpec, raw: RawLayer) -> None:
         if observe is not None:
             observe(spec, raw)
         record = to_cpu(layer_record(spec, raw))
-        order = key_order(record.scores, record.allowed)
+        order = key_order(record.scores, record.allowed, None if make_maps else depth)
         tables = analyze_layer(record, settings.breakdown_ranks, order)
         tables.update(layer_role_tables(record, token_ids.cpu(), host(spec.out_weight).float()))
         tables.update(layer_tables(record))

@@ -637,3 +637,32 @@ def test_attention_triangles_have_one_triangle_per_head() -> None:
     assert maps.ranks[0][1][3] == [1, 2, 3, 0]
     assert maps.probs[0][0][0] == [1.0]
     json.dumps(maps.to_json())  # the nested rows of schema 9, as JSON
+
+
+@pytest.mark.parametrize("window", [None, 3])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_first_ranks_alone_give_the_full_sorts_keys_and_every_table(seed, window):
+    """``key_order(depth=k)`` (one topk, for a sentence without maps) against the full
+    stable sort: the same keys at ranks 0..k-1 wherever a row has that many allowed keys,
+    scores drawn from a few values so rows tie, a window masking some; and every table of
+    ``analyze_layer`` the same with either order."""
+    gen = torch.Generator().manual_seed(seed)
+    n = 9
+    scores = torch.randint(0, 3, (3, n, n), generator=gen).float()
+    allowed = causal(n)
+    if window is not None:
+        allowed &= ~torch.ones(n, n, dtype=torch.bool).tril(-window)
+    full = key_order(scores, allowed)
+    for depth in (1, 2, 3, 5):
+        part = key_order(scores, allowed, depth)
+        assert part.ranks is None and part.order.shape == (3, n, depth)
+        has = torch.arange(depth) < full.n_allowed[:, None]  # (query, rank)
+        assert torch.equal(part.order[:, has], full.order[:, :, :depth][:, has])
+    record = make_record(scores, allowed, seed=seed)
+    a = analyze_layer(record, 3, key_order(record.scores, record.allowed))
+    b = analyze_layer(record, 3, key_order(record.scores, record.allowed, 3))
+    assert json.dumps({k: table_to_json(v) for k, v in a.items()}) == json.dumps(
+        {k: table_to_json(v) for k, v in b.items()}
+    )
+    with pytest.raises(ValueError, match="every key's rank"):
+        attention_triangles(record, key_order(record.scores, record.allowed, 3))

@@ -14,6 +14,7 @@ from typing import TypedDict
 import numpy as np
 import torch
 
+from attnreport.analyses.row_reductions import ranked_keys
 from attnreport.analyses.tables import Table, as_numpy
 from attnreport.records import LayerRecord
 from attnreport.results.maps import FlatTriangle, rank_fixes, triangle_index
@@ -26,26 +27,35 @@ class KeyOrder:
     """Keys of every (head, query) row sorted by score; computed once, shared by the tables."""
 
     order: torch.Tensor  # (head, query, key) int64: key index at each rank, masked keys last
-    ranks: torch.Tensor  # (head, query, key) int64: rank of each key (0 = top), -1 where masked
+    ranks: torch.Tensor | None  # (head, query, key) int64: rank of each key (0 = top), -1
+    # where masked; None for the first ranks only (``key_order``'s ``depth``)
     n_allowed: torch.Tensor  # (query,) int64: allowed keys per row, so ranks 0..n_allowed-1
 
 
-def key_order(scores: torch.Tensor, allowed: torch.Tensor) -> KeyOrder:
+def key_order(scores: torch.Tensor, allowed: torch.Tensor, depth: int | None = None) -> KeyOrder:
     """Sort the keys of each row by score, descending, ties to the lower key index.
 
     ``scores`` (head, query, key), ``allowed`` (query, key) bool. Allowed scores must be
     finite (ValueError otherwise); masked entries may hold anything (the model's fill).
+    ``depth``: only the keys of ranks 0..depth-1 (``order`` (head, query, depth), no
+    ``ranks``), found by one ``topk`` (``row_reductions.ranked_keys``), which is all the
+    tables read: the full sort is for the attention maps. Past a row's allowed keys the
+    entries are meaningless there (the tables mask them with ``n_allowed``).
     """
     allowed = allowed.to(torch.bool)
     values = scores if scores.dtype == torch.float64 else scores.float()
     blocked = ~allowed.expand_as(values)
-    if not torch.isfinite(values[~blocked]).all():
+    if not bool((torch.isfinite(values) | blocked).all()):
         raise ValueError("allowed attention scores must be finite")
+    n_allowed = allowed.sum(-1).to(torch.int64)
+    if depth is not None:
+        order = ranked_keys(values.masked_fill(blocked, -torch.inf), depth)
+        return KeyOrder(order=order, ranks=None, n_allowed=n_allowed)
     # Every allowed score is > -inf, so masked keys sort after all of them.
     order = torch.argsort(-values.masked_fill(blocked, -torch.inf), dim=-1, stable=True)
     positions = torch.arange(values.shape[-1]).expand_as(order)
     ranks = torch.empty_like(order).scatter_(-1, order, positions).masked_fill_(blocked, -1)
-    return KeyOrder(order=order, ranks=ranks, n_allowed=allowed.sum(-1).to(torch.int64))
+    return KeyOrder(order=order, ranks=ranks, n_allowed=n_allowed)
 
 
 def rank_keys(scores: torch.Tensor, allowed: torch.Tensor) -> np.ndarray:
@@ -54,7 +64,9 @@ def rank_keys(scores: torch.Tensor, allowed: torch.Tensor) -> np.ndarray:
     Ties go to the lower key index (key 2 ranks before key 5 on an equal score); masked
     entries get -1, so row ``i`` holds each of 0..n_allowed(i)-1 exactly once.
     """
-    return key_order(scores, allowed).ranks.numpy()
+    ranks = key_order(scores, allowed).ranks
+    assert ranks is not None  # (a full sort)
+    return ranks.numpy()
 
 
 def _order_of(record: LayerRecord, order: KeyOrder | None) -> KeyOrder:
@@ -135,6 +147,8 @@ def attention_triangles(record: LayerRecord, order: KeyOrder | None = None) -> K
     unrounded scores) the rounded ones do not give. Probabilities and ranks are derived
     from these when read."""
     order = _order_of(record, order)
+    if order.ranks is None:
+        raise ValueError("the attention maps need every key's rank: key_order without depth")
     allowed = as_numpy(record.allowed).astype(bool)
     n = allowed.shape[0]
     rows, keys, _ = triangle_index(n)
