@@ -24,6 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from attnreport.cli import main
+from attnreport.results.map_parts import read_part_text
 from attnreport.serve.stopping import STOP_S
 from tests.patience import patience
 from tests.test_serve_live import CONFIG, FIRST_BUILD_S, SAVE_S, free_port, write_sentences
@@ -66,12 +67,16 @@ def _wait_line(lines: list[str], text: str, seconds: float, after: int = 0) -> N
 
 
 def _whole(results: Path) -> None:
-    """Every file of a results folder reads: JSON, or gzip-compressed JSON."""
+    """Every file of a results folder reads: JSON, gzip-compressed JSON, or a map part
+    (``sentences/NNN/lL.js``, a script around its columns)."""
     for path in results.rglob("*"):
         if path.is_file() and path.name != ".attnreport-site":
             assert ".tmp-" not in path.name, path
             raw = path.read_bytes()
-            json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+            if path.suffix == ".js":
+                read_part_text(raw, str(path))  # raises on a truncated part
+            else:
+                json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
 
 
 def test_sigterm_mid_analysis_stops_at_once_and_leaves_everything_whole(tmp_path):

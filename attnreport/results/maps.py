@@ -312,10 +312,14 @@ def rank_fixes(
     heads, queries = np.nonzero(swapped.any(-1))
     if not len(heads):
         return {}
-    values = written[heads, queries]  # (row, key), NaN above the diagonal and where masked
-    derived_order = np.argsort(np.where(np.isnan(values), np.inf, -values), axis=-1, kind="stable")
-    derived = np.empty_like(derived_order)
-    np.put_along_axis(derived, derived_order, np.arange(n), axis=-1)
+    # The written scores' order is the true one with each run of equal written values put
+    # in key order: sorting (run, key) codes, already sorted but inside those runs, is
+    # about linear (timsort), where sorting the written scores again is not.
+    along, keys_along = along[heads, queries], keys_along[heads, queries]  # (row, rank)
+    run = np.cumsum(np.c_[np.ones(len(heads), bool), along[:, 1:] != along[:, :-1]], axis=1)
+    perm = np.argsort(run * n + keys_along, axis=-1, kind="stable")
+    derived = np.empty_like(keys_along)
+    np.put_along_axis(derived, np.take_along_axis(keys_along, perm, axis=-1), np.arange(n), axis=-1)
     true = ranks[heads, queries, :n]
     at, key = np.nonzero((derived != true) & (true >= 0))
     fixes: dict[Row, RankFix] = {}

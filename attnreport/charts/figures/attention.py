@@ -267,7 +267,10 @@ def drawn_from_parts(figure: Figure, sentence: SentenceResults) -> Figure:
         str(layer): ident for layer, ident in zip(att.layer_numbers, sentence.parts, strict=True)
     }
     chunks = {
-        ident: map_parts.layer_rows(att, entry, sentence.n_tokens)
+        ident: {
+            name: column.tolist()  # Python values: a notebook's figure inlines them as JSON
+            for name, column in map_parts.layer_rows(att, entry, sentence.n_tokens).items()
+        }
         for entry, ident in enumerate(sentence.parts)
     }
     return replace(
