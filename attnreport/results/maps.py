@@ -176,13 +176,9 @@ def _sparse_fix(derived: np.ndarray, true: np.ndarray) -> RankFix | None:
 
 
 def _written_row_ranks(row: Sequence[Any]) -> np.ndarray:
-    """The ranks one written row of scores gives (score descending, ties to the lower key,
-    None -1), as ``layer_ranks`` gives them."""
+    """The ranks one written row of scores gives (``row_ranks`` of that one row)."""
     values = np.array([np.nan if v is None else v for v in row], dtype=np.float64)
-    order = np.argsort(np.where(np.isnan(values), np.inf, -values), kind="stable")
-    ranks = np.empty_like(order)
-    ranks[order] = np.arange(len(values))
-    return np.where(np.isnan(values), -1, ranks)
+    return row_ranks(np.zeros(len(values), dtype=np.int64), np.arange(len(values)), values)
 
 
 @dataclass(frozen=True, eq=False)
@@ -190,8 +186,8 @@ class AttentionMaps:
     """[layer][head] -> causal triangle. ``scores`` may hold None where a window masks;
     ``sinks`` [layer] -> [head] sink logits (None for a model or layer without);
     ``rank_fixes`` (layer, head, query) -> (keys, ranks) of the keys of that row whose
-    rank the scores do not give. ``probs`` and ``ranks`` are derived on first access (see the module docstring).
-    ``layers``: the block number of each entry, where it is not its position (a hybrid's
+    rank the scores do not give. ``probs`` and ``ranks`` are derived on first access (see
+    the module docstring). ``layers``: the block number of each entry, where it is not its position (a hybrid's
     attention layers among blocks without attention; ``layer_numbers``)."""
 
     scores: list[list[Triangle]]
@@ -241,7 +237,7 @@ class AttentionMaps:
             "scores": [[as_triangle_list(t) for t in heads] for heads in self.scores],
             "rank_fixes": [
                 [*row, list(k), list(r)] for row, (k, r) in sorted(self.rank_fixes.items())
-            ],  # fmt: skip
+            ],
         }
         if self.sinks is not None:
             out["sinks"] = self.sinks
