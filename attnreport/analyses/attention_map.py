@@ -17,7 +17,7 @@ import torch
 from attnreport.analyses.row_reductions import ranked_keys
 from attnreport.analyses.tables import Table, as_numpy
 from attnreport.records import LayerRecord
-from attnreport.results.maps import FlatTriangle, rank_fixes, triangle_index
+from attnreport.results.maps import FlatTriangle, RankFix, rank_fixes, triangle_index
 from attnreport.results.maps import Row as MapRow
 from attnreport.results.rounding import SCORE_PLACES, rounded_array
 
@@ -136,16 +136,16 @@ class KeptMaps(TypedDict):
     """What ``attention_triangles`` keeps of one layer (``results.maps.AttentionMaps``)."""
 
     scores: list[FlatTriangle]  # [head] -> rows of the scores, SCORE_PLACES decimals
-    rank_fixes: dict[MapRow, tuple[int, ...]]  # (layer, head, query) -> that row's ranks
+    rank_fixes: dict[MapRow, RankFix]  # (layer, head, query) -> (keys, their ranks)
 
 
 def attention_triangles(record: LayerRecord, order: KeyOrder | None = None) -> KeptMaps:
     """What the results keep of one layer's maps (``results.maps``): ``scores``, a
     ``[head] -> triangle`` of the scores rounded to ``SCORE_PLACES`` decimals, the digits
     the map shows (None where a window masks; every statistic is computed from the
-    unrounded scores), and ``rank_fixes``, the rows whose key order (``order``, over the
-    unrounded scores) the rounded ones do not give. Probabilities and ranks are derived
-    from these when read."""
+    unrounded scores), and ``rank_fixes``, the keys whose rank (``order``, over the
+    unrounded scores) the rounded ones do not give, by row. Probabilities and ranks are
+    derived from these when read."""
     order = _order_of(record, order)
     if order.ranks is None:
         raise ValueError("the attention maps need every key's rank: key_order without depth")

@@ -88,7 +88,7 @@ def to_json(results: Results) -> Json:
         "set": values[CURRENT.set],
         "sentences": [
             _inline_maps(values, files, CURRENT.sentence(s.index)) for s in results.sentences
-        ],  # fmt: skip
+        ],
         "interventions": values.get(CURRENT.interventions),
     }
 

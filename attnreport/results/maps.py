@@ -250,8 +250,9 @@ class AttentionMaps:
         """An ``attention`` object of version 3 or later (KeyError/ValueError/TypeError if
         malformed). A fix of schema 10 or older holds its row's every rank: only the keys
         whose rank the written scores do not give are kept."""
-        layers = att.get("layers")
-        numbers = tuple(map(int, layers)) if layers else tuple(range(len(att["scores"])))
+        given = att.get("layers")
+        layers = tuple(map(int, given)) if given else None
+        numbers = layers or tuple(range(len(att["scores"])))
         fixes: dict[Row, RankFix] = {}
         for la, h, q, *fix in att["rank_fixes"]:
             row = (int(la), int(h), int(q))
@@ -263,7 +264,7 @@ class AttentionMaps:
             found = _sparse_fix(_written_row_ranks(written), np.asarray(ranks, dtype=np.int64))
             if found is not None:
                 fixes[row] = found
-        return cls(att["scores"], att.get("sinks"), fixes, None, layers and tuple(map(int, layers)))
+        return cls(att["scores"], att.get("sinks"), fixes, None, layers)
 
     @classmethod
     def from_stored(cls, scores: list, probs: list, ranks: list) -> AttentionMaps:
