@@ -93,7 +93,8 @@ def test_sigterm_mid_analysis_stops_at_once_and_leaves_everything_whole(tmp_path
         command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+    reader.start()
     try:
         _wait_line(lines, "first build:", FIRST_BUILD_S)
         first = (project / "site" / "index.html").read_bytes()
@@ -106,6 +107,7 @@ def test_sigterm_mid_analysis_stops_at_once_and_leaves_everything_whole(tmp_path
         process.send_signal(signal.SIGTERM)
         code, cpu = _wait_cpu(process, patience(STOPPED_S))
         took, cpu = time.monotonic() - sent, cpu - before
+        reader.join(patience(STOPPED_S))  # its last lines, read once the pipe closes
     finally:
         if process.poll() is None:
             process.kill()
