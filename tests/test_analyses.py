@@ -30,6 +30,7 @@ from attnreport.analyses import (
     top_table,
     triangle,
 )
+from attnreport.analyses.attention_map import descending_keys
 from attnreport.records import TERM_NAMES, LayerRecord
 from attnreport.results.maps import AttentionMaps
 from tests.pooling_reference import pool_focus, pool_impact
@@ -179,6 +180,25 @@ def test_ranks_follow_score_then_key_order(data: st.DataObject) -> None:
             expected = sorted(keys, key=lambda j, h=h, i=i: (-float(scores[h, i, j]), j))
             assert [int(np.flatnonzero(ranks[h, i] == r)[0]) for r in range(len(keys))] == expected
             assert (ranks[h, i][~allowed[i].numpy()] == -1).all()
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 9, 16, 17, 300])
+def test_descending_keys_is_the_stable_argsort_on_ties_signed_zeros_and_infinities(n) -> None:
+    """The integer sort (``descending_keys``) against torch's own stable argsort of the
+    negated scores, on float32 rows drawn from a few values (ties everywhere), with -0.0
+    beside 0.0 (equal scores: key order decides), masked keys (-inf), +inf and the
+    largest floats; and on float64, which takes torch's path. Key counts either side of
+    a power of two, where the key index's bits change."""
+    gen = torch.Generator().manual_seed(n)
+    values = torch.randint(-3, 4, (3, 7, n), generator=gen).float() / 2
+    for fill, share in ((-0.0, 0.15), (-torch.inf, 0.15), (torch.inf, 0.05), (3e38, 0.05), (-3e38, 0.05)):  # fmt: skip
+        values[torch.rand(values.shape, generator=gen) < share] = fill
+    expected = torch.argsort(-values, dim=-1, stable=True)
+    assert torch.equal(descending_keys(values), expected)
+    assert torch.equal(descending_keys(values.double()), expected)
+    if n == 300:  # unrounded scores: few ties
+        noisy = torch.randn(2, 5, n, generator=gen)
+        assert torch.equal(descending_keys(noisy), torch.argsort(-noisy, dim=-1, stable=True))
 
 
 def test_concentration_of_one_hot_and_uniform_rows() -> None:
