@@ -36,6 +36,7 @@ from attnreport.results.layout import MANIFEST, compress, decode
 from attnreport.results.maps import (
     AttentionMaps,
     FlatTriangle,
+    _score_codes,
     as_triangle_list,
     flat,
     layer_ranks,
@@ -153,16 +154,22 @@ def test_rank_fixes_are_the_keys_whose_written_scores_rank_otherwise(window):
     assert rank_fixes(0, tris, order.ranks.numpy()) == expected  # order derived from ranks
 
 
+@pytest.mark.parametrize("thousandths", [True, False])
 @pytest.mark.parametrize("seed", range(4))
-def test_a_layers_ranks_at_once_are_each_rows_ranks(seed):
-    """``layer_ranks`` (every head in one argsort) against ``row_ranks`` (a lexsort of each
-    head's cells): scores from a few values, so rows hold exact ties, and NaN where a
-    window masks a cell; ties go to the lower key, masked cells rank -1."""
+def test_a_layers_ranks_at_once_are_each_rows_ranks(seed, thousandths):
+    """``layer_ranks`` (every head in one sort) against ``row_ranks`` (a lexsort of each
+    head's cells): scores from a few values, so rows hold exact ties, -0.0 beside 0.0,
+    and NaN where a window masks a cell; ties go to the lower key, masked cells rank -1.
+    Scores in whole thousandths (as the results keep them) take the integer sort, others
+    (thirds) the float sort."""
     gen = np.random.default_rng(seed)
-    n, heads = int(gen.integers(1, 15)), 3
+    n, heads = int(gen.integers(1, 40)), 3
     rows, keys, _ = triangle_index(n)
-    scores = gen.integers(-2, 3, (heads, len(rows))).astype(float) / 2
+    scores = gen.integers(-2, 3, (heads, len(rows))).astype(float) / (2 if thousandths else 3)
+    scores[scores == 0] *= gen.choice([-1.0, 1.0], (scores == 0).sum())  # some -0.0
     scores[:, rows - keys >= 4] = np.nan  # a window of 4
+    scores[0, 0] = 0.5 if thousandths else 1 / 3  # row 0's one cell: never masked
+    assert (_score_codes(scores, np.isnan(scores)) is not None) == thousandths
     got = layer_ranks(scores, n)
     for head in range(heads):
         assert got[head].tolist() == row_ranks(rows, keys, scores[head]).tolist()
