@@ -151,7 +151,7 @@ def maps_json(maps: AttentionMaps, parts: Mapping[str, bytes]) -> Json:
     """The ``attention`` object of a schema-10 sentence file: what ``maps.to_json`` holds
     but the scores, and the part files that hold them (``parts``: name -> bytes), each
     with the sha256 of its bytes, so the sentence file's digest covers its maps."""
-    out = {k: v for k, v in maps.to_json().items() if k != "scores"}
+    out = maps.to_json(scores=False)
     listed = [{"file": name, "sha256": hashlib.sha256(data).hexdigest()} for name, data in parts.items()]  # fmt: skip
     return {**out, "parts": listed}
 

@@ -274,13 +274,13 @@ class AttentionMaps:
     def ranks(self) -> list[list[Triangle]]:
         return self._derived("ranks")
 
-    def to_json(self) -> Json:
-        out: Json = {
-            "scores": [[as_triangle_list(t) for t in heads] for heads in self.scores],
-            "rank_fixes": [
-                [*row, list(k), list(r)] for row, (k, r) in sorted(self.rank_fixes.items())
-            ],
-        }
+    def to_json(self, scores: bool = True) -> Json:
+        """The JSON of the maps; without ``scores`` all but those (a part file holds them)."""
+        out: Json = {}
+        if scores:
+            out["scores"] = [[as_triangle_list(t) for t in heads] for heads in self.scores]
+        fixes = sorted(self.rank_fixes.items())
+        out["rank_fixes"] = [[*row, list(k), list(r)] for row, (k, r) in fixes]
         if self.sinks is not None:
             out["sinks"] = self.sinks
         if self.layers is not None:
