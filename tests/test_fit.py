@@ -71,6 +71,10 @@ def test_a_number_over_the_set_is_a_median_with_its_interval_or_its_range():
     )
     six = [0.6, 0.2, 0.3, 0.4, 0.5, 0.7]  # n = 6: the interval is the whole range
     assert fit.median_words(six) == "a median 45% (95% interval 20% to 70%, 6 sentences)"
+    close = [0.871, 0.872, 0.868, 0.87, 0.869, 0.873]  # every end rounds to 87%
+    assert (
+        fit.median_words(close) == "a median 87% (its 95% interval rounds to 87% too, 6 sentences)"
+    )
 
 
 def test_heads_are_named_with_the_kv_group_they_make():

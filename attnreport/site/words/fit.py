@@ -174,8 +174,9 @@ def structure_words(heads: Iterable[tuple[int, int]], n_heads: int = 0, n_kv_hea
 def median_words(values: Sequence[float], fmt: Callable[[float], str] = wording.percent) -> str:
     """A number over the sentences as the report states it: the median of the per-sentence
     values with its 95% sign-test interval (``verdicts.median_interval``), ``a median 93%
-    (95% interval 91% to 95%, 200 sentences)``; with too few sentences for an interval, the
-    range; one: ``93% (one sentence)``."""
+    (95% interval 91% to 95%, 200 sentences)``, or ``(its 95% interval rounds to 93% too, ...)``
+    where its ends are written alike; with too few sentences for an interval, the range; one:
+    ``93% (one sentence)``."""
     v = sorted(float(x) for x in values)
     if len(v) == 1:
         return f"{fmt(v[0])} (one sentence)"
@@ -187,4 +188,6 @@ def median_words(values: Sequence[float], fmt: Callable[[float], str] = wording.
             "sentences, too few for a 95% interval)"
         )
     low, high = interval
+    if fmt(low) == fmt(high):  # "87% to 87%" would read as an interval of no width
+        return f"a median {fmt(median)} (its 95% interval rounds to {fmt(low)} too, {len(v)} sentences)"  # fmt: skip
     return f"a median {fmt(median)} (95% interval {fmt(low)} to {fmt(high)}, {len(v)} sentences)"
