@@ -38,6 +38,7 @@ from attnreport.results.maps import (
     FlatTriangle,
     _score_codes,
     as_triangle_list,
+    ascending_keys,
     flat,
     layer_ranks,
     rank_fixes,
@@ -173,6 +174,16 @@ def test_a_layers_ranks_at_once_are_each_rows_ranks(seed, thousandths):
     got = layer_ranks(scores, n)
     for head in range(heads):
         assert got[head].tolist() == row_ranks(rows, keys, scores[head]).tolist()
+
+
+def test_ascending_keys_is_the_stable_argsort_and_refuses_keys_that_would_overflow():
+    gen = np.random.default_rng(0)
+    primary = gen.integers(0, 4, (3, 5, 33))  # ties everywhere
+    assert np.array_equal(ascending_keys(primary), np.argsort(primary, axis=-1, kind="stable"))
+    with pytest.raises(ValueError, match="primaries"):
+        ascending_keys(np.array([[1, -1]]))
+    with pytest.raises(ValueError, match="primaries"):
+        ascending_keys(np.array([[2**62, 0, 0]]))  # 2 bits of key index leave 61
 
 
 def analyze(out: Path, model: Path, sentences: Path) -> Path:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from attnreport.jsontypes import Json
+from attnreport.results.rounding import SCORE_PLACES
 
 Row = tuple[int, int, int]  # (layer, head, query)
 RankFix = tuple[tuple[int, ...], tuple[int, ...]]  # (keys, their ranks) of one row
@@ -155,8 +156,6 @@ def _score_codes(scores: np.ndarray, masked: np.ndarray) -> np.ndarray | None:
     score is exactly such a number (``rounded_array``'s output, as the results keep
     them) and small enough for ``_sorted_keys``; else None. The codes then order the cells
     as their scores do, ties included."""
-    from attnreport.results.rounding import SCORE_PLACES
-
     scale = float(10**SCORE_PLACES)
     with np.errstate(invalid="ignore"):
         codes = np.rint(np.where(masked, 0.0, scores) * scale)
@@ -170,13 +169,25 @@ def _sorted_keys(
     codes: np.ndarray, masked: np.ndarray, rows: np.ndarray, keys: np.ndarray, n: int
 ) -> np.ndarray:
     """(head, row, rank) -> key of the triangles whose cells have integer ``codes``: code
-    descending, ties to the lower key, ``masked`` cells and keys past the row last. Each
-    cell is one unique integer, (CODE_LIMIT - code) above its key, so one plain sort of
-    integers, several times faster than a stable sort of floats, gives the stable order."""
-    shift = max(1, (n - 1).bit_length())  # n <= MAX_KEYS
-    last = np.int64(2 * CODE_LIMIT) << np.int64(shift)  # after every unmasked cell
-    keyed = np.full((len(codes), n, n), last, dtype=np.int64)
-    keyed[:, rows, keys] = np.where(masked, last, (CODE_LIMIT - codes) << np.int64(shift))
+    descending, ties to the lower key, ``masked`` cells and keys past the row last."""
+    last = 2 * CODE_LIMIT  # after every unmasked cell
+    primary = np.full((len(codes), n, n), last, dtype=np.int64)
+    primary[:, rows, keys] = np.where(masked, last, CODE_LIMIT - codes)
+    return ascending_keys(primary)
+
+
+def ascending_keys(primary: np.ndarray) -> np.ndarray:
+    """Each row's key indices (last axis) by ``primary``, non-negative integers, ascending,
+    ties to the lower key: a stable argsort. Each cell is made one unique int64, its
+    ``primary`` above its key index, so one plain sort of integers, several times faster
+    than a stable sort, gives the stable order. ``primary`` must leave room for the key
+    index: below 2**(63 - bits of the key count) (ValueError otherwise)."""
+    n = primary.shape[-1]
+    shift = max(1, (n - 1).bit_length())
+    keyed = primary.astype(np.int64)
+    if keyed.size and (keyed.min() < 0 or int(keyed.max()) >> (63 - shift)):
+        raise ValueError(f"sort keys of {n} keys need primaries in [0, 2**{63 - shift})")
+    keyed <<= np.int64(shift)
     keyed |= np.arange(n, dtype=np.int64)
     keyed.sort(axis=-1)
     return keyed & np.int64((1 << shift) - 1)
