@@ -59,8 +59,28 @@ def test_verdict_rule_known_answers():
 
 def test_interval_words_give_the_claims_units_in_order():
     v = verdict([0.5, 0.7, 0.6, 0.9, 0.8, 0.4])
-    words = verdicts.interval_words(v, lambda e: math.exp(-e), lambda r: f"{r:.2f}")
+    words = verdicts.interval_words(v, lambda e: math.exp(-e))
     assert words == "median 0.52 (95% interval 0.41 to 0.67, 6 sentences)"
+
+
+def test_an_interval_whose_ends_read_alike_gets_the_digits_that_tell_them_apart():
+    """A tight interval over many sentences, written at 2 digits, would read "0.21 to
+    0.21" (an interval of no width): the words take the digits that tell its ends apart,
+    the median's too, trailing zeros kept, and say so where even 4 digits cannot."""
+    tight = verdict([0.2101 + 0.00003 * i for i in range(100)])
+    low, high = tight.interval
+    assert f"{low:.2g}" == f"{high:.2g}" and f"{low:.3g}" != f"{high:.3g}"  # the case
+    assert verdicts.interval_words(tight) == (
+        f"median {tight.median:#.3g} (95% interval {low:#.3g} to {high:#.3g}, 100 sentences)"
+    )
+    wide = verdict([0.2 + 0.0001 * i for i in range(100)])  # 0.2 reads 0.20 beside 0.21
+    assert verdicts.interval_words(wide).startswith("median 0.20 (95% interval 0.20 to 0.21,")
+    near = verdict([0.21 + 1e-9 * i for i in range(100)])
+    assert verdicts.interval_words(near) == (
+        "median 0.21 (its 95% interval rounds to 0.21 too, 100 sentences)"
+    )
+    exact = verdict([1.0] * 10)
+    assert verdicts.interval_words(exact) == "median 1.0 (its 95% interval is 1.0 too, 10 sentences)"
 
 
 # -- the blog's claim -------------------------------------------------------------------
@@ -237,7 +257,7 @@ def test_short_values_in_sink_layers_support_gu_with_the_other_layers_as_control
     norms = _norms(6, lambda s, a, h: 0.2 + 0.01 * s if a >= 2 else 1.0)
     claim = values_claim(norms)
     assert claim.verdict.label == SUPPORTED
-    assert "the 2 other layers, the control: median 1 (95% interval 1 to 1" in claim.evidence
+    assert "the 2 other layers, the control: median 1.0 (its 95% interval is 1.0 too" in claim.evidence
     assert claim.numbers.startswith("value-norm ratio, median 0.2")
 
 
@@ -356,7 +376,7 @@ def test_gu_claim_takes_the_sink_layers_by_gu_measure_where_the_results_allow():
     assert values.gu_sink_layers(_by_sentence(prob)) == [1, 2, 3, 4, 5]
     assert "by Gu et al.'s own measure" in claim.test
     assert "The 5 sink layers: layers 1-5." in claim.evidence
-    assert "In the 1 other layer, the control: median 1 (95% interval 1 to 1" in claim.evidence
+    assert "In the 1 other layer, the control: median 1.0 (its 95% interval is 1.0 too" in claim.evidence
     older = values_claim(norms)  # no first_prob: the argmax rule, said so
     assert "cannot be taken" in older.test and "The 4 sink layers: layers 2-5." in older.evidence
 

@@ -157,3 +157,12 @@ def test_verb_agrees_with_an_index_set():
     assert w.verb_for("layers 2-9 and 12-29", "puts") == "put"
     assert w.verb_for("all 30 layers", "has") == "have"
     assert w.verb_for("both layers", "does") == "do"
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "expected"),
+    [(0.19, 3, "0.190"), (1.0, 2, "1.0"), (1.0, 3, "1.00"), (0.2, 2, "0.20"), (12.0, 2, "12"),
+     (9.996, 3, "10.0"), (0.218, 3, "0.218"), (1234.5, 3, "1,234"), (0, 3, "0")],
+)  # fmt: skip
+def test_number_with_zeros_shows_every_digit_asked_for(value, digits, expected):
+    assert w.number(value, digits, zeros=True) == expected

@@ -28,6 +28,8 @@ from functools import cache
 
 import numpy as np
 
+from attnreport.site.words.wording import number
+
 SUPPORTED = "supported"
 CONTRADICTED = "contradicted"
 INCONCLUSIVE = "inconclusive"
@@ -121,15 +123,23 @@ def verdict(effects: Sequence[float]) -> Verdict:
     return Verdict(INCONCLUSIVE, "the 95% interval includes no effect", median, interval, n)
 
 
-def interval_words(
-    v: Verdict, shown: Callable[[float], float] = float, fmt: Callable[[float], str] = str
-) -> str:
+def interval_words(v: Verdict, shown: Callable[[float], float] = float, digits: int = 2) -> str:
     """``median 0.42 (95% interval 0.31 to 0.55, 200 sentences)``: the verdict's numbers in
-    the claim's units (``shown`` maps an effect to them, ``fmt`` writes one); "" untested."""
+    the claim's units (``shown`` maps an effect to them), written with ``digits``
+    significant digits (trailing zeros kept: ``0.20 to 0.21``), or up to two more where the
+    interval's ends would otherwise read alike (``0.213 to 0.216``, not ``0.21 to 0.21``);
+    ends alike even then say so (``its 95% interval rounds to 0.21 too``); "" untested."""
     if v.median is None:
         return ""
     sentences = f"{v.n} sentence" + ("" if v.n == 1 else "s")
+    median = shown(v.median)
     if v.interval is None:
-        return f"median {fmt(shown(v.median))} over {sentences}, too few for an interval"
+        return f"median {number(median, digits)} over {sentences}, too few for an interval"
     low, high = sorted(shown(e) for e in v.interval)
-    return f"median {fmt(shown(v.median))} (95% interval {fmt(low)} to {fmt(high)}, {sentences})"
+    for places in range(digits, digits + 3):
+        written = [number(x, places, zeros=True) for x in (median, low, high)]
+        if written[1] != written[2]:
+            return f"median {written[0]} (95% interval {written[1]} to {written[2]}, {sentences})"  # fmt: skip
+    alike = "is" if low == high else "rounds to"
+    written = [number(x, digits, zeros=True) for x in (median, low)]
+    return f"median {written[0]} (its 95% interval {alike} {written[1]} too, {sentences})"

@@ -131,10 +131,11 @@ def head_set(heads: Iterable[tuple[int, int]], limit: int = MAX_ITEMS) -> str:
     return join_and(f"{index_set(h, 'head')} of layer {layer}" for layer, h in by_layer.items())
 
 
-def number(value: float, digits: int = 3) -> str:
+def number(value: float, digits: int = 3, zeros: bool = False) -> str:
     """A decimal with ``digits`` significant digits, thousands separators, no exponent for
     ordinary sizes: ``1.04``, ``0.218``, ``12.3``, ``1,234``, ``3.2e-5``; ``-0`` reads ``0``.
-    """
+    ``zeros`` keeps trailing zeros (``0.190``, ``1.00``: numbers read side by side, such
+    as an interval's ends, show the same precision)."""
     v = float(value)
     if not math.isfinite(v):
         return str(v)
@@ -144,7 +145,7 @@ def number(value: float, digits: int = 3) -> str:
         return f"{v:.{max(digits - 1, 0)}e}".replace("e-0", "e-")
     if abs(v) >= 10**digits:
         return f"{round(v):,}"
-    text = f"{v:.{digits}g}"
+    text = f"{v:#.{digits}g}".rstrip(".") if zeros else f"{v:.{digits}g}"
     return text if "e" not in text else f"{v:,.0f}"
 
 

@@ -107,9 +107,7 @@ def sink_heads_change_little(inputs: ClaimInputs) -> Claim | None:
         return Claim(**args, verdict=untested(why), numbers="", evidence="", breakers="")
     ratios = head_ratios(c)
     found = verdict([-float(np.median(list(h.values()))) for h in ratios.values()])
-    numbers = "update ratio, " + interval_words(
-        found, lambda e: math.exp(-e), lambda r: number(r, 2)
-    )
+    numbers = "update ratio, " + interval_words(found, lambda e: math.exp(-e))
     if not ratios:
         return Claim(**args, verdict=found, numbers="", evidence="", breakers="")
     first, other = _sizes(c, ratios)

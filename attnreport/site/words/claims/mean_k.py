@@ -72,5 +72,5 @@ def mean_k_structured(inputs: ClaimInputs) -> Claim | None:
     breakers = (
         f"{index_set(broken, 'sentence')}, whose maps look no nearer than uniform" if broken else ""
     )
-    numbers = "locality, " + interval_words(found, float, lambda x: number(x, 2))
+    numbers = "locality, " + interval_words(found)
     return Claim(**args, verdict=found, numbers=numbers, evidence=evidence, breakers=breakers)

@@ -119,9 +119,7 @@ def sink_on_any_first_token(inputs: ClaimInputs) -> Claim | None:
     sentences = sorted(set.intersection(*(set(e) for e in captures.values())))
     effects = {s: min(e[s] for e in captures.values()) for s in sentences}
     found = verdict(list(effects.values()))
-    numbers = "first-token probability above uniform, " + interval_words(
-        found, float, lambda x: number(x, 2)
-    )
+    numbers = "first-token probability above uniform, " + interval_words(found)
     if not sentences:
         return Claim(**args, verdict=found, numbers="", evidence="", breakers="")
     ids = inputs.first_ids

@@ -27,7 +27,7 @@ from attnreport.site.words.verdicts import (
     untested,
     verdict,
 )
-from attnreport.site.words.wording import count, index_set, number
+from attnreport.site.words.wording import count, index_set
 from attnreport.vocabulary import MOST
 
 KEY = "sink-small-values"
@@ -135,7 +135,7 @@ def against_control(
 
 
 def _times(v: Verdict) -> str:
-    return interval_words(v, lambda e: math.exp(-e), lambda r: number(r, 2))
+    return interval_words(v, lambda e: math.exp(-e))
 
 
 def _scope(inputs: ClaimInputs) -> str:
