@@ -23,6 +23,7 @@ decoder and lets JavaScript numbers be numbers). Nothing here imports torch or A
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -52,7 +53,7 @@ def _compact(value: Any) -> Any:
 
 def compact_values(values: list[Any]) -> list[Any]:
     """``_compact`` applied to every value, with fast paths for all-int and all-float columns."""
-    return _compacted(values)[0]
+    return _listed(_compacted(values)[0])
 
 
 def _integral(array: np.ndarray) -> np.ndarray:
@@ -75,18 +76,19 @@ def _compact_float_array(array: np.ndarray) -> tuple[list[Any], int]:
     return out, int(np.count_nonzero(integral))
 
 
-def _compacted(values: list[Any]) -> tuple[list[Any], set[type], np.ndarray]:
-    """``compact_values(values)``, the set of its value types, and the same values as an
-    array that compares equal exactly where they are equal (``_comparable``), found
-    together: a page's data files encode ~1,000 columns, and each pass over a column in
-    Python costs more than the encoding in numpy."""
+def _compacted(values: list[Any]) -> tuple[Sequence[Any], set[type], np.ndarray]:
+    """``compact_values(values)`` (an ``ArrayValues`` for a numpy column), the set of its
+    value types, and the same values as an array that compares equal exactly where they
+    are equal (``_comparable``), found together: a page's data files encode ~1,000
+    columns, and each pass over a column in Python costs more than the encoding in numpy."""
     if isinstance(values, np.ndarray):  # a numeric column kept in numpy (the map parts)
         if values.dtype.kind in "iub":
             array = values.astype(np.int64)
-            return array.tolist(), {int} if len(array) else set(), array
+            return ArrayValues(array), {int} if len(array) else set(), array
         array = values.astype(np.float64)
-        plain, n_int = _compact_float_array(array)
-        return plain, ({int} if n_int else set()) | ({float} if n_int < len(plain) else set()), array  # fmt: skip
+        n_int = int(np.count_nonzero(_integral(array)))
+        kinds = ({int} if n_int else set()) | ({float} if n_int < len(array) else set())
+        return ArrayValues(array), kinds, array
     kinds = set(map(type, values))
     if values and kinds <= {float}:
         array = np.asarray(values, dtype=np.float64)
@@ -99,6 +101,37 @@ def _compacted(values: list[Any]) -> tuple[list[Any], set[type], np.ndarray]:
         plain = [_compact(v) for v in values]
         kinds = set(map(type, plain))
     return plain, kinds, _comparable(plain, kinds)
+
+
+class ArrayValues(Sequence[Any]):
+    """A numpy column's compacted values (``_compact`` of each), made one at a time where
+    they are read (a run's value, an exception): a map part's columns hold hundreds of
+    thousands of values, and their encoded forms read a few of them, or none."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, index: Any) -> Any:
+        if not isinstance(index, int):
+            raise TypeError("ArrayValues reads one value at a time")
+        return _compact(self.array[index].item())
+
+    def at(self, indices: np.ndarray) -> list[Any]:
+        """The values at ``indices``, at once."""
+        return ArrayValues(self.array[indices]).tolist()
+
+    def tolist(self) -> list[Any]:
+        """Every value, as ``compact_values(array.tolist())`` gives them."""
+        if self.array.dtype.kind == "f":
+            return _compact_float_array(self.array)[0]
+        return self.array.tolist()
+
+
+def _as_list(values: Sequence[Any]) -> list[Any]:
+    return values.tolist() if isinstance(values, ArrayValues) else list(values)
 
 
 def decoded_column(values: Any) -> list[Any]:
@@ -131,16 +164,19 @@ def _run_count(array: np.ndarray) -> int:
     return int(np.count_nonzero(array[1:] != array[:-1])) + 1 if len(array) else 0
 
 
-def _runs(values: list[Any], array: np.ndarray) -> list[Any]:
+def _runs(values: Sequence[Any], array: np.ndarray) -> list[Any]:
     """Run-length form [v0, n0, v1, n1, ...] of ``values`` (equal values, as JSON writes
     them, form a run); ``array``: the same values, ``_comparable``."""
     if not values:
         return []
     starts = np.flatnonzero(np.concatenate([[True], array[1:] != array[:-1]]))
     counts = np.diff(np.append(starts, len(values)))
-    out: list[Any] = []
-    for start, count in zip(starts.tolist(), counts.tolist(), strict=True):
-        out += [values[start], count]
+    out: list[Any] = [None] * (2 * len(starts))
+    if isinstance(values, ArrayValues):
+        out[::2] = values.at(starts)
+    else:
+        out[::2] = [values[start] for start in starts.tolist()]
+    out[1::2] = counts.tolist()
     return out
 
 
@@ -160,16 +196,21 @@ def encode_column(values: list[Any], binary: bool = False) -> Encoded:
     plain, kinds, array = _compacted(values)
     form, size = _shortest_readable(plain, kinds, array)
     if not binary or (size is not None and size <= smallest_size(len(plain))):
-        return form
+        return _listed(form)
     packed = packed_column(plain, kinds, array)
     if packed is None:
-        return form
+        return _listed(form)
     packed_form, packed_size, plain_size = packed
-    return packed_form if packed_size < (plain_size if size is None else size) else form
+    return packed_form if packed_size < (plain_size if size is None else size) else _listed(form)
+
+
+def _listed(form: Any) -> Encoded:
+    """An encoded form whose plain array may still be an ``ArrayValues``, as JSON lists."""
+    return form.tolist() if isinstance(form, ArrayValues) else form
 
 
 def _shortest_readable(
-    plain: list[Any], kinds: set[type], array: np.ndarray
+    plain: Sequence[Any], kinds: set[type], array: np.ndarray
 ) -> tuple[Encoded, int | None]:
     """The shortest of plain, ``{"r"}`` and ``{"d"}``, and its JSON length (None for a
     plain array that was not measured)."""
@@ -179,7 +220,7 @@ def _shortest_readable(
     if plain and kinds == {int} and array.dtype.kind == "i":  # (not ints past int64)
         deltas = np.diff(array, prepend=0)
         if 2 * _run_count(deltas) < len(plain):
-            candidates.append({"d": _runs(deltas.tolist(), deltas)})
+            candidates.append({"d": _runs(ArrayValues(deltas), deltas)})
     if len(candidates) == 1:
         return plain, None
     # The first shortest wins, plain on a tie. A plain array of n values is at least
@@ -189,7 +230,7 @@ def _shortest_readable(
     chosen = candidates[1 + sizes.index(best)]
     if best < 2 * len(plain) + 1:
         return chosen, best
-    plain_size = _json_size(plain)
+    plain_size = _json_size(_as_list(plain))
     return (chosen, best) if best < plain_size else (plain, plain_size)
 
 

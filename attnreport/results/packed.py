@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,7 +116,7 @@ def _scan(array: np.ndarray, decimals: range) -> _Scan:
     return _Scan(q6, fewest, reached, thresholds)
 
 
-def _json_lengths(plain: list[Any], array: np.ndarray, fewest: np.ndarray) -> np.ndarray:
+def _json_lengths(plain: Sequence[Any], array: np.ndarray, fewest: np.ndarray) -> np.ndarray:
     """Each value's length in JSON, as ``json.dumps(plain[i])``, computed from ``array``
     (int64, or float64 with ``fewest`` exact decimals); Python's ``repr`` only for the
     floats whose text the rule below does not give (tiny, huge, or > 6 decimals).
@@ -153,7 +154,7 @@ def smallest_size(n: int) -> int:
 
 
 def packed_column(
-    plain: list[Any], kinds: set[type], array: np.ndarray
+    plain: Sequence[Any], kinds: set[type], array: np.ndarray
 ) -> tuple[dict[str, list[Any]], int, int] | None:
     """The shortest packed form of a numeric column, its JSON length, and the length of
     the plain array; None when the column is not all finite numbers (``plain``: the
@@ -188,7 +189,7 @@ def packed_column(
     return _build(plain, scan, d, index), sizes[d, index], plain_size
 
 
-def _build(plain: list[Any], scan: _Scan, d: int, index: int) -> dict[str, list[Any]]:
+def _build(plain: Sequence[Any], scan: _Scan, d: int, index: int) -> dict[str, list[Any]]:
     w = _WIDTHS[index]
     held = scan.held(d, index)
     ints = (np.where(held, scan.q6, 0) // 10 ** (MAX_DECIMALS - d)).astype(f"<i{w}")
