@@ -25,7 +25,7 @@ def _page_site(ctx: Context, lengths: tuple[int, ...]) -> tuple[Path, dict[str, 
     file = ctx.work / "page-sentences.txt"
     file.write_text("".join(text_of_tokens(tokenizer, n) + "\n" for n in lengths), encoding="utf-8")
     out = ctx.work / "site-pages"
-    overrides = {"out": str(out), "sentences": str(file), "images": False}
+    overrides = {"out": str(out), "sentences": str(file), "images": False, "model": ctx.model}
     try:
         return out, run_worker("build", {"config": None, "overrides": overrides}).result
     except RuntimeError as err:  # e.g. a sentence longer than map_tokens breaks the charts
@@ -186,7 +186,7 @@ def bertviz_section(ctx: Context, n_tokens: int) -> Section:
     """7. bertviz's head_view and model_view for the same model and sentence, beside our page."""
     from benchmarks.browser import chromium, foreign_render
     from benchmarks.inputs import text_of_tokens
-    from benchmarks.peers import default_model_dir
+    from benchmarks.peers import model_dir
 
     section = Section(TITLES["bertviz"])
     ours = _ours_column(ctx.pages.get(n_tokens), ctx.page_stage_s)
@@ -202,7 +202,7 @@ def bertviz_section(ctx: Context, n_tokens: int) -> Section:
     out = ctx.work / "bertviz"
     out.mkdir(exist_ok=True)
     text = text_of_tokens(ctx.loaded().loaded.tokenizer, n_tokens)
-    args = {"text": text, "out_dir": str(out), "model_dir": str(default_model_dir())}
+    args = {"text": text, "out_dir": str(out), "model_dir": model_dir(ctx.model)}
     run = run_worker("bertviz", args, python=python)
     with chromium() as browser:
         renders = {
@@ -211,7 +211,7 @@ def bertviz_section(ctx: Context, n_tokens: int) -> Section:
         }
     columns = [_bertviz_column(run.result, v, renders[v]) for v in renders]
     section.add(
-        f"The same default model and the same {n_tokens}-token sentence as our page in section 6: "
+        f"The same model ({ctx.model_words()}) and the same {n_tokens}-token sentence as our page in section 6: "
         "bertviz's `head_view` and `model_view` (attentions from the model's own pass with "
         "`output_attentions=True`), their HTML saved as returned and opened in the same offline "
         "Chromium as our pages (every non-`file://` request aborted), then given a few seconds to draw (3 s; quick mode 1 s).",

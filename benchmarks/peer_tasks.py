@@ -117,7 +117,7 @@ def tool_attnreport(args: dict[str, Any], ids: Any) -> tuple[Callable[[], Any], 
     from attnreport.session import Session, open_session
     from attnreport.study import analyze_sentence
 
-    session = open_session("default", None)
+    session = open_session(args.get("model", "default"), None)
     sentence = _sentence(session.loaded.tokenizer, ids[0].tolist())
     one = Session(session.loaded, session.specs, [sentence], session.bos)
     settings = Settings()

@@ -456,12 +456,12 @@ def peer_targets(runs: Sequence[LengthRuns], judged: bool) -> list[Target]:
     return out
 
 
-def peers_about(env: PeersEnv, venv: Path, repeats: int) -> str:
+def peers_about(env: PeersEnv, venv: Path, repeats: int, model: str = "the default model") -> str:
     made = f"`{venv}` ({env.note})" if env.python else f"`{venv}` (not usable)"
     return (
         "Every tool on the same input (the bench prose, repeated to N tokens) and the same "
-        "weights (the default model's GGUF as attnreport dequantises it, loaded by "
-        "transformers), one tool and length per fresh process, one process at a time. At "
+        f"weights ({model}, loaded by transformers from where attnreport loads it: a GGUF "
+        "as attnreport dequantises it), one tool and length per fresh process, one at a time. At "
         f"each length the plain pass runs first and last, the four others between; the "
         "unit is the mean of the two plain runs (both shown). CPU seconds of the whole "
         f"process (every thread; torch on {THREADS} thread) for one call after the load, the "
@@ -513,17 +513,21 @@ def peers_tables(section: Section, runs: Sequence[LengthRuns]) -> None:
 # --- the sections --------------------------------------------------------------------
 
 
-def default_model_dir() -> Path:
-    """The default model's GGUF, dequantised by attnreport into its cache (once): the
-    ``save_pretrained`` folder every tool here loads, so all run the same weights."""
-    from attnreport.models.loading import convert_gguf, default_gguf_path, file_sha256
+def model_dir(name: str = "default") -> str:
+    """Where transformers loads model ``name`` (attnreport's ``--model``) from: a GGUF (the
+    default model's too) dequantised by attnreport into its cache (once), a model folder
+    itself, or a Hub id; every tool here loads it, so all run the same weights."""
+    from attnreport.models.loading import convert_gguf, file_sha256, resolve_source
 
-    path = default_gguf_path()
-    return convert_gguf(path, file_sha256(path))
+    source = resolve_source(name)
+    if source.kind != "gguf":
+        return source.location
+    path = Path(source.location)
+    return str(convert_gguf(path, file_sha256(path)))
 
 
 def bench_ids(ctx: Any, n_tokens: int) -> list[int]:
-    """The bench prose, repeated to exactly ``n_tokens`` ids of the default tokenizer."""
+    """The bench prose, repeated to exactly ``n_tokens`` ids of the measured model's tokenizer."""
     from benchmarks.inputs import exact_sentence
 
     return list(exact_sentence(ctx.loaded().loaded.tokenizer, n_tokens, repeat=True).token_ids)
@@ -538,14 +542,14 @@ def peers_section(ctx: Any) -> Section:
     env = ctx.peers()
     pythons = tool_pythons(env)
     lengths = QUICK_LENGTHS if ctx.quick else LENGTHS
-    base = {"model_dir": str(default_model_dir()), "threads": THREADS}
+    base = {"model_dir": model_dir(ctx.model), "model": ctx.model, "threads": THREADS}
     work = ctx.work / "peers"
     work.mkdir(exist_ok=True)
     runs = measure_peers(
         lengths, pythons, env.missing, base, lambda n: bench_ids(ctx, n), work, ctx.repeats,
         ctx.log,
     )  # fmt: skip
-    section.add(peers_about(env, venv, ctx.repeats), "")
+    section.add(peers_about(env, venv, ctx.repeats, ctx.model_words()), "")
     versions = peers_versions(runs)
     if versions:
         section.add(f"Versions: {versions}.", "")
@@ -612,7 +616,8 @@ def extra_passes_section(ctx: Any) -> Section:
     section = Section(TITLES["extra passes"])
     lengths = QUICK_LENGTHS if ctx.quick else EXTRA_LENGTHS
     base = {
-        "model_dir": str(default_model_dir()),
+        "model_dir": model_dir(ctx.model),
+        "model": ctx.model,
         "threads": THREADS,
         "repeats": min(ctx.repeats, 3),
     }

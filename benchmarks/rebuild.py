@@ -49,7 +49,7 @@ def _timed(args: list[str], cache: Path) -> float:
 
 def _study_args(ctx: Context) -> list[str]:
     if ctx.quick:  # one model, its own sentences (the example's attnreport.toml has two models)
-        return ["--model", "default", "--sentences", str(ctx.sentences_file)]
+        return ["--model", ctx.model, "--sentences", str(ctx.sentences_file)]
     return ["--config", str(EXAMPLE_CONFIG)]
 
 

@@ -61,6 +61,7 @@ class Options:
     workdir: Path | None  # None: a temporary folder, removed at the end
     peers_venv: Path | None = None  # None: benchmarks.peers.PEERS_VENV
     only: tuple[str, ...] = ()  # section names to run (empty: all)
+    model: str = "default"  # what --model names (attnreport's own model names)
 
 
 def parse_args(argv: list[str] | None = None) -> Options:
@@ -85,6 +86,13 @@ def parse_args(argv: list[str] | None = None) -> Options:
         default="",
         help="comma-separated sections to run, e.g. peers,extra-passes (default: all)",
     )
+    parser.add_argument(
+        "--model",
+        default="default",
+        help="the model measured, as attnreport's --model names it (default: the embedded "
+        "default model); outside quick mode the example builds (sections 4-4c) keep the "
+        "example's own attnreport.toml",
+    )
     parser.add_argument("--no-profile", action="store_true", help="skip the pyinstrument profile")
     parser.add_argument(
         "--workdir",
@@ -107,6 +115,7 @@ def parse_args(argv: list[str] | None = None) -> Options:
         args.workdir,
         args.peers_venv,
         only,
+        args.model,
     )
 
 
@@ -136,7 +145,8 @@ def reproduce_section(options: Options) -> Section:
         "```sh",
         "make bench                       # = python -m benchmarks (writes BENCHMARKS.md)",
         "python -m benchmarks --only peers,extra-passes --out peers.md   # sections 9 and 10 alone",
-        "python -m benchmarks --quick --out bench-quick.md   # small smoke run, as in tests/test_bench.py",
+        "python -m benchmarks --quick --out bench-quick.md   # small smoke run (tests/test_bench.py: on a tiny model)",
+        "python -m benchmarks --model gemma-3-270m --only capture,peers --out gemma.md   # another model",
         "# optional, for the Profile section (local venv only):",
         "pip install pyinstrument",
         "```",
@@ -282,7 +292,7 @@ def run_bench(options: Options, log: Log = _quiet) -> tuple[str, list[str]]:
     from benchmarks.inputs import machine_info
 
     started = time.perf_counter()
-    info = machine_info()
+    info = {**machine_info(), "Model measured (`--model`)": options.model}
     with scratch(options.workdir) as work:
         ctx = sections.Context(
             quick=options.quick,
@@ -292,6 +302,7 @@ def run_bench(options: Options, log: Log = _quiet) -> tuple[str, list[str]]:
             bertviz_python=options.bertviz_python,
             peers_venv=options.peers_venv,
             log=log,
+            model=options.model,
         )
         measured, failed = run_sections(ctx, log, options.only)
         if not options.only:  # the profile redoes section 4's warm build

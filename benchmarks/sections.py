@@ -48,6 +48,7 @@ class Context:
     bertviz_python: str | None  # None: bertviz from the peers venv, where it installs
     peers_venv: Path | None = None  # None: benchmarks.peers.PEERS_VENV
     log: Callable[[str], None] = field(default=lambda _message: None)
+    model: str = "default"  # the model measured (attnreport's --model)
     peers_env: Any = None  # benchmarks.peers.PeersEnv, once sections 7 or 9 made or found it
     session: Session | None = None
     pages: dict[int, dict[str, Any]] = field(default_factory=dict)  # tokens -> page facts
@@ -67,11 +68,15 @@ class Context:
             self.peers_env = ensure_peers_env(venv, install=not self.quick, log=self.log)
         return self.peers_env
 
+    def model_words(self) -> str:
+        """The model measured, as the bench's prose names it."""
+        return "the default model" if self.model == "default" else f"the model `{self.model}`"
+
     def loaded(self) -> Session:
-        """The default model with the bench's sentences, loaded once in this process."""
+        """The model measured with the bench's sentences, loaded once in this process."""
         if self.session is None:
             file = str(self.sentences_file) if self.sentences_file else None
-            self.session = open_session("default", file)
+            self.session = open_session(self.model, file)
         return self.session
 
 
@@ -208,8 +213,8 @@ def load_section(ctx: Context) -> Section:
     section = Section(TITLES["load"])
     cache = ctx.work / "cache-load"
     env = {} if ctx.quick else {"ATTNREPORT_CACHE": str(cache)}
-    first = None if ctx.quick else run_worker("load", {}, env)
-    cached = [run_worker("load", {}, env) for _ in range(ctx.repeats)]
+    first = None if ctx.quick else run_worker("load", {"model": ctx.model}, env)
+    cached = [run_worker("load", {"model": ctx.model}, env) for _ in range(ctx.repeats)]
     median = sorted(cached, key=lambda run: run.wall_s)[len(cached) // 2]
     section.add(
         "Each load is a new process (`python -m benchmarks.workers load`) timed by the "
@@ -252,7 +257,7 @@ def load_section(ctx: Context) -> Section:
 def _build_args(ctx: Context, out: Path) -> dict[str, Any]:
     if ctx.quick:
         overrides = {"out": str(out), "sentences": str(ctx.sentences_file), "images": False}
-        return {"config": None, "overrides": overrides}
+        return {"config": None, "overrides": {**overrides, "model": ctx.model}}
     return {"config": str(EXAMPLE_CONFIG), "overrides": {"out": str(out)}}
 
 
@@ -310,9 +315,9 @@ def build_section(ctx: Context) -> Section:
 def scaling_section(ctx: Context, lengths: tuple[int, ...]) -> Section:
     """5. ``analyze_sentence`` time and peak RSS at growing lengths, one process each."""
     section = Section(TITLES["scaling"])
-    runs = [run_worker("scale", {"n_tokens": n}) for n in lengths]
+    runs = [run_worker("scale", {"n_tokens": n, "model": ctx.model}) for n in lengths]
     section.add(
-        "`analyze_sentence` on the default model for a sentence of exactly N tokens (the bench "
+        f"`analyze_sentence` on {ctx.model_words()} for a sentence of exactly N tokens (the bench "
         "prose, repeated as needed), each length in its own process. Peak RSS is "
         "`resource.getrusage(RUSAGE_SELF).ru_maxrss` at the end; it includes the loaded model "
         f"(RSS after loading shown beside it). Attention maps are kept up to {Settings().map_tokens} "

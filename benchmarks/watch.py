@@ -24,6 +24,7 @@ checkout. Timed, one after another:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -80,8 +81,9 @@ def _project(ctx: Context, work: Path) -> tuple[Path, list[str], dict[str, str]]
     shutil.copy(REPO / "pyproject.toml", checkout / "pyproject.toml")
     sentences = read_sentences(ctx.sentences_file)
     (work / "sentences.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
-    # serve --watch keeps one model loaded: the example's first model (it compares two)
-    text = re.sub(r"^models = .*$", 'model = "default"', EXAMPLE_CONFIG.read_text(encoding="utf-8"), flags=re.M)  # fmt: skip
+    # serve --watch keeps one model loaded: the one measured (the example compares two)
+    model = f"model = {json.dumps(ctx.model)}"  # a TOML basic string
+    text = re.sub(r"^models = .*$", lambda _: model, EXAMPLE_CONFIG.read_text(encoding="utf-8"), flags=re.M)  # fmt: skip
     # its own sentences: not the example's set, its pages or its mean grid's passages
     text = re.sub(r"^(sentences|pages|mean_sentences) = .*\n", "", text, flags=re.M)
     if ctx.quick:

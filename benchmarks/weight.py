@@ -155,7 +155,7 @@ def newcomer_site(ctx: Context) -> Path:
 
     paragraph = text_of_tokens(ctx.loaded().loaded.tokenizer, PARAGRAPH_TOKENS)
     sentences = [NEWCOMER_SHORT[0], paragraph, *NEWCOMER_SHORT[1:]]
-    return _build(ctx, "newcomer", sentences, {"model": "default"})
+    return _build(ctx, "newcomer", sentences, {"model": ctx.model})
 
 
 def long_tokens(ctx: Context) -> int:
@@ -198,7 +198,7 @@ def _about(ctx: Context) -> str:
         "Quick mode builds no newcomer's project (a default-model build of its own). "
         if ctx.quick
         else f"The newcomer's project: four sentences, the second a {PARAGRAPH_TOKENS}-token "
-        "paragraph, default model, default settings (images on). "
+        f"paragraph, {ctx.model_words()}, default settings (images on). "
     )
     return (
         "Each site measured on disk, every file at its apparent size (MB = 10^6 bytes). "

