@@ -80,7 +80,9 @@ def test_an_interval_whose_ends_read_alike_gets_the_digits_that_tell_them_apart(
         "median 0.21 (its 95% interval rounds to 0.21 too, 100 sentences)"
     )
     exact = verdict([1.0] * 10)
-    assert verdicts.interval_words(exact) == "median 1.0 (its 95% interval is 1.0 too, 10 sentences)"
+    assert (
+        verdicts.interval_words(exact) == "median 1.0 (its 95% interval is 1.0 too, 10 sentences)"
+    )
 
 
 # -- the blog's claim -------------------------------------------------------------------
@@ -257,7 +259,9 @@ def test_short_values_in_sink_layers_support_gu_with_the_other_layers_as_control
     norms = _norms(6, lambda s, a, h: 0.2 + 0.01 * s if a >= 2 else 1.0)
     claim = values_claim(norms)
     assert claim.verdict.label == SUPPORTED
-    assert "the 2 other layers, the control: median 1.0 (its 95% interval is 1.0 too" in claim.evidence
+    assert (
+        "the 2 other layers, the control: median 1.0 (its 95% interval is 1.0 too" in claim.evidence
+    )
     assert claim.numbers.startswith("value-norm ratio, median 0.2")
 
 
@@ -376,7 +380,10 @@ def test_gu_claim_takes_the_sink_layers_by_gu_measure_where_the_results_allow():
     assert values.gu_sink_layers(_by_sentence(prob)) == [1, 2, 3, 4, 5]
     assert "by Gu et al.'s own measure" in claim.test
     assert "The 5 sink layers: layers 1-5." in claim.evidence
-    assert "In the 1 other layer, the control: median 1.0 (its 95% interval is 1.0 too" in claim.evidence
+    assert (
+        "In the 1 other layer, the control: median 1.0 (its 95% interval is 1.0 too"
+        in claim.evidence
+    )
     older = values_claim(norms)  # no first_prob: the argmax rule, said so
     assert "cannot be taken" in older.test and "The 4 sink layers: layers 2-5." in older.evidence
 
