@@ -199,9 +199,12 @@ def test_no_sink_in_one_capture_contradicts_or_leaves_it_open():
     own = _prob_rows(8, lambda *k: 0.5)
     below = _contrast(_prob_rows(8, lambda *k: -0.05), True)  # less than uniform with a BOS
     claim = streaming_claim(own, below)
-    assert claim.verdict.label == CONTRADICTED and claim.breakers.startswith("sentence 0")
+    assert claim.verdict.label == CONTRADICTED
+    assert claim.breakers.startswith("all 8 sentences, where")  # not "sentence 0, ... 4 more"
     level = _contrast(_prob_rows(8, lambda s, a, h: 0.01 * (-1) ** s), True)  # at uniform
-    assert streaming_claim(own, level).verdict.label == INCONCLUSIVE
+    claim = streaming_claim(own, level)
+    assert claim.verdict.label == INCONCLUSIVE
+    assert claim.breakers.startswith("every other sentence from 1 to 7, where")
 
 
 def test_a_run_that_adds_a_bos_needs_the_capture_without_it():

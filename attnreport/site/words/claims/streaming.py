@@ -18,7 +18,7 @@ import numpy as np
 from attnreport.site.words.claims import Claim, ClaimInputs, claim
 from attnreport.site.words.readings import arrays
 from attnreport.site.words.verdicts import interval_words, untested, verdict
-from attnreport.site.words.wording import count, number, short_list
+from attnreport.site.words.wording import count, index_set, number
 
 FIRST_LAYER = 2  # StreamingLLM: the sink shows beyond the bottom two layers
 KEY = "sink-any-first-token"
@@ -130,10 +130,14 @@ def sink_on_any_first_token(inputs: ClaimInputs) -> Claim | None:
         "and later gives the first token this much more probability than uniform attention "
         f"would: {'; '.join(told)} (medians over heads, then over sentences)."
     )
-    broken = [f"sentence {s}" for s in sentences if effects[s] <= 0]
+    broken = [s for s in sentences if effects[s] <= 0]
+    named = (
+        f"all {count(len(broken), 'sentence')}"
+        if len(broken) == len(sentences) > 1
+        else index_set(broken, "sentence")
+    )
     shown = (
-        f"{short_list(broken, 'sentence')}, where the first token gets no more than uniform "
-        "attention in one of the captures"
+        f"{named}, where the first token gets no more than uniform attention in one of the captures"
         if broken
         else ""
     )
