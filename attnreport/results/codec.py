@@ -130,10 +130,6 @@ class ArrayValues(Sequence[Any]):
         return self.array.tolist()
 
 
-def _as_list(values: Sequence[Any]) -> list[Any]:
-    return values.tolist() if isinstance(values, ArrayValues) else list(values)
-
-
 def decoded_column(values: Any) -> list[Any]:
     """A table column as a reader of the results file gets it back once decoded:
     rounded as written (``rounding.column_to_list``), then ``compact_values``."""
@@ -230,7 +226,7 @@ def _shortest_readable(
     chosen = candidates[1 + sizes.index(best)]
     if best < 2 * len(plain) + 1:
         return chosen, best
-    plain_size = _json_size(_as_list(plain))
+    plain_size = _json_size(_listed(plain))
     return (chosen, best) if best < plain_size else (plain, plain_size)
 
 
