@@ -517,13 +517,9 @@ def model_dir(name: str = "default") -> str:
     """Where transformers loads model ``name`` (attnreport's ``--model``) from: a GGUF (the
     default model's too) dequantised by attnreport into its cache (once), a model folder
     itself, or a Hub id; every tool here loads it, so all run the same weights."""
-    from attnreport.models.loading import convert_gguf, file_sha256, resolve_source
+    from attnreport.models.loading import pretrained_location, resolve_source
 
-    source = resolve_source(name)
-    if source.kind != "gguf":
-        return source.location
-    path = Path(source.location)
-    return str(convert_gguf(path, file_sha256(path)))
+    return pretrained_location(resolve_source(name))[0]
 
 
 def bench_ids(ctx: Any, n_tokens: int) -> list[int]:

@@ -166,6 +166,16 @@ def convert_gguf(path: Path, digest: str) -> Path:
     return entry
 
 
+def pretrained_location(source: ModelSource) -> tuple[str, str]:
+    """Where transformers' ``from_pretrained`` loads ``source`` from, and the GGUF's sha256
+    ("" for a folder or a Hub id): a GGUF is dequantised into the cache once
+    (``convert_gguf``), a folder or a Hub id is its own location."""
+    if source.kind != "gguf":
+        return source.location, ""
+    digest = file_sha256(Path(source.location))
+    return str(convert_gguf(Path(source.location), digest)), digest
+
+
 def directory_fingerprint(path: Path) -> str:
     digest = hashlib.sha256()
     for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
@@ -207,12 +217,8 @@ def load_model(
     device = pick_device(device)
     placement = {} if device_map is None else map_options(device, device_map, max_memory)
     source = resolve_source(name)
-    if source.kind == "gguf":
-        digest = file_sha256(Path(source.location))
-        location = str(convert_gguf(Path(source.location), digest))
-        fingerprint = f"sha256:{digest}"
-    else:
-        location, fingerprint = source.location, ""
+    location, digest = pretrained_location(source)
+    fingerprint = f"sha256:{digest}" if digest else ""
     model, tokenizer, family = _load_pretrained(location, source, DTYPES[dtype], placement)
     if source.kind == "directory":
         fingerprint = f"sha256:{directory_fingerprint(Path(location))}"
