@@ -33,8 +33,20 @@ def test_a_contrast_of_local_and_global_layers_needs_enough_layers_on_each_side(
         return replace(s, manifest=replace(s.manifest, model=model))
 
     few = findings.window_note(windowed(side("A", 5, 0), range(3)))
-    assert "too few to compare the two kinds (a contrast needs 6 layers on each side)" in few
+    assert (
+        "its 2 full-attention layers are too few to set against the 3 windowed ones (a "
+        "contrast needs 6 layers on each side), and depth would confound" in few
+    )
+    assert "see the same keys and differ only in their weights;" in few
     assert "averages" not in few and "median" not in few
+    gemma_rope = {"full_attention": {"theta": 1e6}, "sliding_attention": {"theta": 1e4}}
+    two_bases = windowed(side("A", 5, 0), range(3))
+    two_bases = replace(two_bases, manifest=replace(two_bases.manifest, model=replace(
+        two_bases.manifest.model, rope=gemma_rope)))  # fmt: skip
+    assert (
+        "differ only in their weights and their RoPE base (θ = 10,000 in the windowed "
+        "layers, 1,000,000 in the others)" in findings.window_note(two_bases)
+    )
     enough = findings.window_note(windowed(side("A", 12, 0), range(6)))
     assert "is a median" in enough and "on its 6 full-attention layers" in enough
 

@@ -120,12 +120,15 @@ def test_orientation_counts_heads_past_three_over_root_d():
     f = fnd.orientation(impact, dim=100)
     assert f.key == "orientation" and f.figure == "set-head-impact"
     assert f.text.startswith(
-        "Most heads write along the hidden state: 3 of the 4 heads write along the hidden state "
-        "(mean cosine between update and hidden state over the set's tokens past ±0.3 = 3/√100"
+        "Most heads write along the hidden state, 3 of the 4 (mean cosine between update and hidden state over the set's tokens past ±0.3 = 3/√100"
     )
     assert "median 0.39 (quartiles 0.26 to 0.47)" in f.text
     against = fnd.orientation({**impact, "orientation": [-0.5, 0.0, 0.0, 0.0]}, dim=100)
     assert against.text.startswith("0 of the 4 heads write along the hidden state and 1 against it")
+    most_and_against = fnd.orientation({**impact, "orientation": [0.5, 0.31, 0.46, -0.4]}, dim=100)
+    assert most_and_against.text.startswith(
+        "Most heads write along the hidden state, 3 of the 4, and 1 against it (mean cosine"
+    )
     assert fnd.orientation(impact, dim=None) is None
 
 

@@ -171,11 +171,14 @@ def test_the_grid_checks_read_every_sentence_scaled():
     v = v_scaling_own_layer(inputs)
     assert v.evidence.startswith("V scaled by 1e-10 in layer 3 (on 2 sentences): the layer's")
     assert "own weights move at most 0.3; layer 4's move up to 0.7;" in v.evidence
-    assert "KL is 0.6 nats per position, the mean over 2 sentences (0.3 to 0.9)." in v.evidence
+    assert (
+        "KL is 0.6 nats per position, the mean over 2 sentences (from 0.3 to 0.9 by sentence)."
+        in v.evidence
+    )
     assert not v.passed and v.evidence.endswith("layer 3, head 1 change their own weights.")
     qk = qk_scaling_uniform(inputs)
-    assert qk.evidence.startswith("Scaled by 1e-10 in layer 3 (on 2 sentences), the largest gap")
-    assert "uniform over the keys it sees is Q or K 0.4 (uniform means within" in qk.evidence
+    assert qk.evidence.startswith("Q or K scaled by 1e-10 in layer 3 (on 2 sentences): the ")
+    assert "uniform over the keys it sees is 0.4 (the check allows 0.01)." in qk.evidence
     assert not qk.passed and qk.evidence.endswith("layer 3, head 1 stay further from uniform.")
 
 
@@ -196,5 +199,5 @@ def test_a_gap_to_uniform_below_the_stored_precision_reads_as_zero():
     iv = grids(3, cells, baseline={"same": [[[1.0]]]}, epsilons=[1e-10])
     qk = qk_scaling_uniform(ClaimInputs({}, iv, positional="rope"))
     assert qk.passed
-    assert "is Q or K below 1e-6, 0 at the precision the weights are kept at" in qk.evidence
+    assert "sees is below 1e-6, 0 at the precision the weights are kept at" in qk.evidence
     assert "4.9e-7" not in qk.evidence

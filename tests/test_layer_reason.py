@@ -34,9 +34,9 @@ def test_the_default_rule_is_named_with_its_number():
     assert strongest_first_token_layer(POOLED) == 1
     text = layer_reason(manifest(), POOLED, 1)
     assert text == (
-        "The interventions run in layer 1, by the default rule, which picks the attention "
-        "layer whose heads most often put their top target on the first token, pooled over "
-        "the set: here 75% of the queries on average, of the model's 3 attention layers."
+        "The interventions run in layer 1, by the default rule: of the model's 3 attention "
+        "layers, the one whose heads most often make the first token their top key, pooled "
+        "over the set (here 75% of the queries, averaged over its heads)."
     )
     assert (
         layer_reason(manifest(), POOLED, 2) == "The interventions run in layer 2."
@@ -56,7 +56,7 @@ def test_a_setting_or_a_comparison_is_named():
         "asks for."
     )
     matched = layer_reason(manifest(layer=1, depth_=0.5862), POOLED, 1)
-    assert "at matched depths, and this is this model's layer nearest 0.59" in matched
+    assert "at matched depths, and layer 1 is the one nearest 0.59" in matched
 
 
 def test_depths_match_to_the_nearest_layer():

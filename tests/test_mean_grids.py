@@ -90,4 +90,4 @@ def test_a_mean_grid_of_many_inputs_draws_the_first_few_and_says_so(rope, monkey
     fig = mean_figure(iv, rope.sentences[0], rope.manifest, rope.sentences)
     rows = {s for chunk in (*fig.chunks.values(), fig.inline) for s in chunk["sentence"]}
     assert rows == set(iv.mean.sentences[:2])
-    assert "the first 2 of its 3 inputs (the claims read all)" in fig.caption
+    assert "the first 2 of its 3 inputs (rows; the claims read all 3), " in fig.caption

@@ -56,7 +56,7 @@ def test_impact_summary_gives_medians_ranges_and_directions_past_the_threshold()
     text = prose.impact_summary(heads, block, 576)
     assert text[0] == (
         "Over the layers, the attention block's output is a median 56% of the size of the "
-        "hidden state (the layers range from 9% to 1.04 times)."
+        "hidden state (the layers range from 0.085 to 1.0 times)."
     )
     assert text[1] == (
         "A head's update is a median 25% of the size of the hidden state; on average over the "
@@ -106,9 +106,9 @@ def test_set_summary_states_no_maximum():
     impact = [{"layer": 0, "head": h, "magnitude": m} for h, m in enumerate([0.218, 0.1, 1.2])]
     text = prose.set_summary(pooled, impact, 6)
     assert text == [
-        "Pooled over the 6 sentences: The only layer puts most heads on the first token.",
+        "Pooled over the 6 sentences, the only layer puts most heads on the first token.",
         "A head's update, averaged over the set's tokens, is a median 22% of the size of the "
-        "hidden state (the heads range from 10% to 1.2 times).",
+        "hidden state (the heads range from 0.1 to 1.2 times).",
     ]
 
 

@@ -122,10 +122,11 @@ def test_findings_count_the_role_heads_and_give_their_spread():
     found = {f.key: f for f in role_findings(tables)}
     roles = found["role-heads"].text
     assert roles.startswith("1 head is an induction head (layer 0, head 1)")
-    assert "a median 0.9 of their attention (range 0.9 to 0.9 over the heads)" in roles
+    assert "repeated twice it puts 0.9 of its attention on the token after" in roles
+    assert "range" not in roles.split(";")[0]  # no range over one head
     assert (
-        "1 head is a previous-token head (layer 0, head 0), putting a median 0.8 (range 0.7 "
-        "to 0.9 over 2 sentences, too few for a 95% interval)" in roles
+        "1 head is a previous-token head (layer 0, head 0), putting a median 0.80 (range "
+        "0.70 to 0.90 over 2 sentences, too few for a 95% interval) of its attention" in roles
     )
     assert "strongest" not in roles and set(found) == {"role-heads"}
 

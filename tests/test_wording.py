@@ -166,3 +166,11 @@ def test_verb_agrees_with_an_index_set():
 )  # fmt: skip
 def test_number_with_zeros_shows_every_digit_asked_for(value, digits, expected):
     assert w.number(value, digits, zeros=True) == expected
+
+
+def test_a_range_of_sizes_reads_alike_at_both_ends():
+    """Below 1 both ends are percentages; a range that reaches 1 is written in times at
+    both ends (Gemma's heads read "from 2% to 3.66 times" before)."""
+    assert w.size_range(0.09, 0.32) == "9% to 32%"
+    assert w.size_range(0.0213, 3.66) == "0.021 to 3.7 times"
+    assert w.size_range(1.2, 3.0) == "1.2 to 3.0 times"

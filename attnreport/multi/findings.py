@@ -129,16 +129,19 @@ def window_note(side: ModelSide) -> str | None:
             f"{np.median(full):.3g} on its {len(full)} full-attention layers (layer medians)"
         )
     else:
+        few = min(len(full), len(local))
+        kind = "full-attention" if len(full) == few else "windowed"
+        other = "windowed" if kind == "full-attention" else "full-attention"
         means = (
-            f"with {len(full)} full-attention {'layer' if len(full) == 1 else 'layers'} and "
-            f"{len(local)} windowed, too few to compare the two kinds (a contrast needs "
-            f"{MIN_UNITS} layers on each side), and depth would confound it"
+            f"its {few} {kind} {'layer is' if few == 1 else 'layers are'} too few to set "
+            f"against the {max(len(full), len(local))} {other} ones (a contrast needs "
+            f"{MIN_UNITS} layers on each side), and depth would confound such a contrast"
         )
     if longest <= size:
         cut = (
             f"no window cuts a sentence here (the longest has {longest} tokens, the window "
-            f"{size}), so local and global layers see the same keys and any difference "
-            "between them is learned, not masked"
+            f"{size}), so local and global layers see the same keys and differ only in "
+            f"{_what_differs(side)}"
         )
     else:
         cut = (
@@ -149,6 +152,21 @@ def window_note(side: ModelSide) -> str | None:
         f"{side.name} has sliding-window attention on {len(windows)} of its {side.n_layers} "
         f"layers ({layers}): {cut}; {means}."
     )
+
+
+def _what_differs(side: ModelSide) -> str:
+    """What sets a model's windowed layers apart from its full-attention ones when no
+    window cuts a sentence: their weights, and their rotary base where the two kinds have
+    their own (Gemma-3: 10,000 against 1,000,000)."""
+    rope = side.manifest.model.rope
+    local = next((p for k, p in rope.items() if "sliding" in k or "local" in k), None)
+    full = next((p for k, p in rope.items() if "full" in k or "global" in k), None)
+    if local and full and local.get("theta") != full.get("theta"):
+        return (
+            f"their weights and their RoPE base (θ = {local['theta']:,.0f} in the windowed "
+            f"layers, {full['theta']:,.0f} in the others)"
+        )
+    return "their weights"
 
 
 def windows(sides: Sequence[ModelSide]) -> Comparison | None:

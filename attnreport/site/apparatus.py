@@ -16,7 +16,7 @@ from attnreport.results.pooling import POOL_WIDTH
 from attnreport.site.words.chat import chat_words
 from attnreport.site.words.effects import NO_POST_NORM, PostNorm
 from attnreport.site.words.verdicts import min_sentences
-from attnreport.site.words.wording import count, index_set, join_and
+from attnreport.site.words.wording import count, index_set
 
 QUANT_IN_NAME = re.compile(r"\b(I?Q\d\w*|BF16|F16)\b")
 
@@ -136,7 +136,7 @@ GRIDS_UPDATING = (
 def _interventions(iv: Interventions | None, updating: bool = False) -> str | None:
     if iv is None:
         return "The interventions are being run." if updating else "No interventions were run."
-    mean = join_and([str(s) for s in iv.mean.sentences])
+    mean = index_set(iv.mean.sentences, "sentence")
     second = (
         "; Q and K were also averaged before the rotation and rotated again per position"
         if iv.mean.before_rotation
@@ -151,7 +151,7 @@ def _interventions(iv: Interventions | None, updating: bool = False) -> str | No
     )
     return (
         f"Interventions run in one layer ({iv.layer}), scaling on {scaling} and mean "
-        f"replacement on sentences {mean}; other layers may respond differently. The "
+        f"replacement on {mean}; other layers may respond differently. The "
         "mean is taken on Q, K and V as the attention function receives them (after any rotary "
         f"rotation){second}."
     )

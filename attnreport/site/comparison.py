@@ -186,13 +186,19 @@ def split_notes(
     for m, side in enumerate(sides):
         mine = []
         for i, listed in enumerate(side.manifest.sentences):
-            split = f"{side.name} split this sentence into the {listed.n_tokens} tokens below"
+            split = (
+                "The models are compared on the [comparison index](../index.html#tokens). "
+                f"{side.name} split this sentence into the {listed.n_tokens} tokens below"
+            )
+            pieces = ""
             for o, other in enumerate(sides):
                 if o != m:
                     pieces = " ".join(code_span(t) for t in tokens[o][i] or ())
                     count = other.manifest.sentences[i].n_tokens
                     split += f"; {other.name} into {count}" + (f": {pieces}" if pieces else "")
-            split += ". The models are compared on the [comparison index](../index.html#tokens)."
+            # a split listed last ends the note: a full stop after its last token, itself
+            # often a full stop, would read as one more token
+            split += "" if pieces else "."
             author = own.get(listed.text)
             mine.append((listed.text, f"{author}\n\n{split}" if author else split))
         out.append(tuple(mine))

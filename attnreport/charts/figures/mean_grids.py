@@ -105,13 +105,12 @@ def _mean_grid_figure(
         for phone in (False, True)
     ]
     what = " or ".join(targets) if len(targets) < 3 else "Q, K or V"
-    inputs = f"each of {len(chosen)} inputs"
+    inputs = f"each of {len(chosen)} inputs (rows)"
     if len(chosen) < len(mean.sentences):
-        inputs = (
-            f"the first {len(chosen)} of its {len(mean.sentences)} inputs (the claims read all)"
-        )
+        n = len(mean.sentences)
+        inputs = f"the first {len(chosen)} of its {n} inputs (rows; the claims read all {n})"
     text = (
-        f"Layer {interventions.layer}: for {inputs} (rows), {what} "
+        f"Layer {interventions.layer}: for {inputs}, {what} "
         f"(columns, after the unmodified run) of every head is replaced by its mean over the "
         f"token positions and attention is recomputed in a real forward pass; each cell is the "
         f"post-softmax attention map of the chosen head. {caption} Below, the KL divergence of "

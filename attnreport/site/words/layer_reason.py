@@ -33,8 +33,8 @@ def layer_reason(manifest: Manifest, pooled: Mapping[str, Any] | None, layer: in
         if settings.intervene_layer is not None:  # set by a comparison, beside the depth
             return (
                 f"{start}: the comparison runs each model's interventions at matched depths, "
-                f"and this is this model's layer nearest {settings.intervene_depth:.2f}, the "
-                "depth of its first model's intervention layer."
+                f"and layer {layer} is the one nearest {settings.intervene_depth:.2f}, the "
+                "depth of the first model's intervention layer."
             )
         return (
             f"{start}, the attention layer nearest the depth {settings.intervene_depth:g} "
@@ -54,8 +54,7 @@ def layer_reason(manifest: Manifest, pooled: Mapping[str, Any] | None, layer: in
     if not means or strongest_first_token_layer(pooled) != layer:
         return f"{start}."
     return (
-        f"{start}, by the default rule, which picks the attention layer whose heads most "
-        f"often put their top target on the first token, pooled over the set: here "
-        f"{pct(means[layer])} of the queries on average, of the model's "
-        f"{count(len(means), 'attention layer')}."
+        f"{start}, by the default rule: of the model's {count(len(means), 'attention layer')}, "
+        "the one whose heads most often make the first token their top key, pooled over the "
+        f"set (here {pct(means[layer])} of the queries, averaged over its heads)."
     )

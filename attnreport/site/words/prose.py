@@ -19,7 +19,7 @@ from attnreport.jsontypes import Row
 from attnreport.results.interventions import MeanGrid, ScalingGrid
 from attnreport.site.words import effects, findings, fit, wording
 from attnreport.site.words.readings import columns, sink_layers
-from attnreport.site.words.wording import capitalise, head_set, index_set, percent, times
+from attnreport.site.words.wording import capitalise, head_set, index_set, times
 from attnreport.vocabulary import MOST
 
 
@@ -174,7 +174,7 @@ def impact_summary(
         text.append(
             "Over the layers, the attention block's output is a median "
             f"{times(float(np.median(sizes)), 'the hidden state')} (the layers range from "
-            f"{_relative(sizes[0])} to {_relative(sizes[-1])})."
+            f"{wording.size_range(sizes[0], sizes[-1])})."
         )
     heads = _mean_by_head(head_impact)
     if heads:
@@ -195,11 +195,6 @@ def impact_summary(
             "compare layers and heads with each other, not with what the block adds."
         )
     return text
-
-
-def _relative(ratio: float) -> str:
-    """A size ratio in a range: ``9%`` or ``1.2 times``."""
-    return percent(ratio) if float(ratio) < 1 else f"{num(ratio)} times"
 
 
 def _mean_by_head(head_impact: Sequence[Row]) -> list[Row]:
@@ -272,13 +267,14 @@ def set_summary(pooled: Sequence[Row], impact: Sequence[Row], n_sentences: int) 
     first = [dict(r, first_focus=r["value"]) for r in pooled if r["statistic"] == "first_focus"]
     text = []
     if first:
-        text.append(f"Pooled over the {n_sentences} sentences: {first_token_lead(first)}")
+        lead = first_token_lead(first)
+        text.append(f"Pooled over the {n_sentences} sentences, {lead[0].lower()}{lead[1:]}")
     sizes = [float(r["magnitude"]) for r in impact]
     if sizes:
         text.append(
             f"A head's update, averaged over the set's tokens, is a median "
             f"{times(float(np.median(sizes)), 'the hidden state')} (the heads range from "
-            f"{_relative(min(sizes))} to {_relative(max(sizes))})."
+            f"{wording.size_range(min(sizes), max(sizes))})."
         )
     return text
 

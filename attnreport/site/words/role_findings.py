@@ -62,12 +62,16 @@ def role_heads(set_tables: Mapping[str, Any]) -> Finding | None:
     found = sorted(k for k, v in induction.items() if v >= ROLE_THRESHOLD)
     if found:
         scores = [induction[k] for k in found]
+        weight = (  # one head has no range over the heads to give
+            f"it puts {number(scores[0], 2)} of its attention"
+            if len(found) == 1
+            else f"they put a median {number(float(np.median(scores)), 2)} of their attention "
+            f"(range {number(min(scores), 2)} to {number(max(scores), 2)} over the heads)"
+        )
         parts.append(
             f"{count(len(found), 'head')} {'is an induction head' if len(found) == 1 else 'are induction heads'} "
-            f"({_where(found)}): on 10 probes of 50 random tokens repeated twice they put a "
-            f"median {number(float(np.median(scores)), 2)} of their attention (range "
-            f"{number(min(scores), 2)} to {number(max(scores), 2)} over the heads) on the "
-            "token after the earlier copy of the current one"
+            f"({_where(found)}): on 10 probes of 50 random tokens repeated twice {weight} on "
+            "the token after the earlier copy of the current one"
         )
     else:
         parts.append(f"no head reaches an induction score of {ROLE_THRESHOLD:g} on the probes")
@@ -76,13 +80,14 @@ def role_heads(set_tables: Mapping[str, Any]) -> Finding | None:
     if found:
         spread = _per_sentence(by_sentence, found, "previous_token") if by_sentence else []
         weight = (
-            fit.median_words(spread, lambda v: number(v, 2))
+            fit.median_words(spread, lambda v: number(v, 2, zeros=True))
             if spread
             else f"a median {number(float(np.median([previous[k] for k in found])), 2)}"
         )
         parts.append(
             f"{count(len(found), 'head')} {'is a previous-token head' if len(found) == 1 else 'are previous-token heads'} "
-            f"({_where(found)}), putting {weight} of their attention on the token just before"
+            f"({_where(found)}), putting {weight} of {'its' if len(found) == 1 else 'their'} "
+            "attention on the token just before"
         )
     text = "; ".join(parts)
     return Finding("role-heads", text[0].upper() + text[1:] + ".", "induction-vs-previous")

@@ -188,6 +188,14 @@ def times(ratio: float, what: str) -> str:
     return f"{number(r)} times the size of {what}"
 
 
+def size_range(low: float, high: float) -> str:
+    """A range of size ratios written alike at both ends: ``9% to 32%`` below 1, else
+    ``0.09 to 1.2 times`` (never a percentage at one end and a multiple at the other)."""
+    if float(high) < 1:
+        return f"{percent(low)} to {percent(high)}"
+    return f"{number(low, 2)} to {number(high, 2, zeros=True)} times"
+
+
 def quantity(value: float, unit: str, digits: int = 2) -> str:
     """A number with its unit, agreeing in number: ``0.31 nats``, ``1 nat``, ``2.1e-5 nats``."""
     text = number(value, digits)

@@ -26,7 +26,7 @@ from attnreport.site.words.claims.maps import (
     head_max,
     smallest_cells,
 )
-from attnreport.site.words.wording import number, quantity
+from attnreport.site.words.wording import join_and, number, quantity
 
 # The grids keep attention weights at 6 significant digits (as the results keep every
 # float): a gap to uniform below 1e-6 is that rounding, or float32's, and reads as 0.
@@ -64,18 +64,22 @@ def qk_scaling_uniform(inputs: ClaimInputs) -> Check | None:
     broken = sorted(
         {(iv.layer, h) for g in gaps.values() for h, v in enumerate(g) if v > UNIFORM_TOL}
     )
-    largest = " and ".join(
-        f"{effects.target_words(t)} {gap_words(max(gaps[t], default=0.0))}" for t in targets
-    )
+    largest = {t: gap_words(max(gaps[t], default=0.0)) for t in targets}
     kl = {c.target: effects.mean_kl(c) for c in cells}  # Q and K apart: one input (schema < 9)
     same = (
         f"; Q and K give the same KL, {quantity(kl['Q'], 'nat')}"
         if len(kl) == 2 and len(set(kl.values())) == 1
         else ""
     )
+    gap = "the largest gap between a head's weights and uniform over the keys it sees is"
+    if len(targets) == 1:  # schema 9 on: Q and K scaled alike, one target
+        what = effects.target_words(targets[0])
+        gap += f" {largest[targets[0]]}"
+    else:
+        what = join_and([effects.target_words(t) for t in targets], "or")
+        gap += " " + "; ".join(f"{largest[t]} for {effects.target_words(t)}" for t in targets)
     evidence = (
-        f"Scaled by {eps:g} in layer {iv.layer}{_over(n)}, the largest gap between a head's "
-        f"weights and uniform over the keys it sees is {largest} (uniform means within "
+        f"{what} scaled by {eps:g} in layer {iv.layer}{_over(n)}: {gap} (the check allows "
         f"{UNIFORM_TOL:g}){same}."
     )
     if broken:

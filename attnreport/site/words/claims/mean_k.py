@@ -63,7 +63,9 @@ def mean_k_structured(inputs: ClaimInputs) -> Claim | None:
         why = "its inputs were stored as blocks before schema 9, which keeps their locality"
         return Claim(**args, verdict=untested(why), numbers="", evidence="", breakers="")
     found = verdict(list(effects.values()))
-    shown = ", ".join(f"{number(effects[s], 2)} (sentence {s})" for s in sorted(effects))
+    shown = ", ".join(
+        f"{number(effects[s], 2, zeros=True)} (sentence {s})" for s in sorted(effects)
+    )
     evidence = (
         f"Median locality over the heads of layer {iv.layer}, per sentence: {shown}; 0 is "
         "uniform attention, 1 every query on itself."
