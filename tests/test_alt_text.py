@@ -138,6 +138,12 @@ def test_intervention_grids():
         "Replacing each by its mean moves the next-token distribution, as the mean KL per "
         "position, by K 0.55 nats and V 0.6 nats."
     )
+    split = [cell(t, 0.5, [kl], sentence=s) for t, kls in (("QK", (0.1, 0.5)), ("V", (0.3, 0.4)))
+             for s, kl in enumerate(kls)]  # fmt: skip
+    assert alt_text("scaling-grid", AltData(interventions=grids(3, split))).endswith(
+        "comes from scaling V by 0.5: a KL divergence of 0.35 nats per position, the mean over 2 "
+        "sentences (from 0.3 to 0.4 by sentence), though not on every sentence."
+    )
     merged = grids(3, [cell("QK", 0.5, [0.1]), cell("V", 0.5, [0.3])], epsilons=[0.5])
     assert "rows Q or K and V, each scaled by 0.5" in alt_text(
         "scaling-grid", AltData(interventions=merged)

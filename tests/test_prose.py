@@ -80,6 +80,33 @@ def test_scaling_names_q_and_k_together_when_they_tie():
     )
 
 
+def test_most_and_least_hold_sentence_by_sentence_or_are_said_to_hold_on_average():
+    """Gemma's grid: V x 1e-10 has the larger mean KL, yet Q or K x 1e-10 moves the
+    distribution more on one sentence; "most" is then said to hold on average, naming the
+    rival (issue 39: no maximum picked from close values). Where V leads on every sentence,
+    "most" stands alone."""
+    from tests.fixtures.grids import cell as at
+
+    def grid(v_on_1: float):
+        runs = [("QK", 1e-10, 0.1, 0.3), ("V", 1e-10, 0.4, v_on_1), ("V", 0.5, 0.01, 0.03),
+                ("QK", 0.5, 0.015, 0.02)]  # fmt: skip
+        cells = [at(t, e, [kl], sentence=s) for t, e, *kls in runs for s, kl in enumerate(kls)]
+        return grids(14, cells).scaling
+
+    split = prose.scaling_summary(grid(0.25), 14)
+    assert split.startswith(
+        "Scaling V by 1e-10 in layer 14 changes the next-token distribution most on average, "
+        "a KL divergence of 0.33 nats per position, the mean over 2 sentences (from 0.25 to 0.4 "
+        "by sentence), but not on every sentence: scaling Q or K by 1e-10 (0.2 nats) moves it "
+        "more on some; scaling Q or K by 0.5 changes it least on average, 0.018 nats per "
+        "position"
+    )
+    assert split.endswith(": scaling V by 0.5 (0.02 nats) moves it less on some.")
+    clear = prose.scaling_summary(grid(0.5), 14)
+    assert "changes the next-token distribution most, a KL divergence of 0.45 nats" in clear
+    assert "but not on every sentence: scaling Q or K by 1e-10" not in clear
+
+
 def test_scaling_with_a_post_attention_norm_says_why_v_barely_moves():
     """Gemma's grid: V x 0.5 is the least change, and the norm is the reason, said once
     (the number is not repeated); when another cell is the least, the number is given."""

@@ -24,6 +24,7 @@ from attnreport.site.words.effects import (
     kl_words,
     mean_effects,
     nats,
+    rivals,
     scaling_effects,
     target_words,
     top_scaling,
@@ -285,6 +286,7 @@ def _grid(data: AltData, kind: str, columns_: str, before_rotation: bool = False
         if not found:
             return text
         targets, eps, kl = top_scaling(found)
+        caveat = ", though not on every sentence" if rivals(found, targets, eps) else ""
         targets = tuple(target_words(t) for t in targets)
         how = f"scaling {wording.join_and(targets, 'or')} by {eps:g}"
     else:
@@ -302,7 +304,7 @@ def _grid(data: AltData, kind: str, columns_: str, before_rotation: bool = False
         )
     return text + (
         f" The largest change to the next-token distribution comes from {how}: a KL "
-        f"divergence of {kl_words(kl)}."
+        f"divergence of {kl_words(kl)}{caveat}."
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from attnreport.analyses.grid_kl import Spread, grid_kl
+from attnreport.analyses.grid_kl import Spread, above_on_every_sentence, grid_kl
 from attnreport.analyses.kl import sentence_kl
 from attnreport.results.interventions import GridCell, MeanGrid, ScalingGrid
 from attnreport.site.words.wording import join_and, number, quantity
@@ -135,6 +135,42 @@ def top_scaling(effects: Sequence[Effect]) -> tuple[tuple[str, ...], float, Spre
     tied = {e.target for e in effects
             if e.setting == top.setting and abs(e.mean - top.mean) <= TIE * max(top.mean, 1e-300)}  # fmt: skip
     return tuple(sorted(tied, key=lambda t: ORDER.get(t, 3))), top.setting, top.kl
+
+
+def rivals(
+    found: Sequence[Effect], targets: Sequence[str], setting: float, highest: bool = True
+) -> list[Effect]:
+    """The effects that the one named by (``targets``, ``setting``), the largest KL (or
+    with ``highest`` false the smallest), does not pass on every sentence they share
+    (``grid_kl.above_on_every_sentence``): while any remain, "most" (or "least") holds on
+    average only, and a page says so (issue 39: no maximum picked from close values)."""
+    named = [e for e in found if e.setting == setting and e.target in targets]
+    if not named:
+        return []
+    best = named[0].kl
+    return [
+        e
+        for e in found
+        if not (e.setting == setting and e.target in targets)
+        and not (
+            above_on_every_sentence(best, e.kl) if highest else above_on_every_sentence(e.kl, best)
+        )
+    ]
+
+
+def rivals_words(others: Sequence[Effect], more: str) -> str:
+    """``, but not on every sentence: scaling Q or K by 1e-10 (0.12 nats) moves it more on
+    some`` for the ``rivals`` of a most (``more``: "more") or least ("less"); "" for none."""
+    if not others:
+        return ""
+    named = join_and(
+        [
+            f"scaling {target_words(e.target)} by {e.setting:g} ({quantity(e.mean, 'nat')})"
+            for e in others
+        ]
+    )
+    verb = "moves" if len(others) == 1 else "move"
+    return f", but not on every sentence: {named} {verb} it {more} on some"
 
 
 def spread_words(kl: Spread) -> str:

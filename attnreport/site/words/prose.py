@@ -233,14 +233,19 @@ def scaling_summary(scaling: ScalingGrid, layer: int, post_norm: bool = False) -
     what = join_and([effects.target_words(t) for t in targets], "or")
     mildest = effects.mildest_first(found, "V")
     least = f"scaling {effects.target_words(low.target)} by {low.setting:g}"
-    least += (
-        f" leaves it unchanged within float32 (under {effects.FLOOR_TEXT} nats)"
-        if effects.below_float(low.kl)
-        else f" changes it least, {effects.kl_words(low.kl)}"
-    )
+    if effects.below_float(low.kl):
+        least += f" leaves it unchanged within float32 (under {effects.FLOOR_TEXT} nats)"
+    else:  # "least" on every sentence, or said to hold on average only
+        below = effects.rivals(found, (low.target,), low.setting, highest=False)
+        least += (
+            f" changes it least{' on average' if below else ''}, {effects.kl_words(low.kl)}"
+            + effects.rivals_words(below, "less")
+        )
+    above = effects.rivals(found, targets, eps)
     return (
         f"Scaling {what} by {eps:g} in layer {layer} changes the next-token distribution "
-        f"most, a KL divergence of {effects.kl_words(kl)}; {least}."
+        f"most{' on average' if above else ''}, a KL divergence of {effects.kl_words(kl)}"
+        f"{effects.rivals_words(above, 'more')}; {least}."
         + (findings.v_undone(found, said=bool(mildest) and mildest[0] is low) if post_norm else "")
     )
 
