@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 WARM_UP_TOKENS = 256  # inputs longer than this run without the untimed warm-up call
-TOOLS = ("plain", "eager", "attnreport", "transformer_lens", "bertviz")
 OOM_WORDS = ("can't allocate memory", "not enough memory", "out of memory", "memoryerror")
 
 
@@ -93,6 +92,21 @@ def tool_plain(args: dict[str, Any], ids: Any) -> tuple[Callable[[], Any], dict[
     def call() -> None:
         with torch.no_grad():
             model(input_ids=ids, use_cache=False)
+
+    return call, {}
+
+
+def tool_plain_last(args: dict[str, Any], ids: Any) -> tuple[Callable[[], Any], dict[str, Any]]:
+    """The same pass keeping only the last position's logits (``logits_to_keep=1``), as
+    attnreport's own pass does: the like-for-like unit, without the LM head applied to
+    every position (over half of Gemma-3's plain pass, with its 262,144-token vocabulary)."""
+    import torch
+
+    model = _hf_model(args["model_dir"], "sdpa")
+
+    def call() -> None:
+        with torch.no_grad():
+            model(input_ids=ids, use_cache=False, logits_to_keep=1)
 
     return call, {}
 
@@ -182,6 +196,7 @@ def tool_bertviz(args: dict[str, Any], ids: Any) -> tuple[Callable[[], Any], dic
 
 MAKERS = {
     "plain": tool_plain,
+    "plain_last": tool_plain_last,
     "eager": tool_eager,
     "attnreport": tool_attnreport,
     "transformer_lens": tool_transformer_lens,

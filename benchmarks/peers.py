@@ -5,6 +5,8 @@ model's GGUF as attnreport dequantises it), one tool and one length per fresh pr
 (``benchmarks.peer_tasks``), one process at a time:
 
 - ``plain``: the model's own pass as a user runs it (SDPA, no attentions), the unit;
+- ``plain_last``: the same pass keeping the last position's logits only, as attnreport's
+  pass does (``logits_to_keep=1``): the like-for-like unit, reported beside the targets;
 - ``eager``: the pass with eager attention and ``output_attentions=True``;
 - ``attnreport``: ``analyze_sentence``, the capture and every per-sentence analysis;
 - ``transformer_lens``: TransformerLens ``run_with_cache`` through its bridge;
@@ -38,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.peer_tasks import proc_bytes
+from benchmarks.peer_tasks import MAKERS, proc_bytes
 from benchmarks.report import Section, Target, ratio_target
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,9 +52,10 @@ PEER_REQUIREMENTS = ("transformer-lens==4.3.0", "bertviz==1.4.1")
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # as the Makefile's CPU_TORCH
 STAMP = ".attnreport-peers.json"  # written by the bench into a venv it made
 PEER_IMPORTS = {"transformer_lens": "transformer_lens.model_bridge", "bertviz": "bertviz"}
-TOOLS = ("plain", "eager", "attnreport", "transformer_lens", "bertviz")
+TOOLS = tuple(MAKERS)  # plain, plain_last, eager, attnreport, transformer_lens, bertviz
 LABELS = {
     "plain": "plain pass (SDPA)",
+    "plain_last": "plain pass, last position's logits",
     "eager": "eager + `output_attentions`",
     "attnreport": "attnreport capture + analyses",
     "transformer_lens": "TransformerLens `run_with_cache`",
@@ -424,6 +427,27 @@ def rss_rows(runs: Sequence[LengthRuns]) -> list[tuple]:
     return rows
 
 
+def like_for_like_rows(runs: Sequence[LengthRuns]) -> list[tuple]:
+    """Per length: attnreport's CPU as a multiple of the plain pass (every position's
+    logits, the targets' unit) and of the pass keeping the last position's logits only, as
+    attnreport's own pass does (the like-for-like unit)."""
+    rows = []
+    for r in runs:
+        ours, last = r.tools.get("attnreport"), r.tools.get("plain_last")
+        plain = r.cpu_ratio("attnreport")
+        alike = (
+            ours.cpu_s / last.cpu_s
+            if ours and last and ours.cpu_s is not None and last.cpu_s
+            else None
+        )
+        rows.append((
+            r.n_tokens,
+            f"{plain:.2f}x" if plain else "-",
+            f"{alike:.2f}x" if alike else "-",
+        ))  # fmt: skip
+    return rows
+
+
 def header(first: str) -> tuple[str, ...]:
     return ("Tokens", first, *(LABELS[t] for t in TOOLS[1:]))
 
@@ -462,7 +486,7 @@ def peers_about(env: PeersEnv, venv: Path, repeats: int, model: str = "the defau
         "Every tool on the same input (the bench prose, repeated to N tokens) and the same "
         f"weights ({model}, loaded by transformers from where attnreport loads it: a GGUF "
         "as attnreport dequantises it), one tool and length per fresh process, one at a time. At "
-        f"each length the plain pass runs first and last, the four others between; the "
+        f"each length the plain pass runs first and last, the {len(TOOLS) - 1} others between; the "
         "unit is the mean of the two plain runs (both shown). CPU seconds of the whole "
         f"process (every thread; torch on {THREADS} thread) for one call after the load, the "
         f"median of {repeats_at(256, repeats)} timed calls to 256 tokens, "
@@ -508,6 +532,17 @@ def peers_tables(section: Section, runs: Sequence[LengthRuns]) -> None:
     section.table(header("Plain pass CPU s (before / after)"), cpu_rows(runs))
     section.add("Peak RSS, as multiples of the plain pass's peak (MiB in brackets):", "")
     section.table(header("Plain pass peak RSS"), rss_rows(runs))
+    section.add(
+        "attnreport's capture + analyses against each plain pass, CPU. Its own pass keeps "
+        "only the last position's logits; the plain pass, as a user runs it, computes every "
+        "position's, which costs more the larger the vocabulary. The targets are judged on "
+        "the first; the second compares like with like:",
+        "",
+    )
+    section.table(
+        ("Tokens", "vs plain pass", "vs plain pass, last position's logits"),
+        like_for_like_rows(runs),
+    )
 
 
 # --- the sections --------------------------------------------------------------------

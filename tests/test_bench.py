@@ -64,6 +64,8 @@ def test_quick_bench_writes_every_section_with_numbers(tmp_path, tiny_model_dirs
     assert "not judged" in sections["Targets"]
     assert f"| Model measured (`--model`) | {model} |" in sections["Machine"]
     assert "did not run**: no peers venv" in sections[TITLES["peers"]]
+    # attnreport against both plain passes, the last-position one measured too
+    assert re.search(r"\| 16 \| \d+\.\d+x \| \d+\.\d+x \|", sections[TITLES["peers"]])
     assert KEEP_MARKER in text
     assert (work / "site-example" / "index.html").is_file(), "--workdir keeps the scratch files"
 
@@ -189,18 +191,24 @@ def _run(tool, n, cpu, peak, failure=""):
 def test_peer_tables_give_ratios_to_the_mean_plain_pass_and_name_every_failure():
     runs = LengthRuns(64, [_run("plain", 64, 1.0, 1000), _run("plain", 64, 3.0, 1000)])
     runs.tools = {
+        "plain_last": _run("plain_last", 64, 1.6, 1000),
         "eager": _run("eager", 64, 3.0, 1500),
         "attnreport": _run("attnreport", 64, 4.0, 1100),
         "transformer_lens": _run("transformer_lens", 64, 0, 13000, "oom"),
         "bertviz": PeerRun("bertviz", 64, None, "not installed: cannot import bertviz: x|y"),
     }
     cpu = peers.cpu_rows([runs])[0]
-    assert cpu[:4] == (64, "2.00 s (1.00 / 3.00)", "1.50x (3.00 s)", "2.00x (4.00 s)")
-    assert cpu[4].startswith("out of memory (peak 12.7 GiB, cap 12.0 GiB)")
-    assert cpu[5] == "not installed: cannot import bertviz: x/y"  # no stray table column
+    assert cpu[:5] == (64, "2.00 s (1.00 / 3.00)", "0.80x (1.60 s)", "1.50x (3.00 s)", "2.00x (4.00 s)")  # fmt: skip
+    assert cpu[5].startswith("out of memory (peak 12.7 GiB, cap 12.0 GiB)")
+    assert cpu[6] == "not installed: cannot import bertviz: x/y"  # no stray table column
     rss = peers.rss_rows([runs])[0]
-    assert rss[:4] == (64, "1000 MiB", "1.50x (1500 MiB)", "1.10x (1100 MiB)")
+    assert rss[:5] == (64, "1000 MiB", "1.00x (1000 MiB)", "1.50x (1500 MiB)", "1.10x (1100 MiB)")
     assert len(peers.header("x")) == len(cpu) == len(rss)
+    # attnreport against the plain pass (the targets' unit) and against the pass that
+    # keeps the last position's logits only, as attnreport's own does
+    assert peers.like_for_like_rows([runs]) == [(64, "2.00x", "2.50x")]
+    runs.tools.pop("plain_last")
+    assert peers.like_for_like_rows([runs]) == [(64, "2.00x", "-")]
 
 
 def test_a_tool_out_of_memory_or_time_is_not_run_at_longer_lengths(tmp_path):
@@ -226,7 +234,7 @@ def test_a_tool_out_of_memory_or_time_is_not_run_at_longer_lengths(tmp_path):
     assert out[2].tools["transformer_lens"].failure == "not run: oom at 1024 tokens"
     assert out[0].tools["bertviz"].failure == "not installed: cannot import bertviz"
     at_512 = [tool for tool, n, _p in calls if n == 512]
-    assert at_512 == ["plain", "eager", "attnreport", "transformer_lens", "plain"]
+    assert at_512 == ["plain", "plain_last", "eager", "attnreport", "transformer_lens", "plain"]
     assert len(out[0].plain) == 2
     assert json.loads((tmp_path / "peer-ids-512.json").read_text()) == [1] * 512
 
