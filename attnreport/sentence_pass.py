@@ -25,6 +25,7 @@ from attnreport.analyses.roles import value_norms
 from attnreport.analyses.row_reductions import RoleInputs, reduce_block
 from attnreport.analyses.sentence import layer_role_tables
 from attnreport.analyses.tables import Table, round_sig
+from attnreport.analyses.updates import projection_factor
 from attnreport.attention import RawLayer, layer_record
 from attnreport.config import Settings
 from attnreport.models.layout import LayerSpec
@@ -78,7 +79,9 @@ def analyze_pass(
         record = to_cpu(layer_record(spec, raw))
         order = key_order(record.scores, record.allowed, None if make_maps else depth)
         tables = analyze_layer(record, settings.breakdown_ranks, order)
-        tables.update(layer_role_tables(record, token_ids.cpu(), host(spec.out_weight).float()))
+        out_weight = host(spec.out_weight).float()
+        factor = projection_factor(spec.out_proj, out_weight)
+        tables.update(layer_role_tables(record, token_ids.cpu(), out_weight, factor))
         tables.update(layer_tables(record))
         per_layer.append(tables)
         if make_maps:
@@ -123,7 +126,9 @@ def block_reducer(specs: list[LayerSpec], token_ids: torch.Tensor, ranks: int) -
         spec = spec_of[id(call.module)]
         if start == 0:
             value = call.value[0].detach().cpu()
-            norms = value_norms(value, host(spec.out_weight), spec.layout.groups)
+            out_weight = host(spec.out_weight)
+            factor = projection_factor(spec.out_proj, out_weight)
+            norms = value_norms(value, out_weight, spec.layout.groups, factor)
             inputs[spec.layer] = RoleInputs(token_ids, norms)
         roles = inputs[spec.layer]
         block = [t if t is None else t.detach().cpu() for t in (logits, scores, probs, sink)]

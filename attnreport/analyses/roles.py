@@ -28,11 +28,13 @@ blockwise analyses (``analyses.blockwise``) and the dense ones share it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
 from attnreport.analyses.tables import Table
-from attnreport.analyses.updates import gram_factor, written_norms
+from attnreport.analyses.updates import UNSET, gram_factor, written_norms
 
 ROLE_SCORES: tuple[str, ...] = (
     "previous_token",
@@ -49,16 +51,19 @@ PREVIOUS_FROM = 2
 _SUMMED = ("entropy", "entropy_normalised", "distance")
 
 
-def value_norms(v: torch.Tensor, out_weight: torch.Tensor, groups: int = 1) -> torch.Tensor:
+def value_norms(
+    v: torch.Tensor, out_weight: torch.Tensor, groups: int = 1, factor: Any = UNSET
+) -> torch.Tensor:
     """(head, key) float64: ``||v_j W_O^h||``, the norm of each key's value as head h writes it.
 
     ``v`` (kv_head, key, d), ``out_weight`` (head, d, model); query head h reads kv head
     ``h // groups``. Through each head's (d, d) Gram factor (``updates.written_norms``), so
-    nothing (head, key, model) is made.
+    nothing (head, key, model) is made; ``factor``: ``out_weight``'s, where the caller
+    has it (``updates.projection_factor``), else it is computed here.
     """
     if groups > 1:
         v = v.repeat_interleave(groups, dim=0)  # (head, key, d)
-    return written_norms(v, out_weight, gram_factor(out_weight))
+    return written_norms(v, out_weight, gram_factor(out_weight) if factor is UNSET else factor)
 
 
 def role_query_values(

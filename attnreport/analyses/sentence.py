@@ -7,6 +7,7 @@ results and adds ``focus_sorted``, which needs every layer's focus rows.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -19,6 +20,7 @@ from attnreport.analyses.probes import massive_activation_row
 from attnreport.analyses.roles import roles_of_probs, value_norms
 from attnreport.analyses.split_updates import SPLIT_COLUMNS, split_updates
 from attnreport.analyses.tables import Table, concat_tables
+from attnreport.analyses.updates import UNSET
 from attnreport.records import LayerRecord
 
 # Per-layer tables, then the full ``tables`` of ``sentences/NNN.json`` in schema order.
@@ -56,13 +58,17 @@ def analyze_layer(
 
 
 def layer_role_tables(
-    record: LayerRecord, token_ids: torch.Tensor | None, out_weight: torch.Tensor
+    record: LayerRecord,
+    token_ids: torch.Tensor | None,
+    out_weight: torch.Tensor,
+    factor: Any = UNSET,
 ) -> dict[str, Table]:
     """``head_roles`` and ``massive_activations`` of one layer (``analyses.roles``,
     ``analyses.probes``). ``token_ids`` (n,) of the sentence, ``out_weight`` (head, d,
-    model) the layer's output projection per head."""
+    model) the layer's output projection per head; ``factor`` its Gram factor where the
+    caller remembers it (``updates.projection_factor``)."""
     groups = record.n_heads // int(record.v.shape[0])
-    norms = value_norms(record.v, out_weight.cpu(), groups)
+    norms = value_norms(record.v, out_weight.cpu(), groups, factor)
     return {
         "head_roles": roles_of_probs(
             record.layer, record.probs, record.allowed.cpu(), token_ids, norms, record.sink_probs

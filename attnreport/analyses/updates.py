@@ -13,9 +13,18 @@ Shape letters: ``head``, ``query``, ``key``, ``d`` (head dim), ``model`` (hidden
 
 from __future__ import annotations
 
+import weakref
+from typing import Any
+
 import torch
 
 from attnreport.records import after_norm
+
+UNSET: Any = object()  # no factor given: ``value_norms`` and the like factor the weight
+# output projection -> (its weight's stamp, that weight's ``gram_factor``)
+_FACTORS: weakref.WeakKeyDictionary[torch.nn.Module, tuple[tuple, torch.Tensor | None]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def gram_factor(out_weight: torch.Tensor) -> torch.Tensor | None:
@@ -25,6 +34,26 @@ def gram_factor(out_weight: torch.Tensor) -> torch.Tensor | None:
     w = out_weight.double()
     factor, info = torch.linalg.cholesky_ex(torch.bmm(w, w.transpose(1, 2)))
     return None if bool((info != 0).any()) else factor.float()
+
+
+def projection_factor(out_proj: torch.nn.Module, out_weight: torch.Tensor) -> torch.Tensor | None:
+    """``gram_factor(out_weight)``, ``out_weight`` (head, d, model) being ``out_proj``'s
+    weight per head, remembered per output projection while its weight is the same tensor
+    with the same storage and version: every sentence of a study reads the same factor
+    instead of factoring it again (about 2 ms a layer, a tenth of a 64-token sentence's
+    analysis). A weight replaced, moved or changed in place (an optimiser's step, a loaded
+    state) is factored again; an offloaded layer's weight, materialised anew for each use,
+    always is."""
+    weight = getattr(out_proj, "weight", None)
+    if not isinstance(weight, torch.Tensor) or weight.device.type == "meta":
+        return gram_factor(out_weight)
+    stamp = (weakref.ref(weight), weight.data_ptr(), weight._version, tuple(out_weight.shape))
+    known = _FACTORS.get(out_proj)
+    if known is not None and known[0][0]() is weight and known[0][1:] == stamp[1:]:
+        return known[1]
+    factor = gram_factor(out_weight)
+    _FACTORS[out_proj] = (stamp, factor)
+    return factor
 
 
 def written_norms(values: torch.Tensor, out_weight: torch.Tensor, factor: torch.Tensor | None):
