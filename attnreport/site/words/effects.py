@@ -102,8 +102,8 @@ def target_words(target: str) -> str:
 def kl_words(kl: Spread) -> str:
     """A KL by the report's convention with its spread: ``0.07 nats per position`` on one
     sentence, ``0.07 nats per position, the mean over 8 sentences (from 0.02 to 0.11 by
-    sentence)`` on
-    several; under ``FLOAT32_NATS`` on every sentence, ``0 within float32 (under 1e-6 nats)``."""
+    sentence)`` on several; under ``FLOAT32_NATS`` on every sentence, ``0 within float32
+    (under 1e-6 nats)``."""
     if below_float(kl):
         return f"0 within float32 (under {FLOOR_TEXT} nats)"
     text = quantity(kl.mean, "nat") + " per position"
