@@ -148,6 +148,7 @@ def test_join_and_and_capitalise():
     assert w.join_and(["a", "b", "c"]) == "a, b and c"
     assert w.join_and(["a", "b"], "or") == "a or b"
     assert w.capitalise("layers 2-9 put") == "Layers 2-9 put" and w.capitalise("") == ""
+    assert w.lowercase_first("Layers 2-9 put") == "layers 2-9 put" and w.lowercase_first("") == ""
 
 
 def test_verb_agrees_with_an_index_set():

@@ -29,7 +29,7 @@ from attnreport.site.words.findings import v_undone
 from attnreport.site.words.readings import per_head
 from attnreport.site.words.readings import sink_layers as layers_of_sinks
 from attnreport.site.words.verdicts import CONTRADICTED, SUPPORTED, min_sentences
-from attnreport.site.words.wording import index_set, join_and
+from attnreport.site.words.wording import index_set, join_and, lowercase_first
 
 SAME = 1e-6  # the results keep 6 significant digits: closer depths read as identical
 MIN_UNITS = min_sentences()  # layers each side of a contrast needs (as a 95% interval: 6)
@@ -245,7 +245,7 @@ def split_verdict(sides: Sequence[ModelSide]) -> Comparison | None:
         return Comparison(
             "split-verdict",
             f"The models part on the claim \u201c{claim.hypothesis.removesuffix('.')}\u201d: "
-            f"{join_and(verdicts)}. In {side.name}, {evidence[0].lower()}{evidence[1:]}.",
+            f"{join_and(verdicts)}. In {side.name}, {lowercase_first(evidence)}.",
             "",
             anchor="claims",
         )

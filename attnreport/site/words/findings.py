@@ -285,15 +285,15 @@ def orientation(impact: Any, dim: int | None, before_norm: bool = False) -> Find
     q1, median, q3 = (float(np.quantile(values, q)) for q in (0.25, 0.5, 0.75))
     n = len(values)
     most = len(along) > n / 2
-    parts = [
+    counted = (
         f"Most heads write along the hidden state, {len(along)} of the {n}"
         if most
         else f"{len(along)} of the {n} heads write along the hidden state"
-    ]
+    )
     if against:
-        parts.append(f"{',' if most else ''} and {len(against)} against it")
+        counted += f"{',' if most else ''} and {len(against)} against it"
     text = (
-        f"{''.join(parts)} (mean cosine between update and hidden state over the set's "
+        f"{counted} (mean cosine between update and hidden state over the set's "
         f"tokens past ±{number(limit, 2)} = 3/√{dim}, which two random directions in {dim} "
         f"dimensions rarely pass); over all heads that cosine has a median {number(median, 2)} "
         f"(quartiles {number(q1, 2)} to {number(q3, 2)})."

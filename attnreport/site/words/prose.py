@@ -272,8 +272,8 @@ def set_summary(pooled: Sequence[Row], impact: Sequence[Row], n_sentences: int) 
     first = [dict(r, first_focus=r["value"]) for r in pooled if r["statistic"] == "first_focus"]
     text = []
     if first:
-        lead = first_token_lead(first)
-        text.append(f"Pooled over the {n_sentences} sentences, {lead[0].lower()}{lead[1:]}")
+        lead = wording.lowercase_first(first_token_lead(first))
+        text.append(f"Pooled over the {n_sentences} sentences, {lead}")
     sizes = [float(r["magnitude"]) for r in impact]
     if sizes:
         text.append(

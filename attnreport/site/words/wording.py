@@ -46,6 +46,12 @@ def capitalise(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def lowercase_first(text: str) -> str:
+    """``text`` with its first character in lower case, to follow a comma or a colon
+    (``capitalise``'s inverse)."""
+    return text[:1].lower() + text[1:]
+
+
 def join_and(items: Iterable[str], conjunction: str = "and") -> str:
     """``a``, ``a and b``, ``a, b and c`` (no Oxford comma)."""
     items = list(items)
