@@ -21,10 +21,11 @@ import torch
 from attnreport.records import after_norm
 
 UNSET: Any = object()  # no factor given: ``value_norms`` and the like factor the weight
-# output projection -> (its weight's stamp, that weight's ``gram_factor``)
-_FACTORS: weakref.WeakKeyDictionary[torch.nn.Module, tuple[tuple, torch.Tensor | None]] = (
-    weakref.WeakKeyDictionary()
-)
+# output projection -> (its weight, weakly; that weight's storage, version and per-head
+# shape; its ``gram_factor``)
+_FACTORS: weakref.WeakKeyDictionary[
+    torch.nn.Module, tuple[weakref.ref, tuple, torch.Tensor | None]
+] = weakref.WeakKeyDictionary()
 
 
 def gram_factor(out_weight: torch.Tensor) -> torch.Tensor | None:
@@ -47,12 +48,12 @@ def projection_factor(out_proj: torch.nn.Module, out_weight: torch.Tensor) -> to
     weight = getattr(out_proj, "weight", None)
     if not isinstance(weight, torch.Tensor) or weight.device.type == "meta":
         return gram_factor(out_weight)
-    stamp = (weakref.ref(weight), weight.data_ptr(), weight._version, tuple(out_weight.shape))
+    stamp = (weight.data_ptr(), weight._version, tuple(out_weight.shape))
     known = _FACTORS.get(out_proj)
-    if known is not None and known[0][0]() is weight and known[0][1:] == stamp[1:]:
-        return known[1]
+    if known is not None and known[0]() is weight and known[1] == stamp:
+        return known[2]
     factor = gram_factor(out_weight)
-    _FACTORS[out_proj] = (stamp, factor)
+    _FACTORS[out_proj] = (weakref.ref(weight), stamp, factor)
     return factor
 
 
