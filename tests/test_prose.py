@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attnreport.site.words import prose
+from attnreport.site.words.effects import PostNorm
 from tests.fixtures.grids import cell, grids
 from tests.noise_scan import stated_noise
 
@@ -65,8 +66,11 @@ def test_impact_summary_gives_medians_ranges_and_directions_past_the_threshold()
     near = [{"layer": 0, "query": 0, "magnitude": 0.998}]
     assert "about the size of the hidden state" in prose.impact_summary([], near)[0]
     assert len(text) == 2  # no post-attention norm: nothing more to say
-    normed = prose.impact_summary(heads, block, 576, before_norm=True)
-    assert normed[:2] == text and "these sizes are taken before that norm" in normed[2]
+    before = prose.impact_summary(heads, block, 576, PostNorm(present=True, sizes_before=True))
+    assert before[:2] == text and "these sizes are taken before that norm" in before[2]
+    after = prose.impact_summary(heads, block, 576, PostNorm(present=True))
+    assert after[:2] == text and len(after) == 3
+    assert "these sizes are of what the norm adds" in after[2] and "learned gain" in after[2]
     assert all(stated_noise(t) == [] for t in text)
 
 

@@ -164,7 +164,7 @@ def _part_texts(
             prose.rows(tables.head_impact),
             prose.rows(tables.block_impact),
             hidden_size,
-            post_norm.sizes_before,
+            post_norm,
         ),
         [notes.ref("hidden", NOTES["hidden"])],
     )

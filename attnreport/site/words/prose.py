@@ -156,16 +156,17 @@ def impact_summary(
     head_impact: Sequence[Row],
     block_impact: Sequence[Row],
     dim: int | None = None,
-    before_norm: bool = False,
+    post_norm: effects.PostNorm = effects.NO_POST_NORM,
 ) -> list[str]:
     """Part 3 text: how large the attention block's output is over the layers, and how
     the heads' updates compare with the hidden state (sizes and direction, counted
     against 3/√d), as medians and ranges, never the one largest layer or head.
 
     dim: the hidden size, which decides when a cosine is a direction (``fit.cosine_words``);
-    None: no direction is counted. before_norm: the model normalises the block's output
-    before adding it and these sizes were taken before that norm (results before schema
-    8: said).
+    None: no direction is counted. post_norm: the model's post-attention norm, if any
+    (``apparatus.post_norm``): the sizes are then of what the norm adds, whose size its
+    gain sets (a block can add several times the hidden state), or, in results before
+    schema 8, taken before it: either is said.
     """
     text = []
     layers = {k: sum(v) / len(v) for k, v in by_layer(block_impact, "magnitude").items()}
@@ -189,10 +190,16 @@ def impact_summary(
                 f"and {against} against it (cosine past ±{num(limit, 2)} = 3/√{dim})"
             )
         text.append(line + ".")
-    if text and before_norm:
+    if text and post_norm.sizes_before:
         text.append(
             f"This model {effects.POST_NORM}, and these sizes are taken before that norm: they "
             "compare layers and heads with each other, not with what the block adds."
+        )
+    elif text and post_norm.present:
+        text.append(
+            f"This model {effects.POST_NORM}: these sizes are of what the norm adds, each "
+            "head's share of it, and the norm rescales the heads' output to a size set by its "
+            "learned gain, whatever that output's own size."
         )
     return text
 
