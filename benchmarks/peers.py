@@ -61,10 +61,12 @@ LABELS = {
     "transformer_lens": "TransformerLens `run_with_cache`",
     "bertviz": "bertviz `head_view` HTML",
 }
-LENGTHS = (32, 64, 128, 256, 512, 1024, 2048)
+# 8192: the default model's whole context, where issue 43 judges peak memory too (a tool
+# that runs out of memory there, as eager attentions and TransformerLens's cache do, says so).
+LENGTHS = (32, 64, 128, 256, 512, 1024, 2048, 8192)
 QUICK_LENGTHS = (16,)
 TARGET_LENGTHS = (64, 2048)  # issue 43: capture + analyses judged from 64 to 2048 tokens
-RSS_TARGET_TOKENS = 2048
+RSS_TARGET_TOKENS = (2048, 8192)  # issue 43: peak RSS judged at each
 THREADS = 1
 TIMEOUT_S = 900
 MEMORY_MARGIN = 2 * 2**30  # left free for the machine's other work
@@ -454,7 +456,8 @@ def header(first: str) -> tuple[str, ...]:
 
 def peer_targets(runs: Sequence[LengthRuns], judged: bool) -> list[Target]:
     """Issue 43's targets on these runs: attnreport's CPU ratio, worst from 64 to 2048
-    tokens (<= 1.5x; the goal 1.2x), and its peak RSS at 2048 tokens (<= 1.4x)."""
+    tokens (<= 1.5x; the goal 1.2x), and its peak RSS at 2048 and at 8192 tokens (<= 1.4x
+    each; a length not run is not measured)."""
     low, high = TARGET_LENGTHS
     ranged = [r for r in runs if low <= r.n_tokens <= high]
     ratios = {r.n_tokens: r.cpu_ratio("attnreport") for r in ranged}
@@ -470,13 +473,14 @@ def peer_targets(runs: Sequence[LengthRuns], judged: bool) -> list[Target]:
     else:
         out.append(Target(what, "not measured at every length", "<= 1.5 x", False if judged_all else None,
                           "(a length has no result)"))  # fmt: skip
-    at = next((r for r in runs if r.n_tokens == RSS_TARGET_TOKENS), None)
-    what = f"Peak RSS at {RSS_TARGET_TOKENS} tokens, capture + analyses vs plain pass"
-    ratio = at.rss_ratio("attnreport") if at else None
-    if ratio is not None:
-        out.append(ratio_target(what, ratio, 1.4, "x", judged))
-    else:
-        out.append(Target(what, "not measured", "<= 1.4 x", None))
+    for n in RSS_TARGET_TOKENS:
+        at = next((r for r in runs if r.n_tokens == n), None)
+        what = f"Peak RSS at {n} tokens, capture + analyses vs plain pass"
+        ratio = at.rss_ratio("attnreport") if at else None
+        if ratio is not None:
+            out.append(ratio_target(what, ratio, 1.4, "x", judged))
+        else:
+            out.append(Target(what, "not measured", "<= 1.4 x", None))
     return out
 
 

@@ -11,7 +11,7 @@ model caches) go to a temporary folder removed at the end, or to ``--workdir``.
 Sections: 1 capture + focus vs the model's pass, 2 interventions, 3 model load,
 4 example build, 4b analyze vs build vs render, 4c serve --watch, 5 sequence-length scaling, 6 page weight
 and render time, 7 bertviz, 8 site weight against the budgets, 9 the peers (plain pass,
-eager attentions, TransformerLens, bertviz) at 32-2048 tokens, 10 the study's extra passes;
+eager attentions, TransformerLens, bertviz) at 32-8192 tokens, 10 the study's extra passes;
 then a pyinstrument profile of the slowest warm-build stage (when pyinstrument is there).
 TransformerLens and bertviz run from a throwaway venv the bench makes outside the
 repository (``benchmarks.peers``), never from the project's environment.

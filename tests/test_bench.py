@@ -239,19 +239,23 @@ def test_a_tool_out_of_memory_or_time_is_not_run_at_longer_lengths(tmp_path):
     assert json.loads((tmp_path / "peer-ids-512.json").read_text()) == [1] * 512
 
 
-def test_peer_targets_judge_the_worst_ratio_from_64_tokens_and_rss_at_2048():
+def test_peer_targets_judge_the_worst_ratio_from_64_tokens_and_rss_at_2048_and_8192():
     def length(n, ours_cpu, ours_peak):
         runs = LengthRuns(n, [_run("plain", n, 1.0, 1000)])
         runs.tools["attnreport"] = _run("attnreport", n, ours_cpu, ours_peak)
         return runs
 
     runs = [length(32, 9.0, 1000), length(64, 1.3, 1000), length(2048, 1.4, 1500)]
-    cpu, goal, rss = peers.peer_targets(runs, judged=True)
-    assert cpu.measured == "1.40 x" and cpu.met  # 32 tokens is outside 64-2048
+    runs.append(length(8192, 3.0, 1300))  # past 2048: its CPU is not judged, its RSS is
+    cpu, goal, rss, rss_long = peers.peer_targets(runs, judged=True)
+    assert cpu.measured == "1.40 x" and cpu.met  # 32 and 8192 tokens are outside 64-2048
     assert goal.met is False and "1.2x the limit" in goal.miss
-    assert rss.measured == "1.50 x" and rss.met is False
+    assert "2048 tokens" in rss.what and rss.measured == "1.50 x" and rss.met is False
+    assert "8192 tokens" in rss_long.what and rss_long.measured == "1.30 x" and rss_long.met
     assert all(t.met is None for t in peers.peer_targets(runs, judged=False))
     assert peers.peer_targets(runs[:1], judged=True)[0].met is None  # 2048 never ran
+    unrun = peers.peer_targets(runs[:3], judged=True)[-1]  # no 8192 run: not measured
+    assert "8192" in unrun.what and unrun.measured == "not measured" and unrun.met is None
 
 
 def test_extra_pass_rows_name_each_pass_and_its_cost():
