@@ -327,3 +327,33 @@ def test_a_set_fraction_of_a_sentence_without_a_file_may_move_by_one_query(resul
     assert any("focus_by_sentence.self_focus" in line for line in one.near_ties)
     assert not moved(2, 2).ok  # two queries: not one near-tie
     assert not moved(0, 1).ok  # a kept sentence: only where its tie data shows a tie
+
+
+def test_the_other_bos_capture_may_move_by_one_query_in_any_sentence(results):
+    """The capture in the other BOS condition keeps no scores in any results file, so no
+    near-tie of it is known, even for a sentence with a file (whose ties are the other
+    capture's): its first focus may move by one query (reported), never by two."""
+    from attnreport.results.tables import BosContrastTable
+
+    rows = 2  # sentence 0, which keeps its file: layer 0, heads 0 and 1
+    table = BosContrastTable(
+        sentence=np.zeros(rows, dtype=np.int64),
+        layer=np.zeros(rows, dtype=np.int64),
+        head=np.arange(rows, dtype=np.int64),
+        first_focus=np.array([0.4, 0.6]),
+        n_queries=np.array([5, 5], dtype=np.int64),
+        first_prob=np.array([0.3, 0.5]),
+        n_first=np.array([5, 5], dtype=np.int64),
+        bos=np.array([True, True]),
+    )
+    base = replace(results, set=replace(results.set, bos_contrast=table))
+
+    def moved(queries: int):
+        value = table.first_focus + np.array([queries / 5, 0.0])
+        changed = replace(table, first_focus=value)
+        return compare_results(base, replace(base, set=replace(base.set, bos_contrast=changed)))
+
+    one = moved(1)
+    assert one.ok, one.problems
+    assert any("bos_contrast.first_focus" in line for line in one.near_ties)
+    assert not moved(2).ok

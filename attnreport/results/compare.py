@@ -7,8 +7,9 @@ ranks, the breakdown's keys, focus fractions, sorted-head order, first-token hea
 counts) may differ only where a near-tie explains it: the top two probabilities of the
 query (or, for ranks and breakdown keys, any two scores of the row) within that same
 tolerance, in either run. Such differences are listed as ``near_ties``, not problems.
-A sentence without a results file keeps no tie data: its per-sentence fractions in the
-set tables may move by one query's top key, the most one near-tie moves them.
+A sentence without a results file keeps no tie data, nor does the capture in the other
+BOS condition: there a per-sentence fraction of the set tables may move by one query's
+top key, the most one near-tie moves it.
 
 Messages name the part of the results a value is in ("sentences/003", "set",
 "interventions"), not its file, whose name depends on the schema version
@@ -73,9 +74,12 @@ class Policy:
     keep: tuple[bool, bool, bool, bool]  # (sentence, layer, head, query) parts that must match
     columns: tuple[str, ...]  # columns a tie may change; () = every column
     statistic_rows: bool = False  # only rows whose ``statistic`` counts top keys
-    # Rows with ``n_queries`` whose sentence keeps no results file (so no tie data): a
-    # fraction may move by one query's top key, the most one near-tie can move it.
+    # Rows with ``n_queries`` whose near-ties are unknown (``Ties.known``): a fraction may
+    # move by one query's top key, the most one near-tie can move it.
     one_query: bool = False
+    # Rows of another capture (the other BOS condition), whose scores no results file
+    # keeps: no near-tie of theirs is known, and the kept files' ties are not theirs.
+    other_capture: bool = False
 
 
 POLICIES = {
@@ -85,7 +89,9 @@ POLICIES = {
     "focus_sorted": Policy("top", (True, True, False, False), ("head", "value", "line")),
     "block_impact": Policy("top", (True, True, False, True), ("top_first_heads",)),
     "focus_by_sentence": Policy("top", (True, True, True, False), FRACTIONS, one_query=True),
-    "bos_contrast": Policy("top", (True, True, True, False), FRACTIONS, one_query=True),
+    "bos_contrast": Policy(
+        "top", (True, True, True, False), FRACTIONS, one_query=True, other_capture=True
+    ),
     "focus_pooled": Policy("top", (False, True, True, False), (), statistic_rows=True),
     "set_focus_sorted": Policy("top", (False, True, False, False), (), statistic_rows=False),
 }
@@ -107,15 +113,13 @@ def compare_table(
     ties: Ties,
     policy: Policy | None,
     out: Comparison,
-    kept: frozenset[int] = frozenset(),
 ) -> None:
-    """Add what differs between two versions of one table to ``out``. ``kept``: the
-    sentences with a results file in either run (their near-ties are known)."""
+    """Add what differs between two versions of one table to ``out``."""
     if len(a) != len(b):
         out.problems.append(f"{where}: {len(a)} rows vs {len(b)}")
         return
     tied = np.zeros(len(a), dtype=bool)
-    if policy is not None:
+    if policy is not None and not policy.other_capture:
         s = None if not policy.keep[0] else _sentence_of(where)
         allowed = ties.project(policy.which, policy.keep)
         tied = np.array([key in allowed for key in _scope(a, s, policy.keep)], dtype=bool)
@@ -129,19 +133,20 @@ def compare_table(
         may_move = policy is not None and (not policy.columns or f.name in policy.columns)
         excused = bad & tied if may_move else np.zeros_like(bad)
         if may_move and policy.one_query and f.name in FRACTIONS:
-            excused |= bad & _one_query_apart(a, x, y, tol, kept)
+            known = frozenset() if policy.other_capture else ties.known
+            excused |= bad & _one_query_apart(a, x, y, tol, known)
         _report(out.near_ties, where, f.name, a, excused, x, y, "at near-ties")
         _report(out.problems, where, f.name, a, bad & ~excused, x, y, "beyond tolerance")
 
 
 def _one_query_apart(
-    table: Table, x: np.ndarray, y: np.ndarray, tol: Tolerance, kept: frozenset[int]
+    table: Table, x: np.ndarray, y: np.ndarray, tol: Tolerance, known: frozenset[int]
 ) -> np.ndarray:
-    """Rows of a sentence without a results file (no tie data) whose fraction of
-    ``n_queries`` queries differs by at most one query: one top key that a near-tie moved."""
+    """Rows of a sentence outside ``known`` (no tie data) whose fraction of ``n_queries``
+    queries differs by at most one query: one top key that a near-tie moved."""
     cols = table.arrays()
     n = np.maximum(cols["n_queries"], 1).astype(np.float64)
-    unknown = ~np.isin(cols["sentence"], list(kept))
+    unknown = ~np.isin(cols["sentence"], list(known))
     return unknown & (np.abs(x - y) <= 1.0 / n + tol.atol)
 
 
@@ -284,7 +289,6 @@ def _compare_sentence(
 
 
 def _compare_set(a: Results, b: Results, tol: Tolerance, ties: Ties, out: Comparison) -> None:
-    kept = frozenset(s.index for s in (*a.sentences, *b.sentences))
     for f in fields(a.set):
         key = "set_focus_sorted" if f.name == "focus_sorted" else f.name
         x, y = getattr(a.set, f.name), getattr(b.set, f.name)
@@ -292,7 +296,7 @@ def _compare_set(a: Results, b: Results, tol: Tolerance, ties: Ties, out: Compar
             if x != y:
                 out.problems.append("set probes: the induction probes' token ids differ")
         elif _both_present(f"set {f.name}", x, y, out):
-            compare_table(f"set {f.name}", x, y, tol, ties, POLICIES.get(key), out, kept)
+            compare_table(f"set {f.name}", x, y, tol, ties, POLICIES.get(key), out)
 
 
 def _both_present(where: str, a: object, b: object, out: Comparison) -> bool:

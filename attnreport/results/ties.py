@@ -49,10 +49,13 @@ def map_tolerance_words(tol: Tolerance) -> str:
 
 @dataclass(frozen=True)
 class Ties:
-    """Rows (sentence, layer, head, query) whose top two, or any two, scores nearly tie."""
+    """Rows (sentence, layer, head, query) whose top two, or any two, scores nearly tie;
+    ``known``: the sentences whose scores were read for them (those with a results file in
+    either run). Another sentence's near-ties are unknown, not absent."""
 
     top: frozenset[tuple[int, int, int, int]]
     row: frozenset[tuple[int, int, int, int]]
+    known: frozenset[int] = frozenset()
 
     def project(self, which: str, keep: tuple[bool, bool, bool, bool]) -> set[tuple]:
         rows = self.top if which == "top" else self.row
@@ -96,8 +99,10 @@ def _row_ties(s: int, results: Results, tol: Tolerance) -> set[tuple[int, int, i
 def find_ties(a: Results, b: Results, tol: Tolerance) -> Ties:
     top: set[tuple[int, int, int, int]] = set()
     row: set[tuple[int, int, int, int]] = set()
+    known: set[int] = set()
     for results in (a, b):
         for sentence in results.sentences:  # those with a results file (``results.kept``)
             top |= _top_ties(sentence.index, sentence.tables.top, tol)
             row |= _row_ties(sentence.index, results, tol)
-    return Ties(frozenset(top), frozenset(row | top))
+            known.add(sentence.index)
+    return Ties(frozenset(top), frozenset(row | top), frozenset(known))
