@@ -109,3 +109,19 @@ def test_bias_term_is_said_for_a_model_without_qk_bias_and_drawn_with_one(
     legend = chart.locator(".role-legend-label text").all_text_contents()
     assert ("bias (target only)" in legend) == bias and "position" in legend
     assert offline_page.errors == []
+
+
+def test_the_zero_bias_note_gives_the_reason_the_model_has():
+    """Without QK-norm a zero bias term means projections without bias; with it, q and k
+    are read after the norm, where a bias (which a model may well have) cannot be split off,
+    so the note must not say the model has none."""
+    import numpy as np
+
+    from attnreport.charts.figures.breakdown import zero_bias_note
+
+    zero, some = {"bias": np.zeros(6)}, {"bias": np.array([0.0, 0.1])}
+    assert NOTE in zero_bias_note(zero)
+    normed = zero_bias_note(zero, qk_norm=True)
+    assert NOTE not in normed and "QK-norm" in normed and "content term" in normed
+    assert zero_bias_note(some) == zero_bias_note(some, qk_norm=True) == ""
+    assert zero_bias_note({"bias": np.zeros(0)}) == ""

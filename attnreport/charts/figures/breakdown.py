@@ -274,7 +274,7 @@ def bias_position_figure(
     on the same page); only its default layer is inlined, with the columns it draws."""
     s = _setup(sentence, manifest)
     terms = tuple(t for t in ("bias", "position") if t in s.terms)
-    note = zero_bias_note(sentence.tables.breakdown.arrays())
+    note = zero_bias_note(sentence.tables.breakdown.arrays(), "qk_norm" in manifest.model.features)
     if note and "position" in terms:
         terms = ("position",)  # a line at 0 shows nothing: the note says it instead
     chart = bias_position_chart(key, s, terms)
@@ -300,7 +300,7 @@ def bias_position_figure(
             "The position term of the same targets as in the attention breakdown, against "
             "the current token. Adding the same value to every target of a row changes "
             "nothing after softmax, so look at how it differs between targets and along the "
-            f"sentence, not at its level. {note.removesuffix('.')}, so it is not drawn."
+            f"sentence, not at its level. {note} The chart leaves it out."
             + window_caption(len(s.tokens))
             + pooled_caption(sentence.tables.breakdown, "each point")
         )
@@ -320,14 +320,22 @@ def bias_position_figure(
     return replace(fig, note=note)
 
 
-def zero_bias_note(breakdown: dict[str, np.ndarray]) -> str:
+def zero_bias_note(breakdown: dict[str, np.ndarray], qk_norm: bool = False) -> str:
     """One sentence when the bias term is exactly 0 in every row (every layer, head, token
-    and rank): the model's query and key projections have no bias, so nothing in a score
-    depends on the target alone, and a chart of it would be a flat line; else ""."""
+    and rank), a chart of which would be a flat line, with the reason: the model's query
+    and key projections have no bias, or (``qk_norm``) q and k are taken after the model's
+    QK-norm, where no bias can be split off, so whatever a bias adds stays in the content
+    term; else ""."""
     bias = breakdown["bias"]
-    if len(bias) and not np.any(bias != 0):
+    if not len(bias) or np.any(bias != 0):
+        return ""
+    if qk_norm:
         return (
-            "The bias term is 0 at every layer, head and token: this model's query and key "
-            "projections have no bias, so no part of a score depends on the target alone."
+            "The bias term is 0 at every layer, head and token: q and k are taken after the "
+            "model's QK-norm, where no projection bias can be split off, so the content term "
+            "holds whatever a bias adds."
         )
-    return ""
+    return (
+        "The bias term is 0 at every layer, head and token: this model's query and key "
+        "projections have no bias, so no part of a score depends on the target alone."
+    )
