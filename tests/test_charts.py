@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from attnreport.charts import index_figures, sentence_figures
 from attnreport.charts.export import embed, images
+from attnreport.charts.export import png as png_codec
 from attnreport.charts.export.embed import (
     chunk_file_name,
     chunk_files,
@@ -384,7 +385,7 @@ def decode_png(png: bytes) -> list[list[tuple[int, ...]]]:
     import struct
     import zlib
 
-    chunks = images.png_chunks(png)
+    chunks = png_codec.png_chunks(png)
     data = {kind: payload for kind, payload in chunks if kind != b"IDAT"}
     width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", data[b"IHDR"])
     assert depth == 8 and interlace == 0
@@ -422,20 +423,20 @@ def test_png_optimisation_keeps_every_pixel(figures):
     for key in ("update-magnitude", "attention-map"):  # few colours (palette), many (RGB)
         fig = next(f for f in figures["rope"] if f.key == key)
         png = vl_convert.vegalite_to_png(fig.static_spec, vl_version=images.VL_VERSION)
-        smaller = images.optimize_png(png)
+        smaller = png_codec.optimize_png(png)
         assert len(smaller) < 0.7 * len(png), key
         assert decode_png(smaller) == decode_png(png), key
-        kinds.add(images.png_chunks(smaller)[0][1][9])  # IHDR colour type
-        assert [k for k, _ in images.png_chunks(smaller)][-2:] == [b"IDAT", b"IEND"]
+        kinds.add(png_codec.png_chunks(smaller)[0][1][9])  # IHDR colour type
+        assert [k for k, _ in png_codec.png_chunks(smaller)][-2:] == [b"IDAT", b"IEND"]
     assert kinds == {2, 3}
     # rows with the Paeth and Average filters (vl-convert writes none): only re-deflated
     header = struct.pack(">IIBBBBB", 3, 3, 8, 6, 0, 0, 0)
     raw = bytes([0, *range(12), 4, *range(50, 62), 3, *range(200, 212)])
     chunks = [(b"IHDR", header), (b"IDAT", zlib.compress(raw, 0)), (b"IEND", b"")]
-    png = images.PNG_SIGNATURE + b"".join(
+    png = png_codec.PNG_SIGNATURE + b"".join(
         struct.pack(">I", len(d)) + k + d + struct.pack(">I", zlib.crc32(k + d)) for k, d in chunks
     )
-    assert decode_png(images.optimize_png(png)) == decode_png(png)
+    assert decode_png(png_codec.optimize_png(png)) == decode_png(png)
 
 
 values = st.one_of(st.integers(-5, 5), st.sampled_from([0.5, 1.0, -2.25]), st.sampled_from("ab"))

@@ -7,6 +7,7 @@ import re
 import struct
 
 from attnreport.charts.export import images
+from attnreport.charts.export.png import png_chunks
 
 SPEC = {
     "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
@@ -26,7 +27,7 @@ def test_png_is_twice_the_svg():
     root = re.search(rb"<svg[^>]*>", svg).group(0)
     width = float(re.search(rb'\swidth="([\d.]+)"', root).group(1))
     height = float(re.search(rb'\sheight="([\d.]+)"', root).group(1))
-    header = dict(images.png_chunks(png))[b"IHDR"]
+    header = dict(png_chunks(png))[b"IHDR"]
     png_width, png_height = struct.unpack(">II", header[:8])
     assert images.PNG_SCALE == 2.0
     assert (png_width, png_height) == (round(2 * width), round(2 * height))
@@ -34,7 +35,7 @@ def test_png_is_twice_the_svg():
 
 
 def _size(png: bytes) -> tuple[int, int]:
-    return struct.unpack(">II", dict(images.png_chunks(png))[b"IHDR"][:8])
+    return struct.unpack(">II", dict(png_chunks(png))[b"IHDR"][:8])
 
 
 def _svg_size(svg: bytes) -> tuple[float, float]:

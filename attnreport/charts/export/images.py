@@ -10,15 +10,18 @@ together) and at most ``MAX_BYTES`` of spec JSON. A 60-token scaling grid's defa
 has 9 x 1830 = 16,470 rows (about 1.5 MB), well inside; a 200-token one is refused.
 
 PNG size: vl-convert compresses quickly rather than well (every row Sub-filtered, weak
-deflate). ``optimize_png`` re-encodes the same pixels losslessly: RGB when every pixel is
+deflate). ``png.optimize_png`` re-encodes the same pixels losslessly: RGB when every pixel is
 opaque, a palette when there are at most 256 colours, unfiltered scanlines (charts' flat
 colour runs deflate best so), zlib level 9. The
 example site's PNGs shrink to about 40% of their size.
 
+SVG size: a heat map's cells become one embedded image (``cells.rasterise_cells``); the
+PNG is drawn from the SVG before that, every cell a vector shape.
+
 ``render_static`` is the exporter proper (same spec, same bytes, in any process);
 ``image_export.figure_images`` calls it for many figures, through the image cache and in
 parallel. ``exporter_version`` names everything besides the spec that the bytes depend
-on: bump ``POSTPROCESS_VERSION`` when ``optimize_png`` or ``stable_svg_ids`` changes.
+on: bump ``POSTPROCESS_VERSION`` when the post-processing changes the bytes it writes.
 """
 
 from __future__ import annotations
@@ -26,14 +29,13 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
-import struct
-import zlib
 from typing import Any
 
-import numpy as np
 import vl_convert
 
 from attnreport.charts.export import fonts
+from attnreport.charts.export.cells import rasterise_cells
+from attnreport.charts.export.png import optimize_png
 from attnreport.charts.export.svg import compact_svg, stable_svg_ids
 from attnreport.charts.figure import Figure
 from attnreport.jsontypes import VegaSpec
@@ -44,9 +46,9 @@ MAX_ROWS = 40_000
 MAX_BYTES = 4_000_000
 PNG_SCALE = 2.0  # PNGs at twice the SVG size: sharp in print and on high-density screens
 VL_VERSION = "6.4"  # the Vega-Lite version Altair 6 writes and vl-convert 1.9 ships
-# Bump whenever stable_svg_ids, compact_svg or optimize_png changes the bytes they write:
-# cached images made by the old code are then no longer used.
-POSTPROCESS_VERSION = 2
+# Bump whenever stable_svg_ids, compact_svg, rasterise_cells or optimize_png changes the
+# bytes they write: cached images made by the old code are then no longer used.
+POSTPROCESS_VERSION = 3
 
 
 def _count_rows(spec: Any) -> int:
@@ -77,103 +79,6 @@ def within_bounds(spec: VegaSpec) -> bool:
     return rows <= MAX_ROWS and size <= MAX_BYTES
 
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-_CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}  # colour type -> samples per pixel (8-bit images)
-
-
-def png_chunks(png: bytes) -> list[tuple[bytes, bytes]]:
-    """(type, data) of every chunk of a PNG file, in order."""
-    if not png.startswith(PNG_SIGNATURE):
-        raise ValueError("not a PNG file")
-    chunks, at = [], len(PNG_SIGNATURE)
-    while at < len(png):
-        (length,) = struct.unpack(">I", png[at : at + 4])
-        chunks.append((png[at + 4 : at + 8], png[at + 8 : at + 8 + length]))
-        at += 12 + length
-    return chunks
-
-
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-
-def _unfilter(raw: bytes, height: int, row_bytes: int, bpp: int) -> np.ndarray | None:
-    """Scanlines of filter None, Sub or Up undone (the ones vl-convert writes); None if
-    another filter occurs."""
-    rows = np.frombuffer(raw, dtype=np.uint8).reshape(height, row_bytes + 1)
-    out = np.empty((height, row_bytes), dtype=np.uint8)
-    previous = np.zeros(row_bytes, dtype=np.uint8)
-    for r in range(height):
-        kind, line = rows[r, 0], rows[r, 1:]
-        if kind == 0:
-            out[r] = line
-        elif kind == 1:
-            out[r] = np.cumsum(line.reshape(-1, bpp), axis=0, dtype=np.uint8).reshape(-1)
-        elif kind == 2:
-            out[r] = line + previous
-        else:
-            return None
-        previous = out[r]
-    return out
-
-
-def _unfiltered(pixels: np.ndarray) -> bytes:
-    """Scanlines with filter byte 0 (None) each. On the charts drawn here (flat colour
-    runs, palette or full colour) None deflated smaller than per-row adaptive filtering on
-    every image of the example, and one deflate at level 9 is most of the time spent."""
-    height = pixels.shape[0]
-    return np.hstack([np.zeros((height, 1), np.uint8), pixels]).tobytes()
-
-
-def _reencoded(pixels: np.ndarray, channels: int) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """(colour type, PLTE/tRNS chunks, IDAT data) of 8-bit RGBA pixels (height, width, 4)."""
-    height, width = pixels.shape[:2]
-    if channels == 4 and (pixels[..., 3] == 255).all():
-        pixels, channels = pixels[..., :3], 3
-    flat = np.ascontiguousarray(pixels).reshape(-1, channels)
-    packed = np.zeros(len(flat), dtype=np.uint32)
-    for c in range(channels):
-        packed = (packed << 8) | flat[:, c]
-    colours, index = np.unique(packed, return_inverse=True)
-    extra: list[tuple[bytes, bytes]] = []
-    if len(colours) <= 256:
-        table = np.stack([(colours >> (8 * (channels - 1 - c))) & 255 for c in range(channels)], 1)
-        extra.append((b"PLTE", table[:, :3].astype(np.uint8).tobytes()))
-        if channels == 4:
-            extra.append((b"tRNS", table[:, 3].astype(np.uint8).tobytes()))
-        image, colour_type = index.astype(np.uint8).reshape(height, width), 3
-    else:
-        image = flat.reshape(height, width * channels)
-        colour_type = 6 if channels == 4 else 2
-    idat = zlib.compress(_unfiltered(image), 9)
-    return colour_type, extra, idat
-
-
-def optimize_png(png: bytes) -> bytes:
-    """The same image in fewer bytes (see the module docstring); ``png`` itself when that
-    is not smaller or the file is of a kind not handled (only 8-bit, non-interlaced)."""
-    chunks = png_chunks(png)
-    kinds = [kind for kind, _ in chunks]
-    if kinds[0] != b"IHDR" or b"PLTE" in kinds:
-        return png
-    width, height, depth, colour_type, _, _, interlace = struct.unpack(">IIBBBBB", chunks[0][1])
-    channels = _CHANNELS.get(colour_type)
-    if depth != 8 or interlace or channels not in (3, 4):
-        return png
-    raw = zlib.decompress(b"".join(data for kind, data in chunks if kind == b"IDAT"))
-    pixels = _unfilter(raw, height, width * channels, channels)
-    ancillary = [(k, d) for k, d in chunks[1:] if k not in (b"IDAT", b"IEND")]
-    if pixels is None:  # keep the filters, deflate them better
-        palette, idat = [], zlib.compress(raw, 9)
-    else:
-        rgba = pixels.reshape(height, width, channels)
-        colour_type, palette, idat = _reencoded(rgba, channels)
-    header = struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0)
-    parts = [(b"IHDR", header), *ancillary, *palette, (b"IDAT", idat), (b"IEND", b"")]
-    out = PNG_SIGNATURE + b"".join(_chunk(kind, data) for kind, data in parts)
-    return out if len(out) < len(png) else png
-
-
 def exporter_version() -> str:
     """What the bytes of an exported image depend on besides its spec: vl-convert's
     version, the Vega-Lite version asked for, the fonts text is measured with
@@ -191,7 +96,8 @@ def exporter_version() -> str:
 
 def render_static(spec: VegaSpec, png: bool | float = True) -> tuple[bytes, bytes]:
     """(SVG, PNG) bytes of a static spec: vl-convert's drawing, SVG ids renumbered
-    (``stable_svg_ids``) and inert bytes dropped (``compact_svg``), PNG re-encoded (``optimize_png``); the PNG is ``b""`` when
+    (``stable_svg_ids``), inert bytes dropped (``compact_svg``) and heat-map cells made one
+    image (``rasterise_cells``), PNG re-encoded (``optimize_png``); the PNG is ``b""`` when
     ``png`` is False, else drawn at ``PNG_SCALE`` (``png`` True) or at the scale ``png``
     gives (PNG pixels per SVG pixel). Raises what vl-convert raises.
 
@@ -202,12 +108,14 @@ def render_static(spec: VegaSpec, png: bool | float = True) -> tuple[bytes, byte
     fonts.use_bundled_fonts()
     drawn = vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION).encode("utf-8")
     svg = compact_svg(stable_svg_ids(drawn))
+    light = rasterise_cells(svg, PNG_SCALE)
     if not png:
-        return svg, b""
-    # Rasterise the SVG rather than running Vega a second time for the PNG.
+        return light, b""
+    # Rasterise the SVG rather than running Vega a second time for the PNG: the SVG whose
+    # cells are still shapes, so a PNG at any scale draws them sharp.
     scale = PNG_SCALE if png is True else float(png)
     raster = vl_convert.svg_to_png(svg.decode("utf-8"), scale=scale)
-    return svg, optimize_png(raster)
+    return light, optimize_png(raster)
 
 
 def exportable(fig: Figure) -> bool:
