@@ -21,7 +21,7 @@ import vl_convert
 from attnreport.charts.export import fonts
 from attnreport.charts.export.cells import MIN_CELLS, rasterise_cells
 from attnreport.charts.export.images import PNG_SCALE, render_static
-from attnreport.charts.export.png import png_chunks
+from attnreport.charts.export.png import _unfilter, png_chunks
 from attnreport.charts.export.svg import compact_svg, stable_svg_ids
 from tests.test_charts import decode_png
 
@@ -129,12 +129,9 @@ def drawn(svg: bytes) -> np.ndarray:
     width, height, _, colour = struct.unpack(">IIBB", header[:10])
     channels = {2: 3, 6: 4}[colour]
     raw = zlib.decompress(b"".join(data for kind, data in chunks if kind == b"IDAT"))
-    rows = np.frombuffer(raw, np.uint8).reshape(height, width * channels + 1)
-    assert set(rows[:, 0].tolist()) <= {0, 1}, "vl-convert writes None or Sub scanlines"
-    out = rows[:, 1:].reshape(height, width, channels).copy()
-    for r in np.flatnonzero(rows[:, 0] == 1):  # Sub: each byte adds the pixel to its left
-        out[r] = np.cumsum(out[r], axis=0, dtype=np.uint8)
-    return out
+    rows = _unfilter(raw, height, width * channels, channels)  # the filters vl-convert writes
+    assert rows is not None, "a scanline filter other than None, Sub or Up"
+    return rows.reshape(height, width, channels)
 
 
 @pytest.mark.parametrize("tokens", [20, 23])  # cells of 14 units, and of 12.17... units

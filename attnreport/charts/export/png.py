@@ -103,9 +103,7 @@ def optimize_png(png: bytes) -> bytes:
     else:
         rgba = pixels.reshape(height, width, channels)
         colour_type, palette, idat = _reencoded(rgba, channels)
-    header = struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0)
-    parts = [(b"IHDR", header), *ancillary, *palette, (b"IDAT", idat), (b"IEND", b"")]
-    out = PNG_SIGNATURE + b"".join(_chunk(kind, data) for kind, data in parts)
+    out = _file(width, height, colour_type, [*ancillary, *palette], idat)
     return out if len(out) < len(png) else png
 
 
@@ -113,6 +111,14 @@ def encode_png(pixels: np.ndarray) -> bytes:
     """A PNG file of 8-bit RGBA ``pixels`` (height, width, 4), encoded as ``_reencoded`` does."""
     height, width = pixels.shape[:2]
     colour_type, palette, idat = _reencoded(pixels, 4)
+    return _file(width, height, colour_type, palette, idat)
+
+
+def _file(
+    width: int, height: int, colour_type: int, before: list[tuple[bytes, bytes]], idat: bytes
+) -> bytes:
+    """A PNG file of 8-bit, non-interlaced samples: its header, the ``before`` chunks
+    (ancillary, PLTE, tRNS) in order, one IDAT and the end."""
     header = struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0)
-    parts = [(b"IHDR", header), *palette, (b"IDAT", idat), (b"IEND", b"")]
+    parts = [(b"IHDR", header), *before, (b"IDAT", idat), (b"IEND", b"")]
     return PNG_SIGNATURE + b"".join(_chunk(kind, data) for kind, data in parts)
