@@ -65,8 +65,9 @@ def analyze_pass(
     reads each layer's raw pass too (the value norms: ``value_norms.value_norm_collector``),
     so what it measures needs no pass of its own. ``maps_wanted`` False: a sentence whose
     results file is not kept (it has no page): the same tables, no maps (None), and none of
-    the cost of rounding and ranking them (a third of the dense path's analysis time):
-    only the keys the tables read are ranked (``key_order``'s ``depth``)."""
+    the cost of rounding and ranking them (a third of the dense path's analysis time).
+    The tables read only the first ranks (``key_order``'s ``depth``); the maps sort every
+    row themselves (``attention_triangles``)."""
     keep_maps = token_ids.shape[0] <= settings.map_tokens
     make_maps = keep_maps and maps_wanted
     per_layer: list[dict[str, Table]] = []
@@ -77,7 +78,7 @@ def analyze_pass(
         if observe is not None:
             observe(spec, raw)
         record = to_cpu(layer_record(spec, raw))
-        order = key_order(record.scores, record.allowed, None if make_maps else depth)
+        order = key_order(record.scores, record.allowed, depth)
         tables = analyze_layer(record, settings.breakdown_ranks, order)
         out_weight = host(spec.out_weight).float()
         factor = projection_factor(spec.out_proj, out_weight)
@@ -85,7 +86,7 @@ def analyze_pass(
         tables.update(layer_tables(record))
         per_layer.append(tables)
         if make_maps:
-            kept = attention_triangles(record, order)
+            kept = attention_triangles(record)
             maps.scores.append(kept["scores"])
             maps.rank_fixes.update(kept["rank_fixes"])
             maps.sinks.append(sink_logits(raw.computed.sinks))  # type: ignore[union-attr]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -684,5 +685,63 @@ def test_the_first_ranks_alone_give_the_full_sorts_keys_and_every_table(seed, wi
     assert json.dumps({k: table_to_json(v) for k, v in a.items()}) == json.dumps(
         {k: table_to_json(v) for k, v in b.items()}
     )
-    with pytest.raises(ValueError, match="every key's rank"):
-        attention_triangles(record, key_order(record.scores, record.allowed, 3))
+
+
+def _tied_scores(gen: np.random.Generator, heads: int, n: int) -> torch.Tensor:
+    """float32 scores that tie often after rounding to 3 decimals, and exactly: a few
+    thousandths plus steps below a thousandth; exact halves of a thousandth (odd/16, odd
+    /2000 does not exist in binary: 0.0625 * 1000 = 62.5 is the tie to even), -0.0 beside
+    0.0, and some large values."""
+    base = gen.integers(-3, 4, (heads, n, n)) / 1000
+    step = gen.integers(0, 3, (heads, n, n)) * 2.0**-14
+    values = (base + step).astype(np.float32)
+    pick = gen.random((heads, n, n))
+    values[pick < 0.05] = gen.choice([1, 3, 5, -7, 9], (pick < 0.05).sum()) / 16
+    values[(pick >= 0.05) & (pick < 0.1)] = -0.0
+    values[(pick >= 0.1) & (pick < 0.12)] = gen.choice([3e7, -2.5e9, 1e-30], 1)[0]
+    return torch.from_numpy(values)
+
+
+@pytest.mark.parametrize("window", [None, 5])
+@pytest.mark.parametrize("n", [1, 2, 31, 32, 33, 70])
+def test_float32_maps_are_the_general_paths(n, window):
+    """``attention_triangles`` of float32 scores (one sort, by blocks of queries) against
+    the same scores in float64 (``key_order``'s full sort, ``rounded_array`` and
+    ``results.maps.rank_fixes``): the same written scores, each Python's ``round(v, 3)``,
+    and the same rank fixes; and the ranks the written maps give back are the analysis'
+    every key's rank, on rows that tie after rounding (the case is not vacuous)."""
+    gen = np.random.default_rng(n)
+    scores = _tied_scores(gen, 3, n)
+    allowed = causal(n)
+    if window is not None:
+        allowed &= ~torch.ones(n, n, dtype=torch.bool).tril(-window)
+    record = make_record(scores, allowed)
+    fast = attention_triangles(record)
+    general = attention_triangles(dataclasses.replace(record, scores=record.scores.double()))
+    assert fast["rank_fixes"] == general["rank_fixes"]
+    for head, (a, b) in enumerate(zip(fast["scores"], general["scores"], strict=True)):
+        assert np.array_equal(a.values, b.values, equal_nan=True)
+        for query in range(n):
+            for key in range(query + 1):
+                value = float(scores[head, query, key])
+                expected = round(value, 3) + 0.0 if allowed[query, key] else None
+                assert a[query][key] == expected or (expected == 0 and a[query][key] == 0)
+                if expected == 0:
+                    assert not np.signbit(a[query][key])  # no -0.0 written
+    maps = AttentionMaps([fast["scores"]], rank_fixes=fast["rank_fixes"])
+    ranks = key_order(record.scores, allowed).ranks
+    for head in range(3):
+        for query in range(n):
+            assert maps.ranks[0][head][query] == ranks[head, query, : query + 1].tolist()
+    if n >= 31:
+        assert len(fast["rank_fixes"]) > 5
+
+
+def test_float32_maps_refuse_what_has_no_map():
+    record = make_record(torch.zeros(2, 4, 4))
+    bad = record.scores.clone()
+    bad[1, 2, 1] = torch.nan
+    with pytest.raises(ValueError, match="must be finite"):
+        attention_triangles(dataclasses.replace(record, scores=bad))
+    with pytest.raises(ValueError, match="past its query"):
+        attention_triangles(dataclasses.replace(record, allowed=torch.ones(4, 4, dtype=torch.bool)))

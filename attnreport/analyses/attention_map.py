@@ -75,9 +75,14 @@ def descending_keys(values: torch.Tensor) -> torch.Tensor:
     the float comparison has them."""
     if values.dtype != torch.float32 or values.shape[-1] < 2:
         return torch.argsort(-values, dim=-1, stable=True)
-    bits = (-values.numpy() + np.float32(0.0)).view(np.int32)  # -0.0 + 0.0 is 0.0
+    return torch.from_numpy(_descending_numpy(values.numpy()))
+
+
+def _descending_numpy(values: np.ndarray) -> np.ndarray:
+    """``descending_keys`` of a float32 numpy array."""
+    bits = (-values + np.float32(0.0)).view(np.int32)  # -0.0 + 0.0 is 0.0
     flips = (bits >> 31) | np.int32(-(1 << 31))  # negative: every bit; else the sign bit
-    return torch.from_numpy(ascending_keys((bits ^ flips).view(np.uint32)))
+    return ascending_keys((bits ^ flips).view(np.uint32))
 
 
 def rank_keys(scores: torch.Tensor, allowed: torch.Tensor) -> np.ndarray:
@@ -161,21 +166,96 @@ class KeptMaps(TypedDict):
     rank_fixes: dict[MapRow, RankFix]  # (layer, head, query) -> (keys, their ranks)
 
 
-def attention_triangles(record: LayerRecord, order: KeyOrder | None = None) -> KeptMaps:
+def attention_triangles(record: LayerRecord) -> KeptMaps:
     """What the results keep of one layer's maps (``results.maps``): ``scores``, a
     ``[head] -> triangle`` of the scores rounded to ``SCORE_PLACES`` decimals, the digits
     the map shows (None where a window masks; every statistic is computed from the
-    unrounded scores), and ``rank_fixes``, the keys whose rank (``order``, over the
+    unrounded scores), and ``rank_fixes``, the keys whose rank (``key_order``'s, over the
     unrounded scores) the rounded ones do not give, by row. Probabilities and ranks are
-    derived from these when read."""
-    order = _order_of(record, order)
-    if order.ranks is None:
-        raise ValueError("the attention maps need every key's rank: key_order without depth")
+    derived from these when read.
+
+    float32 scores (every model's, bfloat16 and float16 ones included) take
+    ``_float32_maps``, one sort of the layer's rows; others ``key_order`` and
+    ``results.maps.rank_fixes``, the general path it is tested against."""
+    values = record.scores if record.scores.dtype == torch.float64 else record.scores.float()
+    if values.dtype == torch.float32:
+        return _float32_maps(record.layer, values, record.allowed)
+    order = key_order(values, record.allowed)
+    assert order.ranks is not None  # (a full sort)
     allowed = as_numpy(record.allowed).astype(bool)
     n = allowed.shape[0]
     rows, keys, _ = triangle_index(n)
-    cells = as_numpy(record.scores)[:, rows, keys].astype(np.float64)  # (head, cell)
+    cells = as_numpy(values)[:, rows, keys].astype(np.float64)  # (head, cell)
     shown = rounded_array(np.where(allowed[rows, keys], cells, np.nan), SCORE_PLACES) + 0.0
     scores = [FlatTriangle(head, n) for head in shown]  # + 0.0: no -0.0
     fixes = rank_fixes(record.layer, scores, order.ranks.numpy(), order.order.numpy())
     return {"scores": scores, "rank_fixes": fixes}
+
+
+def _float32_maps(layer: int, scores: torch.Tensor, allowed: torch.Tensor) -> KeptMaps:
+    """``attention_triangles`` of float32 scores (head, query, key), in one sort.
+
+    - Rounding: a float32 times 10**SCORE_PLACES is exact in float64, so ``rint`` of it is
+      the exact decimal rounding, ties to even, and dividing back is correctly rounded:
+      ``round(v, SCORE_PLACES)`` bit for bit, with no hard cases (``rounded_array``'s).
+    - Rank fixes (``_block_fixes``), by blocks of ``FIX_BLOCK`` queries, each sorting only
+      the keys up to its last query (the others are masked: a causal triangle).
+    Allowed scores must be finite and no key past its query allowed (ValueError)."""
+    allowed = allowed.to(torch.bool)
+    n_heads, n = scores.shape[0], scores.shape[-1]
+    if bool(torch.triu(allowed, 1).any()):
+        raise ValueError("the attention maps are causal triangles: a key past its query is allowed")
+    values = scores.masked_fill(~allowed, -torch.inf).numpy()  # masked keys sort last
+    rows, keys, _ = triangle_index(n)
+    scale = float(10**SCORE_PLACES)
+    cells = np.take(values.reshape(n_heads, n * n), rows * n + keys, axis=1).astype(np.float64)
+    shown = np.rint(cells * scale) / scale + 0.0  # + 0.0: no -0.0; -inf where masked
+    finite = np.isfinite(shown)
+    if not np.array_equal(finite, np.broadcast_to(as_numpy(allowed)[rows, keys], finite.shape)):
+        raise ValueError("allowed attention scores must be finite")
+    shown[~finite] = np.nan
+    fixes: dict[MapRow, RankFix] = {}
+    for first in range(0, n, FIX_BLOCK):
+        stop = min(n, first + FIX_BLOCK)
+        fixes.update(_block_fixes(layer, np.ascontiguousarray(values[:, first:stop, :stop]), first))
+    return {"scores": [FlatTriangle(head, n) for head in shown], "rank_fixes": fixes}
+
+
+FIX_BLOCK = 32  # queries per block of ``_block_fixes``: fewer masked keys sorted, few calls
+
+
+def _block_fixes(layer: int, values: np.ndarray, first: int) -> dict[MapRow, RankFix]:
+    """The ``rank_fixes`` of the queries ``first``.. of ``values`` (head, query, key),
+    float32, -inf where masked.
+
+    Every row's keys by unrounded score (``descending_keys``' sort): where two neighbours
+    in that order round to one value and the later is the lower key, the written scores
+    rank them otherwise (their tie goes to the lower key). Only those rows are ordered
+    again, by (run of equal rounded values, key): the written scores' order. A key whose
+    place differs between the two orders is fixed at its place in the first, its rank."""
+    n_heads, n_rows, n = values.shape
+    scale = float(10**SCORE_PLACES)
+    order = _descending_numpy(values)  # (head, query, rank) -> key
+    offsets = (np.arange(n_heads * n_rows, dtype=np.int64) * n).reshape(n_heads, n_rows, 1)
+    along = values.reshape(-1)[order + offsets]  # the scores in that order
+    codes = np.rint(along.astype(np.float64) * scale)  # -inf (masked) stays -inf
+    same = codes[..., 1:] == codes[..., :-1]
+    heads, queries = np.nonzero((same & (order[..., 1:] < order[..., :-1])).any(-1))
+    if not len(heads):
+        return {}
+    true, same = order[heads, queries], same[heads, queries]  # (row, rank) -> key
+    run = np.zeros(true.shape, dtype=np.int64)
+    np.cumsum(~same, axis=1, out=run[:, 1:])
+    shift = max(1, (n - 1).bit_length())
+    written = np.sort((run << shift) | true, axis=-1) & ((1 << shift) - 1)
+    at, rank = np.nonzero(written != true)  # row-major: by row, then rank
+    fixed = true[at, rank]
+    by_key = np.lexsort((fixed, at))
+    at, fixed, rank = at[by_key], fixed[by_key].tolist(), rank[by_key].tolist()
+    bounds = np.searchsorted(at, np.arange(len(heads) + 1)).tolist()
+    fixes: dict[MapRow, RankFix] = {}
+    for index, (head, query) in enumerate(zip(heads.tolist(), queries.tolist(), strict=True)):
+        lo, hi = bounds[index], bounds[index + 1]
+        if hi > lo:
+            fixes[(layer, head, first + query)] = (tuple(fixed[lo:hi]), tuple(rank[lo:hi]))
+    return fixes

@@ -44,10 +44,10 @@ def analyze_layer(
     """Every per-layer table of one record: top, breakdown, focus, head_impact, block_impact.
 
     ``ranks`` is ``breakdown_ranks``. Keys are sorted once (pass ``order`` from
-    ``key_order`` to share it with ``attention_triangles``).
+    ``key_order``; its first ``max(ranks, 2)`` ranks are all the tables read).
     """
     if order is None:
-        order = key_order(record.scores, record.allowed)
+        order = key_order(record.scores, record.allowed, max(ranks, 2))
     return {
         "top": top_table(record, order),
         "breakdown": breakdown_table(record, ranks, order),
