@@ -107,11 +107,11 @@ def rank_terms(t: LayerTensors, block: QueryBlock, keys: torch.Tensor) -> dict[s
 
 def _at_keys(k: torch.Tensor, keys: torch.Tensor, groups: int) -> torch.Tensor:
     """(head, query, rank, d) float32: ``k`` (kv_head, key, d) at ``keys`` (head, query,
-    rank), head h reading kv head h // groups (one gather per kv head's group of heads)."""
-    heads, queries, ranks = keys.shape
-    d = k.shape[-1]
-    index = keys.reshape(k.shape[0], groups * queries * ranks, 1).expand(-1, -1, d)
-    return k.float().gather(1, index).reshape(heads, queries, ranks, d)
+    rank), head h reading kv head h // groups: whole rows of ``k`` picked by one
+    ``index_select`` (a ``gather`` along an expanded index is 16x slower on the CPU)."""
+    heads, n, d = keys.shape[0], k.shape[1], k.shape[-1]
+    rows = keys + (torch.arange(heads) // groups * n)[:, None, None]  # rows of (kv_head * key)
+    return k.float().reshape(-1, d).index_select(0, rows.reshape(-1)).reshape(*keys.shape, d)
 
 
 def head_context(t: LayerTensors, block: QueryBlock, probs: torch.Tensor | None) -> torch.Tensor:
