@@ -92,7 +92,9 @@ def score_terms(spec: LayerSpec, raw: RawLayer, q_raw, k_raw) -> dict[str, torch
         row = ((q_lin * bk).sum(-1, keepdim=True) + (bq * bk).sum(-1, keepdim=True)) * c
         query_only = row.expand(-1, -1, n)
     if raw.rotary is not None and spec.rotate is not None:
-        position = computed.logits.float() - torch.matmul(q_raw, k_all.transpose(1, 2)) * c
+        plain = spec.q_bias is None or spec.k_bias is None  # content is c q_raw.k_raw then
+        product = content if plain else torch.matmul(q_raw, k_all.transpose(1, 2)) * c
+        position = computed.logits.float() - product
     elif computed.score_bias is not None:
         position = computed.score_bias.float().expand(-1, n, -1)
     else:
