@@ -45,7 +45,8 @@ def key_order(scores: torch.Tensor, allowed: torch.Tensor, depth: int | None = N
     finite (ValueError otherwise); masked entries may hold anything (the model's fill).
     ``depth``: only the keys of ranks 0..depth-1 (``order`` (head, query, depth), no
     ``ranks``), found by one ``topk`` (``row_reductions.ranked_keys``), which is all the
-    tables read: the full sort is for the attention maps. Past a row's allowed keys the
+    tables read: the full sort gives every key's rank (``rank_keys``, the general path of
+    ``attention_triangles``; float32 maps sort their rows themselves). Past a row's allowed keys the
     entries are meaningless there (the tables mask them with ``n_allowed``).
     """
     allowed = allowed.to(torch.bool)
