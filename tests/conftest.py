@@ -14,8 +14,9 @@ Reusing expensive work, for a new test:
 - Tiny saved models: ask for ``tiny_model_dirs`` (family -> folder) or ``tiny_model_dir``
   (parametrised over every family). They are saved once per run for all workers. Read
   them; a test that must change one copies it first (``shutil.copytree``).
-- The committed example rendered by this checkout: ``example_render``; a 512-token
-  page of fake results: ``long_page`` (both read-only).
+- The committed example rendered by this checkout: ``example_render``, and the cache
+  of figures and images that render filled, for a test that renders the example again:
+  ``example_cache``; a 512-token page of fake results: ``long_page`` (all read-only).
 - Anything else expensive that several modules need (a built site, an analysis of the
   default model): in a session fixture, ``build_once(shared_dir, name, make)``, where
   ``shared_dir`` is the fixture and ``make(folder)`` fills ``folder``. The first worker
@@ -226,11 +227,39 @@ def example_render(shared_dir) -> Path:
     results = Path(__file__).resolve().parent.parent / "site" / "results"
 
     def render(folder: Path) -> None:
-        with contextlib.chdir(results.parent.parent):  # as `make site` renders it
+        cache = folder / "cache"  # its own, kept for ``example_cache``
+        cache.mkdir()
+        (cache / "models").symlink_to(Path(os.environ["ATTNREPORT_CACHE"]) / "models")
+        with contextlib.chdir(results.parent.parent), env_set("ATTNREPORT_CACHE", str(cache)):
             done = CliRunner().invoke(main, ["render", str(results), "--out", str(folder / "site")])
         assert done.exit_code == 0, done.output
 
     return build_once(shared_dir, "example-render", render) / "site"
+
+
+@pytest.fixture
+def example_cache(example_render, monkeypatch) -> Path:
+    """``ATTNREPORT_CACHE`` pointed, for one test, at the cache ``example_render`` filled:
+    a render of the example's results then finds every figure and image made already
+    (a different figure is made anew, so what a test compares is still this render's).
+    The test may add to it, never remove from it."""
+    cache = example_render.parent / "cache"
+    monkeypatch.setenv("ATTNREPORT_CACHE", str(cache))
+    return cache
+
+
+@contextlib.contextmanager
+def env_set(name: str, value: str):
+    """``os.environ[name]`` set to ``value`` inside the block, and put back after."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
 
 
 @pytest.fixture(scope="session")

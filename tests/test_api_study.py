@@ -219,9 +219,13 @@ def test_render_of_several_studies_is_the_comparison_site(tmp_path, monkeypatch)
 
 
 @pytest.mark.slow
-def test_render_of_the_loaded_example_is_the_committed_example(example_render, tmp_path):
+def test_render_of_the_loaded_example_is_the_committed_example(
+    example_render, example_cache, tmp_path
+):
     """``load`` of the example's results (two models, with the options they were drawn
-    with) and ``render`` give the site ``attnreport render site/results`` gives."""
+    with) and ``render`` give the site ``attnreport render site/results`` gives (with the
+    figures and images that render made: the static exports are most of a render's time,
+    and a figure that differs is made anew)."""
     attnreport.render(attnreport.load(EXAMPLE), tmp_path / "site")
     assert same_tree(tmp_path / "site", example_render) == []
 
