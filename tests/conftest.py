@@ -230,7 +230,8 @@ def example_render(shared_dir) -> Path:
         cache = folder / "cache"  # its own, kept for ``example_cache``
         cache.mkdir()
         (cache / "models").symlink_to(Path(os.environ["ATTNREPORT_CACHE"]) / "models")
-        with contextlib.chdir(results.parent.parent), env_set("ATTNREPORT_CACHE", str(cache)):
+        with contextlib.chdir(results.parent.parent), pytest.MonkeyPatch.context() as patch:
+            patch.setenv("ATTNREPORT_CACHE", str(cache))
             done = CliRunner().invoke(main, ["render", str(results), "--out", str(folder / "site")])
         assert done.exit_code == 0, done.output
 
@@ -246,20 +247,6 @@ def example_cache(example_render, monkeypatch) -> Path:
     cache = example_render.parent / "cache"
     monkeypatch.setenv("ATTNREPORT_CACHE", str(cache))
     return cache
-
-
-@contextlib.contextmanager
-def env_set(name: str, value: str):
-    """``os.environ[name]`` set to ``value`` inside the block, and put back after."""
-    saved = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = saved
 
 
 @pytest.fixture(scope="session")
