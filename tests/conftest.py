@@ -149,9 +149,18 @@ def own_cache() -> Path:
 
     models = cache_dir() / "models"
     models.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix="attnreport-tests-cache-"))
-    (folder / "models").symlink_to(models.resolve(), target_is_directory=True)
+    folder = cache_linking_models(Path(tempfile.mkdtemp(prefix="attnreport-tests-cache-")))
     os.environ["ATTNREPORT_CACHE"] = str(folder)
+    return folder
+
+
+def cache_linking_models(folder: Path) -> Path:
+    """``folder`` (made if missing) as a cache whose ``models`` links to the models of the
+    cache in use (``ATTNREPORT_CACHE``), so a test's cache never dequantises them again."""
+    from attnreport.usercache import cache_dir
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "models").symlink_to((cache_dir() / "models").resolve(), target_is_directory=True)
     return folder
 
 
@@ -227,9 +236,7 @@ def example_render(shared_dir) -> Path:
     results = Path(__file__).resolve().parent.parent / "site" / "results"
 
     def render(folder: Path) -> None:
-        cache = folder / "cache"  # its own, kept for ``example_cache``
-        cache.mkdir()
-        (cache / "models").symlink_to(Path(os.environ["ATTNREPORT_CACHE"]) / "models")
+        cache = cache_linking_models(folder / "cache")  # its own, kept for ``example_cache``
         with contextlib.chdir(results.parent.parent), pytest.MonkeyPatch.context() as patch:
             patch.setenv("ATTNREPORT_CACHE", str(cache))
             done = CliRunner().invoke(main, ["render", str(results), "--out", str(folder / "site")])

@@ -21,6 +21,7 @@ from attnreport.results.maps import (
     FlatTriangle,
     RankFix,
     ascending_keys,
+    fixes_by_row,
     rank_fixes,
     triangle_index,
 )
@@ -193,6 +194,10 @@ def attention_triangles(record: LayerRecord) -> KeptMaps:
     return {"scores": scores, "rank_fixes": fixes}
 
 
+_SCALE = float(10**SCORE_PLACES)  # exact
+FIX_BLOCK = 32  # queries per block of ``_block_fixes``: fewer masked keys sorted, few calls
+
+
 def _float32_maps(layer: int, scores: torch.Tensor, allowed: torch.Tensor) -> KeptMaps:
     """``attention_triangles`` of float32 scores (head, query, key), in one sort.
 
@@ -208,9 +213,8 @@ def _float32_maps(layer: int, scores: torch.Tensor, allowed: torch.Tensor) -> Ke
         raise ValueError("the attention maps are causal triangles: a key past its query is allowed")
     values = scores.masked_fill(~allowed, -torch.inf).numpy()  # masked keys sort last
     rows, keys, _ = triangle_index(n)
-    scale = float(10**SCORE_PLACES)
     cells = np.take(values.reshape(n_heads, n * n), rows * n + keys, axis=1).astype(np.float64)
-    shown = np.rint(cells * scale) / scale + 0.0  # + 0.0: no -0.0; -inf where masked
+    shown = np.rint(cells * _SCALE) / _SCALE + 0.0  # + 0.0: no -0.0; -inf where masked
     finite = np.isfinite(shown)
     if not np.array_equal(finite, np.broadcast_to(as_numpy(allowed)[rows, keys], finite.shape)):
         raise ValueError("allowed attention scores must be finite")
@@ -220,9 +224,6 @@ def _float32_maps(layer: int, scores: torch.Tensor, allowed: torch.Tensor) -> Ke
         stop = min(n, first + FIX_BLOCK)
         fixes.update(_block_fixes(layer, np.ascontiguousarray(values[:, first:stop, :stop]), first))
     return {"scores": [FlatTriangle(head, n) for head in shown], "rank_fixes": fixes}
-
-
-FIX_BLOCK = 32  # queries per block of ``_block_fixes``: fewer masked keys sorted, few calls
 
 
 def _block_fixes(layer: int, values: np.ndarray, first: int) -> dict[MapRow, RankFix]:
@@ -235,11 +236,10 @@ def _block_fixes(layer: int, values: np.ndarray, first: int) -> dict[MapRow, Ran
     again, by (run of equal rounded values, key): the written scores' order. A key whose
     place differs between the two orders is fixed at its place in the first, its rank."""
     n_heads, n_rows, n = values.shape
-    scale = float(10**SCORE_PLACES)
     order = _descending_numpy(values)  # (head, query, rank) -> key
     offsets = (np.arange(n_heads * n_rows, dtype=np.int64) * n).reshape(n_heads, n_rows, 1)
     along = values.reshape(-1)[order + offsets]  # the scores in that order
-    codes = np.rint(along.astype(np.float64) * scale)  # -inf (masked) stays -inf
+    codes = np.rint(along.astype(np.float64) * _SCALE)  # -inf (masked) stays -inf
     same = codes[..., 1:] == codes[..., :-1]
     heads, queries = np.nonzero((same & (order[..., 1:] < order[..., :-1])).any(-1))
     if not len(heads):
@@ -252,11 +252,4 @@ def _block_fixes(layer: int, values: np.ndarray, first: int) -> dict[MapRow, Ran
     at, rank = np.nonzero(written != true)  # row-major: by row, then rank
     fixed = true[at, rank]
     by_key = np.lexsort((fixed, at))
-    at, fixed, rank = at[by_key], fixed[by_key].tolist(), rank[by_key].tolist()
-    bounds = np.searchsorted(at, np.arange(len(heads) + 1)).tolist()
-    fixes: dict[MapRow, RankFix] = {}
-    for index, (head, query) in enumerate(zip(heads.tolist(), queries.tolist(), strict=True)):
-        lo, hi = bounds[index], bounds[index + 1]
-        if hi > lo:
-            fixes[(layer, head, first + query)] = (tuple(fixed[lo:hi]), tuple(rank[lo:hi]))
-    return fixes
+    return fixes_by_row(layer, heads, first + queries, at[by_key], fixed[by_key], rank[by_key])

@@ -373,12 +373,27 @@ def rank_fixes(
     np.put_along_axis(derived, np.take_along_axis(keys_along, perm, axis=-1), np.arange(n), axis=-1)
     true = ranks[heads, queries, :n]
     at, key = np.nonzero((derived != true) & (true >= 0))
+    return fixes_by_row(layer, heads, queries, at, key, true[at, key])
+
+
+def fixes_by_row(
+    layer: int,
+    heads: np.ndarray,
+    queries: np.ndarray,
+    at: np.ndarray,
+    keys: np.ndarray,
+    ranks: np.ndarray,
+) -> dict[Row, RankFix]:
+    """``rank_fixes`` of one layer from fixed keys listed row by row: ``keys`` and their
+    ``ranks``, each of row ``at`` (ascending; in a row, by key), row i being (``heads[i]``,
+    ``queries[i]``). A row with no key listed gets no fix."""
+    bounds = np.searchsorted(at, np.arange(len(heads) + 1)).tolist()
+    key_list, rank_list = keys.tolist(), ranks.tolist()
     fixes: dict[Row, RankFix] = {}
-    bounds = np.searchsorted(at, np.arange(len(heads) + 1))
-    key_list, rank_list = key.tolist(), true[at, key].tolist()
     for index, (head, query) in enumerate(zip(heads.tolist(), queries.tolist(), strict=True)):
         lo, hi = bounds[index], bounds[index + 1]
-        fixes[(layer, head, query)] = (tuple(key_list[lo:hi]), tuple(rank_list[lo:hi]))
+        if hi > lo:
+            fixes[(layer, head, query)] = (tuple(key_list[lo:hi]), tuple(rank_list[lo:hi]))
     return fixes
 
 
