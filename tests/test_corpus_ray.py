@@ -138,11 +138,14 @@ def test_a_killed_worker_costs_a_retry_not_data(tmp_path, tiny_model_dirs, ray_c
 
 
 @pytest.mark.slow
-def test_resume_after_sigkill_of_the_ray_driver(tmp_path, tiny_model_dirs):
+def test_resume_after_sigkill_of_the_ray_driver(tmp_path, tiny_model_dirs, ray_cluster):
+    """The killed driver joins this module's cluster (``--ray-address``: its actors die
+    with it, the cluster lives on); the resumed one starts a local cluster of its own."""
     corpus = write_corpus(tmp_path / "c.txt", 40, seed=2)
     model = tiny_model_dirs["llama"]
     ray_args = ("--engine", "ray", "--workers", "2")
-    driver = _analyze_process(model, corpus, tmp_path / "resumed", *ray_args)
+    address = ("--ray-address", ray.get_runtime_context().gcs_address)
+    driver = _analyze_process(model, corpus, tmp_path / "resumed", *ray_args, *address)
     kill_after(driver, tmp_path / "resumed" / "partials", 5)
     assert driver.returncode == -signal.SIGKILL
     resumed = _analyze_process(model, corpus, tmp_path / "resumed", "--resume", *ray_args)
