@@ -112,13 +112,14 @@ def top_keys(
     the row has a single key), both (head, query) float64.
     """
     order = _order_of(record, order)
-    probs = record.probs.to(torch.float64)
+    probs = record.probs  # gathered, then widened: the same float64 values as widening all
     first = order.order[..., 0]
     top_key = torch.where(order.n_allowed > 0, first, -1)
-    p_top1 = torch.where(order.n_allowed > 0, probs.gather(-1, first[..., None])[..., 0], 0.0)
+    top1 = probs.gather(-1, first[..., None])[..., 0].to(torch.float64)
+    p_top1 = torch.where(order.n_allowed > 0, top1, 0.0)
     if order.order.shape[-1] < 2:
         return top_key, p_top1, torch.zeros_like(p_top1)
-    second = probs.gather(-1, order.order[..., 1:2])[..., 0]
+    second = probs.gather(-1, order.order[..., 1:2])[..., 0].to(torch.float64)
     return top_key, p_top1, torch.where(order.n_allowed > 1, second, 0.0)
 
 
