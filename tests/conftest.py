@@ -145,10 +145,6 @@ def own_cache() -> Path:
     cache would pass nowhere else. Its ``models`` folder links to the user's, since
     dequantising the default model again would add 40 s to every run. One folder per
     process (each xdist worker has its own): tests may empty or fill it."""
-    from attnreport.usercache import cache_dir
-
-    models = cache_dir() / "models"
-    models.mkdir(parents=True, exist_ok=True)
     folder = cache_linking_models(Path(tempfile.mkdtemp(prefix="attnreport-tests-cache-")))
     os.environ["ATTNREPORT_CACHE"] = str(folder)
     return folder
@@ -156,11 +152,14 @@ def own_cache() -> Path:
 
 def cache_linking_models(folder: Path) -> Path:
     """``folder`` (made if missing) as a cache whose ``models`` links to the models of the
-    cache in use (``ATTNREPORT_CACHE``), so a test's cache never dequantises them again."""
+    cache in use (``ATTNREPORT_CACHE``; made if missing, so the link is never dangling),
+    so a test's cache never dequantises them again."""
     from attnreport.usercache import cache_dir
 
+    models = cache_dir() / "models"
+    models.mkdir(parents=True, exist_ok=True)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "models").symlink_to((cache_dir() / "models").resolve(), target_is_directory=True)
+    (folder / "models").symlink_to(models.resolve(), target_is_directory=True)
     return folder
 
 
