@@ -20,7 +20,7 @@ import torch
 from attnreport.interface import Computed
 from attnreport.models.layout import LayerSpec, unrotate
 from attnreport.models.placement import host
-from attnreport.records import LayerRecord
+from attnreport.records import LayerRecord, ScoreTerms
 
 
 @dataclass(frozen=True)
@@ -36,11 +36,6 @@ class RawLayer:
     # blocks.{L}.attn.out_scale: (query, model) g / rms(block_out) of a post-attention norm
     out_scale: torch.Tensor | None = None
     post_out: torch.Tensor | None = None  # blocks.{L}.attn.post: (query, model) the norm's output
-
-
-def repeat_kv(t: torch.Tensor, groups: int) -> torch.Tensor:
-    """(kv_head, n, d) -> (head, n, d): each key/value head serves ``groups`` query heads."""
-    return t if groups == 1 else t.repeat_interleave(groups, dim=0)
 
 
 def allowed_keys(mask: torch.Tensor | None, n: int) -> torch.Tensor:
@@ -64,7 +59,7 @@ def unrotated(spec: LayerSpec, raw: RawLayer) -> tuple[torch.Tensor, torch.Tenso
     return unrotate(spec.rotate, q, k, cos, sin)
 
 
-def score_terms(spec: LayerSpec, raw: RawLayer, q_raw, k_raw) -> dict[str, torch.Tensor]:
+def score_terms(spec: LayerSpec, raw: RawLayer, q_raw, k_raw) -> ScoreTerms:
     """Split the logit (before soft-cap and mask) into ``records.TERM_NAMES``.
 
     With ``q_raw = W_q a + b_q`` and ``k_raw = W_k a + b_k`` (un-rotated; scale c):
@@ -72,40 +67,24 @@ def score_terms(spec: LayerSpec, raw: RawLayer, q_raw, k_raw) -> dict[str, torch
     query_only = c (W_q a_i).b_k + c b_q.b_k (current token only); position =
     RoPE: logit - c q_raw_i.k_raw_j; a score bias (ALiBi): that bias; else 0.
     With a QK-norm (biases None) content = c q_raw.k_raw and bias = query_only = 0.
-    Each is (head, query, key) float32, broadcast views where constant along an axis;
     ``q_raw``, ``k_raw`` are float32 (``unrotated``). With RoPE the position term is the
     model's own logit (upcast) minus our float32 product, so the four terms sum back to
-    the model's logit up to float32 rounding whatever the model's dtype.
+    the model's logit up to float32 rounding whatever the model's dtype. The terms are
+    made when first read (``records.ScoreTerms``); the breakdown reads them only at each
+    row's first keys (``ScoreTerms.at``).
     """
-    computed, groups, c = raw.computed, spec.layout.groups, raw.computed.scaling
-    n = q_raw.shape[1]
-    k_all = repeat_kv(k_raw, groups)
-    zero = torch.zeros(1, 1, 1, dtype=q_raw.dtype, device=q_raw.device).expand(-1, n, n)
-    if spec.q_bias is None or spec.k_bias is None:
-        content = torch.matmul(q_raw, k_all.transpose(1, 2)) * c
-        bias = query_only = zero.expand(q_raw.shape[0], -1, -1)
-    else:
-        bq, bk = spec.q_bias[:, None, :], repeat_kv(spec.k_bias, groups)[:, None, :]  # (head, 1, d)
-        q_lin, k_lin = q_raw - bq, k_all - bk  # (head, n, d): W_q a, W_k a
-        content = torch.matmul(q_lin, k_lin.transpose(1, 2)) * c
-        bias = (torch.matmul(bq, k_lin.transpose(1, 2)) * c).expand(-1, n, -1)
-        row = ((q_lin * bk).sum(-1, keepdim=True) + (bq * bk).sum(-1, keepdim=True)) * c
-        query_only = row.expand(-1, -1, n)
-    if raw.rotary is not None and spec.rotate is not None:
-        plain = spec.q_bias is None or spec.k_bias is None  # content is c q_raw.k_raw then
-        product = content if plain else torch.matmul(q_raw, k_all.transpose(1, 2)) * c
-        position = computed.logits.float() - product
-    elif computed.score_bias is not None:
-        position = computed.score_bias.float().expand(-1, n, -1)
-    else:
-        position = zero.expand_as(content)
-    return {"position": position, "bias": bias, "content": content, "query_only": query_only}
-
-
-def head_updates(out_weight: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-    """(head, query, model) float32: each head's slice of the output projection applied to
-    its output, ``out_weight`` (head, d, model) and ``context`` (head, query, d) upcast."""
-    return torch.einsum("hqd,hdm->hqm", context.float(), out_weight.float())
+    computed = raw.computed
+    biases = None if spec.q_bias is None or spec.k_bias is None else (spec.q_bias, spec.k_bias)
+    rotated = raw.rotary is not None and spec.rotate is not None
+    return ScoreTerms(
+        q_raw,
+        k_raw,
+        spec.layout.groups,
+        computed.scaling,
+        biases,
+        logits=computed.logits if rotated else None,
+        score_bias=None if rotated else computed.score_bias,
+    )
 
 
 def layer_record(spec: LayerSpec, raw: RawLayer, with_terms: bool = True) -> LayerRecord:
@@ -129,7 +108,8 @@ def layer_record(spec: LayerSpec, raw: RawLayer, with_terms: bool = True) -> Lay
         probs=f32(computed.probs),
         allowed=allowed_keys(computed.mask, computed.q.shape[1]).cpu(),
         context=f32(computed.context),
-        updates=head_updates(out_weight, _update_input(raw)),
+        heads_in=f32(_update_input(raw)),
+        out_weight=out_weight,
         out_bias=out_bias,
         block_out=f32(raw.block_out),
         out_scale=None if raw.out_scale is None else f32(raw.out_scale),

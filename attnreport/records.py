@@ -10,6 +10,7 @@ says what the model itself computed in. Nothing here is ever modified in place.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -68,7 +69,10 @@ class LayerRecord(QueryHeads):
     probs: torch.Tensor  # (head, query, key) post-softmax over real keys, 0 where masked
     allowed: torch.Tensor  # (query, key) bool: keys the mask lets through (causal, window)
     context: torch.Tensor  # (head, query, d) probs @ v: the per-head attention output
-    updates: torch.Tensor  # (head, query, model) u: context @ the head's slice of W_o
+    # (head, query, d) what the output projection reads per head: ``context``, or behind an
+    # output gate the gated output g * z; ``updates`` is it through ``out_weight``
+    heads_in: torch.Tensor
+    out_weight: torch.Tensor  # (head, d, model) each head's slice of W_o
     out_bias: torch.Tensor  # (model,) b_o (zeros where the model has none)
     block_out: torch.Tensor  # (query, model) the model's own output-projection output
     # (query, model) g / rms(block_out) of a post-attention norm (Gemma, OLMo 2), or None:
@@ -79,8 +83,15 @@ class LayerRecord(QueryHeads):
     softcap: float | None = None  # logit soft-cap c: scores = c tanh(logits / c)
     sliding_window: int | None = None  # window size the model passed for this layer
     sink_probs: torch.Tensor | None = None  # (head, query) probability on the learned sink
-    terms: dict[str, torch.Tensor] = field(default_factory=dict)  # TERM_NAMES -> (head, query, key)
+    # TERM_NAMES -> (head, query, key); ``terms_at`` reads them at chosen keys
+    terms: Mapping[str, torch.Tensor] = field(default_factory=dict)
     dtype: torch.dtype = torch.float32  # the model's: logits, scores, probs were rounded to it
+
+    @property
+    def updates(self) -> torch.Tensor:
+        """(head, query, model) u: each head's ``heads_in`` through its slice of W_o, float32.
+        Made on each read (the analyses read its norms through ``analyses.updates``)."""
+        return torch.einsum("hqd,hdm->hqm", self.heads_in.float(), self.out_weight.float())
 
     @property
     def added(self) -> torch.Tensor:
@@ -98,3 +109,120 @@ def after_norm(values: torch.Tensor, out_scale: torch.Tensor | None) -> torch.Te
     """``values`` (..., query, model) as the block adds them: times ``out_scale`` (query,
     model), g / rms(block_out), after a post-attention norm; as they are without one."""
     return values if out_scale is None else values * out_scale.to(values.dtype)
+
+
+def at_keys(k: torch.Tensor, keys: torch.Tensor, groups: int) -> torch.Tensor:
+    """(head, query, rank, d) float32: ``k`` (kv_head, key, d) at ``keys`` (head, query,
+    rank), head h reading kv head h // groups: whole rows of ``k`` picked by one
+    ``index_select`` (a ``gather`` along an expanded index is 16x slower on the CPU)."""
+    heads, n, d = keys.shape[0], k.shape[1], k.shape[-1]
+    rows = keys + (torch.arange(heads) // groups * n)[:, None, None]  # rows of (kv_head * key)
+    return k.float().reshape(-1, d).index_select(0, rows.reshape(-1)).reshape(*keys.shape, d)
+
+
+class ScoreTerms(Mapping[str, torch.Tensor]):
+    """One layer's ``TERM_NAMES`` -> (head, query, key) float32, made on first read; ``at``
+    gives them at chosen keys only, without the n x n products (what the breakdown reads).
+
+    With scale c, un-rotated ``q`` (head, query, d) and ``k`` (kv_head, key, d) and, where
+    the model has both, the biases ``q_bias`` (head, d) and ``k_bias`` (kv_head, d):
+    content = c (q - b_q).(k - b_k); bias = c b_q.(k - b_k) (target only); query_only =
+    c (q - b_q).b_k + c b_q.b_k (current token only); without biases (or with a QK-norm)
+    content = c q.k and the other two are 0. position = ``logits`` - c q.k where the model
+    rotates (``logits`` (head, query, key): its own, so the terms sum back to it up to
+    float32 rounding), ``score_bias`` (head, 1 or query, key) for ALiBi, else 0."""
+
+    def __init__(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        groups: int,
+        scaling: float,
+        biases: tuple[torch.Tensor, torch.Tensor] | None = None,
+        logits: torch.Tensor | None = None,
+        score_bias: torch.Tensor | None = None,
+    ) -> None:
+        self.q, self.k, self.groups, self.scaling = q, k, groups, scaling
+        self.biases, self.logits, self.score_bias = biases, logits, score_bias
+        self._whole: dict[str, torch.Tensor] | None = None
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        if self._whole is None:
+            self._whole = self._make()
+        return self._whole[name]
+
+    def __contains__(self, name: object) -> bool:  # without making the terms (Mapping's reads one)
+        return name in TERM_NAMES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(TERM_NAMES)
+
+    def __len__(self) -> int:
+        return len(TERM_NAMES)
+
+    def _make(self) -> dict[str, torch.Tensor]:
+        q, c, n = self.q, self.scaling, self.q.shape[1]
+        k = self.k if self.groups == 1 else self.k.repeat_interleave(self.groups, dim=0)
+        zero = torch.zeros(1, 1, 1, dtype=q.dtype, device=q.device).expand(q.shape[0], n, n)
+        if self.biases is None:
+            content = product = torch.matmul(q, k.transpose(1, 2)) * c
+            bias = query_only = zero
+        else:
+            bq, bk = self._bias_rows(3)  # (head, 1, d)
+            q_lin, k_lin = q - bq, k - bk
+            content = torch.matmul(q_lin, k_lin.transpose(1, 2)) * c
+            bias = (torch.matmul(bq, k_lin.transpose(1, 2)) * c).expand(-1, n, -1)
+            row = ((q_lin * bk).sum(-1, keepdim=True) + (bq * bk).sum(-1, keepdim=True)) * c
+            query_only = row.expand(-1, -1, n)
+            product = torch.matmul(q, k.transpose(1, 2)) * c if self.logits is not None else None
+        if self.logits is not None:
+            position = self.logits.float() - product
+        elif self.score_bias is not None:
+            position = self.score_bias.float().expand(-1, n, -1)
+        else:
+            position = zero
+        return {"position": position, "bias": bias, "content": content, "query_only": query_only}
+
+    def _bias_rows(self, dims: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """b_q and b_k per query head, each (head, 1, ..., d) with ``dims`` axes."""
+        assert self.biases is not None
+        bq, bk = self.biases
+        if self.groups > 1:
+            bk = bk.repeat_interleave(self.groups, dim=0)
+        shape = (bq.shape[0], *(1,) * (dims - 2), bq.shape[-1])
+        return bq.float().reshape(shape), bk.float().reshape(shape)
+
+    def at(self, keys: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Every term at ``keys`` (head, query, rank), each (head, query, rank) float32: dot
+        products over d at those keys alone (the same values as the whole terms there, up to
+        float32 rounding)."""
+        if self._whole is not None:
+            return {name: self._whole[name].gather(-1, keys) for name in TERM_NAMES}
+        c, q = self.scaling, self.q[:, :, None, :]  # (head, query, 1, d)
+        k = at_keys(self.k, keys, self.groups)  # (head, query, rank, d)
+        if self.biases is None:
+            content = product = (q * k).sum(-1) * c
+            bias = query_only = torch.zeros_like(content)
+        else:
+            bq, bk = self._bias_rows(4)  # (head, 1, 1, d)
+            q_lin, k_lin = q - bq, k - bk
+            content = (q_lin * k_lin).sum(-1) * c
+            bias = (bq * k_lin).sum(-1) * c
+            query_only = (((q_lin * bk).sum(-1) + (bq * bk).sum(-1)) * c).expand_as(content)
+            product = (q * k).sum(-1) * c if self.logits is not None else None
+        if self.logits is not None:
+            position = self.logits.gather(-1, keys).float() - product
+        elif self.score_bias is not None:
+            n = self.q.shape[1]
+            position = self.score_bias.float().expand(-1, n, -1).gather(-1, keys)
+        else:
+            position = torch.zeros_like(content)
+        return {"position": position, "bias": bias, "content": content, "query_only": query_only}
+
+
+def terms_at(terms: Mapping[str, torch.Tensor], keys: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Each of ``TERM_NAMES`` at ``keys`` (head, query, rank): ``ScoreTerms.at`` where the
+    terms are made on demand, else gathered from the whole (head, query, key) tensors."""
+    if isinstance(terms, ScoreTerms):
+        return terms.at(keys)
+    return {name: terms[name].gather(-1, keys) for name in TERM_NAMES}

@@ -66,8 +66,8 @@ def analyze_pass(
     so what it measures needs no pass of its own. ``maps_wanted`` False: a sentence whose
     results file is not kept (it has no page): the same tables, no maps (None), and none of
     the cost of rounding and ranking them (a third of the dense path's analysis time).
-    The tables read only the first ranks (``key_order``'s ``depth``); the maps sort every
-    row themselves (``attention_triangles``)."""
+    The tables read only the first ranks (``key_order``'s ``depth``); where the maps are
+    made, their sort of every row (``attention_triangles``) gives those ranks too."""
     keep_maps = token_ids.shape[0] <= settings.map_tokens
     make_maps = keep_maps and maps_wanted
     per_layer: list[dict[str, Table]] = []
@@ -78,18 +78,21 @@ def analyze_pass(
         if observe is not None:
             observe(spec, raw)
         record = to_cpu(layer_record(spec, raw))
-        order = key_order(record.scores, record.allowed, depth)
-        tables = analyze_layer(record, settings.breakdown_ranks, order)
-        out_weight = host(spec.out_weight).float()
-        factor = projection_factor(spec.out_proj, out_weight)
-        tables.update(layer_role_tables(record, token_ids.cpu(), out_weight, factor))
-        tables.update(layer_tables(record))
-        per_layer.append(tables)
-        if make_maps:
-            kept = attention_triangles(record)
+        order = None
+        if make_maps:  # the maps sort every row: the tables read their first ranks
+            kept = attention_triangles(record, depth)
             maps.scores.append(kept["scores"])
             maps.rank_fixes.update(kept["rank_fixes"])
             maps.sinks.append(sink_logits(raw.computed.sinks))  # type: ignore[union-attr]
+            order = kept["order"]
+        if order is None:
+            order = key_order(record.scores, record.allowed, depth)
+        out_weight = host(spec.out_weight).float()
+        factor = projection_factor(spec.out_proj, out_weight)
+        tables = analyze_layer(record, settings.breakdown_ranks, order, factor)
+        tables.update(layer_role_tables(record, token_ids.cpu(), out_weight, factor))
+        tables.update(layer_tables(record))
+        per_layer.append(tables)
         if on_layer is not None:
             on_layer(len(per_layer), len(specs))
 

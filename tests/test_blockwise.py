@@ -81,7 +81,6 @@ def dense_reference(t: LayerTensors) -> tuple[LayerRecord, torch.Tensor, torch.T
         column = t.sinks[:, None, None].expand(-1, n, 1)
         both = torch.softmax(torch.cat([scores, column], -1), -1)
         probs, sink = both[..., :-1], both[..., -1]
-    updates = torch.einsum("hqd,hdm->hqm", probs @ v, t.out_weight)
     bq, bk = t.q_bias[:, None, :], t.k_bias.repeat_interleave(g, 0)[:, None, :]
     q_lin, k_lin = t.q_raw - bq, k_raw - bk
     terms = {
@@ -106,7 +105,8 @@ def dense_reference(t: LayerTensors) -> tuple[LayerRecord, torch.Tensor, torch.T
         probs=probs,
         allowed=allowed,
         context=probs @ v,
-        updates=updates,
+        heads_in=probs @ v,
+        out_weight=t.out_weight,
         out_bias=t.out_bias,
         block_out=t.block_out,
         terms=terms,

@@ -163,26 +163,31 @@ def top_columns(
 
 
 class KeptMaps(TypedDict):
-    """What ``attention_triangles`` keeps of one layer (``results.maps.AttentionMaps``)."""
+    """What ``attention_triangles`` keeps of one layer (``results.maps.AttentionMaps``),
+    and the key order its sort found on the way."""
 
     scores: list[FlatTriangle]  # [head] -> rows of the scores, SCORE_PLACES decimals
     rank_fixes: dict[MapRow, RankFix]  # (layer, head, query) -> (keys, their ranks)
+    # ``key_order(scores, allowed, depth)`` for the ``depth`` asked (the tables' first
+    # ranks, read from the maps' sort of every row instead of sorted again), else None
+    order: KeyOrder | None
 
 
-def attention_triangles(record: LayerRecord) -> KeptMaps:
+def attention_triangles(record: LayerRecord, depth: int | None = None) -> KeptMaps:
     """What the results keep of one layer's maps (``results.maps``): ``scores``, a
     ``[head] -> triangle`` of the scores rounded to ``SCORE_PLACES`` decimals, the digits
     the map shows (None where a window masks; every statistic is computed from the
     unrounded scores), and ``rank_fixes``, the keys whose rank (``key_order``'s, over the
     unrounded scores) the rounded ones do not give, by row. Probabilities and ranks are
-    derived from these when read.
+    derived from these when read. With ``depth``, ``order`` is the ``KeyOrder`` of the
+    first ``depth`` ranks that ``key_order`` would give, taken from the maps' own sort.
 
     float32 scores (every model's, bfloat16 and float16 ones included) take
     ``_float32_maps``, one sort of the layer's rows; others ``key_order`` and
     ``results.maps.rank_fixes``, the general path it is tested against."""
     values = record.scores if record.scores.dtype == torch.float64 else record.scores.float()
     if values.dtype == torch.float32:
-        return _float32_maps(record.layer, values, record.allowed)
+        return _float32_maps(record.layer, values, record.allowed, depth)
     order = key_order(values, record.allowed)
     assert order.ranks is not None  # (a full sort)
     allowed = as_numpy(record.allowed).astype(bool)
@@ -192,14 +197,32 @@ def attention_triangles(record: LayerRecord) -> KeptMaps:
     shown = rounded_array(np.where(allowed[rows, keys], cells, np.nan), SCORE_PLACES) + 0.0
     scores = [FlatTriangle(head, n) for head in shown]  # + 0.0: no -0.0
     fixes = rank_fixes(record.layer, scores, order.ranks.numpy(), order.order.numpy())
-    return {"scores": scores, "rank_fixes": fixes}
+    first = None if depth is None else _first_ranks(order.order, depth)
+    return {
+        "scores": scores,
+        "rank_fixes": fixes,
+        "order": None if first is None else KeyOrder(first, None, order.n_allowed),
+    }
+
+
+def _first_ranks(order: torch.Tensor, depth: int) -> torch.Tensor:
+    """Ranks 0..depth-1 of rows of keys by rank (head, query, key), ``order``: rows of
+    fewer keys repeat their last one (``ranked_keys``' padding; entries past a row's
+    allowed keys are meaningless there too)."""
+    first = order[..., :depth]
+    if first.shape[-1] < depth:
+        last = first[..., -1:]
+        first = torch.cat([first, last.expand(*last.shape[:-1], depth - first.shape[-1])], -1)
+    return first.contiguous()
 
 
 _SCALE = float(10**SCORE_PLACES)  # exact
 FIX_BLOCK = 32  # queries per block of ``_block_fixes``: fewer masked keys sorted, few calls
 
 
-def _float32_maps(layer: int, scores: torch.Tensor, allowed: torch.Tensor) -> KeptMaps:
+def _float32_maps(
+    layer: int, scores: torch.Tensor, allowed: torch.Tensor, depth: int | None = None
+) -> KeptMaps:
     """``attention_triangles`` of float32 scores (head, query, key), in one sort.
 
     - Rounding: a float32 times 10**SCORE_PLACES is exact in float64, so ``rint`` of it is
@@ -212,24 +235,44 @@ def _float32_maps(layer: int, scores: torch.Tensor, allowed: torch.Tensor) -> Ke
     n_heads, n = scores.shape[0], scores.shape[-1]
     if bool(torch.triu(allowed, 1).any()):
         raise ValueError("the attention maps are causal triangles: a key past its query is allowed")
-    values = scores.masked_fill(~allowed, -torch.inf).numpy()  # masked keys sort last
+    values, blocked = scores.numpy(), ~as_numpy(allowed)  # masked entries: the model's fill
     rows, keys, _ = triangle_index(n)
-    cells = np.take(values.reshape(n_heads, n * n), rows * n + keys, axis=1).astype(np.float64)
-    shown = np.rint(cells * _SCALE) / _SCALE + 0.0  # + 0.0: no -0.0; -inf where masked
-    finite = np.isfinite(shown)
-    if not np.array_equal(finite, np.broadcast_to(as_numpy(allowed)[rows, keys], finite.shape)):
+    shown = np.take(values.reshape(n_heads, n * n), rows * n + keys, axis=1).astype(np.float64)
+    np.multiply(shown, _SCALE, out=shown)  # in place: the triangle is the largest array here
+    np.rint(shown, out=shown)
+    np.divide(shown, _SCALE, out=shown)
+    shown += 0.0  # no -0.0
+    outside = blocked[rows, keys]  # (cell,): a window's masked cells
+    if not (np.isfinite(shown) | outside).all():
         raise ValueError("allowed attention scores must be finite")
-    shown[~finite] = np.nan
+    if outside.any():
+        shown[:, outside] = np.nan
     fixes: dict[MapRow, RankFix] = {}
+    ranked = []  # each block's first ``depth`` ranks (head, block query, rank) -> key
     for first in range(0, n, FIX_BLOCK):
         stop = min(n, first + FIX_BLOCK)
-        fixes.update(_block_fixes(layer, np.ascontiguousarray(values[:, first:stop, :stop]), first))
-    return {"scores": [FlatTriangle(head, n) for head in shown], "rank_fixes": fixes}
+        block = np.array(values[:, first:stop, :stop])  # a copy, masked keys -inf: sorted last
+        np.copyto(block, -np.inf, where=blocked[first:stop, :stop])
+        order = _descending_numpy(block)  # (head, query, rank) -> key
+        fixes.update(_block_fixes(layer, block, order, first))
+        if depth is not None:
+            ranked.append(_first_ranks(torch.from_numpy(order), depth))
+    kept: KeptMaps = {
+        "scores": [FlatTriangle(head, n) for head in shown],
+        "rank_fixes": fixes,
+        "order": None,
+    }
+    if depth is not None and ranked:
+        n_allowed = allowed.sum(-1).to(torch.int64)
+        kept["order"] = KeyOrder(torch.cat(ranked, 1), None, n_allowed)
+    return kept
 
 
-def _block_fixes(layer: int, values: np.ndarray, first: int) -> dict[MapRow, RankFix]:
+def _block_fixes(
+    layer: int, values: np.ndarray, order: np.ndarray, first: int
+) -> dict[MapRow, RankFix]:
     """The ``rank_fixes`` of the queries ``first``.. of ``values`` (head, query, key),
-    float32, -inf where masked.
+    float32, -inf where masked, whose keys by score are ``order`` (``_descending_numpy``).
 
     Every row's keys by unrounded score (``descending_keys``' sort): where two neighbours
     in that order round to one value and the later is the lower key, the written scores
@@ -237,7 +280,6 @@ def _block_fixes(layer: int, values: np.ndarray, first: int) -> dict[MapRow, Ran
     again, by (run of equal rounded values, key): the written scores' order. A key whose
     place differs between the two orders is fixed at its place in the first, its rank."""
     n_heads, n_rows, n = values.shape
-    order = _descending_numpy(values)  # (head, query, rank) -> key
     offsets = (np.arange(n_heads * n_rows, dtype=np.int64) * n).reshape(n_heads, n_rows, 1)
     along = values.reshape(-1)[order + offsets]  # the scores in that order
     codes = np.rint(along.astype(np.float64) * _SCALE)  # -inf (masked) stays -inf
@@ -249,7 +291,8 @@ def _block_fixes(layer: int, values: np.ndarray, first: int) -> dict[MapRow, Ran
     run = np.zeros(true.shape, dtype=np.int64)
     np.cumsum(~same, axis=1, out=run[:, 1:])
     shift = max(1, (n - 1).bit_length())
-    written = np.sort((run << shift) | true, axis=-1) & ((1 << shift) - 1)
+    # sorted but inside runs: a stable sort (timsort) of these is about linear
+    written = np.sort((run << shift) | true, axis=-1, kind="stable") & ((1 << shift) - 1)
     at, rank = np.nonzero(written != true)  # row-major: by row, then rank
     fixed = true[at, rank]
     by_key = np.lexsort((fixed, at))

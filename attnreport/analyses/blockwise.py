@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from attnreport.analyses.attention_map import head_query_columns, top_columns
+from attnreport.analyses.attention_map import top_columns
 from attnreport.analyses.breakdown import ranked_columns
 from attnreport.analyses.heads import (
     DEFAULT_BUDGET_BYTES,
@@ -29,13 +29,13 @@ from attnreport.analyses.heads import (
     block_rows,
     query_blocks,
 )
-from attnreport.analyses.impact import _ratio
+from attnreport.analyses.impact import _ratio, head_impact_columns
 from attnreport.analyses.probes import massive_activation_row
 from attnreport.analyses.roles import head_roles_table, value_norms
 from attnreport.analyses.row_reductions import Block, RoleInputs, reduce_block
 from attnreport.analyses.tables import Table
 from attnreport.analyses.updates import gram_factor, update_numbers
-from attnreport.records import TERM_NAMES, after_norm
+from attnreport.records import TERM_NAMES, after_norm, at_keys
 
 
 def _repeat(t: torch.Tensor, groups: int) -> torch.Tensor:
@@ -86,32 +86,27 @@ def rank_terms(t: LayerTensors, block: QueryBlock, keys: torch.Tensor) -> dict[s
     (RoPE: the score with rotation minus without; ALiBi: its bias; absolute: 0).
     """
     kv = (torch.arange(t.n_heads) // t.groups)[:, None, None]  # (head, 1, 1)
-    k_raw, k = _at_keys(t.k_raw, keys, t.groups), _at_keys(t.k, keys, t.groups)
+    k_raw, k = at_keys(t.k_raw, keys, t.groups), at_keys(t.k, keys, t.groups)
     q_raw = t.q_raw[:, block.start : block.stop, None].float()  # (head, query, 1, d)
     q = t.q[:, block.start : block.stop, None].float()
+    c = t.scaling
+    raw_product = (q_raw * k_raw).sum(-1) * c
+    # The same reduction on both sides, so the term is exactly 0 where q, k are unrotated.
+    position = (q * k).sum(-1) * c - raw_product
+    if t.alibi_slopes is not None:
+        position = position + t.alibi_slopes.float()[:, None, None] * keys.float()
+    if not (bool(t.q_bias.any()) or bool(t.k_bias.any())):  # no biases: the general
+        zero = torch.zeros_like(position)  # terms below, without their sums of zeros
+        return {"position": position, "bias": zero, "content": raw_product, "query_only": zero}
     bq = t.q_bias.float()[:, None, None, :]  # (head, 1, 1, d)
     bk = t.k_bias.float()[kv[:, 0, 0]][:, None, None, :]  # (head, 1, 1, d)
     q_lin, k_lin = q_raw - bq, k_raw - bk
-    c = t.scaling
-    # The same reduction on both sides, so the term is exactly 0 where q, k are unrotated.
-    position = (q * k).sum(-1) * c - (q_raw * k_raw).sum(-1) * c
-    if t.alibi_slopes is not None:
-        position = position + t.alibi_slopes.float()[:, None, None] * keys.float()
     return {
         "position": position,
         "bias": (bq * k_lin).sum(-1) * c,
         "content": (q_lin * k_lin).sum(-1) * c,
         "query_only": ((q_lin * bk).sum(-1) + (bq * bk).sum(-1)).expand_as(position) * c,
     }
-
-
-def _at_keys(k: torch.Tensor, keys: torch.Tensor, groups: int) -> torch.Tensor:
-    """(head, query, rank, d) float32: ``k`` (kv_head, key, d) at ``keys`` (head, query,
-    rank), head h reading kv head h // groups: whole rows of ``k`` picked by one
-    ``index_select`` (a ``gather`` along an expanded index is 16x slower on the CPU)."""
-    heads, n, d = keys.shape[0], k.shape[1], k.shape[-1]
-    rows = keys + (torch.arange(heads) // groups * n)[:, None, None]  # rows of (kv_head * key)
-    return k.float().reshape(-1, d).index_select(0, rows.reshape(-1)).reshape(*keys.shape, d)
 
 
 def head_context(t: LayerTensors, block: QueryBlock, probs: torch.Tensor | None) -> torch.Tensor:
@@ -283,14 +278,7 @@ def focus_rows(
 
 def impact_rows(t: LayerTensors, per_query: Block) -> Table:
     """The ``head_impact`` table: ||u|| / ||x|| and cos(u, x) per (head, query)."""
-    x_norm = torch.linalg.vector_norm(t.x.double(), dim=-1)  # (query,)
-    u_norm = per_query["u_norm"]  # (head, query)
-    table = head_query_columns(t.layer, t.n_heads, t.n_tokens)
-    table.update(
-        magnitude=_ratio(u_norm, x_norm.expand_as(u_norm)).reshape(-1).numpy(),
-        orientation=_ratio(per_query["u_dot"], u_norm * x_norm).clamp(-1, 1).reshape(-1).numpy(),
-    )
-    return table
+    return head_impact_columns(t.layer, t.x, per_query["u_norm"], per_query["u_dot"])
 
 
 def block_impact_rows(t: LayerTensors, top_key: torch.Tensor) -> Table:

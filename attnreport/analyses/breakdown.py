@@ -12,7 +12,7 @@ import torch
 
 from attnreport.analyses.attention_map import KeyOrder, key_order
 from attnreport.analyses.tables import Table, as_numpy
-from attnreport.records import TERM_NAMES, LayerRecord
+from attnreport.records import TERM_NAMES, LayerRecord, terms_at
 
 
 def breakdown_table(record: LayerRecord, ranks: int = 3, order: KeyOrder | None = None) -> Table:
@@ -31,11 +31,9 @@ def breakdown_table(record: LayerRecord, ranks: int = 3, order: KeyOrder | None 
     if order is None:
         order = key_order(record.scores, record.allowed)
     n_ranks = min(ranks, record.n_tokens)
-    keys = order.order[..., :n_ranks]  # (head, query, rank)
-    values = (("score", record.logits), *((n, record.terms[n]) for n in TERM_NAMES))
-    return ranked_columns(
-        record.layer, keys, order.n_allowed, {name: v.gather(-1, keys) for name, v in values}
-    )
+    keys = order.order[..., :n_ranks].contiguous()  # (head, query, rank)
+    values = {"score": record.logits.gather(-1, keys), **terms_at(record.terms, keys)}
+    return ranked_columns(record.layer, keys, order.n_allowed, values)
 
 
 def ranked_columns(

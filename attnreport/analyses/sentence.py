@@ -39,12 +39,13 @@ ROLE_TABLES: tuple[str, ...] = ("head_roles", "massive_activations")
 
 
 def analyze_layer(
-    record: LayerRecord, ranks: int = 3, order: KeyOrder | None = None
+    record: LayerRecord, ranks: int = 3, order: KeyOrder | None = None, factor: Any = UNSET
 ) -> dict[str, Table]:
     """Every per-layer table of one record: top, breakdown, focus, head_impact, block_impact.
 
     ``ranks`` is ``breakdown_ranks``. Keys are sorted once (pass ``order`` from
     ``key_order``; its first ``max(ranks, 2)`` ranks are all the tables read).
+    ``factor``: the output projection's ``updates.gram_factor``, where the caller has it.
     """
     if order is None:
         order = key_order(record.scores, record.allowed, max(ranks, 2))
@@ -52,7 +53,7 @@ def analyze_layer(
         "top": top_table(record, order),
         "breakdown": breakdown_table(record, ranks, order),
         "focus": focus_table(record, order),
-        "head_impact": head_impact_table(record),
+        "head_impact": head_impact_table(record, factor),
         "block_impact": block_impact_table(record, order),
     }
 
