@@ -104,6 +104,31 @@ def test_pooled_breakdown_equals_a_plain_pooling(n_queries):
     assert cols["span"].sum() == len(table)
 
 
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_groups_are_numbered_in_the_order_rows_first_show_them(shuffled):
+    """``pooling._groups``: each row's group and each group's first row, groups numbered
+    by first appearance, against a loop; rows in group order (as the analyses write a
+    per-query table) take the runs, shuffled ones the sort."""
+    from attnreport.results.pooling import _groups
+
+    rng = np.random.default_rng(3)
+    layer, head, query = (
+        a.ravel() for a in np.meshgrid(*map(np.arange, (2, 3, 30)), indexing="ij")
+    )
+    order = rng.permutation(len(layer)) if shuffled else np.arange(len(layer))
+    columns = {"layer": layer[order], "head": head[order], "query": query[order]}
+    starts = bin_starts(columns["query"], MAP_TOKENS, 5)
+    seen: dict[tuple, int] = {}
+    expected_group, expected_first = [], []
+    for i, key in enumerate(zip(columns["layer"], columns["head"], starts, strict=True)):
+        if key not in seen:
+            seen[key] = len(seen)
+            expected_first.append(i)
+        expected_group.append(seen[key])
+    group, first = _groups(columns, starts)
+    assert group.tolist() == expected_group and first.tolist() == expected_first
+
+
 def test_pooled_top_takes_majorities_and_means():
     rng = np.random.default_rng(1)
     n = 40

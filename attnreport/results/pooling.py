@@ -57,7 +57,11 @@ def _codes(columns: list[np.ndarray]) -> np.ndarray:
 def _groups(columns: dict[str, np.ndarray], starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(group of each row, first row of each group), groups in the order rows first appear."""
     keys = [np.asarray(columns[name]) for name in _GROUPS if name in columns] + [starts]
-    _, first, inverse = np.unique(_codes(keys), return_index=True, return_inverse=True)
+    code = _codes(keys)
+    if len(code) and bool((code[1:] >= code[:-1]).all()):  # rows in group order (as the
+        new = np.r_[True, code[1:] != code[:-1]]  # analyses write them): runs, no sort
+        return np.cumsum(new) - 1, np.flatnonzero(new)
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")  # group ids by first appearance
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
