@@ -90,7 +90,8 @@ def analyze_pass(
         out_weight = host(spec.out_weight).float()
         factor = projection_factor(spec.out_proj, out_weight)
         tables = analyze_layer(record, settings.breakdown_ranks, order, factor)
-        tables.update(layer_role_tables(record, token_ids.cpu(), out_weight, factor))
+        top = order.order[..., 0]  # each row's top key (the pass's rows all have one)
+        tables.update(layer_role_tables(record, token_ids.cpu(), out_weight, factor, top))
         tables.update(layer_tables(record))
         per_layer.append(tables)
         if on_layer is not None:

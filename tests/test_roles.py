@@ -292,3 +292,29 @@ def test_blockwise_head_roles_equal_the_dense_ones(case):
             np.testing.assert_allclose(streamed[name][column], expected, rtol=1e-5, atol=1e-6)
     # the ids repeat within every window but a one-token one
     assert (dense["head_roles"]["n_duplicate"][0] > 0) == (t.window != 1)
+
+
+@pytest.mark.parametrize("fill", ["finite", "-inf"])
+def test_the_entropy_read_from_the_scores_is_the_definition(fill):
+    """The entropy the dense pass reads from a float32 model's scores (``_entropy``: no
+    logarithm per key) against the definition, -sum p ln p, summed by a float64 loop;
+    a -inf fill for masked keys (0 x inf is no number) takes the logarithms instead,
+    bit for bit the path without scores."""
+    n, heads = 12, 3
+    gen = torch.Generator().manual_seed(7)
+    scale = torch.tensor([0.3, 3.0, 30.0])[:, None, None]  # diffuse to nearly one key
+    allowed = causal(n, 8)
+    filler = torch.finfo(torch.float32).min if fill == "finite" else -torch.inf
+    scores = (torch.randn(heads, n, n, generator=gen) * scale).masked_fill(~allowed, filler)
+    probs = torch.softmax(scores, dim=-1)
+    top = scores.argmax(-1)
+    read = roles_of_probs(0, probs, allowed, None, ones(n, heads), None, scores, top)
+    plain = roles_of_probs(0, probs, allowed, None, ones(n, heads))
+    expected = []
+    for head in probs.double().tolist():
+        rows = [-sum(p * math.log(p) for p in row if p > 0) for row in head[1:]]
+        expected.append(sum(rows) / len(rows))
+    np.testing.assert_allclose(read["entropy"], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(plain["entropy"], expected, rtol=1e-5, atol=1e-6)
+    if fill == "-inf":
+        assert read["entropy"].tolist() == plain["entropy"].tolist()

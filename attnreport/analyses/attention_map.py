@@ -102,9 +102,10 @@ def _order_of(record: LayerRecord, order: KeyOrder | None) -> KeyOrder:
     return order if order is not None else key_order(record.scores, record.allowed)
 
 
-def top_keys(
-    record: LayerRecord, order: KeyOrder | None = None
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+TopKeys = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # ``top_keys``' three tensors
+
+
+def top_keys(record: LayerRecord, order: KeyOrder | None = None) -> TopKeys:
     """Top key and the two largest-ranked probabilities of every (head, query) row.
 
     Returns ``top_key`` (head, query) int64 (-1 for a row with no allowed key), ``p_top1``
@@ -132,14 +133,17 @@ def head_query_columns(layer: int, n_heads: int, n_queries: int) -> Table:
     }
 
 
-def top_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:
+def top_table(
+    record: LayerRecord, order: KeyOrder | None = None, top: TopKeys | None = None
+) -> Table:
     """The ``top`` table: one row per (head, query), query 0 included, in that order.
 
     Columns: layer, head, query, top_key (key with rank 0), top_is_self (top_key == query),
     top_is_first (top_key == 0), p_top1, p_top2 (probabilities of the rank-0 and rank-1 keys;
     p_top2 = 0 for a one-key row such as query 0), concentration = p_top1 - p_top2.
+    ``top``: ``top_keys(record, order)`` where the caller has it.
     """
-    top_key, p_top1, p_top2 = top_keys(record, order)
+    top_key, p_top1, p_top2 = top if top is not None else top_keys(record, order)
     return top_columns(record.layer, top_key, p_top1, p_top2)
 
 

@@ -13,13 +13,15 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from attnreport.analyses.attention_map import KeyOrder, top_keys
+from attnreport.analyses.attention_map import KeyOrder, TopKeys, top_keys
 from attnreport.analyses.tables import Table, round_sig
 from attnreport.records import LayerRecord
 from attnreport.vocabulary import FOCUS_STATISTICS
 
 
-def focus_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:
+def focus_table(
+    record: LayerRecord, order: KeyOrder | None = None, top: TopKeys | None = None
+) -> Table:
     """The ``focus`` table: one row per head of the layer, in head order.
 
     Over queries ``i >= 1``: ``self_focus`` = fraction whose top key is ``i``,
@@ -28,9 +30,10 @@ def focus_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:
     of ``p_i0`` (Gu et al.'s head score behind Sink_1^eps); ``sink_share`` = mean over
     ``i >= 1`` of the learned sink's probability (0 for models without sinks). All in
     [0, 1]; ``n_queries = n - 1``; ``n_first`` = the queries ``i >= 1`` that can see token
-    0 (``n_queries`` without a window). A statistic over no query is 0.0.
+    0 (``n_queries`` without a window). A statistic over no query is 0.0. ``top``:
+    ``top_keys(record, order)`` where the caller has it.
     """
-    top_key, p_top1, p_top2 = top_keys(record, order)
+    top_key, p_top1, p_top2 = top if top is not None else top_keys(record, order)
     n_heads, n_queries = record.n_heads, record.n_tokens - 1
     table: Table = {
         "layer": np.full(n_heads, record.layer, dtype=np.int64),

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnreport.analyses.attention_map import KeyOrder, head_query_columns, top_keys
+from attnreport.analyses.attention_map import KeyOrder, TopKeys, head_query_columns, top_keys
 from attnreport.analyses.tables import Table
 from attnreport.analyses.updates import UNSET, gram_factor, update_numbers
 from attnreport.records import LayerRecord
@@ -60,17 +60,20 @@ def head_impact_columns(
     return table
 
 
-def block_impact_table(record: LayerRecord, order: KeyOrder | None = None) -> Table:
+def block_impact_table(
+    record: LayerRecord, order: KeyOrder | None = None, top: TopKeys | None = None
+) -> Table:
     """The ``block_impact`` table: one row per query token.
 
     Columns: layer, query, magnitude = ||block_out|| / ||x|| (0 where ||x|| = 0; after a
     post-attention norm, its output: ``LayerRecord.block_added``),
     top_first_heads = number of heads whose top key for the query is token 0 (ties to the
-    lower key index, so all heads at query 0).
+    lower key index, so all heads at query 0). ``top``: ``top_keys(record, order)`` where
+    the caller has it.
     """
     x_norm = torch.linalg.vector_norm(record.x.to(torch.float64), dim=-1)
     out_norm = torch.linalg.vector_norm(record.block_added.to(torch.float64), dim=-1)
-    top_key, _, _ = top_keys(record, order)
+    top_key = (top if top is not None else top_keys(record, order))[0]
     n = record.n_tokens
     return {
         "layer": np.full(n, record.layer, dtype=np.int64),

@@ -156,8 +156,9 @@ def _entropy(
 
     With the scores the softmax read, ``ln p_ij = s_ij - s_top + ln p_top`` (the row's log
     normaliser cancels), so the entropy is ``-sum_j p_ij (s_ij - s_top) - mass ln p_top``:
-    two sums of terms of one sign each, no logarithm per key. Without scores, a
-    logarithm of every probability (0 ln 0 = 0)."""
+    two sums of terms of one sign each, no logarithm per key. Without scores, or where a
+    masked score is -inf (its 0 x inf is no number), a logarithm of every probability
+    (0 ln 0 = 0)."""
     if scores is None:
         return -torch.special.xlogy(p, p).sum(-1).double()
     if top is None:
@@ -167,7 +168,10 @@ def _entropy(
     centered = scores.to(p.dtype) - s_top.to(p.dtype)  # <= 0: a copy, scores stay as given
     spread = -centered.mul_(p).sum(-1).double()
     log_top = torch.where(p_top > 0, p_top, 1.0).log()
-    return torch.where(mass > 0, spread - mass * log_top, 0.0)
+    entropy = torch.where(mass > 0, spread - mass * log_top, 0.0)
+    if bool(entropy.isnan().any()):
+        return _entropy(p, mass, None, None)
+    return entropy
 
 
 def _duplicates(
@@ -278,7 +282,11 @@ def roles_of_probs(
     token_ids: torch.Tensor | None,
     norms: torch.Tensor,
     sink: torch.Tensor | None = None,
+    scores: torch.Tensor | None = None,
+    top: torch.Tensor | None = None,
 ) -> Table:
-    """``head_roles_table`` of a whole (head, query, key) attention pattern at once."""
-    values = role_query_values(probs, allowed, 0, 0, token_ids, norms, sink)
+    """``head_roles_table`` of a whole (head, query, key) attention pattern at once;
+    ``scores`` and ``top``: what ``role_query_values`` reads the entropy from, where the
+    caller has the softmax's input and each row's top key."""
+    values = role_query_values(probs, allowed, 0, 0, token_ids, norms, sink, scores, top)
     return head_roles_table(layer, values, allowed[:, 0])

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnreport.analyses.attention_map import KeyOrder, key_order, top_table
+from attnreport.analyses.attention_map import KeyOrder, key_order, top_keys, top_table
 from attnreport.analyses.breakdown import breakdown_table
 from attnreport.analyses.focus import focus_sorted, focus_table
 from attnreport.analyses.impact import block_impact_table, head_impact_table
@@ -49,12 +49,13 @@ def analyze_layer(
     """
     if order is None:
         order = key_order(record.scores, record.allowed, max(ranks, 2))
+    top = top_keys(record, order)  # read by three tables
     return {
-        "top": top_table(record, order),
+        "top": top_table(record, order, top),
         "breakdown": breakdown_table(record, ranks, order),
-        "focus": focus_table(record, order),
+        "focus": focus_table(record, order, top),
         "head_impact": head_impact_table(record, factor),
-        "block_impact": block_impact_table(record, order),
+        "block_impact": block_impact_table(record, order, top),
     }
 
 
@@ -63,16 +64,29 @@ def layer_role_tables(
     token_ids: torch.Tensor | None,
     out_weight: torch.Tensor,
     factor: Any = UNSET,
+    top: torch.Tensor | None = None,
 ) -> dict[str, Table]:
     """``head_roles`` and ``massive_activations`` of one layer (``analyses.roles``,
     ``analyses.probes``). ``token_ids`` (n,) of the sentence, ``out_weight`` (head, d,
     model) the layer's output projection per head; ``factor`` its Gram factor where the
-    caller remembers it (``updates.projection_factor``)."""
+    caller remembers it (``updates.projection_factor``); ``top`` (head, query) each row's
+    top key, where the caller has it. A float32 model's probabilities are the softmax of
+    its scores as computed: their entropy is read from the scores (``roles._entropy``),
+    as the blockwise analyses read it; another dtype's were rounded after it, so the
+    entropy takes their logarithms."""
     groups = record.n_heads // int(record.v.shape[0])
     norms = value_norms(record.v, out_weight.cpu(), groups, factor)
+    scores = record.scores if record.dtype == torch.float32 else None
     return {
         "head_roles": roles_of_probs(
-            record.layer, record.probs, record.allowed.cpu(), token_ids, norms, record.sink_probs
+            record.layer,
+            record.probs,
+            record.allowed.cpu(),
+            token_ids,
+            norms,
+            record.sink_probs,
+            scores,
+            None if scores is None else top,
         ),
         "massive_activations": massive_activation_row(record.layer, record.x),
     }
