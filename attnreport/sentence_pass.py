@@ -87,7 +87,7 @@ def analyze_pass(
             order = kept["order"]
         if order is None:
             order = key_order(record.scores, record.allowed, depth)
-        out_weight = host(spec.out_weight).float()
+        out_weight = record.out_weight  # (the record's copy: an offloaded weight loads once)
         factor = projection_factor(spec.out_proj, out_weight)
         tables = analyze_layer(record, settings.breakdown_ranks, order, factor)
         top = order.order[..., 0]  # each row's top key (the pass's rows all have one)
