@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.attnreport-installed
 SITE_STAMP := $(VENV)/.attnreport-site
 
-.PHONY: setup setup-site browser test test-quick lint site example bench clean
+.PHONY: setup setup-site browser test test-all test-quick lint site example bench clean
 
 setup: $(STAMP)
 setup-site: $(SITE_STAMP)
@@ -54,11 +54,18 @@ browser:
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
+# Two tiers (tests/tiers.py): `test` runs on every change and in CI; `test-all` adds the
+# tests marked `extended` (a fresh venv's install, a killed Ray driver, the whole quick
+# bench, every value of every control), each of which names the landing tests that run
+# its code path. Run test-all before a release and whenever a change touches what they check.
 test: setup browser
+	$(PY) -m pytest -q $(XDIST) -m "not extended"
+
+test-all: setup browser
 	$(PY) -m pytest -q $(XDIST)
 
 test-quick: setup
-	$(PY) -m pytest -q $(XDIST) -m "not browser and not slow"
+	$(PY) -m pytest -q $(XDIST) -m "not browser and not slow and not extended"
 
 lint: setup
 	$(VENV)/bin/ruff check attnreport tests benchmarks

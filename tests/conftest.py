@@ -9,6 +9,10 @@ beside each other go in one module: every test that starts a local Ray cluster (
 (``--dist loadgroup`` cannot group across modules here: xdist 3.8 renames ``_nodeid``,
 which pytest 9 no longer reads.)
 
+Two tiers: ``make test`` (every change, CI) leaves out the tests marked ``extended``, which
+``make test-all`` adds; an extended test names the landing tests that run its code path
+(``tests/tiers.py`` says which tests belong there, and collection checks the names).
+
 Reusing expensive work, for a new test:
 
 - Tiny saved models: ask for ``tiny_model_dirs`` (family -> folder) or ``tiny_model_dir``
@@ -48,7 +52,7 @@ import pytest
 from filelock import FileLock
 from hypothesis import settings as hypothesis_settings
 
-from tests import module_seconds
+from tests import module_seconds, tiers
 from tests.tiny_models import FAMILY_NAMES, save_tiny_model
 
 pytest_plugins = ["tests.browser"]  # the browser and offline_page fixtures
@@ -97,9 +101,14 @@ MARK_COST = {"slow": 20.0, "default_model": 20.0, "ray": 20.0, "browser": 3.0}
 UNMARKED_COST = 0.3
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects: every extended mark is checked
 def pytest_collection_modifyitems(config, items):
     """Under xdist, modules run in order of their estimated cost, longest first (each
-    keeps its tests' order); tests marked ``ray`` must all be in one module."""
+    keeps its tests' order); tests marked ``ray`` must all be in one module; an
+    ``extended`` test names the landing tests that cover it (``tests/tiers.py``)."""
+    wrong = tiers.problems(items, Path(str(config.rootpath)))
+    if wrong:
+        raise pytest.UsageError("\n".join(wrong))
     ray_modules = {module_of(item) for item in items if item.get_closest_marker("ray")}
     if len(ray_modules) > 1:
         raise pytest.UsageError(

@@ -20,6 +20,7 @@ from benchmarks.report import KEEP_MARKER, Section, kept_notes, ratio_target, re
 from benchmarks.sections import TITLES
 from tests.browser import chromium_path
 from tests.patience import patience
+from tests.tiers import extended
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADINGS = ("Targets", "Machine", *TITLES.values(), "Profile", "Reproduce")
@@ -35,16 +36,14 @@ def _sections(text: str) -> dict[str, str]:
 needs_chromium = pytest.mark.skipif(chromium_path() is None, reason="Chromium is not installed")
 
 
-@pytest.mark.slow
-@pytest.mark.browser
-@needs_chromium
-def test_quick_bench_writes_every_section_with_numbers(tmp_path, tiny_model_dirs):
-    """On a tiny random-weight Llama (``--model``: what is measured is the script, not a
-    model), with no peers venv (as on a fresh machine: quick mode installs none), so the
-    run is the same on any machine."""
+def quick_bench(tmp_path: Path, model: Path, *only: str) -> tuple[str, dict[str, str], Path]:
+    """``python -m benchmarks --quick`` on ``model`` (``--only`` the sections named, if any),
+    with no peers venv (as on a fresh machine: quick mode installs none): its text, its
+    sections by heading, and its kept scratch folder."""
     out, work = tmp_path / "bench.md", tmp_path / "work"
-    model = tiny_model_dirs["llama"]
     command = ["--quick", "--model", str(model), "--peers-venv", str(tmp_path / "no-venv")]
+    if only:
+        command += ["--only", ",".join(only)]
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks", *command, "--out", str(out), "--workdir", str(work)],
         capture_output=True,
@@ -54,13 +53,41 @@ def test_quick_bench_writes_every_section_with_numbers(tmp_path, tiny_model_dirs
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     text = out.read_text(encoding="utf-8")
-    sections = _sections(text)
+    return text, _sections(text), work
+
+
+def assert_measured(sections: dict[str, str], heading: str) -> None:
+    body = sections[heading]
+    assert "**Failed**" not in body, body
+    assert re.search(r"\d+\.\d+ (s|ms|MB|MiB|x|passes)", body), f"no numbers in {heading!r}"
+
+
+@pytest.mark.slow
+def test_quick_bench_measures_the_sections_it_is_asked_for(tmp_path, tiny_model_dirs):
+    """The landing suite's run of the bench: two sections of the quick run (the study's own
+    pass against the model's, and the passes it makes besides), on a tiny random-weight
+    Llama (``--model``: what is measured is the script, not a model)."""
+    model = tiny_model_dirs["llama"]
+    text, sections, _ = quick_bench(tmp_path, model, "capture", "extra-passes")
+    for name in ("capture", "extra passes"):
+        assert_measured(sections, TITLES[name])
+    assert "`--only capture,extra-passes`" in text and f"- {TITLES['build']}" in text
+    assert f"| Model measured (`--model`) | {model} |" in sections["Machine"]
+    assert KEEP_MARKER in text
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+@extended("tests/test_bench.py::test_quick_bench_measures_the_sections_it_is_asked_for")
+def test_quick_bench_writes_every_section_with_numbers(tmp_path, tiny_model_dirs):
+    """Every section of the quick run, so the run is the same on any machine."""
+    model = tiny_model_dirs["llama"]
+    text, sections, work = quick_bench(tmp_path, model)
     for heading in HEADINGS:
         assert heading in sections, f"missing section {heading!r}"
     for heading in MEASURED:
-        body = sections[heading]
-        assert "**Failed**" not in body, body
-        assert re.search(r"\d+\.\d+ (s|ms|MB|MiB|x|passes)", body), f"no numbers in {heading!r}"
+        assert_measured(sections, heading)
     assert "not judged" in sections["Targets"]
     assert f"| Model measured (`--model`) | {model} |" in sections["Machine"]
     assert "did not run**: no peers venv" in sections[TITLES["peers"]]

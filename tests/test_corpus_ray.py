@@ -23,6 +23,7 @@ from tests.test_corpus_run import (  # noqa: F401  (one_thread is a fixture)
     tree_bytes,
     write_corpus,
 )
+from tests.tiers import extended
 
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
@@ -138,6 +139,10 @@ def test_a_killed_worker_costs_a_retry_not_data(tmp_path, tiny_model_dirs, ray_c
 
 
 @pytest.mark.slow
+@extended(
+    "tests/test_corpus_run.py::test_resume_after_sigkill_gives_the_uninterrupted_results",
+    "tests/test_corpus_ray.py::test_ray_gives_the_local_numbers",
+)
 def test_resume_after_sigkill_of_the_ray_driver(tmp_path, tiny_model_dirs, ray_cluster):
     """The killed driver joins this module's cluster (``--ray-address``: its actors die
     with it, the cluster lives on); the resumed one starts a local cluster of its own."""

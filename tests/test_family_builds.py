@@ -4,12 +4,30 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from attnreport.cli import main
+from tests.tiers import extended
+from tests.tiny_models import FAMILY_NAMES
+
+# Every change builds the sites of four families, one of each way to give positions:
+# rotary with grouped KV heads (llama), learned absolute positions through a fused QKV
+# (gpt2), ALiBi (bloom), and a sliding window with QK norms and a BOS (gemma3). Every
+# family's capture and tables are checked on every change (test_capture, test_blockwise);
+# what a build adds, the pages, is drawn from those tables whatever the family.
+LANDING = ("llama", "gpt2", "bloom", "gemma3")
+COVERED = extended(
+    "tests/test_capture.py::test_three_checks_hold",
+    "tests/test_blockwise.py::test_blockwise_tables_equal_dense_tables_on_every_tiny_family",
+    *(f"tests/test_family_builds.py::test_every_family_builds_a_site[{f}]" for f in LANDING),
+)
+FAMILIES = [f if f in LANDING else pytest.param(f, marks=COVERED) for f in FAMILY_NAMES]
 
 
-def test_every_family_builds_a_site(tmp_path, tiny_model_dir):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_builds_a_site(tmp_path, tiny_model_dirs, family):
+    tiny_model_dir = tiny_model_dirs[family]
     sentences = tmp_path / "s.txt"
     sentences.write_text(
         "the cat chased the mouse and the dog sat on the mat\nwhat does attention focus ?\n"

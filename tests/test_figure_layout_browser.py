@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import ALL_DRAWN, DRAW_MS, settle
+from tests.tiers import extended
 
 pytestmark = pytest.mark.browser
 WIDTHS = (1280, 390)
@@ -91,8 +92,17 @@ def test_no_figure_of_the_example_scrolls_sideways(example, offline_page, width)
     assert offline_page.errors == []
 
 
+# A 512-token page at 1280 px: its map's width and labels are checked on every change by
+# test_reading_browser, and every other figure's fit at 1280 px on the example's pages.
+WIDE_512 = extended(
+    "tests/test_reading_browser.py::test_a_512_token_map_is_drawn_at_its_column_width_with_readable_labels[1280]",
+    "tests/test_figure_layout_browser.py::test_no_figure_of_the_example_scrolls_sideways[1280]",
+    "tests/test_figure_layout_browser.py::test_no_figure_of_a_512_token_page_scrolls_sideways[390]",
+)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("width", [pytest.param(1280, marks=WIDE_512), 390])
 def test_no_figure_of_a_512_token_page_scrolls_sideways(long_page, offline_page, width):
     """Every chart fits the window, re-wraps and shrinks its cells as on the example's
     pages; the attention map's 512-row triangle is drawn at its column's width (its cells

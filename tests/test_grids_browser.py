@@ -15,6 +15,7 @@ import pytest
 
 from tests.browser import ALL_DRAWN, DRAW_MS, settle
 from tests.test_figure_layout_browser import interventions_page
+from tests.tiers import extended
 
 pytestmark = pytest.mark.browser
 GRIDS = ("scaling-grid", "mean-grid", "mean-grid-before-rotation")
@@ -123,7 +124,12 @@ def move(page, control: str, value) -> None:
         page.locator(f"{chart} input[name={control}][value='{value}']").check()
 
 
-@pytest.mark.parametrize("width", [1280, 390])
+# On a phone, each control moves once (every kind: the select, the slider, the radio
+# buttons); at 1280 px, every scale factor and observed layer, in test-all.
+SWEEP = "tests/test_grids_browser.py::test_every_grid_control_draws_what_the_same_view_opened_from_its_hash_draws[390]"  # fmt: skip
+
+
+@pytest.mark.parametrize("width", [pytest.param(1280, marks=extended(SWEEP)), 390])
 def test_every_grid_control_draws_what_the_same_view_opened_from_its_hash_draws(
     example_render, browser, width
 ):

