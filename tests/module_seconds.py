@@ -6,8 +6,11 @@ no worker is left with one of them at the end. It reads their cost from
 ``module_seconds.json``; a module missing there (a new one) is estimated from its
 tests' marks. After a change that moves a module's time by much, measure again:
 
-    python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder --junitxml=run.xml
+    python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m "not extended" --junitxml=run.xml
     python -m tests.module_seconds run.xml      # rewrites tests/module_seconds.json
+
+(``make test``'s tier: the order is for the run every change makes. A module that tier
+leaves out whole, such as the fresh venv's install, keeps the seconds it had.)
 
 Only the order depends on these numbers; no test reads them.
 """
@@ -42,5 +45,12 @@ def from_junit(path: Path) -> dict[str, float]:
     return {name: round(s, 1) for name, s in seconds.most_common()}
 
 
+def merged(run: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    """``run``'s seconds, and ``before``'s for modules ``run`` lacks, longest first."""
+    seconds = {**{name: s for name, s in before.items() if name not in run}, **run}
+    return dict(sorted(seconds.items(), key=lambda item: -item[1]))
+
+
 if __name__ == "__main__":
-    FILE.write_text(json.dumps(from_junit(Path(sys.argv[1])), indent=1) + "\n", encoding="utf-8")
+    seconds = merged(from_junit(Path(sys.argv[1])), measured())
+    FILE.write_text(json.dumps(seconds, indent=1) + "\n", encoding="utf-8")

@@ -57,3 +57,12 @@ def test_a_junit_report_gives_seconds_per_module(tmp_path):
 @pytest.mark.parametrize("name", ["tests/test_bench.py", "tests/test_corpus_ray.py"])
 def test_the_longest_modules_are_measured(name):
     assert name in module_seconds.measured()
+
+
+def test_a_module_the_run_left_out_keeps_its_seconds():
+    """A run of ``make test``'s tier lacks modules it leaves out whole; they keep theirs."""
+    before = {"tests/test_install.py": 136.6, "tests/test_a.py": 3.0}
+    run = {"tests/test_b.py": 7.5, "tests/test_a.py": 4.0}
+    merged = module_seconds.merged(run, before)
+    assert merged == {"tests/test_install.py": 136.6, "tests/test_b.py": 7.5, "tests/test_a.py": 4.0}  # fmt: skip
+    assert list(merged) == ["tests/test_install.py", "tests/test_b.py", "tests/test_a.py"]
