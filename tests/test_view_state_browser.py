@@ -257,20 +257,23 @@ def compared(values: list) -> list:
     return [values[0], values[len(values) // 2], values[-1]]
 
 
-# Every change sweeps one control of each kind (the layer's slider, the target's select, the
-# observed layer's radio buttons); the head's slider and the scale factor's select, drawn,
-# written and compared by the same code as those, in test-all.
+# Every change sweeps one control of each kind (the head's slider, the target's select, the
+# observed layer's radio buttons); the layer's slider (30 steps on the default model) and
+# the scale factor's select, drawn, written and compared by the same code, in test-all.
 SWEPT = "test_every_control_at_every_value_draws_what_its_hash_draws"
-BY_KIND = {"head": "layer", "eps": "sort_idx"}  # -> the landing sweep of its kind
+BY_KIND = {"layer": "head", "eps": "sort_idx"}  # -> the landing sweep of its kind
 
 
 @pytest.mark.parametrize(
     "name",
     [
-        "layer",
+        "head",
         "sort_idx",
         "observation",
-        *(pytest.param(n, marks=extended(f"{HERE}{SWEPT}[{BY_KIND[n]}]")) for n in ("head", "eps")),
+        *(
+            pytest.param(n, marks=extended(f"{HERE}{SWEPT}[{BY_KIND[n]}]"))
+            for n in ("layer", "eps")
+        ),
     ],
 )
 def test_every_control_at_every_value_draws_what_its_hash_draws(example, tabs, name):
