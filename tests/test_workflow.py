@@ -175,8 +175,9 @@ def test_the_tests_workflow_runs_each_tier_of_the_makefile():
     """Pushes and pull requests run ``make test`` (the tier CI runs); the nightly and
     on-demand runs, ``make test-all``; and the Makefile's two targets differ by the
     extended tier alone."""
-    workflow = yaml.safe_load(TESTS.read_text(encoding="utf-8"))
-    runs = {step["run"]: step["if"] for step in _steps(TESTS.read_text(encoding="utf-8")) if "run" in step}  # fmt: skip
+    text = TESTS.read_text(encoding="utf-8")
+    workflow = yaml.safe_load(text)
+    runs = {step["run"]: step["if"] for step in _steps(text) if "run" in step}
     assert set(runs) == {"make test", "make test-all"}
     assert "push" in runs["make test"] and "pull_request" in runs["make test"]
     assert "schedule" in runs["make test-all"] and "workflow_dispatch" in runs["make test-all"]
