@@ -30,6 +30,7 @@ from attnreport.models.layout import LayerSpec
 from attnreport.models.placement import HostCopies, host, input_device
 from attnreport.models.post_norm import epsilon, gain, token_scale
 from attnreport.records import LayerRecord
+from attnreport.scratch import Scratch
 
 Hook = tuple[nn.Module, str, Callable[..., Any]]  # (module, "pre" | "post", fn)
 Modifier = Callable[
@@ -104,6 +105,8 @@ class LayerTap:
         # the blockwise attention hands each block it computes to this, where set
         # (``streaming.BlockReducer``), and keeps what it returns (``Scored.reduced``)
         self.reduce_block: Callable[..., dict[str, torch.Tensor]] | None = None
+        # the blockwise attention's buffers for its blocks, reused by every layer
+        self.scratch = Scratch()
 
     def modify(self, module, q, k, v):
         modifier = self.modifiers.get(self.layer_of.get(id(module), -1))

@@ -33,6 +33,7 @@ from attnreport.models.placement import host
 from attnreport.records import LayerRecord
 from attnreport.results import AttentionMaps, SentenceTables
 from attnreport.results.types import sentence_tables_from
+from attnreport.scratch import Scratch
 from attnreport.streaming import BlockReducer, layer_tensors, stream_layers
 
 LayerProgress = Callable[[int, int], None]  # (layers done, layers in the model)
@@ -126,6 +127,7 @@ def block_reducer(specs: list[LayerSpec], token_ids: torch.Tensor, ranks: int) -
     value norms are read from its first block's call."""
     spec_of = {id(s.attention): s for s in specs}
     inputs: dict[int, RoleInputs] = {}
+    scratch = Scratch()  # the role values' temporaries, one buffer for every block
 
     def reduce(call, start: int, stop: int, logits, scores, probs, sink):
         spec = spec_of[id(call.module)]
@@ -138,7 +140,9 @@ def block_reducer(specs: list[LayerSpec], token_ids: torch.Tensor, ranks: int) -
         roles = inputs[spec.layer]
         block = [t if t is None else t.detach().cpu() for t in (logits, scores, probs, sink)]
         n_ranks = max(ranks, 2)  # the top two make the concentration
-        return reduce_block(*block, QueryBlock(start, stop, 0), n_ranks, call.window, roles)
+        return reduce_block(
+            *block, QueryBlock(start, stop, 0), n_ranks, call.window, roles, scratch
+        )
 
     return reduce
 

@@ -39,13 +39,16 @@ from attnreport.capture import (
 from attnreport.errors import AttnReportError
 from attnreport.interface import NAME, AttentionCall, _logits, softmax_parts, tapped
 from attnreport.models.layout import LayerSpec
+from attnreport.scratch import Scratch
 
 STREAM_NAME = "attnreport-blockwise"
 
 LayerHandler = Callable[[LayerSpec, RawLayer], None]
 # (call, start, stop, logits, scores, probs, sink share) of one block of queries
 # start..stop-1 over keys 0..stop-1 (batch removed; probabilities float32) -> that
-# block's per-query numbers, each (head, query, ...): ``analyses.row_reductions``
+# block's per-query numbers, each (head, query, ...): ``analyses.row_reductions``. The
+# block's tensors are the pass's scratch, written over by the next block: a reducer
+# returns new tensors, never views of them
 BlockReducer = Callable[..., dict[str, torch.Tensor]]
 
 
@@ -72,18 +75,25 @@ class Scored:
     reduced: dict[str, torch.Tensor] | None = None
 
 
-def _block_scores(query, k_all, mask, start, stop, options):
+def _block_scores(query, k_all, mask, start, stop, options, scratch=None):
     """(logits, scores), each (batch, head, stop - start, stop): queries start..stop-1 over
     keys 0..stop-1 in ``interface.attention``'s order of operations. ``scores`` are the
     soft-capped logits with the dtype's min where the mask blocks a key (filled in place,
     only in the columns the mask blocks somewhere: the keys before ``start`` are every
-    query's without a window)."""
+    query's without a window). ``scratch``: a ``(Scratch, capacity)`` whose buffer the
+    logits are written into (valid until the next block's)."""
     scaling, softcap, window, _, score_bias, _ = options
     bias = None
     if score_bias is not None:
         rows = score_bias if score_bias.shape[-2] == 1 else score_bias[..., start:stop, :]
         bias = rows[..., :stop]
-    logits = _logits(query[:, :, start:stop], k_all[:, :, :stop], scaling, bias)
+    q, k = query[:, :, start:stop], k_all[:, :, :stop]
+    if scratch is None or bias is not None:
+        logits = _logits(q, k, scaling, bias)
+    else:  # the same product as ``_logits``, into the pass's buffer
+        memory, capacity = scratch
+        out = memory.tensor("logits", (*q.shape[:3], stop), q.dtype, q.device, capacity)
+        logits = torch.matmul(q, k.transpose(2, 3), out=out).mul_(scaling)
     scores = logits if softcap is None else torch.tanh(logits / softcap) * softcap
     if mask is None:
         allowed = QueryBlock(start, stop, 0).allowed(window).to(query.device)
@@ -98,12 +108,18 @@ def _block_scores(query, k_all, mask, start, stop, options):
     return logits, scores
 
 
-def _block_softmax(scores, options, start, stop):
-    """``interface.softmax_parts`` of a block: (probabilities, the sink's share or None)."""
+def _block_softmax(scores, options, start, stop, scratch=None):
+    """``interface.softmax_parts`` of a block: (probabilities, the sink's share or None);
+    ``scratch`` as ``_block_scores``'s: the probabilities of a model without sinks are
+    written into its buffer."""
     sinks = options[3]
     if sinks is not None and sinks.dim() == 3:  # a sink logit per query: the block's rows
         sinks = sinks[..., start:stop]
-    return softmax_parts(scores, sinks)
+    if scratch is None or sinks is not None:
+        return softmax_parts(scores, sinks)
+    memory, capacity = scratch
+    out = memory.tensor("probs", tuple(scores.shape), torch.float32, scores.device, capacity)
+    return torch.softmax(scores, dim=-1, dtype=torch.float32, out=out), None
 
 
 def _block_probs(query, k_all, mask, start, stop, options) -> torch.Tensor:
@@ -126,10 +142,14 @@ def blockwise_attention(call: AttentionCall) -> tuple[torch.Tensor, None]:
     reduce = getattr(tap, "reduce_block", None)
     parts = []
     rows = block_rows(query.shape[1], n)
+    # every block's logits and probabilities in the same two buffers (the pass's, where
+    # it has a tap): the reducer copies what it keeps
+    memory = getattr(tap, "scratch", None) or Scratch()
+    scratch = (memory, query.shape[0] * query.shape[1] * min(rows, n) * n)
     for start in range(0, n, rows):
         stop = min(start + rows, n)
-        logits, scores = _block_scores(query, k_all, attention_mask, start, stop, options)
-        wide, sink = _block_softmax(scores, options, start, stop)
+        logits, scores = _block_scores(query, k_all, attention_mask, start, stop, options, scratch)  # fmt: skip
+        wide, sink = _block_softmax(scores, options, start, stop, scratch)
         context[:, :, start:stop] = torch.matmul(wide.to(v_all.dtype), v_all[:, :, :stop])
         if reduce is not None:
             share = None if sink is None else sink[0].float()

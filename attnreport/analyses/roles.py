@@ -35,6 +35,7 @@ import torch
 
 from attnreport.analyses.tables import Table
 from attnreport.analyses.updates import UNSET, gram_factor, written_norms
+from attnreport.scratch import Scratch
 
 ROLE_SCORES: tuple[str, ...] = (
     "previous_token",
@@ -77,6 +78,7 @@ def role_query_values(
     scores: torch.Tensor | None = None,
     top: torch.Tensor | None = None,
     pairs: tuple[torch.Tensor, torch.Tensor] | None = None,
+    scratch: Scratch | None = None,
 ) -> dict[str, torch.Tensor]:
     """Per-query role values of a block, each (head, block query) float64.
 
@@ -88,7 +90,9 @@ def role_query_values(
     softmax read to give ``probs`` (finite, e.g. the dtype's min, where masked), and
     ``top`` (head, query) each row's top key: the entropy is then read from them
     (``_entropy``) instead of taking a logarithm of every probability; ``pairs``:
-    ``repeat_pairs(token_ids)``, where the caller made them once for every block. Keys:
+    ``repeat_pairs(token_ids)``, where the caller made them once for every block;
+    ``scratch``: where the entropy's (head, query, key) temporary goes (a pass's blocks
+    reuse one buffer). Keys:
     previous_token (0 on queries below ``PREVIOUS_FROM``), entropy, entropy_normalised, distance, duplicate_mass (sum_j D_ij
     p_ij), row_mass (sum_j p_ij), repeats (1.0 where the query's token occurs at an
     earlier allowed key), first_share (0 where key 0 is outside the block).
@@ -104,7 +108,7 @@ def role_query_values(
     has_prev = (prev_local >= 0) & (query >= PREVIOUS_FROM)
     prev = p.gather(-1, prev_local.clamp(min=0).expand(n_heads, -1)[..., None])[..., 0].double()
     mass, weighted, distance = _weighted_sums(p, norms, query, key)
-    entropy = _entropy(p, mass, scores, top)
+    entropy = _entropy(p, mass, scores, top, scratch)
     if sink is not None:
         entropy = entropy - torch.special.xlogy(sink.double(), sink.double())
     outcomes = allowed.sum(-1).double() + (0.0 if sink is None else 1.0)
@@ -150,7 +154,11 @@ def _weighted_sums(
 
 
 def _entropy(
-    p: torch.Tensor, mass: torch.Tensor, scores: torch.Tensor | None, top: torch.Tensor | None
+    p: torch.Tensor,
+    mass: torch.Tensor,
+    scores: torch.Tensor | None,
+    top: torch.Tensor | None,
+    scratch: Scratch | None = None,
 ) -> torch.Tensor:
     """(head, query) float64: ``-sum_j p_ij ln p_ij`` over the block's keys.
 
@@ -165,7 +173,9 @@ def _entropy(
         top = scores.argmax(-1)
     s_top = scores.gather(-1, top[..., None])  # (head, query, 1)
     p_top = p.gather(-1, top[..., None])[..., 0].double()
-    centered = scores.to(p.dtype) - s_top.to(p.dtype)  # <= 0: a copy, scores stay as given
+    # <= 0: a copy (in ``scratch``'s buffer where given), scores stay as given
+    out = None if scratch is None else scratch.tensor("centered", tuple(p.shape), p.dtype, p.device)  # fmt: skip
+    centered = torch.sub(scores.to(p.dtype), s_top.to(p.dtype), out=out)
     spread = -centered.mul_(p).sum(-1).double()
     log_top = torch.where(p_top > 0, p_top, 1.0).log()
     entropy = torch.where(mass > 0, spread - mass * log_top, 0.0)

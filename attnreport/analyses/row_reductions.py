@@ -20,6 +20,7 @@ import torch
 
 from attnreport.analyses.heads import QueryBlock
 from attnreport.analyses.roles import repeat_pairs, role_query_values
+from attnreport.scratch import Scratch
 
 Block = dict[str, torch.Tensor]  # per-block results, every value (head, block query, ...)
 
@@ -82,6 +83,7 @@ def reduce_block(
     n_ranks: int,
     window: int | None,
     roles: RoleInputs | None = None,
+    scratch: Scratch | None = None,
 ) -> Block:
     """Every per-query number of one block that needs its (head, query, key) values.
 
@@ -92,7 +94,8 @@ def reduce_block(
     probability, or None. Keys: ``keys`` (global indices of ranks 0..n_ranks-1),
     ``probs_at`` and ``raw_at`` at them, ``p_first`` (p_i0; 0 where key 0 is outside the
     block), ``sink``, and with ``roles`` the ``roles.role_query_values`` prefixed ``role:``.
-    Everything float64 but the keys; nothing given is changed.
+    Everything float64 but the keys; nothing given is changed, and nothing returned is a
+    view of it. ``scratch``: where the role values' temporaries go (``roles.role_query_values``).
     """
     local = ranked_keys(scores, n_ranks)  # (head, query, rank)
     zeros = torch.zeros(probs.shape[:2], dtype=torch.float64)
@@ -117,5 +120,6 @@ def reduce_block(
         scores=scores,
         top=local[..., 0] if n_ranks else None,
         pairs=roles.pairs,
+        scratch=scratch,
     )
     return out | {f"role:{name}": value for name, value in values.items()}
