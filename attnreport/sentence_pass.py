@@ -104,8 +104,11 @@ def analyze_pass(
         if observe is not None:
             observe(spec, raw)
         tensors, reduced = layer_tensors(spec, raw), raw.computed.reduced  # type: ignore[union-attr]
+        factor = projection_factor(spec.out_proj, tensors.out_weight)
         per_layer.append(
-            analyze_layer_blockwise(tensors, ranks, roles=True, token_ids=ids, reduced=reduced)
+            analyze_layer_blockwise(
+                tensors, ranks, roles=True, token_ids=ids, reduced=reduced, factor=factor
+            )
         )
         if on_layer is not None:
             on_layer(len(per_layer), len(specs))

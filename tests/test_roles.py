@@ -18,6 +18,7 @@ from attnreport.analyses.probes import (
 )
 from attnreport.analyses.roles import (
     head_roles_table,
+    repeat_pairs,
     role_query_values,
     roles_of_probs,
     value_norms,
@@ -185,6 +186,14 @@ def test_a_sliding_window_hides_earlier_keys_from_every_score():
     # query 3's earlier 4s are at 0 and 1, outside its window: only 1, 5 repeat in-window
     assert table["n_duplicate"][0] == 2
     assert table["duplicate_token"][0] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("tokens", [[7, 3, 7, 5, 3, 7, 7], [4, 4, 4, 4], [1, 2, 3], [9], []])
+def test_repeat_pairs_are_every_earlier_copy_in_order_of_the_later_position(tokens):
+    ids = torch.tensor(tokens, dtype=torch.int64)
+    later, earlier = repeat_pairs(ids)
+    expected = [(i, j) for i in range(len(tokens)) for j in range(i) if tokens[i] == tokens[j]]
+    assert list(zip(later.tolist(), earlier.tolist(), strict=True)) == expected
 
 
 def test_blocks_of_queries_give_the_whole_patterns_values():

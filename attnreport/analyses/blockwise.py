@@ -17,6 +17,8 @@ sum to (without a soft-cap it is ``s_ij`` itself).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -34,7 +36,7 @@ from attnreport.analyses.probes import massive_activation_row
 from attnreport.analyses.roles import head_roles_table, value_norms
 from attnreport.analyses.row_reductions import Block, RoleInputs, reduce_block
 from attnreport.analyses.tables import Table
-from attnreport.analyses.updates import gram_factor, update_numbers
+from attnreport.analyses.updates import UNSET, gram_factor, update_numbers
 from attnreport.records import TERM_NAMES, after_norm, at_keys
 
 
@@ -164,10 +166,12 @@ def blockwise_rows(
     return _concatenated(blocks)
 
 
-def completed_rows(t: LayerTensors, reduced: Block, rows: int) -> Block:
+def completed_rows(t: LayerTensors, reduced: Block, rows: int, factor: Any = UNSET) -> Block:
     """``reduced``, every query's ``reduce_block`` numbers (the model's own pass reduced its
-    blocks), with the ``query_numbers`` of each block of ``rows`` queries."""
-    keys, factor = reduced["keys"], gram_factor(t.out_weight)
+    blocks), with the ``query_numbers`` of each block of ``rows`` queries. ``factor``: the
+    output projection's ``updates.gram_factor``, where the caller remembers it."""
+    keys = reduced["keys"]
+    factor = gram_factor(t.out_weight) if factor is UNSET else factor
     parts = [
         query_numbers(t, b, keys[:, b.start : b.stop], None, factor) for b in query_blocks(t, rows)
     ]
@@ -186,13 +190,15 @@ def analyze_layer_blockwise(
     roles: bool = False,
     token_ids: torch.Tensor | None = None,
     reduced: Block | None = None,
+    factor: Any = UNSET,
 ) -> dict[str, Table]:
     """``top``, ``breakdown``, ``focus``, ``head_impact``, ``block_impact`` of one layer;
     with ``roles``, also ``head_roles`` and ``massive_activations`` (``token_ids`` (n,)
     for the duplicate-token score), as ``sentence.layer_role_tables`` gives them.
     ``reduced``: every query's ``row_reductions.reduce_block`` numbers where the model's
     own pass has reduced its blocks (with ``max(ranks, 2)`` ranks, and the role values
-    when ``roles``); None computes the blocks here.
+    when ``roles``); None computes the blocks here. ``factor``: the output projection's
+    ``updates.gram_factor`` where the caller remembers it (``updates.projection_factor``).
 
     The tables and their row order are those of ``analyses.analyze_layer``; ``focus`` has
     two more columns, ``first_prob`` (mean of p_i0 over queries i >= 1 that may attend to
@@ -204,7 +210,7 @@ def analyze_layer_blockwise(
         raise ValueError(f"breakdown ranks must be >= 0, got {ranks}")
     rows = rows or block_rows(t.n_heads, t.n_tokens, budget_bytes)
     if reduced is not None:
-        per_query = completed_rows(t, reduced, rows)
+        per_query = completed_rows(t, reduced, rows, factor)
     else:
         norms = value_norms(t.v, t.out_weight, t.groups) if roles else None
         inputs = RoleInputs(token_ids, norms) if norms is not None else None
