@@ -300,11 +300,19 @@ def test_epsilon_and_observed_layer_are_in_the_hash_and_history(example, offline
     select = page.locator("#ar-chart-scaling-grid select[name=eps]")
     assert select.locator("option:checked").inner_text() == "\u03b5 = 0.001"
 
+    # the URL is written as the change is made; the other charts follow it after, so each
+    # check waits for the page to be quiet (on a busy machine the grids lag the hash)
     select.select_option(label="every \u03b5")
     page.wait_for_function("location.hash.includes('eps=all')")
+    settle(page, DRAW_MS)
     assert column_headers(page, "scaling-grid") == 4
     page.locator("#ar-chart-mean-grid input[name=observation][value=last]").check()
     page.wait_for_function("location.hash.includes('observation=last')")
+    page.wait_for_function(  # both grids' radios follow (a timeout here fails as the assert)
+        "[...document.querySelectorAll('input[name=observation]:checked')]"
+        ".every(e => e.value === 'last')",
+    )
+    settle(page, DRAW_MS)
     assert {g["radio"] for g in page.evaluate(GRIDS)} == {"last"}  # both grids follow
 
     page.go_back()
@@ -312,6 +320,7 @@ def test_epsilon_and_observed_layer_are_in_the_hash_and_history(example, offline
         "[...document.querySelectorAll('input[name=observation]:checked')]"
         ".every(e => e.value === 'next')",
     )
+    settle(page, DRAW_MS)
     assert column_headers(page, "scaling-grid") == 4
     page.go_back()
     page.wait_for_function(
