@@ -137,6 +137,10 @@ def test_a_hash_opens_one_view_that_every_control_moves_and_history_steps_back(
     slider.fill("9")
     slider.dispatch_event("input")
     page.wait_for_function("location.hash.includes('layer=9')")
+    page.wait_for_function(  # every slider follows the hash (a timeout fails as the assert)
+        "[...document.querySelectorAll('input[name=layer]')].every(e => e.value === '9')",
+    )
+    settle(page, DRAW_MS)  # and every chart has drawn it: the titles are read below
     for v in page.evaluate(VIEWS):
         if v["signals"]["layer"] is not None:
             assert v["layer"] == [9] and v["signals"]["layer"] == 9, v
@@ -147,6 +151,7 @@ def test_a_hash_opens_one_view_that_every_control_moves_and_history_steps_back(
     page.wait_for_function(
         "[...document.querySelectorAll('input[name=layer]')].every(e => e.value === '7')",
     )
+    settle(page, DRAW_MS)
     assert {v["signals"]["layer"] for v in page.evaluate(VIEWS)} - {None} == {7}
     assert offline_page.errors == []
 
